@@ -1,0 +1,33 @@
+# The README's two commands: `make demo` and `make test`. Both build .venv/ first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test test-long bench venv clean
+
+venv: $(STAMP)
+
+# torch is pinned and installed before anything that depends on it (a plain `torch` pulls a CUDA build).
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q "torch==2.13.0"
+	$(PY) -m pip install -q -e ".[transformers,test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/pda demo
+
+test: $(STAMP)
+	$(PY) -m pytest tests
+
+test-long: $(STAMP)
+	$(PY) -m pytest tests --long
+
+bench: $(STAMP)
+	$(PY) -m pip install -q -e ".[bench]"
+	$(PY) bench/mask_bench.py
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""pda: grammar-constrained decoding."""

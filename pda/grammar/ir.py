@@ -1,0 +1,85 @@
+"""The grammar IR every front end produces and every back end consumes.
+
+A grammar is a set of terminals (regular: a Python-syntax regex with flags)
+and rules (context-free: a left-hand side and a sequence of symbol names).
+Terminal names and rule names share one namespace; a symbol is a terminal if
+it names one. The IR is immutable and has a stable content hash, which keys
+the compile caches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+
+
+@dataclass(frozen=True)
+class TerminalDef:
+    """A regular terminal.
+
+    `pattern` is regex source in Python's `re` syntax; `flags` a string of
+    inline-flag letters (`i`, `s`, `m`, `x`, `a`, `u`). A terminal whose
+    pattern came from a string literal has `literal` set (its `pattern` is
+    then `re.escape`d). Higher `priority` wins when one lexeme matches
+    several terminals. `lazy` terminals end at their first match.
+    """
+
+    name: str
+    pattern: str
+    flags: str = ""
+    priority: int = 0
+    literal: bool = False
+    lazy: bool = False
+    line: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One alternative of a nonterminal: `lhs -> rhs[0] rhs[1] ...`.
+
+    `alias` keeps the Lark alias (or expansion name) for error messages.
+    """
+
+    lhs: str
+    rhs: tuple[str, ...]
+    alias: str | None = None
+
+
+@dataclass(frozen=True)
+class GrammarIR:
+    """A whole grammar: terminals, rules, one start symbol, ignored terminals."""
+
+    terminals: tuple[TerminalDef, ...]
+    rules: tuple[Rule, ...]
+    start: str
+    ignore: tuple[str, ...] = ()
+    source: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.terminals]
+        if len(set(names)) != len(names):
+            raise ValueError("duplicate terminal names in grammar IR")
+
+    @cached_property
+    def terminal_names(self) -> frozenset[str]:
+        return frozenset(t.name for t in self.terminals)
+
+    @cached_property
+    def terminal_by_name(self) -> dict[str, TerminalDef]:
+        return {t.name: t for t in self.terminals}
+
+    @cached_property
+    def content_hash(self) -> str:
+        """A stable hash of everything that affects the language."""
+        doc = {
+            "terminals": [
+                [t.name, t.pattern, t.flags, t.priority, t.literal, t.lazy] for t in self.terminals
+            ],
+            "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
+            "start": self.start,
+            "ignore": sorted(self.ignore),
+        }
+        blob = json.dumps(doc, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        return hashlib.sha256(blob).hexdigest()
