@@ -1,1 +1,27 @@
-"""pda: grammar-constrained decoding."""
+"""pda: constrain a language model's output to a context-free grammar, exactly and fast.
+
+The public surface (DESIGN.md): `Grammar`, `Vocabulary`, `compile`, `Matcher`,
+the error types, and `pda.integrations`.
+"""
+
+from pda.compiler import CompiledGrammar, compile
+from pda.errors import GrammarError, LimitExceeded, ParseError, PdaError, RegexError, TokenRejected
+from pda.grammar.grammar import Grammar
+from pda.matcher import Matcher
+from pda.vocab import Vocabulary
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompiledGrammar",
+    "Grammar",
+    "GrammarError",
+    "LimitExceeded",
+    "Matcher",
+    "ParseError",
+    "PdaError",
+    "RegexError",
+    "TokenRejected",
+    "Vocabulary",
+    "compile",
+]

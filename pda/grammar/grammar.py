@@ -1,0 +1,129 @@
+"""`pda.Grammar`: a grammar from any front end, with whole-text membership."""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pda.errors import GrammarError
+from pda.grammar.ir import GrammarIR
+from pda.grammar.lark_frontend import lark_to_ir
+
+SHIPPED_GRAMMARS = Path(__file__).resolve().parent.parent.parent / "grammars"
+
+
+def _as_bytes(text: str | bytes) -> bytes:
+    return text.encode("utf-8") if isinstance(text, str) else bytes(text)
+
+
+class Grammar:
+    """A context-free grammar in pda's IR, with the recogniser built on first use."""
+
+    def __init__(self, ir: GrammarIR) -> None:
+        self.ir = ir
+
+    def __repr__(self) -> str:
+        return f"<pda.Grammar {self.ir.source or ''} start={self.ir.start!r} {len(self.ir.terminals)} terminals, {len(self.ir.rules)} rules>"
+
+    # --- front ends -------------------------------------------------------------------
+
+    @classmethod
+    def from_lark(
+        cls, text: str, *, start: str = "start", import_paths: tuple[str, ...] = (), source: str = "<lark>"
+    ) -> "Grammar":
+        """Lark EBNF (`%import common.*`, templates, priorities: everything Lark loads)."""
+        return cls(lark_to_ir(text, start=start, import_paths=import_paths, source=source))
+
+    @classmethod
+    def from_gbnf(cls, text: str, *, source: str = "<gbnf>") -> "Grammar":
+        """llama.cpp's GBNF format; `root` is the start rule."""
+        from pda.grammar.gbnf import gbnf_to_lark
+
+        return cls(lark_to_ir(gbnf_to_lark(text), start="root", source=source))
+
+    @classmethod
+    def from_json_schema(
+        cls, schema: dict[str, Any] | str, *, whitespace: str = "compact", strict: bool = True
+    ) -> "Grammar":
+        """JSON text valid against a JSON Schema (see docs/json_schema.md for exact semantics)."""
+        from pda.grammar.json_schema import json_schema_to_lark
+
+        text = json_schema_to_lark(schema, whitespace=whitespace, strict=strict)
+        return cls(lark_to_ir(text, source="<json-schema>"))
+
+    @classmethod
+    def from_pydantic(cls, model: Any, *, whitespace: str = "compact", strict: bool = True) -> "Grammar":
+        """JSON for a Pydantic model, through its JSON Schema."""
+        return cls.from_json_schema(model.model_json_schema(), whitespace=whitespace, strict=strict)
+
+    @classmethod
+    def from_regex(cls, pattern: str) -> "Grammar":
+        """Text that fully matches a regular expression (Python `re` syntax)."""
+        from pda.grammar.json_schema import regex_to_lark
+
+        return cls(lark_to_ir(regex_to_lark(pattern), source="<regex>"))
+
+    @classmethod
+    def from_choices(cls, choices: list[str]) -> "Grammar":
+        """Exactly one of the given strings."""
+        from pda.grammar.json_schema import choices_to_lark
+
+        return cls(lark_to_ir(choices_to_lark(list(choices)), source="<choices>"))
+
+    @classmethod
+    def load(cls, spec: str, *, start: str | None = None) -> "Grammar":
+        """A grammar from a path (`.lark`, `.gbnf`, `.json` schema) or a shipped grammar's name."""
+        path = Path(spec)
+        if not path.exists():
+            shipped = SHIPPED_GRAMMARS / f"{spec}.lark"
+            if not shipped.exists():
+                names = sorted(p.stem for p in SHIPPED_GRAMMARS.glob("*.lark"))
+                raise GrammarError(f"no grammar file {spec!r} and no shipped grammar of that name (shipped: {', '.join(names)})")
+            path = shipped
+        text = path.read_text(encoding="utf-8")
+        suffix = path.suffix.lower()
+        if suffix == ".gbnf":
+            return cls.from_gbnf(text, source=str(path))
+        if suffix == ".json":
+            try:
+                schema = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise GrammarError(f"{path}: not valid JSON: {exc}") from None
+            return cls.from_json_schema(schema)
+        return cls.from_lark(text, start=start or _default_start(text), source=str(path))
+
+    # --- recognition ------------------------------------------------------------------
+
+    @cached_property
+    def recognizer(self):
+        """The compiled recogniser (built once, on first use)."""
+        from pda.recognizer import Recognizer
+
+        return Recognizer(self.ir)
+
+    def check(self, text: str | bytes, *, prefix: bool = False) -> None:
+        """Raise `ParseError` (with offset and expected terminals) unless the text is in the language."""
+        self.recognizer.run(_as_bytes(text), prefix=prefix)
+
+    def accepts(self, text: str | bytes) -> bool:
+        """Whether the whole text is a sentence of the grammar."""
+        return self.recognizer.accepts(_as_bytes(text))
+
+    def accepts_prefix(self, text: str | bytes) -> bool:
+        """Whether the text can still be completed to a sentence (viable prefix)."""
+        return self.recognizer.accepts(_as_bytes(text), prefix=True)
+
+
+def _default_start(text: str) -> str:
+    """`start` if the grammar defines it, else the first rule defined (like `file_input` grammars)."""
+    import re
+
+    if re.search(r"^\s*[?!]?start\b", text, re.MULTILINE):
+        return "start"
+    match = re.search(r"^\s*[?!]?([a-z_][a-z_0-9]*)\s*(?:\{[^}]*\})?\s*(?:\.\s*-?\d+\s*)?:", text, re.MULTILINE)
+    return match.group(1) if match else "start"
+
+
+__all__ = ["Grammar", "SHIPPED_GRAMMARS"]

@@ -1,0 +1,101 @@
+"""Lark EBNF → grammar IR, through Lark's own grammar loader.
+
+Lark already expands `?`, `*`, `+`, `[...]`, ranges, templates, `%import`
+(including `common.lark`) and `%ignore`; we only translate its compiled
+terminals and rules. Rule shaping (`?rule`, `_rule`, aliases) changes trees,
+not languages, so it is kept only as alias information for messages.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+from lark.exceptions import LarkError
+from lark.load_grammar import load_grammar
+from lark.lexer import PatternStr
+
+from pda.errors import GrammarError
+from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.regex import has_lazy_quantifier
+
+_TERMINAL_DEF = re.compile(r"^\s*([A-Z_][A-Z_0-9]*)\s*(?:\.\s*-?\d+\s*)?:", re.MULTILINE)
+
+
+def _definition_lines(text: str) -> dict[str, int]:
+    """Line numbers of terminal definitions, for error messages."""
+    lines: dict[str, int] = {}
+    for match in _TERMINAL_DEF.finditer(text):
+        lines.setdefault(match.group(1), text.count("\n", 0, match.start()) + 1)
+    return lines
+
+
+def lark_to_ir(
+    text: str,
+    *,
+    start: str = "start",
+    import_paths: Sequence[str] = (),
+    source: str = "<grammar>",
+) -> GrammarIR:
+    """Load Lark grammar text and return its IR.
+
+    `import_paths` are folders searched for relative `%import`s; the folder
+    of `source` (when it is a path) is searched first.
+    """
+    paths = list(import_paths)
+    if os.path.sep in source or os.path.exists(source):
+        paths.insert(0, os.path.dirname(os.path.abspath(source)))
+    try:
+        grammar, _ = load_grammar(text, source, paths, False)
+        terminals, rules, ignore = grammar.compile([start], set())
+    except LarkError as exc:
+        line = getattr(exc, "line", None)
+        column = getattr(exc, "column", None)
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise GrammarError(f"{source}: cannot load Lark grammar: {message}", line=line, column=column) from None
+    except (KeyError, ValueError, TypeError, AssertionError) as exc:
+        raise GrammarError(f"{source}: cannot load Lark grammar: {exc!r}") from None
+
+    lines = _definition_lines(text)
+    defs = []
+    for term in terminals:
+        pattern = term.pattern
+        flags = "".join(sorted(pattern.flags))
+        regex = re.escape(pattern.value) if isinstance(pattern, PatternStr) else pattern.value
+        defs.append(
+            TerminalDef(
+                name=term.name,
+                pattern=regex,
+                flags=flags,
+                priority=term.priority,
+                literal=isinstance(pattern, PatternStr),
+                lazy=has_lazy_quantifier(regex, flags),
+                line=lines.get(term.name),
+            )
+        )
+    defined = {t.name for t in defs}
+
+    ir_rules = []
+    for rule in rules:
+        rhs = tuple(sym.name for sym in rule.expansion)
+        for sym in rule.expansion:
+            if sym.is_term and sym.name not in defined:
+                raise GrammarError(
+                    f"{source}: terminal {sym.name} is declared (%declare) but never defined; "
+                    "it needs a post-lexer (e.g. an indenter) to produce it",
+                    terminal=sym.name,
+                )
+        ir_rules.append(Rule(lhs=rule.origin.name, rhs=rhs, alias=rule.alias))
+    if not any(r.lhs == start for r in ir_rules):
+        raise GrammarError(f"{source}: start symbol {start!r} has no rules")
+    return GrammarIR(
+        terminals=tuple(defs),
+        rules=tuple(ir_rules),
+        start=start,
+        ignore=tuple(ignore),
+        source=source,
+    )
+
+
+__all__ = ["lark_to_ir"]

@@ -1,0 +1,1 @@
+"""The token index: per-lexer-state classification of the vocabulary."""

@@ -1,0 +1,161 @@
+"""The per-lexer-state token index (DESIGN.md, "The token index").
+
+From a lexer state `q` with live terminal set `A`, every token is one of:
+
+* **inside** — all its bytes extend the current lexeme: allowed whatever the stack;
+* **dead** — some byte can neither extend the lexeme nor follow a lexeme end;
+* **boundary** — the lexeme ends inside the token (the next byte cannot extend
+  it, and it matches terminal set `E`); the rest of the token starts a new
+  lexeme, which depends on the parser node after `E`.
+
+Boundary tokens are kept as `BoundaryGroup`s: the trie nodes where the lexeme
+ended, grouped by `E`. Classifying a group's suffixes from the lexer's start
+state under the next live set `A2` is again independent of the stack, so it is
+cached on the group by `A2`. Only `node.advance(E)` at serve time depends on
+the stack. All walks are vectorised level by level over the vocabulary trie.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pda.index.trie import TokenTrie
+from pda.lexer.lexer import START, Lexer
+
+
+class Classification:
+    """Tokens allowed outright (a packed int32 mask, or None) and the boundary groups."""
+
+    __slots__ = ("inside", "groups")
+
+    def __init__(self, inside: np.ndarray | None, groups: list["BoundaryGroup"]) -> None:
+        self.inside = inside
+        self.groups = groups
+
+
+class BoundaryGroup:
+    """Tokens whose lexeme ended with terminal set `terminals` at the trie nodes `nodes`."""
+
+    __slots__ = ("terminals", "nodes", "_walk", "after")
+
+    def __init__(self, terminals: int, nodes: np.ndarray) -> None:
+        self.terminals = terminals
+        self.nodes = nodes
+        self._walk: "_WalkPlan | None" = None
+        self.after: dict[int, Classification] = {}
+
+
+class _WalkPlan:
+    """Members of a set of subtrees, ordered by depth, ready for a level-by-level walk."""
+
+    __slots__ = ("levels", "tokens", "token_nodes")
+
+    def __init__(self, trie: TokenTrie, roots: np.ndarray, members: np.ndarray) -> None:
+        order = np.argsort(trie.depth[members], kind="stable")
+        members = members[order]
+        depths = trie.depth[members]
+        is_root = np.zeros(trie.n_nodes, dtype=bool)
+        is_root[roots] = True
+        cuts = np.flatnonzero(np.diff(depths)) + 1
+        self.levels = [
+            (level, is_root[level]) for level in np.split(members, cuts) if len(level)
+        ]
+        self.tokens = trie.tokens_in(members)
+        self.token_nodes = trie.token_end[self.tokens]
+
+
+class TokenIndex:
+    """Classifications per lexer state, for one (grammar, vocabulary) pair."""
+
+    def __init__(self, lexer: Lexer, trie: TokenTrie, mask_words: int) -> None:
+        self.lexer = lexer
+        self.trie = trie
+        self.mask_words = mask_words
+        n = lexer.n_states
+        self.stop = n
+        trans = np.vstack([lexer.trans, np.full((1, lexer.trans.shape[1]), n, dtype=np.int32)])
+        trans[lexer.dead, :] = n
+        self.trans = trans
+        self.node_class = lexer.byte_class[trie.byte].astype(np.int64)
+        self.scratch = np.zeros(trie.n_nodes, dtype=np.int32)
+        all_roots = np.flatnonzero(trie.depth == 1)
+        self.root_plan = _WalkPlan(trie, all_roots, np.arange(1, trie.n_nodes))
+        self._per_live_set: dict[int, tuple[np.ndarray, np.ndarray, list[int]]] = {}
+        self._roots: dict[tuple[int, int], Classification] = {}
+
+    def _live_tables(self, live_set: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """For live set A: per DFA state, whether it is live, and which terminal set it ends as."""
+        tables = self._per_live_set.get(live_set)
+        if tables is None:
+            lexer = self.lexer
+            n = lexer.n_states
+            bits = np.array([(live_set >> j) & 1 for j in range(lexer.live_np.shape[1])], dtype=bool)
+            live = np.zeros(n + 1, dtype=bool)
+            live[:n] = lexer.live_np[:, bits].any(axis=1)
+            ends_as = np.full(n + 1, -1, dtype=np.int32)
+            sets: list[int] = []
+            seen: dict[int, int] = {}
+            for q in np.flatnonzero(lexer.accept_np[:, bits].any(axis=1)):
+                if q == START:
+                    continue
+                e = lexer.best(lexer.accept[q] & live_set)
+                if e not in seen:
+                    seen[e] = len(sets)
+                    sets.append(e)
+                ends_as[q] = seen[e]
+            tables = (live, ends_as, sets)
+            self._per_live_set[live_set] = tables
+        return tables
+
+    def _pack(self, token_positions: np.ndarray) -> np.ndarray | None:
+        if len(token_positions) == 0:
+            return None
+        bits = np.zeros(self.mask_words * 32, dtype=bool)
+        bits[self.trie.token_ids[token_positions]] = True
+        return np.packbits(bits, bitorder="little").view(np.int32)
+
+    def _classify(self, plan: _WalkPlan, root_state: int, live_set: int) -> Classification:
+        live, ends_as, sets = self._live_tables(live_set)
+        trie, trans, stop, st = self.trie, self.trans, self.stop, self.scratch
+        boundary_nodes = []
+        boundary_sets = []
+        for nodes, is_root in plan.levels:
+            parent_state = np.where(is_root, root_state, st[trie.parent[nodes]])
+            nxt = trans[parent_state, self.node_class[nodes]]
+            nxt = np.where(live[nxt], nxt, stop)
+            st[nodes] = nxt
+            stopped_here = (nxt == stop) & (parent_state != stop)
+            if stopped_here.any():
+                ends = ends_as[parent_state[stopped_here]]
+                ok = ends >= 0
+                if ok.any():
+                    boundary_nodes.append(nodes[stopped_here][ok])
+                    boundary_sets.append(ends[ok])
+        inside = self._pack(plan.tokens[st[plan.token_nodes] != stop])
+        groups = []
+        if boundary_nodes:
+            nodes = np.concatenate(boundary_nodes)
+            which = np.concatenate(boundary_sets)
+            for k in np.unique(which):
+                groups.append(BoundaryGroup(sets[k], nodes[which == k]))
+        return Classification(inside, groups)
+
+    def at_state(self, q: int, live_set: int) -> Classification:
+        """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""
+        key = (q, live_set)
+        found = self._roots.get(key)
+        if found is None:
+            found = self._classify(self.root_plan, q, live_set)
+            self._roots[key] = found
+        return found
+
+    def after_boundary(self, group: BoundaryGroup, live_set: int) -> Classification:
+        """Classify a group's suffixes from the start state under the next live set."""
+        found = group.after.get(live_set)
+        if found is None:
+            if group._walk is None:
+                members = self.trie.subtree_members(group.nodes)
+                group._walk = _WalkPlan(self.trie, group.nodes, members)
+            found = self._classify(group._walk, START, live_set)
+            group.after[live_set] = found
+        return found

@@ -1,0 +1,67 @@
+"""The vocabulary as a byte trie in depth-first order, for level-by-level walks.
+
+Tokens are sorted by their bytes, so the tokens below any trie node form one
+contiguous run, and a node's subtree is the id range `[node, end[node])`.
+Walking the trie instead of every token's bytes shares the work of common
+prefixes: Qwen2's 151k tokens hold about 1M bytes but far fewer trie nodes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pda.vocab import Vocabulary
+
+
+class TokenTrie:
+    """Trie nodes (root = 0) with parent, byte, depth, subtree end; tokens sorted by bytes."""
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        ids = [i for i, tok in enumerate(vocab.tokens) if tok]
+        ids.sort(key=lambda i: vocab.tokens[i])
+        parent = [0]
+        byte = [0]
+        depth = [0]
+        end_node = []
+        path = [0]  # path[d] = node at depth d on the current token's path
+        prev = b""
+        for i in ids:
+            tok = vocab.tokens[i]
+            common = 0
+            limit = min(len(prev), len(tok))
+            while common < limit and prev[common] == tok[common]:
+                common += 1
+            del path[common + 1 :]
+            for d in range(common, len(tok)):
+                path.append(len(parent))
+                parent.append(path[d])
+                byte.append(tok[d])
+                depth.append(d + 1)
+            end_node.append(path[len(tok)])
+            prev = tok
+        self.n_nodes = len(parent)
+        self.parent = np.asarray(parent, dtype=np.int32)
+        self.byte = np.asarray(byte, dtype=np.uint8)
+        self.depth = np.asarray(depth, dtype=np.int32)
+        self.token_ids = np.asarray(ids, dtype=np.int64)
+        self.token_end = np.asarray(end_node, dtype=np.int32)
+        # end[n]: one past the last node of n's subtree (preorder ids are contiguous per subtree).
+        end = np.arange(1, self.n_nodes + 1, dtype=np.int32)
+        for d in range(int(self.depth.max(initial=0)), 0, -1):
+            nodes = np.flatnonzero(self.depth == d)
+            np.maximum.at(end, self.parent[nodes], end[nodes])
+        self.end = end
+        self.max_depth = int(self.depth.max(initial=0))
+
+    def subtree_members(self, roots: np.ndarray) -> np.ndarray:
+        """All node ids in the subtrees of `roots` (which must not nest), ascending."""
+        roots = np.sort(roots)
+        lengths = self.end[roots] - roots
+        starts = np.repeat(roots - np.cumsum(np.concatenate(([0], lengths[:-1]))), lengths)
+        return starts + np.arange(int(lengths.sum()), dtype=np.int64)
+
+    def tokens_in(self, members: np.ndarray) -> np.ndarray:
+        """Positions (in sorted-token order) of tokens whose end node is in `members` (ascending)."""
+        hit = np.zeros(self.n_nodes, dtype=bool)
+        hit[members] = True
+        return np.flatnonzero(hit[self.token_end])

@@ -1,0 +1,1 @@
+"""Integrations with serving stacks: packed bitmask helpers, transformers."""

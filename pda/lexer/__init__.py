@@ -1,0 +1,1 @@
+"""The regular half at run time: the contextual greedy lexer."""

@@ -1,0 +1,188 @@
+"""`pda.Matcher`: the per-sequence state machine and the public serving API.
+
+A matcher's state is the history of (parser node, lexer state) pairs, one per
+accepted token, so rollback is popping and a copy is a list copy. Masks come
+from the compiled grammar's memo; accepting a token feeds its bytes through
+the same lexer step function the reference path uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pda.compiler import CompiledGrammar
+from pda.errors import TokenRejected
+from pda.parser.earley import Node
+
+MAX_FORCED_BYTES = 4096
+
+
+class Matcher:
+    """Tracks one generated sequence against a compiled grammar."""
+
+    def __init__(self, compiled: CompiledGrammar) -> None:
+        self.compiled = compiled
+        self._history: list[tuple[Node, int]] = [compiled.initial_state()]
+        self._terminated = False
+        self._tokens: list[int] = []
+
+    # --- state ------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Back to the start of the grammar."""
+        del self._history[1:]
+        self._tokens.clear()
+        self._terminated = False
+
+    def copy(self) -> "Matcher":
+        """An independent matcher in the same state (cheap: shares the compiled grammar)."""
+        other = Matcher.__new__(Matcher)
+        other.compiled = self.compiled
+        other._history = list(self._history)
+        other._terminated = self._terminated
+        other._tokens = list(self._tokens)
+        return other
+
+    def is_terminated(self) -> bool:
+        """True once EOS has been accepted."""
+        return self._terminated
+
+    def can_end(self) -> bool:
+        """Whether the text so far is a whole sentence (EOS is allowed now)."""
+        if self._terminated:
+            return False
+        node, q = self._history[-1]
+        return self.compiled.can_end(node, q)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self._tokens)
+
+    def rollback(self, n: int = 1) -> None:
+        """Undo the last `n` accepted tokens (EOS included), e.g. after a rejected speculation."""
+        if n < 0 or n > len(self._tokens):
+            raise ValueError(f"cannot roll back {n} tokens: {len(self._tokens)} accepted")
+        for _ in range(n):
+            tok = self._tokens.pop()
+            if self._terminated and tok in self.compiled.vocab.eos_ids:
+                self._terminated = False
+            else:
+                self._history.pop()
+
+    # --- tokens -----------------------------------------------------------------------
+
+    def _check_id(self, token_id: int) -> None:
+        if not 0 <= token_id < self.compiled.vocab_size:
+            raise TokenRejected(
+                f"token id {token_id} is outside the vocabulary (0..{self.compiled.vocab_size - 1})"
+            )
+
+    def accept_token(self, token_id: int) -> bool:
+        """Advance by one token. False (state unchanged) if the grammar does not allow it here.
+
+        Raises `TokenRejected` for an id outside the vocabulary or a special token other than EOS.
+        """
+        token_id = int(token_id)
+        self._check_id(token_id)
+        vocab = self.compiled.vocab
+        if token_id in vocab.eos_ids:
+            if not self.can_end():
+                return False
+            self._terminated = True
+            self._tokens.append(token_id)
+            return True
+        if token_id >= vocab.size or vocab.tokens[token_id] is None:
+            raise TokenRejected(f"token {vocab.describe(token_id) if token_id < vocab.size else token_id} is a special or unused id, never part of the text")
+        if self._terminated:
+            return False
+        data = vocab.tokens[token_id]
+        node, q = self._history[-1]
+        nxt = self.compiled.lexer.feed(node, q, data) if data else None
+        if nxt is None:
+            return False
+        self._history.append(nxt)
+        self._tokens.append(token_id)
+        return True
+
+    def accept_bytes(self, data: bytes | str) -> bool:
+        """Advance by raw text (e.g. forced bytes) as one step; False (unchanged) if not viable."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if self._terminated:
+            return False
+        node, q = self._history[-1]
+        nxt = self.compiled.lexer.feed(node, q, data)
+        if nxt is None:
+            return False
+        self._history.append(nxt)
+        self._tokens.append(-1)
+        return True
+
+    # --- masks ------------------------------------------------------------------------
+
+    def _mask(self) -> np.ndarray:
+        """The packed allowed-token mask for the current state, EOS included."""
+        compiled = self.compiled
+        if self._terminated:
+            return compiled.eos_mask
+        node, q = self._history[-1]
+        mask = compiled.text_mask(node, q)
+        if compiled.can_end(node, q):
+            mask = mask | compiled.eos_mask
+        return mask
+
+    def fill_bitmask(self, bitmask: Any, row: int = 0) -> None:
+        """Write the allowed-token mask into row `row` of an int32 `[batch, ceil(V/32)]` array or tensor.
+
+        Bit `i % 32` of word `i // 32` is token i. Words past the compiled width are zeroed.
+        """
+        mask = self._mask()
+        width = bitmask.shape[1]
+        n = min(width, len(mask))
+        if isinstance(bitmask, np.ndarray):
+            bitmask[row, :n] = mask[:n]
+            bitmask[row, n:] = 0
+        else:
+            import torch
+
+            bitmask[row, :n].copy_(torch.from_numpy(mask[:n]))
+            if n < width:
+                bitmask[row, n:] = 0
+
+    def allowed_token_ids(self) -> np.ndarray:
+        """The allowed token ids, ascending (EOS ids included where the text can end)."""
+        bits = np.unpackbits(self._mask().view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits[: self.compiled.vocab_size])
+
+    def is_allowed(self, token_id: int) -> bool:
+        """Whether one token is allowed now (reads the mask; no state change)."""
+        mask = self._mask()
+        return bool((int(mask[token_id >> 5]) >> (token_id & 31)) & 1)
+
+    def forced_bytes(self) -> bytes:
+        """The bytes that must come next whatever is generated (jump-forward), possibly empty.
+
+        Stops where two or more bytes are possible, or where the text may end.
+        """
+        if self._terminated:
+            return b""
+        lexer = self.compiled.lexer
+        node, q = self._history[-1]
+        out = bytearray()
+        while len(out) < MAX_FORCED_BYTES and not lexer.can_end(node, q):
+            only = None
+            count = 0
+            for byte in range(256):
+                nxt = lexer.step(node, q, byte)
+                if nxt is not None:
+                    count += 1
+                    if count > 1:
+                        break
+                    only = (byte, nxt)
+            if count != 1 or only is None:
+                break
+            out.append(only[0])
+            node, q = only[1]
+        return bytes(out)

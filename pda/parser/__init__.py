@@ -1,0 +1,1 @@
+"""The context-free half: Earley recogniser over terminal sets."""

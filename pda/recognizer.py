@@ -1,0 +1,103 @@
+"""A grammar ready to recognise text: parser tables, Earley parser and lexer, wired together."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from pda.errors import ParseError
+from pda.grammar.ir import GrammarIR
+from pda.lexer.lexer import START, Lexer
+from pda.parser.earley import EarleyParser, Node, iter_bits
+from pda.parser.tables import build_tables
+from pda.regex import build_lexer_dfa
+
+
+class Recognizer:
+    """Decides membership and viable prefixes for one grammar, byte by byte."""
+
+    def __init__(self, ir: GrammarIR) -> None:
+        self.ir = ir
+        self.tables = build_tables(ir)
+        self.parser = EarleyParser(self.tables)
+        self.lexer = Lexer(ir, build_lexer_dfa(ir.terminals))
+        self._examples: dict[int, str] | None = None
+
+    @property
+    def root(self) -> Node:
+        return self.parser.root
+
+    def initial(self) -> tuple[Node, int]:
+        return self.parser.root, START
+
+    def run(self, data: bytes, *, prefix: bool = False) -> None:
+        """Raise `ParseError` unless `data` is a sentence (or, with `prefix`, a viable prefix)."""
+        lexer = self.lexer
+        node, q = self.parser.root, START
+        for offset, byte in enumerate(data):
+            nxt = lexer.step(node, q, byte)
+            if nxt is None:
+                raise self._error(data, offset, node, q)
+            node, q = nxt
+        if not prefix and not lexer.can_end(node, q):
+            raise self._error(data, len(data), node, q, at_end=True)
+
+    def accepts(self, data: bytes, *, prefix: bool = False) -> bool:
+        try:
+            self.run(data, prefix=prefix)
+        except ParseError:
+            return False
+        return True
+
+    def expected_terminals(self, node: Node, q: int) -> list[str]:
+        """Terminal names that could continue the text at state (node, q)."""
+        lexer = self.lexer
+        names = self.tables.names_of
+        if q == START:
+            return names(node.allowed)
+        live = lexer.live[q] & node.allowed
+        after = lexer.commit(node, q)
+        more = after.allowed if after is not None else 0
+        return names(live | more)
+
+    def example(self, terminal: int) -> str:
+        """A shortest string of a terminal, for error messages."""
+        if self._examples is None:
+            self._examples = self._shortest_examples()
+        return self._examples.get(terminal, "")
+
+    def _shortest_examples(self) -> dict[int, str]:
+        lexer = self.lexer
+        byte_of_class: dict[int, int] = {}
+        for b in range(256):
+            byte_of_class.setdefault(lexer.cls[b], b)
+        seen = {START: b""}
+        queue = deque([START])
+        found: dict[int, str] = {}
+        n = len(lexer.names)
+        while queue and len(found) < n:
+            q = queue.popleft()
+            for j in iter_bits(lexer.accept[q]):
+                if j not in found:
+                    found[j] = seen[q].decode("utf-8", "replace")
+            for c, b in byte_of_class.items():
+                q2 = lexer.rows[q][c]
+                if q2 not in seen and lexer.live[q2]:
+                    seen[q2] = seen[q] + bytes([b])
+                    queue.append(q2)
+        return found
+
+    def _error(self, data: bytes, offset: int, node: Node, q: int, *, at_end: bool = False) -> ParseError:
+        expected = self.expected_terminals(node, q)
+        index = {name: i for i, name in enumerate(self.tables.terminal_names)}
+        shown = ", ".join(f"{name} ({self.example(index[name])!r})" for name in expected[:12])
+        if len(expected) > 12:
+            shown += f", ... ({len(expected) - 12} more)"
+        if at_end:
+            if self.lexer.can_end(node, q):
+                msg = "unexpected end of text"
+            else:
+                msg = f"unexpected end of text; expected {shown or 'nothing'}"
+        else:
+            ch = data[offset : offset + 1]
+            msg = f"unexpected byte {ch!r} at offset {offset}; expected {shown or 'end of text'}"
+        return ParseError(msg, offset=offset, expected=tuple(expected))

