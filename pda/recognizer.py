@@ -32,12 +32,9 @@ class Recognizer:
     def run(self, data: bytes, *, prefix: bool = False) -> None:
         """Raise `ParseError` unless `data` is a sentence (or, with `prefix`, a viable prefix)."""
         lexer = self.lexer
-        node, q = self.parser.root, START
-        for offset, byte in enumerate(data):
-            nxt = lexer.step(node, q, byte)
-            if nxt is None:
-                raise self._error(data, offset, node, q)
-            node, q = nxt
+        node, q, consumed = lexer.scan(self.parser.root, START, data)
+        if consumed < len(data):
+            raise self._error(data, consumed, node, q)
         if not prefix and not lexer.can_end(node, q):
             raise self._error(data, len(data), node, q, at_end=True)
 

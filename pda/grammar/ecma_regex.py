@@ -95,6 +95,10 @@ def _py_char(cp: int) -> str:
     """One code point as an ASCII Python-regex escape usable in and out of classes."""
     if cp < 0x80 and (chr(cp).isalnum() or chr(cp) == "_"):
         return chr(cp)
+    if 0x20 <= cp < 0x7F:
+        # Punctuation is backslash-escaped, never \xNN: Lark's grammar loader turns
+        # \xNN into the raw character, which would then be a class metacharacter.
+        return "\\" + chr(cp)
     if cp <= 0xFF:
         return f"\\x{cp:02x}"
     if cp <= 0xFFFF:
@@ -540,9 +544,39 @@ def python_pattern_body(pattern: str, *, search: bool, source: str | None = None
     return PatternInfo(text, min(o[1] for o in outs), None if None in his else max(his))  # type: ignore[type-var]
 
 
-def ecma_pattern_body(pattern: str) -> PatternInfo | None:
-    """Lexeme-body regex for JSON strings that a JSON Schema `pattern` accepts (search semantics)."""
-    return python_pattern_body(ecma_to_python(pattern), search=True, source=pattern)
+def ecma_pattern_body(pattern: str, *, min_len: int = 0, max_len: int | None = None) -> PatternInfo | None:
+    """Lexeme-body regex for JSON strings that a JSON Schema `pattern` accepts (search semantics).
+
+    With a length range, returns the exact intersection when the pattern is a
+    fully anchored repetition of one character class (``^[a-z]{2,}$``), and
+    None when that intersection is not expressible this way; without one,
+    None means no string matches.
+    """
+    python = ecma_to_python(pattern)
+    if (min_len, max_len) == (0, None):
+        return python_pattern_body(python, search=True, source=pattern)
+    try:
+        items = list(P.parse(python))
+    except re.error as exc:
+        raise RegexError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
+    body, start, end = _anchored(items)
+    if not (start and end and len(body) == 1):
+        return None
+    op, av = body[0]
+    r = _Renderer(pattern)
+    if r.charset(op, av) is not None:
+        lo, hi, sub = 1, 1, [(op, av)]
+    elif op is C.MAX_REPEAT and len(av[2]) == 1 and r.charset(*av[2][0]) is not None:
+        lo, hi, sub = av[0], (None if av[1] is C.MAXREPEAT else av[1]), list(av[2])
+    else:
+        return None
+    lo = max(lo, min_len)
+    hi = max_len if hi is None else hi if max_len is None else min(hi, max_len)
+    unit = r.seq(sub)[0]
+    if unit is None:
+        return None
+    count = f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
+    return PatternInfo(f"(?:{unit}){count}", lo, hi)
 
 
 def _lark_regex(regex: str) -> str:

@@ -110,29 +110,36 @@ class Lexer:
             return node.advance(terminals)
         return node
 
-    def step(self, node: Node, q: int, byte: int) -> tuple[Node, int] | None:
-        """Feed one byte; the new state, or None if the text stops being a viable prefix."""
-        q2 = self.rows[q][self.cls[byte]]
-        if self.live[q2] & (node.allowed | self.ignore):
-            return node, q2
-        if q == START:
-            return None
-        node2 = self.commit(node, q)
-        if node2 is None:
-            return None
-        q2 = self.rows[START][self.cls[byte]]
-        if self.live[q2] & (node2.allowed | self.ignore):
-            return node2, q2
-        return None
+    def scan(self, node: Node, q: int, data: bytes) -> tuple[Node, int, int]:
+        """Feed bytes until one is rejected: (node, q, bytes consumed) — the state before that byte."""
+        rows, cls, live, ignore = self.rows, self.cls, self.live, self.ignore
+        candidates = node.allowed | ignore
+        for offset, byte in enumerate(data):
+            c = cls[byte]
+            q2 = rows[q][c]
+            if live[q2] & candidates:
+                q = q2
+                continue
+            if q == START:
+                return node, q, offset
+            after = self.commit(node, q)
+            if after is None:
+                return node, q, offset
+            q2 = rows[START][c]
+            after_candidates = after.allowed | ignore
+            if not live[q2] & after_candidates:
+                return node, q, offset
+            node, q, candidates = after, q2, after_candidates
+        return node, q, len(data)
 
     def feed(self, node: Node, q: int, data: bytes) -> tuple[Node, int] | None:
-        """Feed bytes; the new state, or None at the first byte that is rejected."""
-        state: tuple[Node, int] | None = (node, q)
-        for byte in data:
-            state = self.step(state[0], state[1], byte)
-            if state is None:
-                return None
-        return state
+        """Feed bytes; the new state, or None if some byte makes the text stop being a viable prefix."""
+        node2, q2, consumed = self.scan(node, q, data)
+        return (node2, q2) if consumed == len(data) else None
+
+    def step(self, node: Node, q: int, byte: int) -> tuple[Node, int] | None:
+        """Feed one byte."""
+        return self.feed(node, q, bytes((byte,)))
 
     def can_end(self, node: Node, q: int) -> bool:
         """Whether the text may end here: the pending lexeme commits and the parser accepts."""

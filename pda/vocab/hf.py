@@ -77,7 +77,8 @@ class _Family:
 
 
 def _is_byte_piece(s: str) -> bool:
-    return len(s) == 6 and s.startswith("<0x") and s[5] == ">" and s[3] in _BYTE_FALLBACK_HEX and s[4] in _BYTE_FALLBACK_HEX
+    """Whether `s` is a byte-fallback piece `<0xNN>`."""
+    return len(s) == 6 and s.startswith("<0x") and s.endswith(">") and _BYTE_FALLBACK_HEX.issuperset(s[3:5])
 
 
 def _state(component: Any) -> dict[str, Any] | None:
@@ -208,27 +209,45 @@ def _plain_text_copy(backend: Any) -> Any:
     """A copy of `backend` that treats special-token text as text and adds no SentencePiece dummy prefix."""
     from tokenizers import Tokenizer
 
-    config = json.loads(backend.to_str())
+    # A pipeline that splits on whitespace and drops it (XLM-R: WhitespaceSplit then Metaspace
+    # "always") writes every space as a prefix "▁": that prefix must stay.
+    lossy_split = ("WhitespaceSplit", "Whitespace")
 
-    def strip_prefix(node: dict[str, Any] | None) -> dict[str, Any] | None:
+    def strip_prefix(node: dict[str, Any] | None, after_lossy_split: bool = False) -> dict[str, Any] | None:
         if node is None:
             return None
         if node.get("type") == "Sequence":
             for key in ("pretokenizers", "normalizers"):
+                children = []
+                for child in node.get(key) or ():
+                    child = strip_prefix(child, after_lossy_split)
+                    if child is not None:
+                        children.append(child)
+                        after_lossy_split |= child.get("type") in lossy_split
                 if key in node:
-                    node[key] = [n for n in map(strip_prefix, node[key]) if n is not None]
+                    node[key] = children
             return node
-        if node.get("type") == "Metaspace":
+        if node.get("type") == "Metaspace" and not after_lossy_split:
             node["prepend_scheme"] = "never"
-        if node.get("type") in ("Metaspace", "ByteLevel") and "add_prefix_space" in node:
+            if "add_prefix_space" in node:  # older serialisations
+                node["add_prefix_space"] = False
+        if node.get("type") == "ByteLevel" and "add_prefix_space" in node:
             node["add_prefix_space"] = False
         if node.get("type") == "Prepend":  # legacy Llama normalizer: Prepend("▁") then Replace(" ", "▁")
             return None
         return node
 
-    config["normalizer"] = strip_prefix(config.get("normalizer"))
-    config["pre_tokenizer"] = strip_prefix(config.get("pre_tokenizer"))
-    config["post_processor"] = None
-    copy = Tokenizer.from_str(json.dumps(config))
+    # Only the small pipeline components are edited as JSON; the vocabulary is copied once, natively.
+    shell = {
+        "version": "1.0",
+        "model": {"type": "BPE", "vocab": {}, "merges": []},
+        "normalizer": strip_prefix(_state(backend.normalizer)),
+        "pre_tokenizer": strip_prefix(_state(backend.pre_tokenizer)),
+    }
+    edited = Tokenizer.from_str(json.dumps(shell))
+    copy = Tokenizer.from_str(backend.to_str())
+    copy.normalizer = edited.normalizer
+    copy.pre_tokenizer = edited.pre_tokenizer
+    copy.post_processor = None
     copy.encode_special_tokens = True
     return copy

@@ -17,9 +17,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-# Qwen2's pre-tokenizer regex (tokenizer.json of the Qwen2 family): single digits, letters with one leading mark.
+# Qwen2's pre-tokenizer regex (its tokenizer.json): words with one optional leading non-letter, single digits.
 QWEN2_PATTERN = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"""
+    r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 QWEN2_SPECIAL_TOKENS = {ENDOFTEXT: 151643, IM_START: 151644, IM_END: 151645}

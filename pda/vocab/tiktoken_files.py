@@ -124,21 +124,34 @@ def vocabulary_from_tiktoken(
     names = {i: name for name, i in specials.items()}
 
     if encoding is None and pat_str is not None:
-        import tiktoken
-
+        try:
+            import tiktoken
+        except ImportError:
+            raise VocabularyError("`pat_str` needs tiktoken to encode text (pip install tiktoken)") from None
         encoding = tiktoken.Encoding(
             os.fspath(path_or_encoding),
             pat_str=pat_str,
             mergeable_ranks={token: i for i, token in by_id.items()},
             special_tokens=specials,
         )
-    encoder = None
-    if encoding is not None:
-        enc = encoding
-
-        def encoder(text: str) -> list[int]:
-            return enc.encode(text, allowed_special=set(), disallowed_special=())
-
     return cls._build(
-        tokens, eos_ids=eos, special_ids=names.keys(), special_names=names, tokenizer=encoding, encoder=encoder
+        tokens,
+        eos_ids=eos,
+        special_ids=names.keys(),
+        special_names=names,
+        tokenizer=encoding,
+        encoder=None if encoding is None else _PlainTextEncoder(encoding),
     )
+
+
+class _PlainTextEncoder:
+    """tiktoken's tokenisation of plain text: special-token markers in the text are ordinary text.
+
+    A class rather than a closure so that a Vocabulary pickles.
+    """
+
+    def __init__(self, encoding: Any) -> None:
+        self._encoding = encoding
+
+    def __call__(self, text: str) -> list[int]:
+        return self._encoding.encode(text, allowed_special=set(), disallowed_special=())

@@ -1,0 +1,241 @@
+"""transformers integration: a `LogitsProcessor` and a `StoppingCriteria` backed by pda matchers.
+
+`model.generate(..., logits_processor=[GrammarLogitsProcessor(cg)])` constrains
+every row of the batch. transformers hands a logits processor only `input_ids`
+and the scores, so the processor reconstructs each row's state from
+`input_ids` itself:
+
+- The prompt length is inferred on the first call (every row's prompt, left
+  padding included, is `input_ids.shape[1]` long then).
+- On each later call a row either extends a row of the previous call by one
+  token (its parent: the same row under greedy decoding and sampling, any row
+  under beam search, where beams are reordered and forked between steps) or
+  equals one (the stopping criterion looks at the same step; beam search shows
+  it all `2 * num_beams` candidates, then continues with the survivors). A
+  source used by several rows is forked with `Matcher.copy()`. Matching is one
+  vectorised comparison of `input_ids` with the previous call's ids.
+- A call that does not continue the previous one (a new `generate`) starts over.
+- A row whose matcher has terminated (EOS accepted) ignores what follows
+  (transformers pads finished rows); its mask allows only EOS.
+- A row that holds a token its grammar rejects is dead: this happens only in
+  beam search, where `topk` can pick a -inf continuation when fewer tokens are
+  allowed than the beams it keeps. Its mask is empty (all scores -inf) so it can
+  never win; it never raises.
+
+With `num_return_sequences=n` or `num_beams=n` the flat batch has `n` rows per
+prompt; a list of grammars (one per prompt) is spread over them in order.
+Logits wider than the vocabulary are handled: ids past the compiled width are
+never allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import LogitsProcessor, StoppingCriteria
+
+from pda.compiler import CompiledGrammar
+from pda.errors import PdaError, TokenRejected
+from pda.integrations.bitmask import bitmask_width
+from pda.matcher import Matcher
+
+
+def apply_packed_bitmask_(scores: torch.Tensor, bitmask: np.ndarray) -> None:
+    """Set the scores of tokens outside the packed int32 `bitmask` to -inf, in place.
+
+    On CPU the packed words are unpacked by numpy (`unpackbits` on a byte view,
+    a single pass over V/8 bytes) straight into the *disallowed* set and handed to
+    `masked_fill_` without a copy; on an accelerator the packed words travel
+    (V/8 bytes per row) and are unpacked there with shifts. Both beat building a
+    dense bool mask in torch on the host (see bench/logits_processor_bench.py).
+    """
+    rows, vocab = scores.shape
+    if scores.device.type == "cpu":
+        banned = np.unpackbits((~bitmask).view(np.uint8), axis=-1, bitorder="little")
+        banned_t = torch.from_numpy(banned[:, :vocab].view(np.bool_))
+        if banned_t.shape[1] < vocab:  # scores wider than the mask: the extra ids are banned
+            scores[:, banned_t.shape[1]:] = float("-inf")
+            scores[:, : banned_t.shape[1]].masked_fill_(banned_t, float("-inf"))
+        else:
+            scores.masked_fill_(banned_t, float("-inf"))
+        return
+    packed = torch.from_numpy(bitmask).to(scores.device, non_blocking=True)
+    shifts = torch.arange(32, device=scores.device, dtype=torch.int32)
+    allowed = ((packed.unsqueeze(-1) >> shifts) & 1).bool().reshape(rows, -1)
+    n = min(vocab, allowed.shape[1])
+    if n < vocab:
+        scores[:, n:] = float("-inf")
+    scores[:, :n].masked_fill_(~allowed[:, :n], float("-inf"))
+
+
+class _RowState:
+    """One row's matcher; `dead` once the row holds a token its grammar rejects."""
+
+    __slots__ = ("matcher", "dead")
+
+    def __init__(self, matcher: Matcher, dead: bool = False) -> None:
+        self.matcher = matcher
+        self.dead = dead
+
+    def fork(self) -> "_RowState":
+        return _RowState(self.matcher.copy(), self.dead)
+
+    def advance(self, token_id: int) -> None:
+        """Feed the row's newest token; finished rows ignore padding, rejected tokens kill the row."""
+        if self.dead or self.matcher.is_terminated():
+            return
+        try:
+            ok = self.matcher.accept_token(token_id)
+        except TokenRejected:
+            ok = False
+        if not ok:
+            self.dead = True
+
+
+class GrammarLogitsProcessor(LogitsProcessor):
+    """Masks each row's scores to the tokens its grammar allows next.
+
+    `grammars` is one `CompiledGrammar` for every row, or a list with one per
+    prompt (rows are spread evenly: `num_beams`/`num_return_sequences` rows per
+    prompt). Compile with `mask_width=model.config.vocab_size` when the model's
+    logits are wider than the tokenizer (unneeded: wider logits are masked anyway).
+    One processor serves one `generate` call at a time.
+    """
+
+    def __init__(self, grammars: CompiledGrammar | Sequence[CompiledGrammar]) -> None:
+        self.grammars: list[CompiledGrammar] = (
+            [grammars] if isinstance(grammars, CompiledGrammar) else list(grammars)
+        )
+        if not self.grammars:
+            raise PdaError("GrammarLogitsProcessor needs at least one compiled grammar")
+        self.prompt_length: int | None = None
+        self._rows: list[_RowState] = []
+        self._ids: torch.Tensor | None = None
+        self._bitmask: np.ndarray | None = None
+
+    def reset(self) -> None:
+        """Forget the current generation; the next call infers a new prompt length."""
+        self.prompt_length = None
+        self._rows = []
+        self._ids = None
+
+    # --- keeping matchers in step with input_ids -----------------------------------------
+
+    def _grammar_for_row(self, row: int, n_rows: int) -> CompiledGrammar:
+        if len(self.grammars) == 1:
+            return self.grammars[0]
+        if n_rows % len(self.grammars):
+            raise PdaError(
+                f"{len(self.grammars)} grammars cannot be spread over a batch of {n_rows} rows "
+                "(expected a multiple: one grammar per prompt)"
+            )
+        return self.grammars[row // (n_rows // len(self.grammars))]
+
+    def _start(self, input_ids: torch.Tensor) -> None:
+        n = input_ids.shape[0]
+        self.prompt_length = input_ids.shape[1]
+        self._rows = [_RowState(Matcher(self._grammar_for_row(r, n))) for r in range(n)]
+        self._ids = input_ids.clone()
+
+    def _match(self, input_ids: torch.Tensor) -> tuple[list[int], bool] | None:
+        """Each row's source row in the previous call, and whether rows grew by one token since.
+
+        A row either equals a previous row (a second look at the same step: the stopping
+        criterion, or beam search's survivors among the candidates it showed the
+        criterion) or extends one by a token. None when the call continues nothing.
+        """
+        prev = self._ids
+        if prev is None:
+            return None
+        grew = input_ids.shape[1] == prev.shape[1] + 1
+        if not grew and input_ids.shape[1] != prev.shape[1]:
+            return None
+        head = input_ids[:, :-1] if grew else input_ids
+        if head.shape == prev.shape and bool((head == prev).all()):
+            return list(range(head.shape[0])), grew
+        eq = (head.unsqueeze(1) == prev.unsqueeze(0)).all(dim=2)  # [rows, previous rows]
+        if not bool(eq.any(dim=1).all()):
+            return None
+        return eq.to(torch.int8).argmax(dim=1).tolist(), grew
+
+    def sync(self, input_ids: torch.Tensor) -> list[_RowState]:
+        """Bring every row's matcher up to date with `input_ids` (idempotent for the same ids)."""
+        input_ids = input_ids.detach().to("cpu")
+        match = self._match(input_ids)
+        if match is None:
+            self._start(input_ids)
+            return self._rows
+        sources, grew = match
+        used = [0] * len(self._rows)
+        rows = []
+        for source in sources:
+            state = self._rows[source]
+            rows.append(state.fork() if used[source] else state)
+            used[source] += 1
+        if grew:  # every fork is taken above, before any shared state advances
+            for state, token in zip(rows, input_ids[:, -1].tolist()):
+                state.advance(token)
+        self._rows = rows
+        self._ids = input_ids
+        return rows
+
+    # --- masking -------------------------------------------------------------------------
+
+    def fill_bitmask(self, input_ids: torch.Tensor, width: int) -> np.ndarray:
+        """The packed masks of every row for the state `input_ids` describes (int32 `[rows, ceil(width/32)]`)."""
+        rows = self.sync(input_ids)
+        words = bitmask_width(width)
+        bitmask = self._bitmask
+        if bitmask is None or bitmask.shape != (len(rows), words):
+            bitmask = self._bitmask = np.empty((len(rows), words), dtype=np.int32)
+        for r, state in enumerate(rows):
+            if state.dead:
+                bitmask[r] = 0
+            else:
+                state.matcher.fill_bitmask(bitmask, r)
+        return bitmask
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        bitmask = self.fill_bitmask(input_ids, scores.shape[-1])
+        apply_packed_bitmask_(scores, bitmask)
+        return scores
+
+    # --- for the stopping criterion and callers -------------------------------------------
+
+    def matchers(self) -> list[Matcher]:
+        """The current rows' matchers (after the last call)."""
+        return [s.matcher for s in self._rows]
+
+    def row_done(self, input_ids: torch.Tensor) -> list[bool]:
+        """Per row: its matcher terminated, or its text is complete and nothing but EOS may follow."""
+        out = []
+        for state in self.sync(input_ids):
+            m = state.matcher
+            out.append(not state.dead and (m.is_terminated() or _only_eos(m)))
+        return out
+
+
+def _only_eos(m: Matcher) -> bool:
+    """Whether EOS is the one thing the grammar allows now (a complete text that cannot grow)."""
+    if not m.can_end():
+        return False
+    allowed = m.allowed_token_ids()
+    return bool(np.isin(allowed, list(m.compiled.vocab.eos_ids)).all())
+
+
+class GrammarStoppingCriteria(StoppingCriteria):
+    """Ends a row when its grammar is done: EOS accepted, or a complete text nothing can extend.
+
+    Share the processor passed to `logits_processor`, so both read the same matchers.
+    A row ended here without an EOS token is still a complete sentence.
+    """
+
+    def __init__(self, processor: GrammarLogitsProcessor) -> None:
+        self.processor = processor
+
+    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+        done = self.processor.row_done(input_ids)
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)

@@ -1,0 +1,24 @@
+"""Regular half of pda: terminals' regexes compiled to one byte-level DFA.
+
+`build_lexer_dfa(terminals)` is what the lexer uses; `compile_regex` is the
+one-terminal shorthand. Semantics and refusals are documented in
+`pda.regex.syntax` and `pda.regex.dfa`.
+"""
+
+from pda.regex.dfa import (
+    DEFAULT_MAX_DFA_STATES,
+    LexerDFA,
+    build_lexer_dfa,
+    compile_regex,
+    sample_from_dfa,
+)
+from pda.regex.syntax import has_lazy_quantifier
+
+__all__ = [
+    "DEFAULT_MAX_DFA_STATES",
+    "LexerDFA",
+    "build_lexer_dfa",
+    "compile_regex",
+    "has_lazy_quantifier",
+    "sample_from_dfa",
+]

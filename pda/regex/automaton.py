@@ -1,0 +1,311 @@
+"""Byte-level NFA construction, subset construction and minimisation.
+
+Invariants:
+- `NFA.build(node, s, e)` adds paths from s to e spelling exactly the UTF-8
+  encodings of node's language; it adds edges out of s and into e but never
+  out of e or into s, so fragments may share their endpoints (alternatives
+  share both, which keeps big literal alternations trie-shaped).
+- A DFA state is the set of "important" NFA states (with byte edges, or final)
+  of an ε-closure. A lazy terminal's NFA states stop moving once the set holds
+  that terminal's final state: this prunes exactly the first-match language.
+- Minimisation is Hopcroft's algorithm on the partial DFA (states that can
+  still accept something, transitions into the dead state left out), with
+  every initial block in the worklist, which is what partial DFAs need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from pda.errors import LimitExceeded
+from pda.regex import charset as cs
+from pda.regex.syntax import Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq
+
+
+class NFA:
+    """An ε-NFA over bytes; `edges[q]` holds (lo_byte, hi_byte, target)."""
+
+    def __init__(self, max_states: int) -> None:
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple[int, int, int]]] = []
+        self.max_states = max_states
+        self.subdfa = None  # set by the caller: Node -> byte DFA (trans256, accept)
+
+    def state(self) -> int:
+        self.eps.append([])
+        self.edges.append([])
+        if len(self.eps) > self.max_states:
+            raise LimitExceeded(f"NFA has more than {self.max_states} states")
+        return len(self.eps) - 1
+
+    def build(self, node: Node, s: int, e: int) -> None:
+        if isinstance(node, Chars):
+            self.chars(node.chars, s, e)
+        elif isinstance(node, Seq):
+            if not node.items:
+                self.eps[s].append(e)
+                return
+            cur = s
+            for i, item in enumerate(node.items):
+                nxt = e if i == len(node.items) - 1 else self.state()
+                self.build(item, cur, nxt)
+                cur = nxt
+        elif isinstance(node, Alt):
+            for item in node.items:
+                self.build(item, s, e)
+        elif isinstance(node, Repeat):
+            self.repeat(node, s, e)
+        elif isinstance(node, (FirstMatch, Guard)):
+            trans256, accept = self.subdfa(node)
+            self.embed(trans256, accept, s, e)
+        else:  # pragma: no cover - the IR is closed
+            raise TypeError(node)
+
+    def chars(self, chars: cs.CharSet, s: int, e: int) -> None:
+        # A trie of the byte-range sequences, so shared lead bytes share states.
+        nodes: dict[tuple, int] = {(): s}
+        for seq in cs.utf8_sequences(chars):
+            prefix: tuple = ()
+            for i, rng in enumerate(seq):
+                key = prefix + (rng,)
+                if i == len(seq) - 1:
+                    self.edges[nodes[prefix]].append((rng[0], rng[1], e))
+                else:
+                    if key not in nodes:
+                        nodes[key] = self.state()
+                        self.edges[nodes[prefix]].append((rng[0], rng[1], nodes[key]))
+                prefix = key
+
+    def repeat(self, node: Repeat, s: int, e: int) -> None:
+        item, lo, hi = node.item, node.lo, node.hi
+        cur = s
+        mandatory = lo if hi is not None else max(lo - 1, 0)
+        for _ in range(mandatory):
+            nxt = self.state()
+            self.build(item, cur, nxt)
+            cur = nxt
+        if hi is None:
+            # (lo-1) copies then X+ (or X* when lo == 0), with fresh hub states.
+            a, b = self.state(), self.state()
+            self.eps[cur].append(a)
+            self.build(item, a, b)
+            self.eps[b].append(a)
+            self.eps[b].append(e)
+            if lo == 0:
+                self.eps[a].append(e)
+            return
+        if hi == lo:
+            self.eps[cur].append(e)
+            return
+        # Nested optionals: every copy may skip straight to the end, so each
+        # ε-closure stays two states wide however large the bound is.
+        for i in range(hi - lo):
+            nxt = e if i == hi - lo - 1 else self.state()
+            self.eps[cur].append(e)
+            self.build(item, cur, nxt)
+            cur = nxt
+
+    def embed(self, trans256: np.ndarray, accept: np.ndarray, s: int, e: int) -> None:
+        """Splice a byte DFA (start 0, -1 = dead) in between s and e."""
+        n = trans256.shape[0]
+        ids = [s] + [self.state() for _ in range(n - 1)]
+        if n and ids[0] == s and _has_incoming(trans256, 0):
+            # the start state is re-entered: give it a fresh state so s gets no incoming edges
+            fresh = self.state()
+            self.eps[s].append(fresh)
+            ids[0] = fresh
+        for q in range(n):
+            row = trans256[q]
+            b = 0
+            while b < 256:
+                t = row[b]
+                end = b
+                while end + 1 < 256 and row[end + 1] == t:
+                    end += 1
+                if t >= 0:
+                    self.edges[ids[q]].append((b, end, ids[t]))
+                b = end + 1
+            if accept[q]:
+                self.eps[ids[q]].append(e)
+
+
+def _has_incoming(trans256: np.ndarray, q: int) -> bool:
+    return bool((trans256 == q).any())
+
+
+def byte_classes(nfa: NFA) -> tuple[np.ndarray, list[int]]:
+    cuts = {0, 256}
+    for edges in nfa.edges:
+        for lo, hi, _ in edges:
+            cuts.add(lo)
+            cuts.add(hi + 1)
+    bounds = sorted(cuts)
+    byte_class = np.zeros(256, dtype=np.int32)
+    for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        byte_class[a:b] = i
+    return byte_class, bounds
+
+
+def determinise(
+    nfa: NFA,
+    start: int,
+    finals: Sequence[int],
+    owner: Sequence[int],
+    lazy: Sequence[bool],
+    max_states: int,
+    names: Sequence[str],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Subset construction. Returns (byte_class, trans [n,k] with -1 for dead, accept [n,t])."""
+    byte_class, _ = byte_classes(nfa)
+    k = int(byte_class[-1]) + 1
+    cedges = [
+        [(int(byte_class[lo]), int(byte_class[hi]), t) for lo, hi, t in edges] for edges in nfa.edges
+    ]
+    final_term = {f: j for j, f in enumerate(finals)}
+    important = [bool(cedges[q]) or q in final_term for q in range(len(cedges))]
+    memo: dict[int, frozenset[int]] = {}
+
+    def closure(q: int) -> frozenset[int]:
+        got = memo.get(q)
+        if got is not None:
+            return got
+        seen = {q}
+        stack = [q]
+        while stack:
+            x = stack.pop()
+            for y in nfa.eps[x]:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        got = frozenset(x for x in seen if important[x])
+        memo[q] = got
+        return got
+
+    any_lazy = any(lazy)
+    first = closure(start)
+    index: dict[frozenset[int], int] = {first: 0}
+    sets = [first]
+    rows: list[list[int]] = []
+    i = 0
+    while i < len(sets):
+        S = sets[i]
+        i += 1
+        done: set[int] = set()
+        if any_lazy:
+            done = {final_term[q] for q in S if q in final_term and lazy[final_term[q]]}
+        moves: dict[int, set[int]] = {}
+        for q in S:
+            if done and owner[q] in done:
+                continue
+            for clo, chi, t in cedges[q]:
+                for c in range(clo, chi + 1):
+                    m = moves.get(c)
+                    if m is None:
+                        moves[c] = {t}
+                    else:
+                        m.add(t)
+        row = [-1] * k
+        seen_targets: dict[frozenset[int], int] = {}
+        for c, T in moves.items():
+            key = frozenset(T)
+            j = seen_targets.get(key)
+            if j is None:
+                closed = frozenset().union(*(closure(t) for t in T))
+                j = index.get(closed)
+                if j is None:
+                    j = len(sets)
+                    if j >= max_states:
+                        raise LimitExceeded(
+                            f"lexer DFA for terminal(s) {', '.join(names)} exceeds "
+                            f"max_states={max_states} (before minimisation)"
+                        )
+                    index[closed] = j
+                    sets.append(closed)
+                seen_targets[key] = j
+            row[c] = j
+        rows.append(row)
+    trans = np.array(rows, dtype=np.int32).reshape(len(rows), k)
+    accept = np.zeros((len(sets), len(finals)), dtype=bool)
+    for s_id, S in enumerate(sets):
+        for q in S:
+            j = final_term.get(q)
+            if j is not None:
+                accept[s_id, j] = True
+    return byte_class, trans, accept
+
+
+def coaccessible(trans: np.ndarray, accept_any: np.ndarray) -> np.ndarray:
+    """States from which some accepting state is reachable (trans uses -1 for dead)."""
+    n = trans.shape[0]
+    src, _ = np.nonzero(trans >= 0)
+    tgt = trans[trans >= 0]
+    order = np.argsort(tgt, kind="stable")
+    src, tgt = src[order], tgt[order]
+    starts = np.searchsorted(tgt, np.arange(n + 1))
+    good = accept_any.copy()
+    stack = list(np.flatnonzero(good))
+    srcl = src.tolist()
+    startl = starts.tolist()
+    while stack:
+        t = stack.pop()
+        for p in srcl[startl[t] : startl[t + 1]]:
+            if not good[p]:
+                good[p] = True
+                stack.append(p)
+    return good
+
+
+def hopcroft(trans: np.ndarray, keys: list) -> list[int]:
+    """Coarsest stable partition of a partial DFA (-1 = no transition), initial blocks by key."""
+    m, k = trans.shape
+    # incoming[q] = [(class, [predecessors])]: work is proportional to real edges.
+    incoming: list[list[tuple[int, list[int]]]] = [[] for _ in range(m)]
+    for c in range(k):
+        col = trans[:, c]
+        src = np.flatnonzero(col >= 0)
+        if not len(src):
+            continue
+        tgt = col[src]
+        order = np.argsort(tgt, kind="stable")
+        src, tgt = src[order].tolist(), tgt[order]
+        uniq, first = np.unique(tgt, return_index=True)
+        bounds = first.tolist() + [len(src)]
+        for u, a, b in zip(uniq.tolist(), bounds, bounds[1:]):
+            incoming[u].append((c, src[a:b]))
+    block_ids: dict = {}
+    block_of = [block_ids.setdefault(key, len(block_ids)) for key in keys]
+    members: list[set[int]] = [set() for _ in block_ids]
+    for q, b in enumerate(block_of):
+        members[b].add(q)
+    work = list(range(len(members)))
+    in_work = [True] * len(members)
+    while work:
+        a = work.pop()
+        in_work[a] = False
+        by_class: dict[int, list[int]] = {}
+        for q in list(members[a]):
+            for c, preds in incoming[q]:
+                by_class.setdefault(c, []).extend(preds)
+        for preds in by_class.values():
+            per_block: dict[int, list[int]] = {}
+            for p in preds:
+                per_block.setdefault(block_of[p], []).append(p)
+            for y, ps in per_block.items():
+                if len(ps) == len(members[y]):
+                    continue
+                new = len(members)
+                pset = set(ps)
+                members[y] -= pset
+                members.append(pset)
+                for p in ps:
+                    block_of[p] = new
+                if in_work[y] or len(pset) <= len(members[y]):
+                    work.append(new)
+                    in_work.append(True)
+                else:
+                    in_work.append(False)
+                    work.append(y)
+                    in_work[y] = True
+    return block_of

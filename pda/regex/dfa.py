@@ -1,0 +1,272 @@
+"""One combined, minimised, byte-level DFA for a set of terminals.
+
+State 0 is the start; `dead` is the one state with no way out (every class
+maps it to itself) and it never accepts. `accept[s, j]`: the bytes read so
+far are a whole lexeme of terminal j. `live[s, j]`: some continuation (maybe
+the empty one) reaches `accept[., j]`. A byte string is accepted for terminal
+j iff it is valid UTF-8 and its decoding `re.fullmatch`es j's pattern (for
+lazy terminals and the escaped-string idiom: iff `re.match` returns exactly
+it; see `pda.regex.syntax`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pda.errors import LimitExceeded
+from pda.grammar.ir import TerminalDef
+from pda.regex.automaton import NFA, coaccessible, determinise, hopcroft
+from pda.regex.syntax import FirstMatch, Guard, Node, translate
+
+# A lexer DFA this large costs ~1-2 s to build and ~1 MB per 1,000 states of
+# per-state token-index work later; callers serving many grammars pass less.
+DEFAULT_MAX_DFA_STATES = 200_000
+
+
+@dataclass(frozen=True, eq=False)
+class LexerDFA:
+    """An immutable byte-level DFA recognising several terminals at once."""
+
+    n_states: int
+    start: int
+    dead: int
+    byte_class: np.ndarray  # int32 [256]
+    trans: np.ndarray  # int32 [n_states, n_classes]
+    accept: np.ndarray  # bool [n_states, n_terminals]
+    live: np.ndarray  # bool [n_states, n_terminals]
+    names: tuple[str, ...] = ()
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.trans.shape[1])
+
+    def step(self, s: int, b: int) -> int:
+        return int(self.trans[s, self.byte_class[b]])
+
+    def run(self, s: int, data: bytes) -> int:
+        """Walk `data` from state s; returns `dead` as soon as the walk dies."""
+        trans, byte_class, dead = self.trans, self.byte_class, self.dead
+        for b in data:
+            s = int(trans[s, byte_class[b]])
+            if s == dead:
+                return dead
+        return s
+
+    def accepts(self, data: bytes, terminal: int = 0) -> bool:
+        """Is `data` one whole lexeme of the given terminal (index into `names`)?"""
+        return bool(self.accept[self.run(self.start, data), terminal])
+
+
+def _freeze(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+def _compile_nodes(
+    nodes: Sequence[Node], lazy: Sequence[bool], names: Sequence[str], max_states: int
+) -> LexerDFA:
+    nfa = NFA(max_states=max(10 * max_states, 100_000))
+    nfa.subdfa = lambda node: _subdfa(node, max_states, names)
+    start = nfa.state()
+    finals: list[int] = []
+    owner: list[int] = [-1]
+    for j, node in enumerate(nodes):
+        s, e = nfa.state(), nfa.state()
+        nfa.eps[start].append(s)
+        nfa.build(node, s, e)
+        finals.append(e)
+        owner.extend([j] * (len(nfa.eps) - len(owner)))
+    byte_class, trans, accept = determinise(nfa, start, finals, owner, lazy, max_states, names)
+    return _minimise(byte_class, trans, accept, tuple(names))
+
+
+def _minimise(
+    byte_class: np.ndarray, trans: np.ndarray, accept: np.ndarray, names: tuple[str, ...]
+) -> LexerDFA:
+    n, k = trans.shape
+    good = coaccessible(trans, accept.any(axis=1))
+    good[0] = True  # the start stays a real state even if nothing is accepted
+    keep = np.flatnonzero(good)
+    renum = np.full(n, -1, dtype=np.int64)
+    renum[keep] = np.arange(len(keep))
+    sub = trans[keep]
+    sub = np.where(sub >= 0, renum[np.maximum(sub, 0)], -1)
+    keys = [row.tobytes() for row in np.packbits(accept[keep], axis=1)] if accept.shape[1] else [
+        b""
+    ] * len(keep)
+    block_of = np.array(hopcroft(sub, keys), dtype=np.int64)
+    # Number blocks: start first, then in order of first appearance; dead last.
+    order = np.unique(block_of, return_index=True)[1]
+    firsts = sorted(order.tolist(), key=lambda q: (q != 0, q))
+    new_id = np.empty(block_of.max() + 1, dtype=np.int64)
+    new_id[block_of[firsts]] = np.arange(len(firsts))
+    m = len(firsts)
+    dead = m
+    rep = np.array(firsts, dtype=np.int64)
+    rows = sub[rep]
+    out = np.where(rows >= 0, new_id[block_of[np.maximum(rows, 0)]], dead).astype(np.int32)
+    out = np.vstack([out, np.full((1, k), dead, dtype=np.int32)])
+    acc = np.vstack([accept[keep][rep], np.zeros((1, accept.shape[1]), dtype=bool)])
+    live = _live_rows(out, acc, dead)
+    return LexerDFA(
+        n_states=m + 1,
+        start=0,
+        dead=dead,
+        byte_class=_freeze(byte_class.astype(np.int32)),
+        trans=_freeze(out),
+        accept=_freeze(acc),
+        live=_freeze(live),
+        names=names,
+    )
+
+
+def _live_rows(trans: np.ndarray, accept: np.ndarray, dead: int) -> np.ndarray:
+    """live[s, j]: an accepting state of terminal j is reachable from s (bitset propagation)."""
+    n, t = accept.shape
+    bits = [int.from_bytes(np.packbits(row, bitorder="little").tobytes(), "little") for row in accept]
+    src, cls = np.nonzero(trans != dead)
+    tgt = trans[src, cls]
+    pairs = np.unique(np.stack([tgt, src], axis=1), axis=0) if len(src) else np.zeros((0, 2), int)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for tq, sq in pairs.tolist():
+        if tq != sq:
+            preds[tq].append(sq)
+    stack = [q for q in range(n) if bits[q]]
+    while stack:
+        q = stack.pop()
+        bq = bits[q]
+        for p in preds[q]:
+            if bits[p] | bq != bits[p]:
+                bits[p] |= bq
+                stack.append(p)
+    nbytes = (t + 7) // 8
+    packed = np.frombuffer(
+        b"".join(b.to_bytes(nbytes, "little") for b in bits), dtype=np.uint8
+    ).reshape(n, nbytes)
+    return np.unpackbits(packed, axis=1, bitorder="little")[:, :t].astype(bool)
+
+
+def _to_bytes256(dfa: LexerDFA) -> tuple[np.ndarray, np.ndarray]:
+    """(trans [n,256] with -1 for dead, accept [n]) without the dead state; start 0."""
+    full = dfa.trans[:, dfa.byte_class].astype(np.int64)
+    keep = np.array([q for q in range(dfa.n_states) if q != dfa.dead])
+    renum = np.full(dfa.n_states, -1)
+    renum[keep] = np.arange(len(keep))
+    return renum[full[keep]], dfa.accept[keep, 0]
+
+
+def _subdfa(node: Node, max_states: int, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The byte DFA of a FirstMatch or Guard node, ready to splice into an NFA."""
+    if isinstance(node, FirstMatch):
+        return _to_bytes256(_compile_nodes([node.item], [True], names, max_states))
+    assert isinstance(node, Guard)
+    body, bacc = _to_bytes256(_compile_nodes([node.body], [False], names, max_states))
+    look, lacc = _to_bytes256(_compile_nodes([node.look], [True], names, max_states))
+    # Product of body with "a prefix so far is in look" (SAT absorbs; -1: never any more).
+    SAT = -2
+    start = (0, SAT if lacc[0] else 0)
+    index = {start: 0}
+    pairs = [start]
+    rows: list[np.ndarray] = []
+    i = 0
+    while i < len(pairs):
+        a, b = pairs[i]
+        i += 1
+        ra = body[a]
+        if b == SAT:
+            rb = np.full(256, SAT)
+        elif b == -1:
+            rb = np.full(256, -1)
+        else:
+            rb = look[b].copy()
+            hit = rb >= 0
+            rb[hit] = np.where(lacc[rb[hit]], SAT, rb[hit])
+        row = np.full(256, -1, dtype=np.int64)
+        for x in range(256):
+            if ra[x] < 0:
+                continue
+            key = (int(ra[x]), int(rb[x]))
+            j = index.get(key)
+            if j is None:
+                j = len(pairs)
+                if j >= max_states:
+                    raise LimitExceeded(
+                        f"look-ahead product for terminal(s) {', '.join(names)} exceeds "
+                        f"max_states={max_states}"
+                    )
+                index[key] = j
+                pairs.append(key)
+            row[x] = j
+        rows.append(row)
+    trans = np.array(rows, dtype=np.int64).reshape(len(rows), 256)
+    acc = np.array([bacc[a] and ((b == SAT) != node.negate) for a, b in pairs], dtype=bool)
+    return trans, acc
+
+
+def build_lexer_dfa(
+    terminals: Sequence[TerminalDef], *, max_states: int = DEFAULT_MAX_DFA_STATES
+) -> LexerDFA:
+    """The minimised DFA of all `terminals` (column j of accept/live is terminals[j])."""
+    names = [t.name for t in terminals]
+    nodes = [translate(t.pattern, t.flags, name=t.name) for t in terminals]
+    try:
+        return _compile_nodes(nodes, [t.lazy for t in terminals], names, max_states)
+    except LimitExceeded as e:
+        raise LimitExceeded(f"{e} (terminals: {', '.join(names)})") from None
+
+
+def compile_regex(pattern: str, flags: str = "", *, name: str = "<regex>", lazy: bool = False,
+                  max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
+    """The DFA of one regex (one terminal named `name`)."""
+    return build_lexer_dfa(
+        [TerminalDef(name=name, pattern=pattern, flags=flags, lazy=lazy)], max_states=max_states
+    )
+
+
+def sample_from_dfa(
+    dfa: LexerDFA,
+    terminal: int = 0,
+    rng: random.Random | None = None,
+    *,
+    max_len: int = 64,
+    stop_p: float = 0.3,
+) -> bytes | None:
+    """A random lexeme of `terminal` (None if it has none); for fuzzers.
+
+    Walks only through states that can still accept, stops at an accepting
+    state with probability `stop_p`, and past `max_len` heads for the nearest
+    accepting state, so the result is always accepted.
+    """
+    rng = rng or random.Random()
+    if not dfa.live[dfa.start, terminal]:
+        return None
+    dist = _distance_to_accept(dfa, terminal)
+    class_bytes = [np.flatnonzero(dfa.byte_class == c) for c in range(dfa.n_classes)]
+    out = bytearray()
+    s = dfa.start
+    while True:
+        if dfa.accept[s, terminal] and (len(out) >= max_len or rng.random() < stop_p):
+            return bytes(out)
+        options = [c for c in range(dfa.n_classes) if dfa.live[dfa.trans[s, c], terminal]]
+        if len(out) >= max_len:
+            options = [c for c in options if dist[dfa.trans[s, c]] < dist[s]]
+        if not options:
+            return bytes(out)
+        c = rng.choice(options)
+        out.append(int(rng.choice(class_bytes[c])))
+        s = int(dfa.trans[s, c])
+
+
+def _distance_to_accept(dfa: LexerDFA, terminal: int) -> np.ndarray:
+    dist = np.where(dfa.accept[:, terminal], 0, np.iinfo(np.int64).max)
+    changed = True
+    while changed:
+        nxt = np.minimum(dist, np.min(dist[dfa.trans], axis=1) + 1)
+        nxt = np.where(dist[dfa.trans].min(axis=1) == np.iinfo(np.int64).max, dist, nxt)
+        changed = bool((nxt != dist).any())
+        dist = nxt
+    return dist

@@ -1,0 +1,32 @@
+"""Shared fixtures: paths to the shipped grammars and to ../shared/corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+GRAMMARS = REPO / "grammars"
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--long", action="store_true", help="also run the long (slow) fuzz and corpus runs")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--long"):
+        return
+    skip = pytest.mark.skip(reason="long run: pass --long to run it")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def corpus_path(*parts: str) -> Path:
+    """A path under ../shared/corpus, skipping the test when the corpus is absent (a user's clone)."""
+    path = CORPUS.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"test corpus not available: {path} (it ships beside the repo in ../shared/corpus)")
+    return path

@@ -1,0 +1,100 @@
+"""Exactness: the fast mask equals the reference path (DESIGN.md "Correctness oracle").
+
+Small synthetic vocabularies are checked on every token of every sampled state;
+real vocabularies (Qwen2, cl100k, SentencePiece) in tests/test_masks_real.py.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import pda
+from pda.reference import mask_mismatches, random_walk_states, reference_allowed
+from tests.conftest import GRAMMARS
+from tests.grammar_cases import ARITH, KEYWORDS, LAZY_COMMENTS
+
+SAMPLE_TEXTS = [
+    '{"name": "北京 €😀", "values": [1, -2.5e+10, true, false, null], "nested": {"a": [{}, []]}}',
+    '[\n  {\n    "k\\"ey": "v\\u00e9\\/\\n"\n  },\n  3e10\n]',
+    'let x = 1 + foo; print "hi\\"there" + x; if y then let z = (1+2); end # note\n',
+    "abc, 12, key: /* a comment * / here */ word,-3",
+    "sin(1+2)×3*éé(北京)−-4",
+]
+
+
+def synthetic_vocab(seed: int = 0, n_random: int = 400) -> pda.Vocabulary:
+    """Single bytes, handy pieces, split UTF-8, and random substrings of sample texts."""
+    rng = random.Random(seed)
+    pieces = {bytes([b]) for b in range(256)}
+    pieces |= {s.encode() for s in ['{"', '":', '",', '"}', "},", "],", "[{", "true", "tr", "ue", "null", "12", "3.",
+                                    "e+", "\\u", '\\"', ' "', "  ", "\n  ", "let", "let ", "print", "pr", "int",
+                                    "if", "then", " end", "/*", "*/", "#", "北", "京", "€", "😀", "1,", "]]", "éé"]}
+    pieces |= {"北".encode()[:2], "北".encode()[2:], "😀".encode()[:3]}
+    data = [t.encode() for t in SAMPLE_TEXTS]
+    while len(pieces) < 256 + 40 + n_random:
+        text = rng.choice(data)
+        i = rng.randrange(len(text))
+        pieces.add(text[i : i + rng.randint(2, 8)])
+    tokens: list[bytes | None] = sorted(pieces)
+    tokens.append(None)  # a special id: EOS
+    return pda.Vocabulary.from_tokens(tokens, eos_ids=[len(tokens) - 1])
+
+
+GRAMMAR_TEXTS = {
+    "json": (GRAMMARS / "json.lark").read_text(),
+    "keywords": KEYWORDS,
+    "lazy_comments": LAZY_COMMENTS,
+    "arith": ARITH,
+}
+
+
+@pytest.fixture(scope="module")
+def vocab() -> pda.Vocabulary:
+    return synthetic_vocab()
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMAR_TEXTS))
+def test_fast_mask_equals_reference_on_random_walks(name: str, vocab: pda.Vocabulary) -> None:
+    compiled = pda.compile(pda.Grammar.from_lark(GRAMMAR_TEXTS[name]), vocab)
+    rng = random.Random(1234)
+    states = 0
+    while states < 500:
+        for node, q, _ in random_walk_states(compiled, rng, max_steps=40):
+            assert mask_mismatches(compiled, node, q) == [], (name, states)
+            states += 1
+    assert states >= 500
+
+
+def test_fast_mask_equals_reference_while_replaying_documents(vocab: pda.Vocabulary) -> None:
+    compiled = pda.compile(pda.Grammar.from_lark(GRAMMAR_TEXTS["json"]), vocab)
+    by_bytes = {t: i for i, t in enumerate(vocab.tokens) if t}
+    for text in SAMPLE_TEXTS[:2]:
+        m = pda.Matcher(compiled)
+        data = text.encode()
+        pos = 0
+        while pos < len(data):
+            # greedy longest-token segmentation, like a tokenizer would
+            for n in range(min(8, len(data) - pos), 0, -1):
+                if data[pos : pos + n] in by_bytes:
+                    break
+            tid = by_bytes[data[pos : pos + n]]
+            node, q = m._history[-1]
+            assert mask_mismatches(compiled, node, q) == []
+            assert m.is_allowed(tid)
+            assert m.accept_token(tid)
+            pos += n
+        assert m.can_end()
+
+
+def test_allowed_token_ids_equal_reference_ids(vocab: pda.Vocabulary) -> None:
+    compiled = pda.compile(pda.Grammar.from_lark(KEYWORDS), vocab)
+    m = pda.Matcher(compiled)
+    for piece in [b"let", b" x", b" =", b" 1", b";"]:
+        node, q = m._history[-1]
+        assert np.array_equal(m.allowed_token_ids(), reference_allowed(compiled, node, q))
+        assert m.accept_bytes(piece)
+    assert m.can_end()
+    assert int(vocab.size - 1) in m.allowed_token_ids()
