@@ -34,33 +34,29 @@ class Classification:
 
 
 class BoundaryGroup:
-    """Tokens whose lexeme ended with terminal set `terminals` at the trie nodes `nodes`."""
+    """Tokens whose lexeme ended with terminal set `terminals` at the trie nodes `nodes`.
 
-    __slots__ = ("terminals", "nodes", "_walk", "after")
+    `key` identifies the node set: groups from different lexer states that end at
+    the same nodes share their suffix walks.
+    """
+
+    __slots__ = ("terminals", "nodes", "key", "after")
 
     def __init__(self, terminals: int, nodes: np.ndarray) -> None:
         self.terminals = terminals
         self.nodes = nodes
-        self._walk: "_WalkPlan | None" = None
+        self.key = nodes.tobytes()
         self.after: dict[int, Classification] = {}
 
 
 class _WalkPlan:
-    """Members of a set of subtrees, ordered by depth, ready for a level-by-level walk."""
+    """Where a walk starts (disjoint subtree roots) and which tokens it decides."""
 
-    __slots__ = ("levels", "tokens", "token_nodes")
+    __slots__ = ("roots", "tokens", "token_nodes")
 
-    def __init__(self, trie: TokenTrie, roots: np.ndarray, members: np.ndarray) -> None:
-        order = np.argsort(trie.depth[members], kind="stable")
-        members = members[order]
-        depths = trie.depth[members]
-        is_root = np.zeros(trie.n_nodes, dtype=bool)
-        is_root[roots] = True
-        cuts = np.flatnonzero(np.diff(depths)) + 1
-        self.levels = [
-            (level, is_root[level]) for level in np.split(members, cuts) if len(level)
-        ]
-        self.tokens = trie.tokens_in(members)
+    def __init__(self, trie: TokenTrie, roots: np.ndarray) -> None:
+        self.roots = np.sort(roots).astype(np.int64)
+        self.tokens = trie.tokens_below(self.roots)
         self.token_nodes = trie.token_end[self.tokens]
 
 
@@ -77,9 +73,9 @@ class TokenIndex:
         trans[lexer.dead, :] = n
         self.trans = trans
         self.node_class = lexer.byte_class[trie.byte].astype(np.int64)
-        self.scratch = np.zeros(trie.n_nodes, dtype=np.int32)
-        all_roots = np.flatnonzero(trie.depth == 1)
-        self.root_plan = _WalkPlan(trie, all_roots, np.arange(1, trie.n_nodes))
+        self.root_plan = _WalkPlan(trie, np.flatnonzero(trie.depth == 1))
+        self._plans: dict[bytes, _WalkPlan] = {}
+        self._suffixes: dict[tuple[bytes, int], Classification] = {}
         self._per_live_set: dict[int, tuple[np.ndarray, np.ndarray, list[int]]] = {}
         self._roots: dict[tuple[int, int], Classification] = {}
 
@@ -115,33 +111,41 @@ class TokenIndex:
         return np.packbits(bits, bitorder="little").view(np.int32)
 
     def _classify(self, plan: _WalkPlan, root_state: int, live_set: int) -> Classification:
+        """Walk the plan's subtrees level by level, expanding only nodes whose lexeme is still live."""
         live, ends_as, sets = self._live_tables(live_set)
-        trie, trans, stop, st = self.trie, self.trans, self.stop, self.scratch
+        trie, trans, stop = self.trie, self.trans, self.stop
+        st = np.full(trie.n_nodes, stop, dtype=np.int32)
         boundary_nodes = []
         boundary_sets = []
-        for nodes, is_root in plan.levels:
-            parent_state = np.where(is_root, root_state, st[trie.parent[nodes]])
-            nxt = trans[parent_state, self.node_class[nodes]]
-            nxt = np.where(live[nxt], nxt, stop)
-            st[nodes] = nxt
-            stopped_here = (nxt == stop) & (parent_state != stop)
-            if stopped_here.any():
-                ends = ends_as[parent_state[stopped_here]]
+        frontier = plan.roots
+        parent_state = np.full(len(frontier), root_state, dtype=np.int32)
+        while len(frontier):
+            nxt = trans[parent_state, self.node_class[frontier]]
+            alive = live[nxt]
+            st[frontier] = np.where(alive, nxt, stop)
+            if not alive.all():
+                ends = ends_as[parent_state[~alive]]
                 ok = ends >= 0
                 if ok.any():
-                    boundary_nodes.append(nodes[stopped_here][ok])
+                    boundary_nodes.append(frontier[~alive][ok])
                     boundary_sets.append(ends[ok])
+                frontier = frontier[alive]
+            frontier = trie.children(frontier)
+            parent_state = st[trie.parent[frontier]]
         inside = self._pack(plan.tokens[st[plan.token_nodes] != stop])
         groups = []
         if boundary_nodes:
             nodes = np.concatenate(boundary_nodes)
             which = np.concatenate(boundary_sets)
             for k in np.unique(which):
-                groups.append(BoundaryGroup(sets[k], nodes[which == k]))
+                groups.append(BoundaryGroup(sets[k], np.sort(nodes[which == k])))
         return Classification(inside, groups)
 
     def at_state(self, q: int, live_set: int) -> Classification:
         """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""
+        if q != START:
+            # Only terminals still live at q matter from here on.
+            live_set &= self.lexer.live[q]
         key = (q, live_set)
         found = self._roots.get(key)
         if found is None:
@@ -153,9 +157,14 @@ class TokenIndex:
         """Classify a group's suffixes from the start state under the next live set."""
         found = group.after.get(live_set)
         if found is None:
-            if group._walk is None:
-                members = self.trie.subtree_members(group.nodes)
-                group._walk = _WalkPlan(self.trie, group.nodes, members)
-            found = self._classify(group._walk, START, live_set)
+            key = (group.key, live_set)
+            found = self._suffixes.get(key)
+            if found is None:
+                plan = self._plans.get(group.key)
+                if plan is None:
+                    plan = _WalkPlan(self.trie, group.nodes)
+                    self._plans[group.key] = plan
+                found = self._classify(plan, START, live_set)
+                self._suffixes[key] = found
             group.after[live_set] = found
         return found

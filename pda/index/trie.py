@@ -52,16 +52,30 @@ class TokenTrie:
             np.maximum.at(end, self.parent[nodes], end[nodes])
         self.end = end
         self.max_depth = int(self.depth.max(initial=0))
+        # Children in CSR form: the children of p are child_ids[child_ptr[p]:child_ptr[p + 1]].
+        self.child_ids = np.argsort(self.parent[1:], kind="stable").astype(np.int64) + 1
+        counts = np.bincount(self.parent[1:], minlength=self.n_nodes)
+        self.child_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
 
-    def subtree_members(self, roots: np.ndarray) -> np.ndarray:
-        """All node ids in the subtrees of `roots` (which must not nest), ascending."""
+    def children(self, nodes: np.ndarray) -> np.ndarray:
+        """The children of `nodes`, concatenated."""
+        return concat_ranges(self.child_ids, self.child_ptr[nodes], self.child_ptr[nodes + 1])
+
+    def tokens_below(self, roots: np.ndarray) -> np.ndarray:
+        """Positions (in sorted-token order) of the tokens in the subtrees of disjoint `roots`."""
         roots = np.sort(roots)
-        lengths = self.end[roots] - roots
-        starts = np.repeat(roots - np.cumsum(np.concatenate(([0], lengths[:-1]))), lengths)
-        return starts + np.arange(int(lengths.sum()), dtype=np.int64)
+        lo = np.searchsorted(self.token_end, roots)
+        hi = np.searchsorted(self.token_end, self.end[roots])
+        return concat_ranges(np.arange(len(self.token_end)), lo, hi)
 
-    def tokens_in(self, members: np.ndarray) -> np.ndarray:
-        """Positions (in sorted-token order) of tokens whose end node is in `members` (ascending)."""
-        hit = np.zeros(self.n_nodes, dtype=bool)
-        hit[members] = True
-        return np.flatnonzero(hit[self.token_end])
+
+def concat_ranges(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """`values[lo[0]:hi[0]] ++ values[lo[1]:hi[1]] ++ ...`, vectorised."""
+    lengths = hi - lo
+    total = int(lengths.sum())
+    if total == 0:
+        return values[:0]
+    keep = lengths > 0
+    lo, lengths = lo[keep], lengths[keep]
+    offsets = np.repeat(lo - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return values[offsets + np.arange(total)]

@@ -13,6 +13,9 @@ pre-tokenizer), never from a model name:
   space in the token's bytes (`▁hello` is b" hello"), because in the middle of
   a generation that is the text the token adds; `Vocabulary.encode`
   tokenises without the dummy prefix, so its ids' bytes are exactly the text.
+  Pipelines that split on whitespace and drop it (T5, XLM-R: WhitespaceSplit,
+  then "▁" before every word) cannot write a text without a leading space or
+  with repeated spaces; `encode` returns None for such texts.
 - plain: no decoder (or only `Fuse`/`ByteFallback`/`Strip`): a token is its
   string's UTF-8.
 - WordPiece (BERT) and suffix-marked BPE (CLIP's `</w>`) are refused: their

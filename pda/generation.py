@@ -1,0 +1,491 @@
+"""`pda.generate`: pda's own decoding loop, with jump-forward and token healing.
+
+`model.generate` samples one token per forward pass and cannot change the
+prompt's tokens. This loop (one sequence, KV-cached, any causal LM with the
+transformers forward interface) adds two things:
+
+**Jump-forward.** After each sampled token x the grammar may fix the next bytes
+F (`Matcher.forced_bytes`: `": "` after a fixed key, say). Appending F token by
+token as the mask allows would pick whichever split the model happens to like,
+not the tokenizer's. Instead the loop re-tokenises bytes(x) + F canonically
+(`Vocabulary.encode`, the tokenizer's own encoding of that text), so a BPE merge
+across the seam between the sampled token and the forced text is made (`{` then
+`"name` becomes `{"`, `name`). The canonical tokens, except the last one, are
+appended and fed to the model in one forward pass; the last one is held back and
+left to the mask, because the text that follows the forced bytes is unknown and
+may merge with it (` "` + `abc` tokenises differently from ` "`, `abc`). The
+seam to the left of x is not re-tokenised: that would mean rewinding the KV
+cache, and x was already chosen as a whole token by the model. Jump-forward is
+skipped when it would not save a forward pass (fewer than three canonical
+tokens), when the text is not valid UTF-8, or when the tokenizer's encoding does
+not reproduce the bytes (a normalizer changed them).
+
+**Token healing.** A prompt's last token is often a fragment of what the model
+would write (`{"na` ends in the token `na` where a model writes `name`).
+Healing backs up over the prompt's last `heal` tokens; their bytes R must be
+regenerated. The part of R that lies in the caller's `prefix` (text the output
+starts with, which the grammar matches) goes back into the grammar; the part that
+lies in the prompt proper becomes a literal L that the first generated tokens
+must spell: a token is allowed when it is a prefix of L, or starts with L and its
+remaining bytes are allowed by the grammar. Candidates come from a sorted index
+of the vocabulary's bytes (built once per vocabulary: a range lookup, no loop
+over the vocabulary); healing is skipped when more than `HEAL_MAX_CANDIDATES`
+tokens start with L (a prompt ending in a bare space), where checking each one
+would cost more than it is worth.
+
+Outputs cut by `max_new_tokens` come back with `terminated=False`: only an
+accepted EOS makes an output complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import codecs
+import sys
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pda.compiler import CompiledGrammar, compile
+from pda.errors import PdaError
+from pda.grammar.grammar import Grammar
+from pda.matcher import Matcher
+from pda.vocab import Vocabulary
+
+HEAL_MAX_CANDIDATES = 4096
+
+
+@dataclass
+class GenerationResult:
+    """What `pda.generate` produced.
+
+    `text` is the constrained output (the caller's `prefix` included), a sentence
+    of the grammar when `terminated`. `token_ids` are the ids generated after
+    `prompt_ids` (healed prompt bytes regenerated, forced tokens, and the EOS
+    when terminated). `forced_tokens` counts tokens appended by jump-forward
+    without sampling, so without a forward pass of their own.
+    """
+
+    text: str
+    token_ids: list[int]
+    terminated: bool
+    forward_passes: int
+    forced_tokens: int
+    prompt_ids: list[int] = field(default_factory=list)
+    healed: bytes = b""
+
+
+class TokenPrefixIndex:
+    """The vocabulary's token bytes sorted, for "tokens starting with b" and "tokens that prefix b".
+
+    Built once per vocabulary (a sort of the byte strings); each query is a
+    binary search, never a loop over the vocabulary.
+    """
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        pairs = sorted((t, i) for i, t in enumerate(vocab.tokens) if t)
+        self._keys = [t for t, _ in pairs]
+        self._ids = np.fromiter((i for _, i in pairs), dtype=np.int64, count=len(pairs))
+
+    def starting_with(self, prefix: bytes) -> np.ndarray:
+        """Ids of the tokens whose bytes start with `prefix` (`prefix` itself included)."""
+        lo = bisect.bisect_left(self._keys, prefix)
+        hi = lo
+        upper = _successor(prefix)
+        hi = len(self._keys) if upper is None else bisect.bisect_left(self._keys, upper, lo)
+        return self._ids[lo:hi]
+
+    def prefixes_of(self, data: bytes) -> np.ndarray:
+        """Ids of the tokens whose bytes are a non-empty prefix of `data` (`data` itself included)."""
+        out = []
+        for k in range(1, len(data) + 1):
+            piece = data[:k]
+            at = bisect.bisect_left(self._keys, piece)
+            while at < len(self._keys) and self._keys[at] == piece:
+                out.append(int(self._ids[at]))
+                at += 1
+        return np.array(out, dtype=np.int64)
+
+
+def _successor(prefix: bytes) -> bytes | None:
+    """The smallest byte string greater than every string starting with `prefix` (None: no bound)."""
+    trimmed = prefix.rstrip(b"\xff")
+    if not trimmed:
+        return None
+    return trimmed[:-1] + bytes([trimmed[-1] + 1])
+
+
+_prefix_indexes: "weakref.WeakKeyDictionary[Vocabulary, TokenPrefixIndex]" = weakref.WeakKeyDictionary()
+_vocabularies: "weakref.WeakKeyDictionary[Any, Vocabulary]" = weakref.WeakKeyDictionary()
+
+
+def prefix_index(vocab: Vocabulary) -> TokenPrefixIndex:
+    """The vocabulary's `TokenPrefixIndex`, built on first use."""
+    index = _prefix_indexes.get(vocab)
+    if index is None:
+        index = _prefix_indexes[vocab] = TokenPrefixIndex(vocab)
+    return index
+
+
+def vocabulary_for(tokenizer: Any) -> Vocabulary:
+    """`Vocabulary.from_hf(tokenizer)`, built once per tokenizer object."""
+    try:
+        vocab = _vocabularies.get(tokenizer)
+    except TypeError:  # an unhashable tokenizer: no cache
+        return Vocabulary.from_hf(tokenizer)
+    if vocab is None:
+        vocab = _vocabularies[tokenizer] = Vocabulary.from_hf(tokenizer)
+    return vocab
+
+
+def logits_width(model: Any) -> int:
+    """The size of the model's logits (may exceed the tokenizer's vocabulary)."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is not None and getattr(head, "weight", None) is not None:
+        return int(head.weight.shape[0])
+    return int(model.config.vocab_size)
+
+
+def compile_for(grammar: Grammar | CompiledGrammar | str, tokenizer: Any, model: Any) -> CompiledGrammar:
+    """Compile a grammar (object, path or shipped name) for a tokenizer and a model's logits width."""
+    if isinstance(grammar, CompiledGrammar):
+        return grammar
+    if isinstance(grammar, str):
+        grammar = Grammar.load(grammar)
+    return compile(grammar, vocabulary_for(tokenizer), mask_width=logits_width(model))
+
+
+class _Output:
+    """The constraint on the generated bytes: a healing literal, then the grammar's matcher."""
+
+    def __init__(self, matcher: Matcher, literal: bytes, index: TokenPrefixIndex | None) -> None:
+        self.matcher = matcher
+        self.literal = literal
+        self.index = index
+
+    def copy(self) -> "_Output":
+        return _Output(self.matcher.copy(), self.literal, self.index)
+
+    def accept(self, token_id: int) -> bool:
+        """Feed one token; False (unchanged) when the literal or the grammar rejects it."""
+        vocab = self.matcher.compiled.vocab
+        if not self.literal:
+            return self.matcher.accept_token(token_id)
+        data = vocab.tokens[token_id] if 0 <= token_id < vocab.size else None
+        if not data:
+            return False
+        k = len(self.literal)
+        if len(data) <= k:
+            if not self.literal.startswith(data):
+                return False
+            self.literal = self.literal[len(data):]
+            return True
+        if not data.startswith(self.literal) or not self.matcher.accept_bytes(data[k:]):
+            return False
+        self.literal = b""
+        return True
+
+    def forced(self) -> bytes:
+        """Bytes fixed from here: the rest of the literal, then what the grammar forces after it."""
+        return self.literal + self.matcher.forced_bytes()
+
+    def fill_bitmask(self, bitmask: np.ndarray) -> None:
+        """Row 0 of `bitmask`: the grammar's mask, or while healing, the tokens that spell the literal."""
+        if not self.literal:
+            self.matcher.fill_bitmask(bitmask, 0)
+            return
+        bitmask[0] = 0
+        ids = self.healing_ids()
+        np.bitwise_or.at(bitmask[0].view(np.uint32), ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+
+    def healing_ids(self) -> np.ndarray:
+        """Tokens that are a prefix of the literal, or start with it and continue as the grammar allows."""
+        assert self.index is not None
+        literal = self.literal
+        shorter = self.index.prefixes_of(literal)
+        vocab = self.matcher.compiled.vocab
+        longer = [
+            int(i)
+            for i in self.index.starting_with(literal)
+            if len(vocab.tokens[i]) > len(literal)  # type: ignore[arg-type]
+            and self.matcher.copy().accept_bytes(vocab.tokens[i][len(literal):])  # type: ignore[index]
+        ]
+        return np.concatenate([shorter, np.array(longer, dtype=np.int64)])
+
+
+def _decodable(data: bytes) -> str | None:
+    """`data` (trimmed by at most 3 bytes of a cut UTF-8 character) as text, or None."""
+    for cut in range(min(4, len(data))):
+        try:
+            return data[: len(data) - cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return None
+
+
+def _heal(
+    vocab: Vocabulary, ids: list[int], prompt_len: int, text_len: int, n: int
+) -> tuple[list[int], bytes, int]:
+    """Back up over the last `n` text tokens of `ids`.
+
+    Returns the kept ids, the literal (backed-up bytes inside the prompt proper)
+    and how many trailing bytes of the prefix go back to the grammar.
+    """
+    pieces = [vocab.tokens[i] if 0 <= i < vocab.size else None for i in ids]
+    if n <= 0 or len(ids) < n or any(p is None for p in pieces[-n:]):
+        return ids, b"", 0
+    # Token bytes must spell the text exactly (a normalizer may have changed it), leading specials aside.
+    text_pieces = [p for p in pieces if p is not None]
+    if sum(len(p) for p in text_pieces) != text_len:
+        return ids, b"", 0
+    backed = b"".join(pieces[-n:])  # type: ignore[arg-type]
+    start = text_len - len(backed)
+    in_prompt = max(0, prompt_len - start)
+    return ids[:-n], backed[:in_prompt], len(backed) - in_prompt
+
+
+def _sample(scores: Any, temperature: float, top_k: int | None, top_p: float | None, generator: Any) -> int:
+    """One token from masked scores: greedy when temperature is 0, else temperature/top-k/top-p sampling."""
+    import torch
+
+    if temperature <= 0:
+        return int(torch.argmax(scores))
+    scores = scores / temperature
+    if top_k is not None and 0 < top_k < scores.shape[-1]:
+        kth = torch.topk(scores, top_k).values[-1]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    if top_p is not None and top_p < 1.0:
+        sorted_scores, order = torch.sort(scores, descending=True)
+        cumulative = torch.softmax(sorted_scores, dim=-1).cumsum(dim=-1)
+        drop = cumulative - torch.softmax(sorted_scores, dim=-1) >= top_p  # keep the token that crosses p
+        scores = scores.masked_fill(torch.zeros_like(drop).scatter(0, order, drop), float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def generate(
+    model: Any,
+    tokenizer: Any,
+    grammar: Grammar | CompiledGrammar | str,
+    prompt: str,
+    *,
+    max_new_tokens: int = 256,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    jump_forward: bool = True,
+    heal: bool | int = True,
+    prefix: str = "",
+    on_text: Callable[[str], None] | None = None,
+) -> GenerationResult:
+    """Generate a sentence of `grammar` after `prompt`, with jump-forward and token healing.
+
+    `prefix` is text the output starts with (assistant prefill): the model sees
+    `prompt + prefix`, the grammar matches `prefix` + what is generated.
+    `heal` backs up over that many prompt tokens (True: one). `temperature=0` is
+    greedy. `on_text` receives the output's text as it grows (the prefix first).
+    See the module docstring for what jump-forward and healing do exactly.
+    """
+    import torch
+
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    compiled = compile_for(grammar, tokenizer, model)
+    vocab = compiled.vocab
+    matcher = Matcher(compiled)
+
+    prompt_bytes, prefix_bytes = prompt.encode("utf-8"), prefix.encode("utf-8")
+    encoded = list(tokenizer(prompt + prefix, add_special_tokens=True)["input_ids"])
+    ids, literal, regrammar = _heal(vocab, encoded, len(prompt_bytes), len(prompt_bytes) + len(prefix_bytes), int(heal))
+    index = prefix_index(vocab) if literal else None
+    if index is not None and len(index.starting_with(literal)) > HEAL_MAX_CANDIDATES:
+        ids, literal, regrammar, index = encoded, b"", 0, None
+    kept_prefix = prefix_bytes[: len(prefix_bytes) - regrammar]
+    if kept_prefix and not matcher.accept_bytes(kept_prefix):
+        compiled.grammar.check(kept_prefix, prefix=True)  # raises ParseError with the offset
+        raise PdaError(f"the prefix {prefix!r} is not a viable start of the grammar")
+    output = _Output(matcher, literal, index)
+
+    forward = _Forward(model)
+    generator = torch.Generator().manual_seed(seed) if seed is not None else None
+    width = logits_width(model)
+    bitmask = np.empty((1, (width + 31) // 32), dtype=np.int32)
+    eos = vocab.eos_ids
+
+    generated: list[int] = []
+    produced = bytearray()  # the generated tokens' bytes (healed literal first)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    emitted = [0]
+
+    def emit() -> None:
+        if on_text is None:
+            return
+        visible = produced[len(literal):]
+        chunk = decoder.decode(bytes(visible[emitted[0]:]))
+        emitted[0] = len(visible)
+        if chunk:
+            on_text(chunk)
+
+    if on_text is not None and kept_prefix:
+        on_text(kept_prefix.decode("utf-8", errors="replace"))
+
+    def take(tokens: list[int]) -> None:
+        generated.extend(tokens)
+        for t in tokens:
+            produced.extend(vocab.tokens[t] or b"")
+        emit()
+
+    def jump(before: _Output, after: _Output, head: bytes, budget: int) -> tuple[_Output, list[int]] | None:
+        """Canonical tokens for `head` + the bytes forced after it (last one held back), fed to a copy
+        of `before` (the state before `head`), or None when that saves no forward pass."""
+        forced = after.forced()
+        if not forced:
+            return None
+        text = _decodable(head + forced)
+        if text is None or len(text.encode("utf-8")) <= len(head):
+            return None
+        canonical = vocab.encode(text)
+        if canonical is None or len(canonical) < 3:
+            return None
+        tokens = canonical[:-1][:budget]
+        state = before.copy()
+        return (state, tokens) if all(state.accept(t) for t in tokens) else None
+
+    pending: list[int] = ids
+    forced_tokens = passes = 0
+    terminated = False
+    with torch.inference_mode():
+        jumped = jump(output, output, b"", max_new_tokens) if jump_forward and max_new_tokens > 0 else None
+        if jumped is not None:
+            output, tokens = jumped
+            pending = pending + tokens
+            forced_tokens += len(tokens)
+            take(tokens)
+        while len(generated) < max_new_tokens:
+            scores = forward(pending)
+            passes += 1
+            output.fill_bitmask(bitmask)
+            _apply(scores, bitmask)
+            x = _sample(scores, temperature, top_k, top_p, generator)
+            if x in eos:
+                terminated = output.accept(x)
+                if not terminated:
+                    raise PdaError(f"internal error: sampled EOS {x} where the grammar cannot end")
+                generated.append(x)
+                break
+            after = output.copy()
+            if not after.accept(x):
+                raise PdaError(f"internal error: sampled token {vocab.describe(x)} outside the mask")
+            budget = max_new_tokens - len(generated)
+            jumped = jump(output, after, vocab.tokens[x] or b"", budget) if jump_forward and budget > 1 else None
+            if jumped is not None:
+                output, tokens = jumped
+                forced_tokens += len(tokens) - 1
+            else:
+                output, tokens = after, [x]
+            pending = tokens
+            take(tokens)
+
+    text = (kept_prefix + bytes(produced[len(literal):])).decode("utf-8", errors="replace")
+    tail = decoder.decode(b"", final=True)
+    if on_text is not None and tail:
+        on_text(tail)
+    return GenerationResult(
+        text=text,
+        token_ids=generated,
+        terminated=terminated,
+        forward_passes=passes,
+        forced_tokens=forced_tokens,
+        prompt_ids=ids,
+        healed=literal + prefix_bytes[len(kept_prefix):],
+    )
+
+
+class _Forward:
+    """One KV-cached forward pass at a time; speaks both cache keyword spellings of transformers."""
+
+    def __init__(self, model: Any) -> None:
+        import inspect
+
+        params = inspect.signature(model.forward).parameters
+        self.model = model
+        self.device = next(model.parameters()).device
+        self.cache_arg = "cache" if "cache" in params else "past_key_values"
+        self.extra = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+        self.cache: Any = None
+
+    def __call__(self, tokens: list[int]) -> Any:
+        """Feed `tokens` after everything fed so far; the next-token logits (float32, on the CPU)."""
+        import torch
+
+        kwargs = {self.cache_arg: self.cache, **self.extra}
+        out = self.model(input_ids=torch.tensor([tokens], device=self.device), use_cache=True, **kwargs)
+        self.cache = getattr(out, self.cache_arg, None)
+        return out.logits[0, -1].float().to("cpu")
+
+
+def _apply(scores: Any, bitmask: np.ndarray) -> None:
+    from pda.integrations.transformers import apply_packed_bitmask_
+
+    apply_packed_bitmask_(scores.unsqueeze(0), bitmask)
+
+
+def generate_main(argv: Sequence[str]) -> int:
+    """`pda generate`: stream a constrained generation to stdout; exit 0 if complete, 3 if cut."""
+    parser = argparse.ArgumentParser(
+        prog="pda generate",
+        description="Generate text that belongs to a grammar, streaming it to stdout. "
+        "Exit status 0 when the output is a complete sentence (EOS), 3 when max-new-tokens cut it.",
+    )
+    parser.add_argument("grammar", help="a .lark/.gbnf/.json (JSON Schema) path or a shipped grammar name")
+    parser.add_argument("prompt", help="the prompt text ('-' reads standard input)")
+    parser.add_argument("--model", help="a local transformers model folder (default: pda's tiny random Qwen2)")
+    parser.add_argument("--device", help="torch device for the model (default: cpu)")
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--temperature", type=float, default=1.0, help="0 for greedy decoding")
+    parser.add_argument("--top-k", type=int)
+    parser.add_argument("--top-p", type=float)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--prefix", default="", help="text the output starts with (the grammar matches it)")
+    parser.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
+    parser.add_argument("--no-jump-forward", action="store_true", help="sample forced text token by token")
+    parser.add_argument("--no-heal", action="store_true", help="keep the prompt's last token as it is")
+    parser.add_argument("--stats", action="store_true", help="print token and forward-pass counts to stderr")
+    args = parser.parse_args(argv)
+
+    from pda.models import load_model
+
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    grammar = Grammar.load(args.grammar)
+    model, tokenizer = load_model(args.model, device=args.device)
+    if args.chat:
+        prompt = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
+
+    def stream(chunk: str) -> None:
+        sys.stdout.write(chunk)
+        sys.stdout.flush()
+
+    result = generate(
+        model, tokenizer, grammar, prompt,
+        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+        top_p=args.top_p, seed=args.seed, jump_forward=not args.no_jump_forward,
+        heal=not args.no_heal, prefix=args.prefix, on_text=stream,
+    )
+    sys.stdout.write("\n")
+    if not result.terminated:
+        print(f"pda generate: output cut at --max-new-tokens {args.max_new_tokens}: not a complete sentence",
+              file=sys.stderr)
+    if args.stats:
+        print(
+            f"{len(result.token_ids)} tokens, {result.forward_passes} forward passes, "
+            f"{result.forced_tokens} forced by jump-forward, terminated={result.terminated}",
+            file=sys.stderr,
+        )
+    return 0 if result.terminated else 3
