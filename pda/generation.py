@@ -16,9 +16,12 @@ left to the mask, because the text that follows the forced bytes is unknown and
 may merge with it (` "` + `abc` tokenises differently from ` "`, `abc`). The
 seam to the left of x is not re-tokenised: that would mean rewinding the KV
 cache, and x was already chosen as a whole token by the model. Jump-forward is
-skipped when it would not save a forward pass (fewer than three canonical
-tokens), when the text is not valid UTF-8, or when the tokenizer's encoding does
-not reproduce the bytes (a normalizer changed them).
+skipped when it would change nothing (the sampled token is the one canonical
+token before the held-back one), when the text is not valid UTF-8, or when the
+tokenizer's encoding does not reproduce the bytes (a normalizer changed them).
+With two canonical tokens it saves no pass but still replaces the sampled token
+by the canonical one (`n` then forced `ame"` becomes `name`, `"`); at the start
+of the output, forced tokens ride along with the prompt's forward pass.
 
 **Token healing.** A prompt's last token is often a fragment of what the model
 would write (`{"na` ends in the token `na` where a model writes `name`).
@@ -342,7 +345,7 @@ def generate(
 
     def jump(before: _Output, after: _Output, head: bytes, budget: int) -> tuple[_Output, list[int]] | None:
         """Canonical tokens for `head` + the bytes forced after it (last one held back), fed to a copy
-        of `before` (the state before `head`), or None when that saves no forward pass."""
+        of `before` (the state before `head`); None when that changes nothing."""
         forced = after.forced()
         if not forced:
             return None
@@ -350,9 +353,11 @@ def generate(
         if text is None or len(text.encode("utf-8")) <= len(head):
             return None
         canonical = vocab.encode(text)
-        if canonical is None or len(canonical) < 3:
+        if canonical is None or len(canonical) < 2:
             return None
         tokens = canonical[:-1][:budget]
+        if head and len(tokens) == 1 and vocab.tokens[tokens[0]] == head:
+            return None  # the sampled token is already canonical and nothing else is forced whole
         state = before.copy()
         return (state, tokens) if all(state.accept(t) for t in tokens) else None
 

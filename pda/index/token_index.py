@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pda.index.trie import TokenTrie
+from pda.index.trie import TokenTrie, concat_ranges
 from pda.lexer.lexer import START, Lexer
 
 
@@ -49,17 +49,6 @@ class BoundaryGroup:
         self.after: dict[int, Classification] = {}
 
 
-class _WalkPlan:
-    """Where a walk starts (disjoint subtree roots) and which tokens it decides."""
-
-    __slots__ = ("roots", "tokens", "token_nodes")
-
-    def __init__(self, trie: TokenTrie, roots: np.ndarray) -> None:
-        self.roots = np.sort(roots).astype(np.int64)
-        self.tokens = trie.tokens_below(self.roots)
-        self.token_nodes = trie.token_end[self.tokens]
-
-
 class TokenIndex:
     """Classifications per lexer state, for one (grammar, vocabulary) pair."""
 
@@ -73,8 +62,7 @@ class TokenIndex:
         trans[lexer.dead, :] = n
         self.trans = trans
         self.node_class = lexer.byte_class[trie.byte].astype(np.int64)
-        self.root_plan = _WalkPlan(trie, np.flatnonzero(trie.depth == 1))
-        self._plans: dict[bytes, _WalkPlan] = {}
+        self.first_nodes = trie.child_ids[trie.child_ptr[0] : trie.child_ptr[1]]
         self._suffixes: dict[tuple[bytes, int], Classification] = {}
         self._per_live_set: dict[int, tuple[np.ndarray, np.ndarray, list[int]]] = {}
         self._roots: dict[tuple[int, int], Classification] = {}
@@ -103,43 +91,49 @@ class TokenIndex:
             self._per_live_set[live_set] = tables
         return tables
 
-    def _pack(self, token_positions: np.ndarray) -> np.ndarray | None:
-        if len(token_positions) == 0:
+    def _pack(self, token_ids: np.ndarray) -> np.ndarray | None:
+        """Token ids as a packed int32 mask (bit i % 32 of word i // 32), or None when empty."""
+        if len(token_ids) == 0:
             return None
+        if len(token_ids) < 2048:
+            words = np.zeros(self.mask_words, dtype=np.int64)
+            np.bitwise_or.at(words, token_ids >> 5, np.left_shift(1, token_ids & 31))
+            return words.astype(np.uint32).view(np.int32)
         bits = np.zeros(self.mask_words * 32, dtype=bool)
-        bits[self.trie.token_ids[token_positions]] = True
+        bits[token_ids] = True
         return np.packbits(bits, bitorder="little").view(np.int32)
 
-    def _classify(self, plan: _WalkPlan, root_state: int, live_set: int) -> Classification:
-        """Walk the plan's subtrees level by level, expanding only nodes whose lexeme is still live."""
+    # Compile-time work, paid once per (lexer state, live set) or (group, live set); cached.
+    def _classify(self, roots: np.ndarray, root_state: int, live_set: int) -> Classification:
+        """Walk the trie from `roots` level by level, expanding only nodes whose lexeme is still live."""
         live, ends_as, sets = self._live_tables(live_set)
-        trie, trans, stop = self.trie, self.trans, self.stop
-        st = np.full(trie.n_nodes, stop, dtype=np.int32)
+        trie, trans = self.trie, self.trans
+        inside = []
         boundary_nodes = []
         boundary_sets = []
-        frontier = plan.roots
+        frontier = roots
         parent_state = np.full(len(frontier), root_state, dtype=np.int32)
         while len(frontier):
             nxt = trans[parent_state, self.node_class[frontier]]
             alive = live[nxt]
-            st[frontier] = np.where(alive, nxt, stop)
             if not alive.all():
                 ends = ends_as[parent_state[~alive]]
                 ok = ends >= 0
                 if ok.any():
                     boundary_nodes.append(frontier[~alive][ok])
                     boundary_sets.append(ends[ok])
-                frontier = frontier[alive]
-            frontier = trie.children(frontier)
-            parent_state = st[trie.parent[frontier]]
-        inside = self._pack(plan.tokens[st[plan.token_nodes] != stop])
+                frontier, nxt = frontier[alive], nxt[alive]
+            inside.append(trie.tokens_at(frontier))
+            lo, hi = trie.child_ptr[frontier], trie.child_ptr[frontier + 1]
+            parent_state = np.repeat(nxt, hi - lo)
+            frontier = concat_ranges(trie.child_ids, lo, hi)
         groups = []
         if boundary_nodes:
             nodes = np.concatenate(boundary_nodes)
             which = np.concatenate(boundary_sets)
             for k in np.unique(which):
                 groups.append(BoundaryGroup(sets[k], np.sort(nodes[which == k])))
-        return Classification(inside, groups)
+        return Classification(self._pack(np.concatenate(inside)) if inside else None, groups)
 
     def at_state(self, q: int, live_set: int) -> Classification:
         """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""
@@ -149,7 +143,7 @@ class TokenIndex:
         key = (q, live_set)
         found = self._roots.get(key)
         if found is None:
-            found = self._classify(self.root_plan, q, live_set)
+            found = self._classify(self.first_nodes, q, live_set)
             self._roots[key] = found
         return found
 
@@ -160,11 +154,7 @@ class TokenIndex:
             key = (group.key, live_set)
             found = self._suffixes.get(key)
             if found is None:
-                plan = self._plans.get(group.key)
-                if plan is None:
-                    plan = _WalkPlan(self.trie, group.nodes)
-                    self._plans[group.key] = plan
-                found = self._classify(plan, START, live_set)
+                found = self._classify(group.nodes, START, live_set)
                 self._suffixes[key] = found
             group.after[live_set] = found
         return found

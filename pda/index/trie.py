@@ -56,17 +56,19 @@ class TokenTrie:
         self.child_ids = np.argsort(self.parent[1:], kind="stable").astype(np.int64) + 1
         counts = np.bincount(self.parent[1:], minlength=self.n_nodes)
         self.child_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        # Tokens ending exactly at node n: sorted positions token_ptr[n]:token_ptr[n + 1].
+        ends_here = np.bincount(self.token_end, minlength=self.n_nodes)
+        self.token_ptr = np.concatenate(([0], np.cumsum(ends_here))).astype(np.int64)
+        self.token_positions = np.arange(len(self.token_end), dtype=np.int64)
 
     def children(self, nodes: np.ndarray) -> np.ndarray:
         """The children of `nodes`, concatenated."""
         return concat_ranges(self.child_ids, self.child_ptr[nodes], self.child_ptr[nodes + 1])
 
-    def tokens_below(self, roots: np.ndarray) -> np.ndarray:
-        """Positions (in sorted-token order) of the tokens in the subtrees of disjoint `roots`."""
-        roots = np.sort(roots)
-        lo = np.searchsorted(self.token_end, roots)
-        hi = np.searchsorted(self.token_end, self.end[roots])
-        return concat_ranges(np.arange(len(self.token_end)), lo, hi)
+    def tokens_at(self, nodes: np.ndarray) -> np.ndarray:
+        """Token ids whose bytes end exactly at `nodes`."""
+        pos = concat_ranges(self.token_positions, self.token_ptr[nodes], self.token_ptr[nodes + 1])
+        return self.token_ids[pos]
 
 
 def concat_ranges(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
