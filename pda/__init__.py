@@ -4,13 +4,12 @@ The public surface (DESIGN.md): `Grammar`, `Vocabulary`, `compile`, `Matcher`,
 the error types, and `pda.integrations`.
 """
 
+from pda._version import __version__
 from pda.compiler import CompiledGrammar, compile
 from pda.errors import GrammarError, LimitExceeded, ParseError, PdaError, RegexError, TokenRejected
 from pda.grammar.grammar import Grammar
 from pda.matcher import Matcher
 from pda.vocab import Vocabulary
-
-__version__ = "0.1.0"
 
 __all__ = [
     "CompiledGrammar",
@@ -23,5 +22,6 @@ __all__ = [
     "RegexError",
     "TokenRejected",
     "Vocabulary",
+    "__version__",
     "compile",
 ]

@@ -10,10 +10,13 @@ every matcher that reaches it.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
+from collections import deque
 
 import numpy as np
 
+from pda import cache
 from pda.grammar.grammar import Grammar
 from pda.index.token_index import TokenIndex
 from pda.index.trie import TokenTrie
@@ -26,12 +29,20 @@ _compiled: dict[tuple[str, str, int], "CompiledGrammar"] = {}
 _lock = threading.Lock()
 
 
+DEFAULT_WARMUP_SECONDS = 1.0
+DEFAULT_WARMUP_NODES = 64
+
+
 def vocabulary_trie(vocab: Vocabulary) -> TokenTrie:
-    """The vocabulary's byte trie, built once per Vocabulary object."""
+    """The vocabulary's byte trie: built once per vocabulary, cached in memory and on disk."""
     with _lock:
         trie = _tries.get(vocab)
         if trie is None:
-            trie = TokenTrie(vocab)
+            path = cache.cache_path("tries", vocab.content_hash[:32])
+            trie = cache.load(path)
+            if not isinstance(trie, TokenTrie):
+                trie = TokenTrie(vocab)
+                cache.store(path, trie)
             _tries[vocab] = trie
         return trie
 
@@ -39,7 +50,15 @@ def vocabulary_trie(vocab: Vocabulary) -> TokenTrie:
 class CompiledGrammar:
     """A grammar bound to a vocabulary: immutable from the outside, shareable by matchers."""
 
-    def __init__(self, grammar: Grammar, vocab: Vocabulary, *, mask_width: int | None = None) -> None:
+    def __init__(
+        self,
+        grammar: Grammar,
+        vocab: Vocabulary,
+        *,
+        mask_width: int | None = None,
+        warmup_seconds: float = DEFAULT_WARMUP_SECONDS,
+        disk_cache: bool = True,
+    ) -> None:
         width = max(vocab.size, mask_width or 0)
         self.grammar = grammar
         self.vocab = vocab
@@ -53,6 +72,69 @@ class CompiledGrammar:
         eos_mask = np.zeros(self.mask_words * 32, dtype=bool)
         eos_mask[self.eos_ids] = True
         self.eos_mask = np.packbits(eos_mask, bitorder="little").view(np.int32)
+        self._masks: dict[bytes, np.ndarray] = {}
+        self._snapshot_path = (
+            cache.cache_path("index", grammar.ir.content_hash[:24], vocab.content_hash[:24], str(self.mask_words))
+            if disk_cache
+            else None
+        )
+        snapshot = cache.load(self._snapshot_path) if self._snapshot_path else None
+        if snapshot is not None:
+            self.index.restore(snapshot)
+        elif warmup_seconds > 0:
+            self.warm_up(seconds=warmup_seconds)
+            self.save_index()
+
+    def save_index(self) -> None:
+        """Write the token index's classifications to the disk cache (a warm start next time)."""
+        if self._snapshot_path is not None:
+            cache.store(self._snapshot_path, self.index.snapshot())
+
+    def warm_up(self, *, seconds: float = DEFAULT_WARMUP_SECONDS, max_nodes: int = DEFAULT_WARMUP_NODES) -> int:
+        """Precompute the index for the states near the start of the grammar; returns nodes explored.
+
+        Breadth-first over parser nodes: for each, every lexer state reachable inside
+        one lexeme is classified. Bounded by time and node count; the rest is lazy.
+        """
+        deadline = time.perf_counter() + seconds
+        lexer = self.lexer
+        seen = {id(self.root)}
+        queue = deque([self.root])
+        explored = 0
+        while queue and explored < max_nodes and time.perf_counter() < deadline:
+            node = queue.popleft()
+            explored += 1
+            self.text_mask(node, START)
+            for q in self._lexeme_states(node.allowed | lexer.ignore):
+                if time.perf_counter() >= deadline:
+                    break
+                self._compute_mask(node, q)
+            for t in range(len(lexer.names)):
+                if node.allowed >> t & 1:
+                    nxt = node.advance(lexer.best(1 << t))
+                    if nxt is not None and id(nxt) not in seen:
+                        seen.add(id(nxt))
+                        queue.append(nxt)
+        return explored
+
+    def _lexeme_states(self, live_set: int) -> list[int]:
+        """DFA states reachable from the start inside one lexeme of the live set."""
+        lexer = self.lexer
+        classes = sorted(set(lexer.cls))
+        seen = {START}
+        frontier = [START]
+        while frontier:
+            nxt = []
+            for q in frontier:
+                row = lexer.rows[q]
+                for c in classes:
+                    q2 = row[c]
+                    if q2 not in seen and lexer.live[q2] & live_set:
+                        seen.add(q2)
+                        nxt.append(q2)
+            frontier = nxt
+        seen.discard(START)
+        return sorted(seen)
 
     @property
     def root(self) -> Node:
@@ -63,6 +145,8 @@ class CompiledGrammar:
         mask = node.cache.get(q)
         if mask is None:
             mask = self._compute_mask(node, q)
+            # Equal masks are stored once: many states share a mask.
+            mask = self._masks.setdefault(mask.tobytes(), mask)
             node.cache[q] = mask
         return mask
 
@@ -100,7 +184,11 @@ class CompiledGrammar:
 
 
 def compile(grammar: Grammar, vocab: Vocabulary, *, mask_width: int | None = None) -> CompiledGrammar:
-    """Compile `grammar` for `vocab` (memoised on the grammar's and vocabulary's content)."""
+    """Compile `grammar` for `vocab` (memoised on the grammar's and vocabulary's content).
+
+    The vocabulary trie and the token index are cached on disk (see `pda.cache`),
+    so a second process compiles the same pair from the cache.
+    """
     key = (grammar.ir.content_hash, vocab.content_hash, mask_width or 0)
     with _lock:
         found = _compiled.get(key)

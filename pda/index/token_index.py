@@ -135,6 +135,16 @@ class TokenIndex:
                 groups.append(BoundaryGroup(sets[k], np.sort(nodes[which == k])))
         return Classification(self._pack(np.concatenate(inside)) if inside else None, groups)
 
+    def snapshot(self) -> tuple[dict, dict]:
+        """The cached classifications, for the disk cache."""
+        return self._roots, self._suffixes
+
+    def restore(self, snapshot: tuple[dict, dict]) -> None:
+        """Adopt classifications from a snapshot of the same (grammar, vocabulary)."""
+        roots, suffixes = snapshot
+        self._roots.update(roots)
+        self._suffixes.update(suffixes)
+
     def at_state(self, q: int, live_set: int) -> Classification:
         """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""
         if q != START:

@@ -18,33 +18,46 @@ class TokenTrie:
 
     def __init__(self, vocab: Vocabulary) -> None:
         ids = [i for i, tok in enumerate(vocab.tokens) if tok]
-        ids.sort(key=lambda i: vocab.tokens[i])
-        parent = [0]
-        byte = [0]
-        depth = [0]
-        end_node = []
-        path = [0]  # path[d] = node at depth d on the current token's path
-        prev = b""
-        for i in ids:
-            tok = vocab.tokens[i]
-            common = 0
-            limit = min(len(prev), len(tok))
-            while common < limit and prev[common] == tok[common]:
-                common += 1
-            del path[common + 1 :]
-            for d in range(common, len(tok)):
-                path.append(len(parent))
-                parent.append(path[d])
-                byte.append(tok[d])
-                depth.append(d + 1)
-            end_node.append(path[len(tok)])
-            prev = tok
-        self.n_nodes = len(parent)
-        self.parent = np.asarray(parent, dtype=np.int32)
-        self.byte = np.asarray(byte, dtype=np.uint8)
-        self.depth = np.asarray(depth, dtype=np.int32)
+        ids.sort(key=vocab.tokens.__getitem__)
+        toks = [vocab.tokens[i] for i in ids]
+        n = len(toks)
+        lengths = np.fromiter(map(len, toks), dtype=np.int64, count=n)
+        width = int(lengths.max(initial=1))
+        # Byte matrix, padded with -1 so that padding never equals a real byte.
+        flat = np.frombuffer(b"".join(toks), dtype=np.uint8).astype(np.int16)
+        matrix = np.full((n, width), -1, dtype=np.int16)
+        rows = np.repeat(np.arange(n), lengths)
+        cols = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        matrix[rows, cols] = flat
+        # lcp[k]: bytes token k shares with token k - 1; it creates nodes at depths lcp+1..len.
+        lcp = np.zeros(n, dtype=np.int64)
+        if n > 1:
+            differ = matrix[1:] != matrix[:-1]
+            first = np.where(differ.any(axis=1), differ.argmax(axis=1), width)
+            lcp[1:] = np.minimum(first, np.minimum(lengths[1:], lengths[:-1]))
+        created = lengths - lcp
+        total = int(created.sum())
+        owner = np.repeat(np.arange(n), created)
+        depth = np.arange(total) - np.repeat(np.cumsum(created) - created, created) + np.repeat(lcp, created) + 1
+        node_ids = np.arange(1, total + 1)
+        # A node's parent is the latest node created at depth - 1 before it (preorder), or the root.
+        parent = np.zeros(total, dtype=np.int64)
+        order = np.argsort(depth, kind="stable")
+        bounds = np.searchsorted(depth[order], np.arange(1, width + 2))
+        for d in range(2, width + 1):
+            here = order[bounds[d - 1] : bounds[d]]
+            above = node_ids[order[bounds[d - 2] : bounds[d - 1]]]
+            parent[here] = above[np.searchsorted(above, node_ids[here]) - 1]
+        self.n_nodes = total + 1
+        self.parent = np.concatenate(([0], parent)).astype(np.int32)
+        self.byte = np.concatenate(([0], matrix[owner, depth - 1])).astype(np.uint8)
+        self.depth = np.concatenate(([0], depth)).astype(np.int32)
         self.token_ids = np.asarray(ids, dtype=np.int64)
-        self.token_end = np.asarray(end_node, dtype=np.int32)
+        # A token's end node is the last node it created; a duplicate reuses the previous token's.
+        last_created = np.cumsum(created)
+        end_node = np.where(created > 0, last_created, 0)
+        end_node = np.maximum.accumulate(end_node)
+        self.token_end = end_node.astype(np.int32)
         # end[n]: one past the last node of n's subtree (preorder ids are contiguous per subtree).
         end = np.arange(1, self.n_nodes + 1, dtype=np.int32)
         for d in range(int(self.depth.max(initial=0)), 0, -1):

@@ -2,11 +2,12 @@
 
 Invariants (see DESIGN.md, "The parser"):
 
-* An item is `(rule, dot, origin)`; `origin` is the interned `Node` where the
-  rule was predicted. A node stores only its *kernel*: the items that came from
-  scanning or completion. Its predicted items (origin = the node itself) are a
-  pure function of the nonterminals after the kernel's dots, shared through
-  `Prediction` objects.
+* An item is `(p, origin)`: `p` a dot position (a rule and how much of it is
+  read, flattened to one integer by `ParserTables`), `origin` the interned
+  `Node` where the rule was predicted. A node stores only its *kernel*: the
+  items that came from scanning or completion. Its predicted items (origin =
+  the node itself) are a pure function of the nonterminals after the kernel's
+  dots, shared through `Prediction` objects.
 * Nodes are interned by kernel content, so two positions with equal item sets
   are the same object, and `advance(node, terminals)` is memoised on the node.
   A node is therefore the parser's whole configuration.
@@ -25,7 +26,7 @@ from collections.abc import Iterator
 from pda.errors import LimitExceeded
 from pda.parser.tables import ParserTables
 
-Item = tuple[int, int, "Node"]
+Item = tuple[int, "Node"]
 
 DEFAULT_MAX_KERNEL_ITEMS = 100_000
 
@@ -48,22 +49,22 @@ class Prediction:
         predicted: set[int] = set()
         for a in seeds:
             predicted |= tables.closure[a - t]
-        scan: dict[int, list[tuple[int, int]]] = {}
-        waiting: dict[int, list[tuple[int, int]]] = {}
+        scan: dict[int, list[int]] = {}
+        waiting: dict[int, list[int]] = {}
         allowed = 0
         accepting = False
         for a in predicted:
             for r in tables.rules_of[a - t]:
                 for d in tables.skip[r][0]:
-                    if d == tables.rule_len[r]:
-                        accepting |= r == tables.start_rule
-                        continue
-                    sym = tables.rhs[r][d]
-                    if sym < t:
-                        scan.setdefault(sym, []).append((r, d))
+                    p = tables.rule_start[r] + d
+                    sym = tables.next_sym[p]
+                    if sym < 0:
+                        accepting |= p == tables.accept_pos
+                    elif sym < t:
+                        scan.setdefault(sym, []).append(p)
                         allowed |= 1 << sym
                     else:
-                        waiting.setdefault(sym, []).append((r, d))
+                        waiting.setdefault(sym, []).append(p)
         self.scan = {k: tuple(v) for k, v in scan.items()}
         self.waiting = {k: tuple(v) for k, v in waiting.items()}
         self.allowed = allowed
@@ -89,18 +90,16 @@ class Node:
 
     def __init__(self, parser: "EarleyParser", kernel: frozenset[Item], prediction: Prediction) -> None:
         tables = parser.tables
-        t = tables.n_terminals
+        term_bit = tables.term_bit
+        accept_pos = tables.accept_pos
         self.parser = parser
         self.kernel = kernel
         self.prediction = prediction
         allowed = prediction.allowed
         accepting = prediction.accepting
-        for r, d, o in kernel:
-            if d < tables.rule_len[r]:
-                sym = tables.rhs[r][d]
-                if sym < t:
-                    allowed |= 1 << sym
-            elif r == tables.start_rule and o is parser.root_or_none():
+        for p, o in kernel:
+            allowed |= term_bit[p]
+            if p == accept_pos:
                 accepting = True
         self.allowed = allowed
         self.accepting = accepting
@@ -115,26 +114,28 @@ class Node:
 
     def _kernel_scan(self) -> dict[int, list[Item]]:
         if self._scan is None:
-            tables = self.parser.tables
-            t = tables.n_terminals
+            next_sym = self.parser.tables.next_sym
+            t = self.parser.tables.n_terminals
             scan: dict[int, list[Item]] = {}
-            for r, d, o in self.kernel:
-                if d < tables.rule_len[r] and tables.rhs[r][d] < t:
-                    scan.setdefault(tables.rhs[r][d], []).append((r, d, o))
+            for item in self.kernel:
+                sym = next_sym[item[0]]
+                if 0 <= sym < t:
+                    scan.setdefault(sym, []).append(item)
             self._scan = scan
         return self._scan
 
     def waiting(self, sym: int) -> list[Item]:
         """Items of this set with nonterminal `sym` after the dot, origins resolved."""
         if self._waiting is None:
-            tables = self.parser.tables
-            t = tables.n_terminals
+            next_sym = self.parser.tables.next_sym
+            t = self.parser.tables.n_terminals
             waiting: dict[int, list[Item]] = {}
-            for r, d, o in self.kernel:
-                if d < tables.rule_len[r] and tables.rhs[r][d] >= t:
-                    waiting.setdefault(tables.rhs[r][d], []).append((r, d, o))
-            for s, items in self.prediction.waiting.items():
-                waiting.setdefault(s, []).extend((r, d, self) for r, d in items)
+            for item in self.kernel:
+                s = next_sym[item[0]]
+                if s >= t:
+                    waiting.setdefault(s, []).append(item)
+            for s, positions in self.prediction.waiting.items():
+                waiting.setdefault(s, []).extend((p, self) for p in positions)
             self._waiting = waiting
         return self._waiting.get(sym, [])
 
@@ -144,6 +145,7 @@ class Node:
         if sym in leo:
             return leo[sym]
         tables = self.parser.tables
+        penultimate, pos_rule, lhs = tables.penultimate, tables.pos_rule, tables.lhs
         chain: list[tuple[Node, int, Item]] = []
         node, s = self, sym
         while True:
@@ -151,10 +153,10 @@ class Node:
                 top = node._leo[s]
                 break
             waiting = node.waiting(s)
-            if len(waiting) == 1 and waiting[0][1] == tables.rule_len[waiting[0][0]] - 1:
-                r2, _, o2 = waiting[0]
-                chain.append((node, s, (r2, tables.rule_len[r2], o2)))
-                node, s = o2, tables.lhs[r2]
+            if len(waiting) == 1 and penultimate[waiting[0][0]]:
+                p, o = waiting[0]
+                chain.append((node, s, (p + 1, o)))
+                node, s = o, lhs[pos_rule[p]]
             else:
                 node._leo[s] = None
                 top = None
@@ -186,16 +188,7 @@ class EarleyParser:
         self.max_kernel_items = max_kernel_items
         self._predictions: dict[frozenset[int], Prediction] = {}
         self._nodes: weakref.WeakValueDictionary[frozenset[Item], Node] = weakref.WeakValueDictionary()
-        self._root: Node | None = None
-        self._root = Node(self, frozenset(), self._prediction(frozenset([tables.lhs[tables.start_rule]])))
-
-    @property
-    def root(self) -> Node:
-        assert self._root is not None
-        return self._root
-
-    def root_or_none(self) -> Node | None:
-        return self._root
+        self.root = Node(self, frozenset(), self._prediction(frozenset([tables.lhs[tables.start_rule]])))
 
     def _prediction(self, seeds: frozenset[int]) -> Prediction:
         pred = self._predictions.get(seeds)
@@ -204,37 +197,45 @@ class EarleyParser:
             self._predictions[seeds] = pred
         return pred
 
+    # Hot path: runs once per new parser node.
     def _advance(self, node: Node, terminals: int) -> Node | None:
         tables = self.tables
-        skip, rule_len, lhs = tables.skip, tables.rule_len, tables.lhs
+        step, is_end, lhs, pos_rule = tables.step, tables.is_end, tables.lhs, tables.pos_rule
         items: set[Item] = set()
         complete: list[Item] = []
-
-        def add(r: int, d: int, o: Node) -> None:
-            for d2 in skip[r][d]:
-                item = (r, d2, o)
-                if item not in items:
-                    items.add(item)
-                    if d2 == rule_len[r]:
-                        complete.append(item)
-
         kernel_scan = node._kernel_scan()
         pred_scan = node.prediction.scan
         for t in iter_bits(terminals):
-            for r, d, o in kernel_scan.get(t, ()):
-                add(r, d + 1, o)
-            for r, d in pred_scan.get(t, ()):
-                add(r, d + 1, node)
+            for p, o in kernel_scan.get(t, ()):
+                for p2 in step[p]:
+                    item = (p2, o)
+                    if item not in items:
+                        items.add(item)
+                        if is_end[p2]:
+                            complete.append(item)
+            for p in pred_scan.get(t, ()):
+                for p2 in step[p]:
+                    item = (p2, node)
+                    if item not in items:
+                        items.add(item)
+                        if is_end[p2]:
+                            complete.append(item)
         while complete:
-            r, _, o = complete.pop()
-            top = o.leo_top(lhs[r])
+            p, o = complete.pop()
+            sym = lhs[pos_rule[p]]
+            top = o.leo_top(sym)
             if top is not None:
                 if top not in items:
                     items.add(top)
                     complete.append(top)
                 continue
-            for r2, d2, o2 in o.waiting(lhs[r]):
-                add(r2, d2 + 1, o2)
+            for p1, o1 in o.waiting(sym):
+                for p2 in step[p1]:
+                    item = (p2, o1)
+                    if item not in items:
+                        items.add(item)
+                        if is_end[p2]:
+                            complete.append(item)
         if len(items) > self.max_kernel_items:
             raise LimitExceeded(
                 f"Earley item set has {len(items)} items, over the limit of {self.max_kernel_items} "
@@ -245,9 +246,8 @@ class EarleyParser:
         if found is not None:
             return found
         t = tables.n_terminals
-        seeds = frozenset(
-            tables.rhs[r][d] for r, d, _ in kernel if d < rule_len[r] and tables.rhs[r][d] >= t
-        )
+        next_sym = tables.next_sym
+        seeds = frozenset(next_sym[p] for p, _ in kernel if next_sym[p] >= t)
         new = Node(self, kernel, self._prediction(seeds))
         self._nodes[kernel] = new
         return new

@@ -29,6 +29,15 @@ class ParserTables:
     rules_of: tuple[tuple[int, ...], ...]
     start_rule: int
     start_symbol: int
+    # Dot positions, flattened: position p is (pos_rule[p], pos_dot[p]).
+    rule_start: tuple[int, ...]
+    pos_rule: tuple[int, ...]
+    next_sym: tuple[int, ...]
+    term_bit: tuple[int, ...]
+    step: tuple[tuple[int, ...], ...]
+    is_end: tuple[bool, ...]
+    penultimate: tuple[bool, ...]
+    accept_pos: int
 
     @property
     def n_terminals(self) -> int:
@@ -129,6 +138,23 @@ def build_tables(ir: GrammarIR) -> ParserTables:
                     stack.append(c)
         closure.append(frozenset(seen))
 
+    rule_start, pos_rule, next_sym, term_bit, is_end, penult = [], [], [], [], [], []
+    for r in range(len(lhs)):
+        rule_start.append(len(pos_rule))
+        for d in range(len(rhs[r]) + 1):
+            pos_rule.append(r)
+            sym = rhs[r][d] if d < len(rhs[r]) else -1
+            next_sym.append(sym)
+            term_bit.append(1 << sym if 0 <= sym < t else 0)
+            is_end.append(d == len(rhs[r]))
+            penult.append(d == len(rhs[r]) - 1)
+    # step[p]: positions after moving the dot over the next symbol, then over nullables.
+    step = []
+    for p, r in enumerate(pos_rule):
+        d = p - rule_start[r]
+        step.append(tuple(rule_start[r] + e for e in skip[r][d + 1]) if d < len(rhs[r]) else ())
+    start_rule = len(lhs) - 1
+
     return ParserTables(
         terminal_names=tuple(terminal_names),
         nonterminal_names=tuple(nt_names),
@@ -139,6 +165,14 @@ def build_tables(ir: GrammarIR) -> ParserTables:
         nullable=frozenset(nullable),
         closure=tuple(closure),
         rules_of=tuple(tuple(x) for x in rules_of),
-        start_rule=len(lhs) - 1,
+        start_rule=start_rule,
         start_symbol=sym_id[ir.start],
+        rule_start=tuple(rule_start),
+        pos_rule=tuple(pos_rule),
+        next_sym=tuple(next_sym),
+        term_bit=tuple(term_bit),
+        step=tuple(step),
+        is_end=tuple(is_end),
+        penultimate=tuple(penult),
+        accept_pos=rule_start[start_rule] + 1,
     )

