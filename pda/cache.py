@@ -41,11 +41,13 @@ def load(path: Path) -> Any | None:
 
 def store(path: Path, obj: Any) -> None:
     """Write `obj` at `path` atomically; a cache that cannot be written is skipped silently."""
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
-    except OSError:
-        return
+    except (OSError, pickle.PicklingError, RecursionError):
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)

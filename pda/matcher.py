@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from pda.compiler import CompiledGrammar
-from pda.errors import TokenRejected
+from pda.errors import LimitExceeded, TokenRejected
 from pda.parser.earley import Node
 
 MAX_FORCED_BYTES = 4096
@@ -27,6 +27,7 @@ class Matcher:
         self._history: list[tuple[Node, int]] = [compiled.initial_state()]
         self._terminated = False
         self._tokens: list[int] = []
+        self.error: LimitExceeded | None = None
 
     # --- state ------------------------------------------------------------------------
 
@@ -35,6 +36,7 @@ class Matcher:
         del self._history[1:]
         self._tokens.clear()
         self._terminated = False
+        self.error = None
 
     def copy(self) -> "Matcher":
         """An independent matcher in the same state (cheap: shares the compiled grammar)."""
@@ -43,6 +45,7 @@ class Matcher:
         other._history = list(self._history)
         other._terminated = self._terminated
         other._tokens = list(self._tokens)
+        other.error = self.error
         return other
 
     def is_terminated(self) -> bool:
@@ -64,6 +67,7 @@ class Matcher:
         """Undo the last `n` accepted tokens (EOS included), e.g. after a rejected speculation."""
         if n < 0 or n > len(self._tokens):
             raise ValueError(f"cannot roll back {n} tokens: {len(self._tokens)} accepted")
+        self.error = None
         for _ in range(n):
             tok = self._tokens.pop()
             if self._terminated and tok in self.compiled.vocab.eos_ids:
@@ -95,11 +99,15 @@ class Matcher:
             return True
         if token_id >= vocab.size or vocab.tokens[token_id] is None:
             raise TokenRejected(f"token {vocab.describe(token_id) if token_id < vocab.size else token_id} is a special or unused id, never part of the text")
-        if self._terminated:
+        if self._terminated or self.error is not None:
             return False
         data = vocab.tokens[token_id]
         node, q = self._history[-1]
-        nxt = self.compiled.lexer.feed(node, q, data) if data else None
+        try:
+            nxt = self.compiled.lexer.feed(node, q, data) if data else None
+        except LimitExceeded as exc:
+            self.error = exc
+            return False
         if nxt is None:
             return False
         self._history.append(nxt)
@@ -110,10 +118,14 @@ class Matcher:
         """Advance by raw text (e.g. forced bytes) as one step; False (unchanged) if not viable."""
         if isinstance(data, str):
             data = data.encode("utf-8")
-        if self._terminated:
+        if self._terminated or self.error is not None:
             return False
         node, q = self._history[-1]
-        nxt = self.compiled.lexer.feed(node, q, data)
+        try:
+            nxt = self.compiled.lexer.feed(node, q, data)
+        except LimitExceeded as exc:
+            self.error = exc
+            return False
         if nxt is None:
             return False
         self._history.append(nxt)
@@ -123,12 +135,20 @@ class Matcher:
     # --- masks ------------------------------------------------------------------------
 
     def _mask(self) -> np.ndarray:
-        """The packed allowed-token mask for the current state, EOS included."""
+        """The packed allowed-token mask for the current state, EOS included.
+
+        After EOS, or once a resource limit was hit (`self.error`, sticky until
+        `reset`/`rollback`), only EOS is allowed, so generation stops cleanly.
+        """
         compiled = self.compiled
-        if self._terminated:
+        if self._terminated or self.error is not None:
             return compiled.eos_mask
         node, q = self._history[-1]
-        mask = compiled.text_mask(node, q)
+        try:
+            mask = compiled.text_mask(node, q)
+        except LimitExceeded as exc:
+            self.error = exc
+            return compiled.eos_mask
         if compiled.can_end(node, q):
             mask = mask | compiled.eos_mask
         return mask

@@ -19,6 +19,7 @@ import pytest
 from pda.errors import TokenRejected
 from pda.vocab import Vocabulary, VocabularyError
 from pda.vocab.byte_level import bytes_to_unicode, decode_byte_level, is_byte_level
+from tests.vocabularies import train_sentencepiece
 
 TEXTS = [
     "hello world",
@@ -326,29 +327,6 @@ def test_tiktoken_errors(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ SentencePiece
 
 
-def _train_sentencepiece(folder: Path, model_type: str, model_file: str):
-    """Train a small SentencePiece model with byte fallback on generated text and stdlib source."""
-    spm = pytest.importorskip("sentencepiece")
-    import json
-
-    rng = random.Random(1)
-    words = ["hello", "world", "北京", "欢迎", "naïve", "Straße", "код", "the", "grammar", "token", "of"]
-    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) for _ in range(500)]
-    lines += [line for line in Path(json.__file__).read_text().splitlines() if line.strip()][:300]
-    (folder / "train.txt").write_text("\n".join(lines), encoding="utf-8")
-    spm.SentencePieceTrainer.train(
-        input=str(folder / "train.txt"),
-        model_prefix=str(folder / "sp"),
-        vocab_size=600 if model_type == "bpe" else 500,
-        model_type=model_type,
-        byte_fallback=True,
-        character_coverage=1.0,
-        minloglevel=2,
-    )
-    (folder / "sp.model").rename(folder / model_file)
-    return spm.SentencePieceProcessor(model_file=str(folder / model_file))
-
-
 @pytest.fixture(scope="module")
 def sentencepiece_model(tmp_path_factory):
     """A BPE SentencePiece model loaded as a Llama tokenizer (Metaspace, prepend "first", byte fallback)."""
@@ -356,7 +334,7 @@ def sentencepiece_model(tmp_path_factory):
     from transformers import LlamaTokenizer
 
     folder = tmp_path_factory.mktemp("spm_bpe")
-    processor = _train_sentencepiece(folder, "bpe", "tokenizer.model")
+    processor = train_sentencepiece(folder, "bpe", "tokenizer.model")
     return processor, LlamaTokenizer.from_pretrained(str(folder))
 
 
@@ -367,7 +345,7 @@ def unigram_model(tmp_path_factory):
     from transformers import XLMRobertaTokenizer
 
     folder = tmp_path_factory.mktemp("spm_unigram")
-    processor = _train_sentencepiece(folder, "unigram", "sentencepiece.bpe.model")
+    processor = train_sentencepiece(folder, "unigram", "sentencepiece.bpe.model")
     return processor, XLMRobertaTokenizer.from_pretrained(str(folder))
 
 

@@ -23,6 +23,7 @@ so pda's DFA builder can compile it.
 
 from __future__ import annotations
 
+import functools
 import re
 import re._constants as C
 import re._parser as P
@@ -285,6 +286,7 @@ def _digit_seq_regex(seq: list[tuple[int, int]], hex_digits: bool) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=4096)
 def hex4_regex(lo: int, hi: int) -> str:
     """Four hex digits (either case) spelling a value in lo..hi."""
     alts = [_digit_seq_regex(s, True) for s in digit_range_alternatives(lo, hi, 4, 16)]
@@ -315,6 +317,7 @@ _SHORT_ESCAPES = {0x22: '"', 0x5C: "\\\\", 0x2F: "/", 0x08: "b", 0x0C: "f", 0x0A
 _RAW_FORBIDDEN: Ranges = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C), SURROGATES)
 
 
+@functools.lru_cache(maxsize=4096)
 def unit_regex(ranges: Ranges) -> str | None:
     """Every JSON-string encoding of one character from `ranges`, or None if the set is empty."""
     ranges = subtract(normalize(ranges), (SURROGATES,))

@@ -136,14 +136,26 @@ class TokenIndex:
         return Classification(self._pack(np.concatenate(inside)) if inside else None, groups)
 
     def snapshot(self) -> tuple[dict, dict]:
-        """The cached classifications, for the disk cache."""
-        return self._roots, self._suffixes
+        """The cached classifications as flat tables of arrays, for the disk cache."""
+
+        def flat(c: Classification) -> tuple:
+            return c.inside, [(g.terminals, g.nodes) for g in c.groups]
+
+        return (
+            {key: flat(c) for key, c in self._roots.items()},
+            {key: flat(c) for key, c in self._suffixes.items()},
+        )
 
     def restore(self, snapshot: tuple[dict, dict]) -> None:
         """Adopt classifications from a snapshot of the same (grammar, vocabulary)."""
+
+        def build(entry: tuple) -> Classification:
+            inside, groups = entry
+            return Classification(inside, [BoundaryGroup(e, nodes) for e, nodes in groups])
+
         roots, suffixes = snapshot
-        self._roots.update(roots)
-        self._suffixes.update(suffixes)
+        self._roots.update((key, build(entry)) for key, entry in roots.items())
+        self._suffixes.update((key, build(entry)) for key, entry in suffixes.items())
 
     def at_state(self, q: int, live_set: int) -> Classification:
         """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""

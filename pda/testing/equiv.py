@@ -128,8 +128,13 @@ def load_side(spec: str, *, max_depth: int = 40, max_lexemes: int = 60) -> Side:
 def grammar_side(name: str, grammar: Any, *, max_depth: int = 40, max_lexemes: int = 60) -> Side:
     """A side for a `pda.Grammar` (membership by the engine) or a bare `GrammarIR`
     (membership by the reference recogniser)."""
-    sampler = GrammarSampler(grammar, max_depth=max_depth, max_lexemes=max_lexemes)
-    accepts = grammar.accepts if hasattr(grammar, "accepts") else ReferenceRecognizer(grammar_ir(grammar)).accepts
+    if hasattr(grammar, "accepts"):
+        accepts = grammar.accepts
+    else:
+        accepts = ReferenceRecognizer(grammar_ir(grammar)).accepts
+    # Samples are verified by the side's own membership test: fast with the engine; the
+    # independent reference check of the engine is the property tests' job.
+    sampler = GrammarSampler(grammar, max_depth=max_depth, max_lexemes=max_lexemes, verify=accepts)
     return Side(name, accepts, sampler)
 
 

@@ -107,6 +107,8 @@ class TerminalGenerator:
         except (re.error, regex.error) as exc:
             raise GrammarError(f"cannot parse pattern /{term.pattern}/: {exc}", terminal=term.name) from None
         self._class_cache: dict[int, tuple[list[str], list[tuple[int, int]]]] = {}
+        high = self.tree.getwidth()[1]
+        self.max_width: int | None = None if high >= sre.MAXREPEAT else high
 
     def matches(self, text: str) -> bool:
         """Whether `text` is one lexeme of this terminal (lazy: its first match)."""
@@ -321,7 +323,7 @@ class ReferenceRecognizer:
                 text = text.decode("utf-8")
             except UnicodeDecodeError:
                 return False
-        sets: list[set[tuple[int, int, int]]] = []
+        sets: list[dict[str, list[tuple[int, int, int]]]] = []  # per set: items by the symbol they wait for
         current = self._closure({(r, 0, 0) for r in self.shape.rules_of.get(self.ir.start, [])}, sets)
         pos = 0
         while pos < len(text):
@@ -332,7 +334,11 @@ class ReferenceRecognizer:
             end, matched = lexed
             usable = matched & allowed
             if usable:
-                sets.append(current)
+                waiting: dict[str, list[tuple[int, int, int]]] = {}
+                for r, d, o in current:
+                    if d < len(self.rhs[r]):
+                        waiting.setdefault(self.rhs[r][d], []).append((r, d, o))
+                sets.append(waiting)
                 advanced = {
                     (r, d + 1, o) for r, d, o in current if d < len(self.rhs[r]) and self.rhs[r][d] in usable
                 }
@@ -354,8 +360,11 @@ class ReferenceRecognizer:
 
     def _reach(self, name: str, text: str, pos: int) -> int:
         """The end of the longest prefix of text[pos:] that `name` could still extend to a match."""
-        pattern = self.gens[name].regex
-        low, high = pos, len(text)
+        gen = self.gens[name]
+        pattern = gen.regex
+        low, high = pos, len(text) if gen.max_width is None else min(len(text), pos + gen.max_width)
+        if pattern.fullmatch(text, pos, pos + 1, partial=True) is None:
+            return pos  # most candidates die on the first character
         while low < high:  # viability is prefix-closed: binary search its end
             mid = (low + high + 1) // 2
             if pattern.fullmatch(text, pos, mid, partial=True) is not None:
@@ -368,7 +377,9 @@ class ReferenceRecognizer:
                     return end
         return low
 
-    def _closure(self, items: set[tuple[int, int, int]], sets: list[set[tuple[int, int, int]]]) -> set[tuple[int, int, int]]:
+    def _closure(
+        self, items: set[tuple[int, int, int]], sets: list[dict[str, list[tuple[int, int, int]]]]
+    ) -> set[tuple[int, int, int]]:
         k = len(sets)
         result = set(items)
         work = list(items)
@@ -386,8 +397,12 @@ class ReferenceRecognizer:
                         new.append((r, d + 1, o))
             else:
                 lhs = self.lhs[r]
-                source = sets[o] if o < k else list(result)
-                new.extend((r2, d2 + 1, o2) for r2, d2, o2 in source if d2 < len(self.rhs[r2]) and self.rhs[r2][d2] == lhs)
+                if o < k:
+                    new.extend((r2, d2 + 1, o2) for r2, d2, o2 in sets[o].get(lhs, ()))
+                else:
+                    new.extend(
+                        (r2, d2 + 1, o2) for r2, d2, o2 in list(result) if d2 < len(self.rhs[r2]) and self.rhs[r2][d2] == lhs
+                    )
             for item in new:
                 if item not in result:
                     result.add(item)
@@ -411,10 +426,22 @@ def grammar_ir(grammar: Any) -> GrammarIR:
 class GrammarSampler:
     """Sentences and near-misses of one grammar (see the module docstring)."""
 
-    def __init__(self, grammar: Any, *, max_depth: int = 40, max_lexemes: int = 60, tries: int = 50) -> None:
+    def __init__(
+        self,
+        grammar: Any,
+        *,
+        max_depth: int = 40,
+        max_lexemes: int = 60,
+        tries: int = 50,
+        verify: Callable[[str], bool] | None = None,
+    ) -> None:
+        """`verify` checks each joined sentence; by default the independent
+        `ReferenceRecognizer` (slow on large grammars; pass the engine's
+        `Grammar.accepts` for speed when the engine is not what is under test)."""
         self.ir = grammar_ir(grammar)
         self.shape = GrammarShape(self.ir)
         self.reference = ReferenceRecognizer(self.ir, self.shape)
+        self.verify = verify or self.reference.accepts
         self.gens = self.reference.gens
         self.max_depth = max_depth
         self.max_lexemes = max_lexemes
@@ -463,7 +490,7 @@ class GrammarSampler:
         for _ in range(self.tries):
             lexemes = [Lexeme(t, self.gens[t].generate(choices)) for t in self.derive(choices)]
             joined = self._join(lexemes, choices)
-            if self.reference.accepts("".join(x.text for x in joined)):
+            if self.verify("".join(x.text for x in joined)):
                 return joined
         raise LimitExceeded(
             f"no sampled sentence of {self.ir.source or 'the grammar'} passed the reference check in {self.tries} tries"
