@@ -62,7 +62,8 @@ def replay(engine: Any, compiled: Any, workload: Workload, tokenizer: Any, budge
 
     The first mask of the run is reported on its own (it pays any lazy compile
     work); every later mask, including each document's first and the final EOS
-    check, is a step. Stops between documents once `budget_s` is spent.
+    check, is a step. Stops once `budget_s` is spent (a document cut short by
+    the budget counts as not accepted, and says so in the failures).
     """
     eos = tokenizer.eos_token_id
     first_mask_ns: int | None = None
@@ -95,6 +96,9 @@ def replay(engine: Any, compiled: Any, workload: Workload, tokenizer: Any, budge
             advance_ns.append(now_ns() - t0)
             if not accepted:
                 problem = (index, "advance rejects a token the mask allowed")
+                break
+            if now_ns() > deadline:
+                problem = (index + 1, "time budget spent inside the document")
                 break
         else:
             t0 = now_ns()
@@ -257,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
-    budget = args.budget if args.budget is not None else (15.0 if args.quick else 120.0)
+    budget = args.budget if args.budget is not None else (15.0 if args.quick else 60.0)
     if args.worker:
         result = run_worker(args.engines, args.workload_file, budget)
         args.result_file.write_text(json.dumps(result), encoding="utf-8")

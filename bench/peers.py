@@ -26,6 +26,9 @@ import numpy as np
 
 from bench.workloads import GrammarSpec
 
+# `name.N:` at the start of a rule or terminal definition.
+_PRIORITY = re.compile(r"^([ \t]*[?!]?[A-Za-z_][A-Za-z0-9_]*)\.-?\d+[ \t]*:", re.MULTILINE)
+
 ENGINES = ("pda", "llguidance", "llguidance-lark", "xgrammar", "transformers-cfg")
 
 
@@ -146,7 +149,12 @@ class LLGuidanceEngine(Engine):
         elif spec.lark is None:
             raise Unsupported("no Lark grammar for this workload yet (grammars/json.lark missing)")
         else:
-            text, used = llguidance.grammar_from("lark", spec.lark), spec.lark_origin or "Lark"
+            # llguidance refuses priorities ("priority not supported yet"). A rule's only
+            # picks a parse tree; a terminal's breaks lexing ties, which llguidance
+            # keeps open instead: dropping them keeps every document in the language.
+            lark, n = _PRIORITY.subn(r"\1:", spec.lark)
+            text = llguidance.grammar_from("lark", lark)
+            used = (spec.lark_origin or "Lark") + (f" ({n} priorities dropped)" if n else "")
         # A matcher built here checks the grammar; its errors surface as a state, not a raise.
         probe = llguidance.LLMatcher(self.tokenizer, text, log_level=0)
         if probe.is_error():

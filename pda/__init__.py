@@ -7,6 +7,7 @@ the error types, and `pda.integrations`.
 from pda._version import __version__
 from pda.compiler import CompiledGrammar, compile
 from pda.errors import GrammarError, LimitExceeded, ParseError, PdaError, RegexError, TokenRejected
+from pda import integrations
 from pda.grammar.grammar import Grammar
 from pda.matcher import Matcher
 from pda.vocab import Vocabulary

@@ -25,16 +25,16 @@ of the output, forced tokens ride along with the prompt's forward pass.
 
 **Token healing.** A prompt's last token is often a fragment of what the model
 would write (`{"na` ends in the token `na` where a model writes `name`).
-Healing backs up over the prompt's last `heal` tokens; their bytes R must be
-regenerated. The part of R that lies in the caller's `prefix` (text the output
-starts with, which the grammar matches) goes back into the grammar; the part that
-lies in the prompt proper becomes a literal L that the first generated tokens
-must spell: a token is allowed when it is a prefix of L, or starts with L and its
-remaining bytes are allowed by the grammar. Candidates come from a sorted index
-of the vocabulary's bytes (built once per vocabulary: a range lookup, no loop
-over the vocabulary); healing is skipped when more than `HEAL_MAX_CANDIDATES`
-tokens start with L (a prompt ending in a bare space), where checking each one
-would cost more than it is worth.
+Healing backs up over the last `heal` tokens of `prompt + prefix` (`prefix`: text
+the output starts with, which the grammar matches); their bytes L must be
+regenerated: a token is allowed when it is a prefix of L, or starts with L and
+its remaining bytes are allowed by the grammar (which has already read all of
+`prefix`). Candidates come from a sorted index of the vocabulary's bytes (built
+once per vocabulary: a range lookup, no loop over the vocabulary); healing is
+skipped when more than `HEAL_MAX_CANDIDATES` tokens start with L (a prompt
+ending in a bare space), where checking each one would cost more than it is
+worth. Jump-forward then treats L as forced text, so `{"na` + forced `me": `
+becomes the canonical `name`, `":`.
 
 Outputs cut by `max_new_tokens` come back with `terminated=False`: only an
 accepted EOS makes an output complete.
@@ -46,6 +46,7 @@ import argparse
 import bisect
 import codecs
 import sys
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,7 +71,9 @@ class GenerationResult:
     of the grammar when `terminated`. `token_ids` are the ids generated after
     `prompt_ids` (healed prompt bytes regenerated, forced tokens, and the EOS
     when terminated). `forced_tokens` counts tokens appended by jump-forward
-    without sampling, so without a forward pass of their own.
+    without sampling, so without a forward pass of their own. `constraint_seconds`
+    is the time spent on the grammar (masks, accepting tokens, jump-forward), the
+    model's forward passes and the sampling excluded: the constraint's overhead.
     """
 
     text: str
@@ -80,6 +83,7 @@ class GenerationResult:
     forced_tokens: int
     prompt_ids: list[int] = field(default_factory=list)
     healed: bytes = b""
+    constraint_seconds: float = field(default=0.0, compare=False)
 
 
 class TokenPrefixIndex:
@@ -230,25 +234,18 @@ def _decodable(data: bytes) -> str | None:
     return None
 
 
-def _heal(
-    vocab: Vocabulary, ids: list[int], prompt_len: int, text_len: int, n: int
-) -> tuple[list[int], bytes, int]:
-    """Back up over the last `n` text tokens of `ids`.
+def _heal(vocab: Vocabulary, ids: list[int], text_len: int, n: int) -> tuple[list[int], bytes]:
+    """Back up over the last `n` tokens of `ids`: the kept ids and the bytes to regenerate.
 
-    Returns the kept ids, the literal (backed-up bytes inside the prompt proper)
-    and how many trailing bytes of the prefix go back to the grammar.
+    Nothing is backed up over a special token, or when the tokens' bytes do not
+    spell the text exactly (a normalizer changed it).
     """
     pieces = [vocab.tokens[i] if 0 <= i < vocab.size else None for i in ids]
     if n <= 0 or len(ids) < n or any(p is None for p in pieces[-n:]):
-        return ids, b"", 0
-    # Token bytes must spell the text exactly (a normalizer may have changed it), leading specials aside.
-    text_pieces = [p for p in pieces if p is not None]
-    if sum(len(p) for p in text_pieces) != text_len:
-        return ids, b"", 0
-    backed = b"".join(pieces[-n:])  # type: ignore[arg-type]
-    start = text_len - len(backed)
-    in_prompt = max(0, prompt_len - start)
-    return ids[:-n], backed[:in_prompt], len(backed) - in_prompt
+        return ids, b""
+    if sum(len(p) for p in pieces if p is not None) != text_len:
+        return ids, b""
+    return ids[:-n], b"".join(pieces[-n:])  # type: ignore[arg-type]
 
 
 def _sample(scores: Any, temperature: float, top_k: int | None, top_p: float | None, generator: Any) -> int:
@@ -306,16 +303,15 @@ def generate(
     vocab = compiled.vocab
     matcher = Matcher(compiled)
 
-    prompt_bytes, prefix_bytes = prompt.encode("utf-8"), prefix.encode("utf-8")
+    prefix_bytes = prefix.encode("utf-8")
+    if prefix_bytes and not matcher.accept_bytes(prefix_bytes):
+        compiled.grammar.check(prefix_bytes, prefix=True)  # raises ParseError with the offset
+        raise PdaError(f"the prefix {prefix!r} is not a viable start of the grammar")
     encoded = list(tokenizer(prompt + prefix, add_special_tokens=True)["input_ids"])
-    ids, literal, regrammar = _heal(vocab, encoded, len(prompt_bytes), len(prompt_bytes) + len(prefix_bytes), int(heal))
+    ids, literal = _heal(vocab, encoded, len((prompt + prefix).encode("utf-8")), int(heal))
     index = prefix_index(vocab) if literal else None
     if index is not None and len(index.starting_with(literal)) > HEAL_MAX_CANDIDATES:
-        ids, literal, regrammar, index = encoded, b"", 0, None
-    kept_prefix = prefix_bytes[: len(prefix_bytes) - regrammar]
-    if kept_prefix and not matcher.accept_bytes(kept_prefix):
-        compiled.grammar.check(kept_prefix, prefix=True)  # raises ParseError with the offset
-        raise PdaError(f"the prefix {prefix!r} is not a viable start of the grammar")
+        ids, literal, index = encoded, b"", None
     output = _Output(matcher, literal, index)
 
     forward = _Forward(model)
@@ -338,8 +334,8 @@ def generate(
         if chunk:
             on_text(chunk)
 
-    if on_text is not None and kept_prefix:
-        on_text(kept_prefix.decode("utf-8", errors="replace"))
+    if on_text is not None and prefix:
+        on_text(prefix)
 
     def take(tokens: list[int]) -> None:
         generated.extend(tokens)
@@ -367,6 +363,7 @@ def generate(
 
     pending: list[int] = ids
     forced_tokens = passes = 0
+    spent = 0.0
     terminated = False
     with torch.inference_mode():
         jumped = jump(output, output, b"", max_new_tokens) if jump_forward and max_new_tokens > 0 else None
@@ -378,9 +375,12 @@ def generate(
         while len(generated) < max_new_tokens:
             scores = forward(pending)
             passes += 1
+            started = time.perf_counter()
             output.fill_bitmask(bitmask)
             _apply(scores, bitmask)
+            spent += time.perf_counter() - started
             x = _sample(scores, temperature, top_k, top_p, generator)
+            started = time.perf_counter()
             if x in eos:
                 terminated = output.accept(x)
                 if not terminated:
@@ -398,9 +398,10 @@ def generate(
             else:
                 output, tokens = after, [x]
             pending = tokens
+            spent += time.perf_counter() - started
             take(tokens)
 
-    text = (kept_prefix + bytes(produced[len(literal):])).decode("utf-8", errors="replace")
+    text = (prefix_bytes + bytes(produced[len(literal):])).decode("utf-8", errors="replace")
     tail = decoder.decode(b"", final=True)
     if on_text is not None and tail:
         on_text(tail)
@@ -411,7 +412,8 @@ def generate(
         forward_passes=passes,
         forced_tokens=forced_tokens,
         prompt_ids=ids,
-        healed=literal + prefix_bytes[len(kept_prefix):],
+        healed=literal,
+        constraint_seconds=spent,
     )
 
 

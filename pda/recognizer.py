@@ -6,10 +6,11 @@ from collections import deque
 
 from pda.errors import ParseError
 from pda.grammar.ir import GrammarIR
+from pda.lexer.indent import IndentedNode, Indenter, expand_ir
 from pda.lexer.lexer import START, Lexer
 from pda.parser.earley import EarleyParser, Node, iter_bits
 from pda.parser.tables import build_tables
-from pda.regex import build_lexer_dfa
+from pda.regex.product import build_grammar_dfa
 
 
 class Recognizer:
@@ -17,22 +18,23 @@ class Recognizer:
 
     def __init__(self, ir: GrammarIR) -> None:
         self.ir = ir
+        if ir.indent is not None:
+            ir = expand_ir(ir, ir.indent)
         self.tables = build_tables(ir)
         self.parser = EarleyParser(self.tables)
-        self.lexer = Lexer(ir, build_lexer_dfa(ir.terminals))
+        self.lexer = Lexer(ir, build_grammar_dfa(ir.terminals))
+        self.root: Node | IndentedNode = (
+            Indenter(ir, ir.indent).root(self.parser.root) if ir.indent is not None else self.parser.root
+        )
         self._examples: dict[int, str] | None = None
 
-    @property
-    def root(self) -> Node:
-        return self.parser.root
-
     def initial(self) -> tuple[Node, int]:
-        return self.parser.root, START
+        return self.root, START
 
     def run(self, data: bytes, *, prefix: bool = False) -> None:
         """Raise `ParseError` unless `data` is a sentence (or, with `prefix`, a viable prefix)."""
         lexer = self.lexer
-        node, q, consumed = lexer.scan(self.parser.root, START, data)
+        node, q, consumed = lexer.scan(self.root, START, data)
         if consumed < len(data):
             raise self._error(data, consumed, node, q)
         if not prefix and not lexer.can_end(node, q):

@@ -3,6 +3,7 @@ Python's `re` (for regular GBNF), and pda itself once its engine is present."""
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from pathlib import Path
@@ -28,8 +29,9 @@ def needs_corpus() -> None:
         pytest.skip(f"corpus folder {CORPUS} is absent (../shared/corpus relative to the repo root)")
 
 
+@functools.lru_cache(maxsize=32)
 def earley(gbnf: str) -> lark.Lark:
-    """A character-level reference: Earley with Lark's dynamic lexer."""
+    """A character-level reference: Earley with Lark's dynamic lexer (cached: json.gbnf takes seconds)."""
     return lark.Lark(gbnf_to_lark(gbnf), parser="earley", lexer="dynamic", start="root")
 
 

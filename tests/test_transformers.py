@@ -52,9 +52,14 @@ PROMPTS = [
 
 @pytest.fixture(scope="module")
 def model_tok():
+    # One intra-op thread: the tiny model gains nothing from more, and on a shared CI
+    # machine torch's spinning worker threads make each op 10-30x slower.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     model, tok = load_tiny_qwen2()
     tok.padding_side = "left"
-    return model, tok
+    yield model, tok
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +160,7 @@ def test_sampling_batch_of_eight_mixed_lengths(model_tok, vocab, json_cg):
     model, tok = model_tok
     torch.manual_seed(0)
     proc = GrammarLogitsProcessor(json_cg)
-    rows = _run(model, tok, PROMPTS, proc, do_sample=True, temperature=1.0, top_k=50, top_p=0.95, max_new_tokens=24)
+    rows = _run(model, tok, PROMPTS, proc, do_sample=True, temperature=1.0, top_k=50, top_p=0.95, max_new_tokens=16)
     for ids, m in zip(rows, proc.matchers()):
         _check_row(json_cg, ids, vocab, json.loads)
         assert m.is_terminated() == (json_cg.vocab.eos_ids & set(ids) != set())
@@ -203,8 +208,8 @@ def test_stopping_criterion_ends_rows_whose_text_is_complete(model_tok, vocab):
     for ids in rows:
         text = tok.decode(ids, skip_special_tokens=True)
         assert text in ("yes", "no"), text
-        assert len(ids) <= 4  # y/e/s at worst, then the criterion (or EOS) ends the row
-    assert all(GrammarStoppingCriteria(proc)(torch.tensor([[0]]), None)) is not None
+    # y/e/s at worst, then the criterion ends the row: the batch stops long before 30 tokens.
+    assert len(rows[0]) <= 3
 
 
 def test_processor_restarts_for_a_new_generate_call(model_tok, vocab, json_cg):

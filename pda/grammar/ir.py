@@ -35,6 +35,33 @@ class TerminalDef:
     line: int | None = field(default=None, compare=False)
 
 
+# A pattern that matches nothing: terminals only the indenter produces.
+NEVER = r"[^\x00-\U0010ffff]"
+
+
+@dataclass(frozen=True)
+class IndentConfig:
+    """Opt-in Python-style indentation: which terminals an indenter produces, and how widths count.
+
+    See `pda.lexer.indent`.
+    """
+
+    newline: str = "_NEWLINE"
+    indent: str = "_INDENT"
+    dedent: str = "_DEDENT"
+    open_brackets: tuple[str, ...] = ("(", "[", "{")
+    close_brackets: tuple[str, ...] = (")", "]", "}")
+    tab_len: int = 8
+    max_width: int = 80
+
+    def width_terminal(self, k: int) -> str:
+        return f"{self.newline}@{k}"
+
+    @property
+    def any_width_terminal(self) -> str:
+        return f"{self.newline}@*"
+
+
 @dataclass(frozen=True)
 class Rule:
     """One alternative of a nonterminal: `lhs -> rhs[0] rhs[1] ...`.
@@ -55,6 +82,7 @@ class GrammarIR:
     rules: tuple[Rule, ...]
     start: str
     ignore: tuple[str, ...] = ()
+    indent: IndentConfig | None = None
     source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -80,6 +108,7 @@ class GrammarIR:
             "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
             "start": self.start,
             "ignore": sorted(self.ignore),
+            "indent": None if self.indent is None else repr(self.indent),
         }
         blob = json.dumps(doc, sort_keys=True, ensure_ascii=False).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()

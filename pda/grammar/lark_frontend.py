@@ -17,7 +17,7 @@ from lark.load_grammar import load_grammar
 from lark.lexer import PatternStr
 
 from pda.errors import GrammarError
-from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.grammar.ir import NEVER, GrammarIR, IndentConfig, Rule, TerminalDef
 from pda.regex import has_lazy_quantifier
 
 _TERMINAL_DEF = re.compile(r"^\s*([A-Z_][A-Z_0-9]*)\s*(?:\.\s*-?\d+\s*)?:", re.MULTILINE)
@@ -37,11 +37,15 @@ def lark_to_ir(
     start: str = "start",
     import_paths: Sequence[str] = (),
     source: str = "<grammar>",
+    indent: IndentConfig | None = None,
 ) -> GrammarIR:
     """Load Lark grammar text and return its IR.
 
     `import_paths` are folders searched for relative `%import`s; the folder
-    of `source` (when it is a path) is searched first.
+    of `source` (when it is a path) is searched first. A grammar that
+    `%declare`s `_INDENT` and `_DEDENT` and defines `_NEWLINE` opts in to
+    Python-style indentation (`pda.lexer.indent`); `indent` overrides the names
+    and widths.
     """
     paths = list(import_paths)
     if os.path.sep in source or os.path.exists(source):
@@ -75,18 +79,21 @@ def lark_to_ir(
             )
         )
     defined = {t.name for t in defs}
+    declared = sorted({sym.name for rule in rules for sym in rule.expansion if sym.is_term} - defined)
+    if indent is None and {"_INDENT", "_DEDENT"} <= set(declared):
+        indent = IndentConfig()
+    for name in declared:
+        if indent is None or name not in (indent.indent, indent.dedent):
+            raise GrammarError(
+                f"{source}: terminal {name} is declared (%declare) but never defined; "
+                "only an indenter's _INDENT/_DEDENT may be declared (see docs/code_grammars.md)",
+                terminal=name,
+            )
+        defs.append(TerminalDef(name=name, pattern=NEVER))
+    if indent is not None and indent.newline not in defined:
+        raise GrammarError(f"{source}: indentation needs a {indent.newline} terminal to be defined")
 
-    ir_rules = []
-    for rule in rules:
-        rhs = tuple(sym.name for sym in rule.expansion)
-        for sym in rule.expansion:
-            if sym.is_term and sym.name not in defined:
-                raise GrammarError(
-                    f"{source}: terminal {sym.name} is declared (%declare) but never defined; "
-                    "it needs a post-lexer (e.g. an indenter) to produce it",
-                    terminal=sym.name,
-                )
-        ir_rules.append(Rule(lhs=rule.origin.name, rhs=rhs, alias=rule.alias))
+    ir_rules = [Rule(lhs=rule.origin.name, rhs=tuple(sym.name for sym in rule.expansion), alias=rule.alias) for rule in rules]
     if not any(r.lhs == start for r in ir_rules):
         raise GrammarError(f"{source}: start symbol {start!r} has no rules")
     return GrammarIR(
@@ -94,6 +101,7 @@ def lark_to_ir(
         rules=tuple(ir_rules),
         start=start,
         ignore=tuple(ignore),
+        indent=indent,
         source=source,
     )
 

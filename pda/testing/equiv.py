@@ -19,9 +19,11 @@ import argparse
 import ast
 import importlib
 import json
+import re
 import sqlite3
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,7 +83,9 @@ def postgres_accepts(text: str) -> bool:
 def python_accepts(text: str) -> bool:
     """Python source by `ast.parse`."""
     try:
-        ast.parse(text)
+        with warnings.catch_warnings():  # invalid escapes warn; they are not errors
+            warnings.simplefilter("ignore")
+            ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     return True
@@ -139,6 +143,8 @@ def grammar_side(name: str, grammar: Any, *, max_depth: int = 40, max_lexemes: i
 
 
 # -- comparison ----------------------------------------------------------------------
+
+_SHAPE = re.compile(r"[0-9]|[^\W\d_]")
 
 
 @dataclass
@@ -289,16 +295,22 @@ def compare(
             if in_a != in_b:
                 report.near_miss_disagreements += 1
                 record(miss, in_a, in_b, None)
-    # Shrinking costs many membership tests: shrink only the shortest few of each kind.
+    # Shrinking costs many membership tests: shrink a few cases spread over the lengths found,
+    # and keep one example per shape (digits and letters folded) so that distinct causes show.
     for kind, cases in sorted(raw.items()):
-        shrunk: set[str] = set()
-        for text, lexemes, in_a, in_b in sorted(cases, key=lambda c: len(c[0]))[: 2 * keep]:
+        cases.sort(key=lambda c: len(c[0]))
+        step = max(1, len(cases) // (3 * keep))
+        shapes: dict[str, str] = {}
+        for text, lexemes, in_a, in_b in cases[::step][: 3 * keep]:
 
             def same_difference(candidate: str, in_a: bool = in_a, in_b: bool = in_b) -> bool:
                 return a.accepts(candidate) == in_a and b.accepts(candidate) == in_b
 
-            shrunk.add(shrink(text, lexemes, same_difference))
-        report.counterexamples[kind] = sorted(shrunk, key=lambda s: (len(s), s))[:keep]
+            example = shrink(text, lexemes, same_difference)
+            shape = _SHAPE.sub(lambda m: "0" if m.group().isdigit() else "a", example)
+            if shape not in shapes or len(example) < len(shapes[shape]):
+                shapes[shape] = example
+        report.counterexamples[kind] = sorted(shapes.values(), key=lambda s: (len(s), s))[:keep]
     report.elapsed = time.monotonic() - started
     return report
 

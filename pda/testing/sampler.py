@@ -257,11 +257,15 @@ class Lexeme:
 
 
 class GrammarShape:
-    """Per symbol: productive or not, least derivation height, least lexeme count."""
+    """Per symbol: productive or not, least derivation height, least lexeme count.
 
-    def __init__(self, ir: GrammarIR) -> None:
+    `dead` terminals match no string (e.g. `%declare`d ones a post-lexer would
+    produce); rules that use them are never sampled.
+    """
+
+    def __init__(self, ir: GrammarIR, dead: frozenset[str] = frozenset()) -> None:
         self.ir = ir
-        self.terminals = ir.terminal_names
+        self.terminals = ir.terminal_names - dead
         self.rules_of: dict[str, list[int]] = {}
         for i, rule in enumerate(ir.rules):
             self.rules_of.setdefault(rule.lhs, []).append(i)
@@ -413,6 +417,14 @@ class ReferenceRecognizer:
 # -- the sampler ---------------------------------------------------------------------
 
 
+def _can_generate(gen: TerminalGenerator) -> bool:
+    try:
+        gen.generate(RandomChoices(0))
+    except LimitExceeded:
+        return False
+    return True
+
+
 def grammar_ir(grammar: Any) -> GrammarIR:
     """The IR of a `pda.Grammar` or of a `GrammarIR` itself."""
     if isinstance(grammar, GrammarIR):
@@ -439,14 +451,15 @@ class GrammarSampler:
         `ReferenceRecognizer` (slow on large grammars; pass the engine's
         `Grammar.accepts` for speed when the engine is not what is under test)."""
         self.ir = grammar_ir(grammar)
-        self.shape = GrammarShape(self.ir)
+        dead = frozenset(t.name for t in self.ir.terminals if not _can_generate(TerminalGenerator(t)))
+        self.shape = GrammarShape(self.ir, dead)
         self.reference = ReferenceRecognizer(self.ir, self.shape)
         self.verify = verify or self.reference.accepts
         self.gens = self.reference.gens
         self.max_depth = max_depth
         self.max_lexemes = max_lexemes
         self.tries = tries
-        self.ignore = [name for name in self.ir.ignore if name in self.gens]
+        self.ignore = [name for name in self.ir.ignore if name in self.shape.terminals]
 
     # derivations
 
@@ -551,7 +564,7 @@ class GrammarSampler:
             parts[i], parts[i + 1] = parts[i + 1], parts[i]
             return "".join(parts)
         if kind == 3:  # insert a lexeme of a random terminal
-            names = sorted(self.gens)
+            names = sorted(self.shape.terminals)
             extra = self.gens[names[choices.below(len(names))]].generate(choices)
             i = choices.below(n + 1)
             return "".join(x.text for x in lexemes[:i]) + extra + "".join(x.text for x in lexemes[i:])

@@ -1,0 +1,168 @@
+"""Combine per-terminal DFAs into the grammar's lexer DFA by a vectorised product.
+
+Determinising one NFA for all terminals costs time in the size of every
+terminal's NFA at once; instead each terminal is compiled (and minimised) on
+its own — cached in memory and on disk by its pattern — and the minimal DFAs
+are run in lockstep: a product state is the vector of per-terminal states.
+Transitions for all byte classes are one numpy gather per state; the result is
+minimised with Moore's partition refinement, also vectorised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from pda import cache
+from pda.errors import LimitExceeded
+from pda.grammar.ir import TerminalDef
+from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, compile_regex
+
+_memory: dict[str, LexerDFA] = {}
+
+
+def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
+    """One terminal's minimal DFA, cached by (pattern, flags, lazy)."""
+    key = hashlib.sha256(repr((t.pattern, t.flags, t.lazy)).encode()).hexdigest()[:32]
+    dfa = _memory.get(key)
+    if dfa is None:
+        path = cache.cache_path("dfa", key)
+        dfa = cache.load(path)
+        if not isinstance(dfa, LexerDFA):
+            dfa = compile_regex(t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states)
+            cache.store(path, dfa)
+        _memory[key] = dfa
+    return dfa
+
+
+def combine(dfas: Sequence[LexerDFA], names: Sequence[str], *, max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
+    """The product of one-terminal DFAs: column j of accept/live is `dfas[j]`'s terminal."""
+    n_terms = len(dfas)
+    # Global byte classes: bytes that every terminal's DFA treats alike.
+    local = np.stack([d.byte_class for d in dfas], axis=1) if n_terms else np.zeros((256, 1), np.int32)
+    _, first, byte_class = np.unique(local, axis=0, return_index=True, return_inverse=True)
+    byte_class = byte_class.reshape(-1).astype(np.int32)
+    n_classes = len(first)
+    rep = np.asarray(first)
+    # All terminals' states in one table: global id = offset[j] + local state.
+    offsets = np.concatenate(([0], np.cumsum([d.n_states for d in dfas]))).astype(np.int64)
+    table = np.concatenate(
+        [d.trans[:, d.byte_class[rep]].astype(np.int64) + offsets[j] for j, d in enumerate(dfas)]
+    ) if n_terms else np.zeros((0, n_classes), np.int64)
+    dead_ids = np.array([offsets[j] + d.dead for j, d in enumerate(dfas)], dtype=np.int64)
+    acc_table = np.concatenate([d.accept[:, 0] for d in dfas]) if n_terms else np.zeros(0, bool)
+    live_table = np.concatenate([d.live[:, 0] for d in dfas]) if n_terms else np.zeros(0, bool)
+
+    start = offsets[:-1] + np.array([d.start for d in dfas], dtype=np.int64)
+    # Product states are identified by two 64-bit random linear hashes of their vectors
+    # (a collision needs both to agree: about 2**-128 per pair). hashed[h][g, c] is
+    # weight_h(terminal of g) * table[g, c], so a successor's hash is a sum of gathers.
+    rng = np.random.default_rng(0x5EED)
+    owner = np.repeat(np.arange(n_terms), [d.n_states for d in dfas])
+    weights = rng.integers(1, 2**63, size=(2, max(n_terms, 1)), dtype=np.uint64) | np.uint64(1)
+    hashed = [w[owner][:, None] * table.astype(np.uint64) for w in weights]
+
+    def vector_hash(v: np.ndarray) -> tuple[int, int]:
+        return tuple(int((w * v.astype(np.uint64)).sum()) for w in weights)
+
+    index: dict[tuple[int, int], int] = {vector_hash(dead_ids): 0, vector_hash(start): 1}
+    vectors = [dead_ids, start]
+    rows: list[np.ndarray] = []
+    frontier = np.stack(vectors)
+    block = max(1, 2_000_000 // max(1, n_terms * n_classes))
+    # Breadth-first, a layer at a time; only distinct successors reach the dictionary.
+    while len(frontier):
+        parts = [
+            np.stack([hh[frontier[i : i + block]].sum(axis=1) for hh in hashed], axis=-1)
+            for i in range(0, len(frontier), block)
+        ]
+        h = np.concatenate(parts).reshape(-1, 2)  # row = state * n_classes + class
+        keys, first_row, inverse = unique_rows(h)
+        ids = np.empty(len(keys), dtype=np.int64)
+        new_rows = []
+        for u, key in enumerate(map(tuple, keys.tolist())):
+            j = index.get(key)
+            if j is None:
+                j = len(vectors)
+                if j > max_states:
+                    raise LimitExceeded(
+                        f"combined lexer DFA of {n_terms} terminals exceeds max_states={max_states}"
+                    )
+                index[key] = j
+                state, c = divmod(int(first_row[u]), n_classes)
+                vector = table[frontier[state], c]
+                vectors.append(vector)
+                new_rows.append(vector)
+            ids[u] = j
+        rows.extend(ids[inverse.reshape(-1)].reshape(len(frontier), n_classes))
+        frontier = np.stack(new_rows) if new_rows else frontier[:0]
+    states = np.stack(vectors)
+    trans = np.stack(rows)
+    accept = acc_table[states] if n_terms else np.zeros((len(states), 0), bool)
+    live = live_table[states] if n_terms else np.zeros((len(states), 0), bool)
+    return _minimise(trans, accept, live, byte_class, tuple(names))
+
+
+def _minimise(trans: np.ndarray, accept: np.ndarray, live: np.ndarray, byte_class: np.ndarray, names) -> LexerDFA:
+    """Moore's refinement from the accept rows; renumber so the start is 0 and dead is last."""
+    n = len(trans)
+    _, _, block = unique_rows(np.packbits(accept, axis=1))
+    count = int(block.max()) + 1
+    rng = np.random.default_rng(0xB10C)
+    weights = rng.integers(1, 2**63, size=(trans.shape[1] + 1, 2), dtype=np.uint64) | np.uint64(1)
+    while True:
+        signature = np.concatenate([block[:, None], block[trans]], axis=1).astype(np.uint64) @ weights
+        _, _, new_block = unique_rows(signature)
+        new_count = int(new_block.max()) + 1
+        block = new_block
+        if new_count == count:
+            break
+        count = new_count
+    # Start (product state 1) first, dead (product state 0) last, others by first appearance.
+    order = np.unique(block, return_index=True)[1]
+    firsts = sorted(order.tolist(), key=lambda q: (q != 1, q == 0, q))
+    if block[0] == block[1]:
+        firsts = [1] + [q for q in firsts if q not in (0, 1)]
+    new_id = np.empty(count, dtype=np.int64)
+    new_id[block[firsts]] = np.arange(len(firsts))
+    dead = int(new_id[block[0]])
+    reps = np.array(firsts)
+    out = new_id[block[trans[reps]]].astype(np.int32)
+    return LexerDFA(
+        n_states=len(firsts),
+        start=0,
+        dead=dead,
+        byte_class=byte_class,
+        trans=out,
+        accept=accept[reps],
+        live=live[reps],
+        names=names,
+    )
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`np.unique(rows, axis=0)` with first indices and inverse, fast for two-column hash rows.
+
+    Two-column uint64 rows (hash pairs) are deduplicated on the first column and checked
+    against the second; anything else, or a detected collision, takes numpy's row sort.
+    """
+    if rows.ndim == 2 and rows.shape[1] == 2 and rows.dtype == np.uint64:
+        keys, first, inverse = np.unique(rows[:, 0], return_index=True, return_inverse=True)
+        if (rows[first[inverse], 1] == rows[:, 1]).all():
+            return rows[first], first, inverse.reshape(-1)
+    keys, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    return keys, first, inverse.reshape(-1)
+
+
+def build_grammar_dfa(terminals: Sequence[TerminalDef], *, max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
+    """The lexer DFA of a grammar's terminals: per-terminal DFAs, then their product (both cached)."""
+    key = hashlib.sha256(repr([(t.name, t.pattern, t.flags, t.lazy) for t in terminals]).encode()).hexdigest()[:32]
+    path = cache.cache_path("lexer", key)
+    dfa = cache.load(path)
+    if not isinstance(dfa, LexerDFA):
+        dfas = [terminal_dfa(t, max_states=max_states) for t in terminals]
+        dfa = combine(dfas, [t.name for t in terminals], max_states=max_states)
+        cache.store(path, dfa)
+    return dfa

