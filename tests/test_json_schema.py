@@ -143,7 +143,7 @@ def _corpus_sample(k: int) -> list[dict]:
     return rows
 
 
-@pytest.mark.parametrize("k", [3])
+@pytest.mark.parametrize("k", [1, pytest.param(10, marks=pytest.mark.slow)])
 def test_corpus_sample_agreement(k: int) -> None:
     """Valid instances accepted, invalid rejected, for a deterministic sample of compiled schemas."""
     disagreements = []
@@ -152,7 +152,7 @@ def test_corpus_sample_agreement(k: int) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 accepts = recogniser(json_schema_to_lark(row["schema"], strict=True))
-        except PdaError:
+        except PdaError:  # unsupported keyword, or a pda compile limit: not covered
             continue
         for t in row["tests"]:
             if accepts(_text(t["data"])) != t["valid"]:

@@ -32,10 +32,10 @@ def shipped() -> list[object]:
 
 
 def load(name: str) -> pda.Grammar:
-    try:
-        return pda.Grammar.load(str(GRAMMARS / name))
-    except GrammarError as exc:
-        pytest.skip(f"{name} cannot be sampled: {exc}")
+    grammar = pda.Grammar.load(str(GRAMMARS / name))
+    if GrammarSampler(grammar).shape.terminals != grammar.ir.terminal_names:
+        pytest.skip(f"{name} has terminals only a post-lexer (indenter) produces; the reference does not model it")
+    return grammar
 
 
 @pytest.fixture(scope="module")

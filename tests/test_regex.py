@@ -1,0 +1,311 @@
+"""Unit tests of pda.regex: constructs, case folding, UTF-8, refusals, limits, scale."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pda.errors import LimitExceeded, RegexError
+from pda.grammar.ir import TerminalDef
+from pda.regex import (
+    LexerDFA,
+    build_lexer_dfa,
+    compile_regex,
+    has_lazy_quantifier,
+    sample_from_dfa,
+)
+from pda.regex import charset as cs
+
+FLAGS = {"i": re.I, "s": re.S, "a": re.A, "x": re.X, "m": re.M}
+
+
+def re_accepts(pattern: str, flags: str, data: bytes) -> bool:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    fl = 0
+    for c in flags:
+        fl |= FLAGS[c]
+    return re.fullmatch(pattern, text, fl) is not None
+
+
+def agree(pattern: str, samples: list, flags: str = "") -> LexerDFA:
+    dfa = compile_regex(pattern, flags)
+    for s in samples:
+        data = s.encode("utf-8") if isinstance(s, str) else s
+        assert dfa.accepts(data) == re_accepts(pattern, flags, data), (pattern, s)
+    return dfa
+
+
+def assert_minimal(dfa: LexerDFA) -> None:
+    """Moore's refinement on the result finds no two equivalent states."""
+    block = np.unique(np.packbits(dfa.accept, axis=1), axis=0, return_inverse=True)[1].ravel()
+    while True:
+        sig = np.concatenate([block[:, None], block[dfa.trans]], axis=1)
+        new = np.unique(sig, axis=0, return_inverse=True)[1].ravel()
+        if len(np.unique(new)) == len(np.unique(block)):
+            break
+        block = new
+    assert len(np.unique(block)) == dfa.n_states
+
+
+# ---------------------------------------------------------------- constructs
+
+
+CASES = [
+    ("abc", ["abc", "ab", "abcd", "", "ABC"]),
+    ("a|bc|", ["a", "bc", "", "b", "abc"]),
+    ("[a-f0-9]+", ["deadbeef", "g", "", "0"]),
+    ("[^a-z]", ["a", "A", "é", "\n", "😀"]),
+    ("[^\\n]*", ["abc", "a\nb", ""]),
+    ("a*b+c?", ["b", "aabbc", "ac", "abcc"]),
+    ("a{3}", ["aa", "aaa", "aaaa"]),
+    ("a{2,}", ["a", "aa", "aaaaa"]),
+    ("a{1,3}b", ["b", "ab", "aaab", "aaaab"]),
+    ("(ab){0,2}?", ["", "ab", "abab", "ababab"]),
+    ("(?:x|yz)*?q", ["q", "xyzq", "xq q"]),
+    (".", ["a", "\n", "é", "€", "😀", "ab"]),
+    ("(?s:.)", ["\n", "a"]),
+    ("\\d+", ["123", "٣٤", "1a", "²"]),
+    ("\\w+", ["abc_1", "éß", "a-b", "٣"]),
+    ("\\s", [" ", "\t", "\u00a0", "\u2028", "a"]),
+    ("[^\\W\\d]\\w*", ["_x1", "éa", "1a", "ªb"]),
+    ("\\D\\S\\W", ["a b", "aa!", "1a!"]),
+    ("^abc$", ["abc", "ab"]),
+    ("\\Aab\\Z", ["ab", "a"]),
+    ("(a)(?:b)(?P<n>c)", ["abc", "ab"]),
+    ("[\u00e0-\u00ff\u0100-\u024f]+", ["àÿĀɏ", "a"]),
+    ("[\U0001f600-\U0001f64f]", ["😀", "🙏", "🚀"]),
+    ("[\u0800-\uffff]", ["\u0800", "\uffff", "\u07ff", "\U00010000"]),
+]
+
+
+@pytest.mark.parametrize("pattern,samples", CASES)
+def test_construct_matches_re(pattern: str, samples: list[str]) -> None:
+    assert_minimal(agree(pattern, samples))
+
+
+@pytest.mark.parametrize(
+    "pattern,flags",
+    [("k", "i"), ("straße", "i"), ("[a-z]+", "i"), ("[^k]", "i"), ("σς", "i"), ("ǅ", "i"),
+     ("[ǆ-ǌ]", "i"), ("ı", "i"), ("[\U00010400-\U0001044f]", "i"), ("\\w", "ai"), ("k", "ai"),
+     ("(?i:k)K", ""), ("(?a:\\w)", ""), ("a.b", "s"), ("a b # comment", "x")],
+)
+def test_case_folding_and_flags_every_code_point_of_interest(pattern: str, flags: str) -> None:
+    dfa = compile_regex(pattern, flags)
+    # every code point whose case mapping is non-trivial, plus a random sample
+    lower = cs._lower_table(False)
+    interesting = np.flatnonzero(lower != np.arange(cs.N_CP)).tolist()
+    interesting += [int(x) for x in lower[interesting]] + list(range(128))
+    interesting += [0x212A, 0x17F, 0x1E9E, 0x3C2, 0x130, 0x131]
+    prefix = {"straße": "straß", "σς": "σ", "(?i:k)K": "k", "a.b": "a", "a b # comment": "a"}.get(
+        pattern, ""
+    )
+    suffix = {"a.b": "b"}.get(pattern, "")
+    for cp in set(interesting):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        text = prefix + chr(cp) + suffix
+        data = text.encode("utf-8")
+        assert dfa.accepts(data) == re_accepts(pattern, flags, data), (pattern, flags, hex(cp))
+
+
+def test_class_sets_equal_re_on_all_code_points() -> None:
+    """Character classes under re.I/re.A agree with `re` on every scalar value."""
+    everything = cs._all_chars()
+    for pattern, fl in [("[a-z\\d]", re.I), ("[^A-Zß]", re.I), ("[\\w-]", re.I | re.A),
+                        ("[^\\s\\d]", 0), ("[Ω-ώ]", re.I)]:
+        kept = re.sub(f"(?!{pattern}).", "", everything, flags=fl | re.S)
+        want = np.zeros(cs.N_CP, dtype=bool)
+        want[np.frombuffer(kept.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)] = True
+        want[0xD800:0xE000] = False
+        dfa = compile_regex(pattern, "i" if fl & re.I else "" + ("a" if fl & re.A else ""))
+        from pda.regex.syntax import translate
+
+        node = translate(pattern, ("i" if fl & re.I else "") + ("a" if fl & re.A else ""))
+        got = cs.to_mask(node.chars)
+        assert np.array_equal(got, want), pattern
+        assert dfa.n_states >= 2
+
+
+# ---------------------------------------------------------------- UTF-8
+
+
+@given(st.integers(0, cs.MAX_CP), st.integers(0, cs.MAX_CP))
+@settings(max_examples=200, deadline=None)
+def test_utf8_sequences_cover_exactly_the_range(a: int, b: int) -> None:
+    lo, hi = min(a, b), max(a, b)
+    seqs = cs.utf8_sequences(cs.normalise([(lo, hi)]))
+    rnd = random.Random(lo ^ hi)
+    probes = {lo, hi, lo - 1, hi + 1, 0x7F, 0x80, 0x7FF, 0x800, 0xFFFF, 0x10000, 0xD7FF, 0xE000}
+    probes |= {rnd.randint(0, cs.MAX_CP) for _ in range(50)}
+    for cp in probes:
+        if not 0 <= cp <= cs.MAX_CP or 0xD800 <= cp <= 0xDFFF:
+            continue
+        enc = chr(cp).encode("utf-8")
+        hit = any(
+            len(seq) == len(enc) and all(r[0] <= x <= r[1] for r, x in zip(seq, enc)) for seq in seqs
+        )
+        assert hit == (lo <= cp <= hi), hex(cp)
+
+
+def test_invalid_utf8_never_matches() -> None:
+    dfa = compile_regex("(?s:.)*")
+    assert dfa.accepts("héllo 😀".encode())
+    for bad in [b"\xff", b"\xc3", b"\xc0\x80", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
+                b"a\x80", b"\xf0\x9f\x98"]:
+        assert not dfa.accepts(bad), bad
+    assert dfa.run(dfa.start, b"\xff") == dfa.dead
+
+
+def test_a_token_may_split_a_character() -> None:
+    dfa = compile_regex("é+")
+    s = dfa.run(dfa.start, b"\xc3")
+    assert s != dfa.dead and not dfa.accept[s, 0] and dfa.live[s, 0]
+    assert dfa.accept[dfa.run(s, b"\xa9"), 0]
+
+
+# ---------------------------------------------------------------- DFA shape
+
+
+def test_dfa_shape_and_dead_state() -> None:
+    dfa = compile_regex("ab*")
+    assert dfa.start == 0
+    assert dfa.byte_class.shape == (256,) and dfa.byte_class.dtype == np.int32
+    assert dfa.trans.shape == (dfa.n_states, int(dfa.byte_class.max()) + 1)
+    assert (dfa.trans[dfa.dead] == dfa.dead).all()
+    assert not dfa.accept[dfa.dead].any() and not dfa.live[dfa.dead].any()
+    assert not dfa.trans.flags.writeable
+    s = dfa.step(dfa.start, ord("a"))
+    assert dfa.accept[s, 0] and dfa.live[s, 0]
+    assert dfa.run(0, b"abbb") == dfa.run(s, b"bbb")
+    assert dfa.run(0, b"ba") == dfa.dead
+
+
+def test_multi_terminal_accept_and_live_rows() -> None:
+    terms = [
+        TerminalDef("IF", "if"),
+        TerminalDef("NAME", "[a-z]+"),
+        TerminalDef("NUM", "[0-9]+"),
+    ]
+    dfa = build_lexer_dfa(terms)
+    assert dfa.names == ("IF", "NAME", "NUM")
+    s = dfa.run(0, b"if")
+    assert list(dfa.accept[s]) == [True, True, False]
+    s = dfa.run(0, b"i")
+    assert list(dfa.accept[s]) == [False, True, False]
+    assert list(dfa.live[s]) == [True, True, False]
+    s = dfa.run(0, b"ifx")
+    assert list(dfa.live[s]) == [False, True, False]
+    assert list(dfa.live[0]) == [True, True, True]
+    assert_minimal(dfa)
+
+
+def test_lazy_terminal_ends_at_first_match() -> None:
+    greedy = build_lexer_dfa([TerminalDef("C", r"/\*(.|\n)*?\*/")])
+    lazy = build_lexer_dfa([TerminalDef("C", r"/\*(.|\n)*?\*/", lazy=True)])
+    assert greedy.accepts(b"/* a */ b */") and not lazy.accepts(b"/* a */ b */")
+    s = lazy.run(0, b"/* a */")
+    assert lazy.accept[s, 0] and not lazy.live[lazy.step(s, ord(" ")), 0]
+    assert has_lazy_quantifier(r"/\*(.|\n)*?\*/")
+    assert not has_lazy_quantifier(r"/\*(.|\n)*\*/")
+
+
+@pytest.mark.parametrize(
+    "pattern,flags",
+    [(r'".*?(?<!\\)(\\\\)*?"', ""), (r'".*?(?<!\\)(\\\\)*?"(?:i)?', ""),
+     (r'(?i:[ubf]?r?("(?!"").*?(?<!\\)(\\\\)*?"|\'(?!\'\').*?(?<!\\)(\\\\)*?\'))', ""),
+     (r'(?s:(?i:[ubf]?r?(""".*?(?<!\\)(\\\\)*?"""|\'\'\'.*?(?<!\\)(\\\\)*?\'\'\')))', "")],
+)
+def test_escaped_string_idiom_equals_re_match(pattern: str, flags: str) -> None:
+    assert not has_lazy_quantifier(pattern)
+    dfa = compile_regex(pattern, flags)
+    rx = re.compile(pattern)
+    rnd = random.Random(7)
+    alphabet = ['"', "'", "\\", "a", "\n", "i", "r", "b", "é"]
+    for _ in range(4000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 9)))
+        m = rx.match(text)
+        assert dfa.accepts(text.encode()) == (m is not None and m.end() == len(text)), text
+
+
+def test_negative_lookahead_followed_by_pattern_is_intersection() -> None:
+    agree(r"/(?!/)[^\n]*", ["/", "//", "/a", "/a/", "/\n"])
+    agree(r"(?=ab)[a-z]+", ["ab", "abc", "a", "ba"])
+    agree(r"x(?!ab|c)[a-c]*", ["x", "xa", "xab", "xac", "xc", "xbab"])
+
+
+# ---------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(
+    "pattern,construct",
+    [
+        (r"(a)\1", "back-reference"),
+        (r"(a)?(?(1)b|c)", "conditional"),
+        (r"(?<=a)b", "look-behind"),
+        (r"a(?!b)", "look-ahead at the end"),
+        (r"(?:a(?!b))c", "look-ahead inside a group"),
+        (r"\bword\b", "word boundary"),
+        (r"a^b", "anchor"),
+        (r"a*+", "possessive"),
+        (r"(?>ab)", "atomic group"),
+    ],
+)
+def test_refusals_name_terminal_and_construct(pattern: str, construct: str) -> None:
+    with pytest.raises(RegexError) as info:
+        build_lexer_dfa([TerminalDef("MY_TERM", pattern)])
+    msg = str(info.value)
+    assert "MY_TERM" in msg and construct in msg and ";" in msg  # ...; <rewrite>
+    assert info.value.terminal == "MY_TERM"
+
+
+def test_invalid_regex_is_a_regex_error() -> None:
+    with pytest.raises(RegexError, match="BROKEN"):
+        build_lexer_dfa([TerminalDef("BROKEN", "a(b")])
+
+
+# ---------------------------------------------------------------- limits and scale
+
+
+def test_limit_names_the_terminals() -> None:
+    with pytest.raises(LimitExceeded, match="BIG"):
+        build_lexer_dfa([TerminalDef("BIG", "[a-z]{1,500}")], max_states=100)
+
+
+def test_large_bounded_repeat_compiles() -> None:
+    dfa = compile_regex("[a-z]{1,5000}")
+    assert dfa.n_states == 5002  # 5001 distinct counters + dead
+    assert dfa.accepts(b"a" * 5000) and not dfa.accepts(b"a" * 5001) and not dfa.accepts(b"")
+
+
+def test_ten_thousand_word_alternation_compiles() -> None:
+    rnd = random.Random(0)
+    words: set[str] = set()
+    while len(words) < 10_000:
+        words.add("".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(3, 12))))
+    dfa = compile_regex("|".join(sorted(words)))
+    total = sum(len(w) for w in words)
+    assert dfa.n_states < total  # trie-like, suffixes merged
+    for w in list(words)[:200]:
+        assert dfa.accepts(w.encode())
+        assert not dfa.accepts(w.encode() + b"#")
+
+
+# ---------------------------------------------------------------- sampler
+
+
+def test_sample_from_dfa_is_accepted() -> None:
+    rnd = random.Random(3)
+    for pattern in [r"[a-z]+@[a-z]+\.(com|org)", r'"(?:[^"\\]|\\.)*"', r"\d{2,4}é?"]:
+        dfa = compile_regex(pattern)
+        for _ in range(50):
+            data = sample_from_dfa(dfa, 0, rnd, max_len=20)
+            assert data is not None and dfa.accepts(data)
+            assert re.fullmatch(pattern, data.decode("utf-8"))
