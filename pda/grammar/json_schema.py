@@ -261,10 +261,12 @@ class _Compiler:
                 for name, s in v.items():
                     props[name] = self.merge(props[name], s, path + ("properties", name)) if name in props else s
                 out[k] = props
-            elif k in ("allOf", "anyOf", "oneOf"):
-                out[k] = list(w) + list(v) if k == "allOf" else w
-                if k != "allOf":
-                    out.setdefault("allOf", []).append({k: v})
+            elif k == "allOf":
+                out[k] = list(w) + list(v)
+            elif k in ("anyOf", "oneOf"):
+                # anyOf(A) and anyOf(B) = anyOf over pairs; likewise for oneOf (exactly one
+                # pair matches iff exactly one branch of each side does).
+                out[k] = [{"allOf": [x, y]} for x in w for y in v]
             elif k in ("items", "additionalProperties", "propertyNames", "contains") \
                     and isinstance(v, (dict, bool)) and isinstance(w, (dict, bool)):
                 out[k] = self.merge(w, v, path + (k,))

@@ -17,8 +17,11 @@ and the scores, so the processor reconstructs each row's state from
 - A call that does not continue the previous one (a new `generate`) starts over.
 - A row whose matcher has terminated (EOS accepted) ignores what follows
   (transformers pads finished rows); its mask allows only EOS.
-- A row that holds a token its grammar rejects is dead: this happens only in
-  beam search, where `topk` can pick a -inf continuation when fewer tokens are
+- A row whose text was complete and that goes on with a token the grammar does
+  not take (the padding after the stopping criterion ended it) is finished: its
+  mask allows only EOS, so sampling for it stays well defined.
+- Any other row that holds a token its grammar rejects is dead: this happens only
+  in beam search, where `topk` can pick a -inf continuation when fewer tokens are
   allowed than the beams it keeps. Its mask is empty (all scores -inf) so it can
   never win; it never raises.
 
@@ -72,27 +75,37 @@ def apply_packed_bitmask_(scores: torch.Tensor, bitmask: np.ndarray) -> None:
 
 
 class _RowState:
-    """One row's matcher; `dead` once the row holds a token its grammar rejects."""
+    """One row's matcher and how the row ended, if it did without an accepted EOS.
 
-    __slots__ = ("matcher", "dead")
+    `finished`: the text was complete and the row went on with a token the grammar
+    does not take (transformers pads a row the stopping criterion ended); only EOS
+    is allowed from then on. `dead`: the row holds a token its grammar rejects
+    before its text was complete (a -inf beam-search candidate); nothing is allowed.
+    """
 
-    def __init__(self, matcher: Matcher, dead: bool = False) -> None:
+    __slots__ = ("matcher", "dead", "finished")
+
+    def __init__(self, matcher: Matcher, dead: bool = False, finished: bool = False) -> None:
         self.matcher = matcher
         self.dead = dead
+        self.finished = finished
 
     def fork(self) -> "_RowState":
-        return _RowState(self.matcher.copy(), self.dead)
+        return _RowState(self.matcher.copy(), self.dead, self.finished)
 
     def advance(self, token_id: int) -> None:
-        """Feed the row's newest token; finished rows ignore padding, rejected tokens kill the row."""
-        if self.dead or self.matcher.is_terminated():
+        """Feed the row's newest token; ended rows ignore padding."""
+        if self.dead or self.finished or self.matcher.is_terminated():
             return
         try:
             ok = self.matcher.accept_token(token_id)
         except TokenRejected:
             ok = False
         if not ok:
-            self.dead = True
+            if self.matcher.can_end():
+                self.finished = True
+            else:
+                self.dead = True
 
 
 class GrammarLogitsProcessor(LogitsProcessor):
@@ -194,6 +207,10 @@ class GrammarLogitsProcessor(LogitsProcessor):
         for r, state in enumerate(rows):
             if state.dead:
                 bitmask[r] = 0
+            elif state.finished:
+                eos = state.matcher.compiled.eos_mask[:words]
+                bitmask[r, : len(eos)] = eos
+                bitmask[r, len(eos):] = 0
             else:
                 state.matcher.fill_bitmask(bitmask, r)
         return bitmask
@@ -214,7 +231,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
         out = []
         for state in self.sync(input_ids):
             m = state.matcher
-            out.append(not state.dead and (m.is_terminated() or _only_eos(m)))
+            out.append(state.finished or (not state.dead and (m.is_terminated() or _only_eos(m))))
         return out
 
 

@@ -19,6 +19,8 @@ these functions, so they share one definition of the language.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from pda.errors import GrammarError
@@ -80,6 +82,12 @@ class Lexer:
                 terminal=names[0],
             )
         self._best: dict[int, int] = {}
+        digest = hashlib.sha256()
+        for array in (self.trans, self.byte_class, accept, live):
+            digest.update(np.ascontiguousarray(array).tobytes())
+        digest.update(repr((self.priority, self.ignore)).encode())
+        # Identifies the state numbering: caches keyed by lexer state must include it.
+        self.content_hash = digest.hexdigest()
 
     def best(self, matched: int) -> int:
         """The highest-priority terminals among `matched` (a bitmask)."""

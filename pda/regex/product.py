@@ -19,6 +19,7 @@ from pda import cache
 from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, compile_regex
+from pda.trie import finite_set_dfa
 
 _memory: dict[str, LexerDFA] = {}
 
@@ -31,7 +32,10 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) ->
         path = cache.cache_path("dfa", key)
         dfa = cache.load(path)
         if not isinstance(dfa, LexerDFA):
-            dfa = compile_regex(t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states)
+            # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
+            dfa = finite_set_dfa(t, max_states=max_states) or compile_regex(
+                t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
+            )
             cache.store(path, dfa)
         _memory[key] = dfa
     return dfa

@@ -219,7 +219,8 @@ class _Translator:
             terminal=self.name,
         )
 
-    def seq(self, items: list, flags: int, head: bool, tail: bool) -> Node:
+    def seq(self, items: list, flags: int, head: bool, tail: bool, before: tuple = ()) -> Node:
+        """Translate a sequence; `before` holds the items that precede it (for the idiom)."""
         out: list[Node] = []
         i = 0
         n = len(items)
@@ -228,7 +229,7 @@ class _Translator:
             last = i == n - 1
             k = idiom_length(items, i)
             if k:
-                out.append(self.idiom(items, i, k, flags, tail))
+                out.append(self.idiom(list(before) + items[:i], items[i:], k, flags, tail))
                 break
             if op in (C.ASSERT, C.ASSERT_NOT):
                 direction, sub = av
@@ -238,19 +239,19 @@ class _Translator:
                         "rewrite it as a plain regular expression (only Lark's "
                         "escaped-string idiom `.*?(?<!\\\\)(\\\\\\\\)*?` is recognised)",
                     )
+                if not tail:
+                    raise self.refuse(
+                        "a look-ahead inside a group that is followed by more pattern",
+                        "move the look-ahead to the top level of the pattern",
+                    )
                 if last:
                     raise self.refuse(
                         "a look-ahead at the end of a terminal (it inspects text after the lexeme)",
                         "drop it and let the greedy lexer and terminal priorities decide, "
                         "or move the condition into the grammar rules",
                     )
-                if not tail:
-                    raise self.refuse(
-                        "a look-ahead inside a group that is followed by more pattern",
-                        "move the look-ahead to the top level of the pattern",
-                    )
                 look = self.seq(list(sub), flags, False, False)
-                body = self.seq(items[i + 1 :], flags, False, tail)
+                body = self.seq(items[i + 1 :], flags, False, tail, tuple(before) + tuple(items[:i]))
                 out.append(Guard(op is C.ASSERT_NOT, look, body))
                 break
             out.append(self.item(op, av, flags, head and i == 0, tail and last))
@@ -259,14 +260,14 @@ class _Translator:
             return out[0]
         return Seq(tuple(out))
 
-    def idiom(self, items: list, i: int, k: int, flags: int, tail: bool) -> Node:
-        before = [x for x in items[:i] if x[0] not in (C.ASSERT, C.ASSERT_NOT)]
+    def idiom(self, before: list, items: list, k: int, flags: int, tail: bool) -> Node:
+        before = [x for x in before if x[0] not in (C.ASSERT, C.ASSERT_NOT)]
         if not before or before[-1][0] is not C.LITERAL or before[-1][1] == 92:
             raise self.refuse(
                 "the escaped-string idiom `.*?(?<!\\\\)(\\\\\\\\)*?` without an opening delimiter",
                 'write the string as `"(?:[^"\\\\]|\\\\.)*"`',
             )
-        j = i + k
+        j = k
         delim: list = []
         while j < len(items) and items[j][0] is C.LITERAL:
             delim.append(items[j])

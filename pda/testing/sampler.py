@@ -79,6 +79,8 @@ _CATEGORY = {
     sre.CATEGORY_WORD: re.compile(r"\w"),
     sre.CATEGORY_NOT_WORD: re.compile(r"\W"),
 }
+# Indentation units an indented sentence is drawn with (one per sentence): mostly four spaces.
+_INDENT_UNITS = ("    ", "    ", "    ", "  ", "\t", " ")
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
 
@@ -260,18 +262,23 @@ class GrammarShape:
     """Per symbol: productive or not, least derivation height, least lexeme count.
 
     `dead` terminals match no string (e.g. `%declare`d ones a post-lexer would
-    produce); rules that use them are never sampled.
+    produce); rules that use them are never sampled. `produced` terminals are
+    made by a post-lexer (the indenter's `_INDENT`/`_DEDENT`): not lexed, so
+    not in `terminals`, but derivable (counted like a lexeme in the budgets).
     """
 
-    def __init__(self, ir: GrammarIR, dead: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, ir: GrammarIR, dead: frozenset[str] = frozenset(), produced: frozenset[str] = frozenset()
+    ) -> None:
         self.ir = ir
-        self.terminals = ir.terminal_names - dead
+        self.terminals = ir.terminal_names - dead - produced
+        self.produced = produced & ir.terminal_names
         self.rules_of: dict[str, list[int]] = {}
         for i, rule in enumerate(ir.rules):
             self.rules_of.setdefault(rule.lhs, []).append(i)
         inf = float("inf")
-        self.height: dict[str, float] = {t: 0 for t in self.terminals}
-        self.length: dict[str, float] = {t: 1 for t in self.terminals}
+        self.height: dict[str, float] = {t: 0 for t in self.terminals | self.produced}
+        self.length: dict[str, float] = {t: 1 for t in self.terminals | self.produced}
         for lhs in self.rules_of:
             self.height.setdefault(lhs, inf)
             self.length.setdefault(lhs, inf)
@@ -449,11 +456,24 @@ class GrammarSampler:
     ) -> None:
         """`verify` checks each joined sentence; by default the independent
         `ReferenceRecognizer` (slow on large grammars; pass the engine's
-        `Grammar.accepts` for speed when the engine is not what is under test)."""
+        `Grammar.accepts` for speed when the engine is not what is under test).
+        The reference has no indenter, so a grammar with one (`ir.indent`) is
+        verified by its own `accepts` unless `verify` is given."""
         self.ir = grammar_ir(grammar)
-        dead = frozenset(t.name for t in self.ir.terminals if not _can_generate(TerminalGenerator(t)))
-        self.shape = GrammarShape(self.ir, dead)
+        self.indent = self.ir.indent
+        produced = frozenset() if self.indent is None else frozenset({self.indent.indent, self.indent.dedent})
+        dead = frozenset(
+            t.name for t in self.ir.terminals if t.name not in produced and not _can_generate(TerminalGenerator(t))
+        )
+        self.shape = GrammarShape(self.ir, dead, produced)
         self.reference = ReferenceRecognizer(self.ir, self.shape)
+        if verify is None and self.indent is not None:
+            verify = getattr(grammar, "accepts", None)
+            if verify is None:
+                raise GrammarError(
+                    "the reference recogniser has no indenter: sample an indented grammar from a pda.Grammar, "
+                    "or pass verify="
+                )
         self.verify = verify or self.reference.accepts
         self.gens = self.reference.gens
         self.max_depth = max_depth
@@ -501,13 +521,50 @@ class GrammarSampler:
     def sample_lexemes(self, choices: Choices) -> list[Lexeme]:
         """A verified sentence as its lexemes (ignored text included, as lexemes of %ignore terminals)."""
         for _ in range(self.tries):
-            lexemes = [Lexeme(t, self.gens[t].generate(choices)) for t in self.derive(choices)]
-            joined = self._join(lexemes, choices)
+            joined = self._join(self._lexemes(self.derive(choices), choices), choices)
             if self.verify("".join(x.text for x in joined)):
                 return joined
         raise LimitExceeded(
             f"no sampled sentence of {self.ir.source or 'the grammar'} passed the reference check in {self.tries} tries"
         )
+
+    def _lexemes(self, terminals: list[str], choices: Choices) -> list[Lexeme]:
+        """One string per derived terminal; with an indenter, its terminals become line structure."""
+        if self.indent is None:
+            return [Lexeme(t, self.gens[t].generate(choices)) for t in terminals]
+        config = self.indent
+        unit = _INDENT_UNITS[choices.below(len(_INDENT_UNITS))]
+        out: list[Lexeme] = []
+        level = 0
+        for i, name in enumerate(terminals):
+            if name == config.indent:
+                level += 1
+            elif name == config.dedent:
+                level = max(0, level - 1)
+            elif name == config.newline:
+                # The next line's indentation: the level after the _INDENT/_DEDENT run that follows.
+                after = level
+                j = i + 1
+                while j < len(terminals) and terminals[j] in (config.indent, config.dedent):
+                    after = after + 1 if terminals[j] == config.indent else max(0, after - 1)
+                    j += 1
+                last = j == len(terminals)
+                out.append(Lexeme(name, self._line_break(choices, last) + ("" if last else unit * after)))
+            else:
+                out.append(Lexeme(name, self.gens[name].generate(choices)))
+        return out
+
+    def _line_break(self, choices: Choices, last: bool) -> str:
+        """Mostly a bare line break; sometimes what else the newline terminal admits before the
+        next line's indentation (comments, blank lines); at the end of the text sometimes nothing."""
+        k = choices.below(10)
+        if last and k == 9:
+            return ""
+        if k < 7:
+            return "\n"
+        text = self.gens[self.indent.newline].generate(choices)
+        cut = text.rfind("\n") + 1  # drop the drawn indentation of the next line
+        return text[:cut] if cut else text + "\n"
 
     def sample(self, choices: Choices) -> str:
         """A sentence of the grammar."""

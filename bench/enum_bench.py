@@ -1,0 +1,248 @@
+"""Enum benchmark (issue 9): one string enum of K identifier-like values, Qwen2 vocabulary.
+
+For each K and engine a subprocess compiles the set and replays documents
+`{"tool": "<value>"}` (Qwen2-tokenized) through a matcher, timing each mask.
+
+pda's grammar is the object frame with the enum as ONE terminal whose pattern is
+the alternation of the quoted values — the form the finite-set engine takes over
+(`pda.trie`). It is built by replacing that terminal's pattern in the IR, because
+loading a 100,000-alternative terminal through Lark's own grammar parser takes
+~50 s; that front-end time is reported apart (`--lark-front-end`). Peers get the
+same set as a JSON Schema string enum.
+
+Columns: front end (grammar object), compile cold (empty disk cache, vocabulary
+trie built), compile warm (a second set of the same K in the same process: the
+vocabulary trie cached), first mask, per-step mask mean/p99, peak RSS growth.
+
+    python bench/enum_bench.py                              # K = 100, 1k, 10k, 100k; all engines
+    python bench/enum_bench.py --k 1000 --engines pda --docs 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import QWEN2_LOGITS_SIZE, PeakMemory, load_qwen2_tokenizer, summarize  # noqa: E402
+
+WORDS = ("get", "set", "user", "profile", "list", "create", "delete", "update", "item", "order",
+         "account", "search", "file", "tool", "query", "data", "report", "send", "message", "fetch",
+         "batch", "image", "event", "calendar", "invoice", "payment", "schema", "status", "log", "config")
+FRAME = 'start: "{\\"tool\\": " TOOL "}"\nTOOL: "\\"x\\""\n'
+
+
+def enum_values(k: int, seed: int) -> list[str]:
+    """k distinct `get_user_profile_v2`-style values."""
+    rng = random.Random(seed)
+    values: set[str] = set()
+    while len(values) < k:
+        words = "_".join(rng.choice(WORDS) for _ in range(rng.randint(2, 4)))
+        values.add(f"{words}_v{rng.randint(1, 999)}")
+    return sorted(values)
+
+
+def schema(values: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": {"tool": {"type": "string", "enum": values}},
+            "required": ["tool"], "additionalProperties": False}
+
+
+def pda_grammar(values: list[str], via_lark: bool):
+    import pda
+
+    pattern = "(?:" + "|".join(re.escape(json.dumps(v)) for v in values) + ")"
+    if via_lark:
+        alternatives = " | ".join('"' + json.dumps(v).replace('"', '\\"') + '"' for v in values)
+        return pda.Grammar.from_lark(FRAME.replace('"\\"x\\""', alternatives))
+    g = pda.Grammar.from_lark(FRAME)
+    terminals = tuple(dataclasses.replace(t, pattern=pattern, literal=False) if t.name == "TOOL" else t
+                      for t in g.ir.terminals)
+    return pda.Grammar(dataclasses.replace(g.ir, terminals=terminals))
+
+
+def run_pda(k: int, docs: list[list[int]], via_lark: bool) -> dict[str, Any]:
+    import pda
+    from pda.compiler import CompiledGrammar
+
+    tokenizer = load_qwen2_tokenizer()
+    vocab = pda.Vocabulary.from_hf(tokenizer)
+    out: dict[str, Any] = {}
+    for phase, seed in (("cold", k), ("warm", k + 1)):
+        t0 = time.perf_counter()
+        g = pda_grammar(enum_values(k, seed), via_lark)
+        t1 = time.perf_counter()
+        with PeakMemory() as mem:
+            g.recognizer
+            compiled = CompiledGrammar(g, vocab, mask_width=QWEN2_LOGITS_SIZE, warmup_seconds=0, disk_cache=False)
+        t2 = time.perf_counter()
+        out[f"front_end_{phase}_s"] = t1 - t0
+        out[f"compile_{phase}_s"] = t2 - t1
+        out[f"memory_{phase}_mib"] = mem.growth_mib
+    out["lexer_states"] = compiled.lexer.n_states
+    values = enum_values(k, k + 1)
+    docs = [tokenizer.encode(json.dumps({"tool": v}, separators=(",", ": "))) for v in
+            random.Random(0).sample(values, min(len(values), len(docs)))]
+    return out | replay(lambda: pda.Matcher(compiled), docs, vocab.eos_ids)
+
+
+def replay(new_matcher, docs: list[list[int]], eos_ids) -> dict[str, Any]:
+    """Per step: time the mask, check the document's token is allowed, accept it."""
+    import numpy as np
+
+    words = (QWEN2_LOGITS_SIZE + 31) // 32
+    bitmask = np.zeros((1, words), dtype=np.int32)
+    flat = bitmask.reshape(-1).view(np.uint32)
+    steps, firsts = [], []
+    eos = min(eos_ids)
+    rejected = 0
+    for doc in docs:
+        m = new_matcher()
+        for i, token in enumerate(doc + [eos]):
+            t = time.perf_counter_ns()
+            m.fill_bitmask(bitmask, 0)
+            dt = time.perf_counter_ns() - t
+            (firsts if i == 0 else steps).append(dt)
+            if not (int(flat[token >> 5]) >> (token & 31)) & 1 or not m.accept_token(token):
+                rejected += 1
+                break
+    s = summarize(steps)
+    return {"first_mask_us": sum(firsts) / len(firsts) / 1e3, "step_mean_us": s.mean_us,
+            "step_p99_us": s.p99_us, "steps": len(steps), "docs_rejected": rejected}
+
+
+def run_peer(engine: str, k: int, n_docs: int) -> dict[str, Any]:
+    tokenizer = load_qwen2_tokenizer()
+    out: dict[str, Any] = {}
+    for phase, seed in (("cold", k), ("warm", k + 1)):
+        text = json.dumps(schema(enum_values(k, seed)))
+        with PeakMemory() as mem:
+            t = time.perf_counter()
+            if engine == "xgrammar":
+                import xgrammar as xgr
+
+                if phase == "cold":
+                    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=QWEN2_LOGITS_SIZE)
+                    compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+                compiled = compiler.compile_json_schema(text, any_whitespace=True)
+                new_matcher = lambda: _XGR(xgr.GrammarMatcher(compiled))  # noqa: E731
+            else:
+                import llguidance
+                import llguidance.hf
+
+                if phase == "cold":
+                    lltok = llguidance.hf.from_tokenizer(tokenizer, n_vocab=QWEN2_LOGITS_SIZE)
+                grammar = llguidance.grammar_from("json_schema", text)
+                probe = llguidance.LLMatcher(lltok, grammar, log_level=0)
+                if probe.is_error():
+                    return {"error": probe.get_error()[:200]}
+                new_matcher = lambda: _LLG(llguidance.LLMatcher(lltok, grammar, log_level=0))  # noqa: E731
+            out[f"compile_{phase}_s"] = time.perf_counter() - t
+        out[f"memory_{phase}_mib"] = mem.growth_mib
+    values = enum_values(k, k + 1)
+    docs = [tokenizer.encode(json.dumps({"tool": v}, separators=(",", ": "))) for v in
+            random.Random(0).sample(values, min(len(values), n_docs))]
+    return out | replay(new_matcher, docs, [tokenizer.eos_token_id or 151643])
+
+
+class _XGR:
+    """XGrammar's matcher under the two method names the replay calls (torch view of the same buffer)."""
+
+    def __init__(self, matcher: Any) -> None:
+        self.m = matcher
+
+    def fill_bitmask(self, bitmask: Any, row: int) -> None:
+        import torch
+
+        self.m.fill_next_token_bitmask(torch.from_numpy(bitmask), row)
+
+    def accept_token(self, token: int) -> bool:
+        return self.m.accept_token(token)
+
+
+class _LLG:
+    """llguidance's matcher under the two method names the replay calls."""
+
+    def __init__(self, matcher: Any) -> None:
+        self.m = matcher
+
+    def fill_bitmask(self, bitmask: Any, row: int) -> None:
+        r = bitmask[row]
+        self.m.unsafe_compute_mask_ptr(r.ctypes.data, r.nbytes)
+
+    def accept_token(self, token: int) -> bool:
+        return self.m.consume_token(token)
+
+
+def worker(engine: str, k: int, docs: int, via_lark: bool) -> None:
+    if engine == "pda":
+        result = run_pda(k, [[]] * docs, via_lark)
+    else:
+        result = run_peer(engine, k, docs)
+    print("RESULT " + json.dumps(result))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--k", default="100,1000,10000,100000")
+    p.add_argument("--engines", default="pda,xgrammar,llguidance")
+    p.add_argument("--docs", type=int, default=100, help="documents replayed per (engine, K)")
+    p.add_argument("--lark-front-end", action="store_true", help="pda: load the enum through Lark's grammar parser")
+    p.add_argument("--timeout", type=int, default=900)
+    p.add_argument("--worker", nargs=2, metavar=("ENGINE", "K"), help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        worker(args.worker[0], int(args.worker[1]), args.docs, args.lark_front_end)
+        return
+    print_header()
+    for k in [int(x) for x in args.k.split(",")]:
+        for engine in args.engines.split(","):
+            env = dict(os.environ, PDA_CACHE_DIR=tempfile.mkdtemp(prefix="pda-enum-bench-"))
+            cmd = [sys.executable, __file__, "--worker", engine, str(k), "--docs", str(args.docs)]
+            if args.lark_front_end:
+                cmd.append("--lark-front-end")
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+                lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+                result = json.loads(lines[-1][7:]) if lines else {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+            except subprocess.TimeoutExpired:
+                result = {"error": f"timed out after {args.timeout} s"}
+            print_row(k, engine, result, flush=True)
+
+
+HEADER = ("| K | engine | front end s | compile cold s | compile warm s | first mask µs | step mean µs "
+          "| step p99 µs | memory MiB | lexer states | rejected |")
+
+
+def print_header() -> None:
+    print(HEADER)
+    print("|---" * (HEADER.count("|") - 1) + "|", flush=True)
+
+
+def print_row(k: int, engine: str, r: dict[str, Any], *, flush: bool = False) -> None:
+
+    def f(key: str, fmt: str = "{:.3f}") -> str:
+        v = r.get(key)
+        return "–" if v is None else fmt.format(v)
+
+    if "error" in r:
+        print(f"| {k:,} | {engine} | {r['error']} |", flush=flush)
+        return
+    print(f"| {k:,} | {engine} | {f('front_end_warm_s')} | {f('compile_cold_s')} | {f('compile_warm_s')} "
+          f"| {f('first_mask_us', '{:.0f}')} | {f('step_mean_us', '{:.1f}')} | {f('step_p99_us', '{:.0f}')} "
+          f"| {f('memory_warm_mib', '{:.0f}')} | {f('lexer_states', '{:,}')} | {f('docs_rejected', '{}')} |", flush=flush)
+
+
+if __name__ == "__main__":
+    main()

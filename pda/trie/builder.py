@@ -1,0 +1,186 @@
+"""A finite set of byte strings as a minimal, acyclic `LexerDFA`, built with numpy.
+
+The strings are sorted, so a trie comes from longest-common-prefix lengths
+alone (the layout of `pda.index.trie.TokenTrie`): string k creates the nodes at
+depths lcp(k-1, k)+1 .. len(k), in preorder. Suffixes are then merged bottom-up
+by height: two nodes are equivalent iff they agree on acceptance and map every
+byte class to equivalent children (for an acyclic automaton this is the
+Myhill–Nerode relation, so the result is the minimal DFA). Each height level is
+one hash-and-unique pass; node signatures are hashed with two independent
+64-bit random linear hashes (a false merge needs both to collide).
+
+Invariants of the result, shared with `pda.regex.dfa`: state 0 is the start (the
+trie root), the dead state is last and absorbs every class, `accept` and `live`
+have one column, and `live` is true on every state but the dead one (every trie
+node leads to the end of some string).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from pda.errors import LimitExceeded
+from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
+
+_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+class LiteralTrie:
+    """The trie of a sorted, duplicate-free list of byte strings (root = node 0)."""
+
+    def __init__(self, strings: list[bytes]) -> None:
+        n = len(strings)
+        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=n)
+        width = int(lengths.max(initial=0))
+        flat = np.frombuffer(b"".join(strings), dtype=np.uint8)
+        starts = np.cumsum(lengths) - lengths
+        # lcp[k]: bytes string k shares with string k - 1 (strings are sorted, distinct).
+        lcp = np.zeros(n, dtype=np.int64)
+        if n > 1 and width:
+            matrix = np.full((n, width), -1, dtype=np.int16)
+            rows = np.repeat(np.arange(n), lengths)
+            matrix[rows, np.arange(len(flat)) - np.repeat(starts, lengths)] = flat
+            differ = matrix[1:] != matrix[:-1]
+            first = np.where(differ.any(axis=1), differ.argmax(axis=1), width)
+            lcp[1:] = np.minimum(first, np.minimum(lengths[1:], lengths[:-1]))
+        created = lengths - lcp
+        total = int(created.sum())
+        owner = np.repeat(np.arange(n), created)
+        depth = np.arange(total) - np.repeat(np.cumsum(created) - created, created) + np.repeat(lcp, created) + 1
+        node_ids = np.arange(1, total + 1)
+        # A node's parent is the latest node created at depth - 1 before it (preorder), or the root.
+        parent = np.zeros(total, dtype=np.int64)
+        if total:
+            order = np.argsort(depth, kind="stable")
+            bounds = np.searchsorted(depth[order], np.arange(1, width + 2))
+            for d in range(2, width + 1):
+                here = order[bounds[d - 1] : bounds[d]]
+                above = node_ids[order[bounds[d - 2] : bounds[d - 1]]]
+                parent[here] = above[np.searchsorted(above, node_ids[here]) - 1]
+        self.n_nodes = total + 1
+        self.parent = np.concatenate(([0], parent))
+        self.byte = np.concatenate(([0], flat[starts[owner] + depth - 1])).astype(np.uint8)
+        self.depth = np.concatenate(([0], depth))
+        # The node where each string ends: the last node it created (the root for b"").
+        self.accept = np.zeros(self.n_nodes, dtype=bool)
+        self.accept[np.where(created > 0, np.cumsum(created), 0)] = True
+
+    def heights(self) -> np.ndarray:
+        """Longest path from each node down to a leaf (a leaf has height 0)."""
+        height = np.zeros(self.n_nodes, dtype=np.int64)
+        # Children have larger depth; propagate deepest level first.
+        order = np.argsort(-self.depth[1:], kind="stable") + 1
+        depth_sorted = self.depth[order]
+        bounds = np.flatnonzero(np.diff(depth_sorted)) + 1
+        for level in np.split(order, bounds):
+            np.maximum.at(height, self.parent[level], height[level] + 1)
+        return height
+
+
+def _hash_columns(rng: np.random.Generator, size: int) -> np.ndarray:
+    return rng.integers(1, 2**63, size=(2, size), dtype=np.uint64) | np.uint64(1)
+
+
+def build_literal_dfa(
+    strings: Iterable[str | bytes],
+    *,
+    name: str = "<literals>",
+    max_states: int = DEFAULT_MAX_DFA_STATES,
+) -> LexerDFA:
+    """The minimal DFA of exactly the given strings (str is UTF-8 encoded).
+
+    Raises `LimitExceeded` when the minimal DFA has more than `max_states` states.
+    """
+    encoded = sorted({s.encode("utf-8") if isinstance(s, str) else bytes(s) for s in strings})
+    trie = LiteralTrie(encoded)
+    n = trie.n_nodes
+    # Byte classes: one per byte that labels an edge, one for every other byte.
+    used = np.zeros(256, dtype=bool)
+    used[trie.byte[1:]] = True
+    byte_class = np.full(256, int(used.sum()), dtype=np.int32)
+    byte_class[used] = np.arange(int(used.sum()), dtype=np.int32)
+    n_classes = int(used.sum()) + 1
+    edge_class = byte_class[trie.byte].astype(np.int64)
+
+    # Bottom-up by height: block ids for all nodes of one height at a time.
+    height = trie.heights()
+    rng = np.random.default_rng(0x7E1E)
+    class_w = _hash_columns(rng, n_classes)
+    block_w = _hash_columns(rng, 2)
+    block = np.full(n, -1, dtype=np.int64)
+    sig = np.zeros((2, n), dtype=np.uint64)
+    acc = trie.accept.astype(np.uint64)
+    for h in range(2):
+        sig[h] = acc * block_w[h, 0]
+    children = np.arange(1, n)
+    order = np.argsort(height, kind="stable")
+    bounds = np.flatnonzero(np.diff(height[order])) + 1
+    n_blocks = 0
+    # A child's contribution to its parent's signature: mix(class, block of child).
+    for level in np.split(order, bounds):
+        inverse = _group(sig[0, level], sig[1, level])
+        block[level] = inverse + n_blocks
+        n_blocks += int(inverse.max()) + 1
+        kids = level[level != 0]
+        if len(kids):
+            b = (block[kids].astype(np.uint64) + np.uint64(1)) * block_w[0, 1]
+            for h in range(2):
+                term = _mix(b ^ class_w[h, edge_class[kids]])
+                np.add.at(sig[h], trie.parent[kids], term)
+    if n_blocks + 1 > max_states:
+        raise LimitExceeded(
+            f"finite-set DFA for terminal {name} has {n_blocks + 1} states (max_states={max_states})"
+        )
+    # Renumber: the root's block first (start = 0), then the others; the dead state last.
+    reps = np.full(n_blocks, -1, dtype=np.int64)
+    reps[block[::-1]] = np.arange(n - 1, -1, -1)  # the first node (preorder) of each block
+    rank = np.argsort(reps, kind="stable")  # blocks in preorder of their representatives
+    new_id = np.empty(n_blocks, dtype=np.int64)
+    new_id[rank] = np.arange(n_blocks)
+    dead = n_blocks
+    trans = np.full((n_blocks + 1, n_classes), dead, dtype=np.int32)
+    # Every edge of every node; equivalent nodes write the same targets.
+    src = new_id[block[trie.parent[children]]]
+    trans[src, edge_class[children]] = new_id[block[children]]
+    accept = np.zeros((n_blocks + 1, 1), dtype=bool)
+    accept[new_id[block[trie.accept]], 0] = True
+    live = np.ones((n_blocks + 1, 1), dtype=bool)
+    live[dead, 0] = False
+    return LexerDFA(
+        n_states=n_blocks + 1,
+        start=0,
+        dead=dead,
+        byte_class=_frozen(byte_class),
+        trans=_frozen(trans),
+        accept=_frozen(accept),
+        live=_frozen(live),
+        names=(name,),
+    )
+
+
+def _group(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Group ids (0..k-1) of the pairs (first[i], second[i]); numpy's row sort only on a collision."""
+    _, index, inverse = np.unique(first, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if (second[index[inverse]] == second).all():
+        return inverse
+    _, inverse = np.unique(np.stack([first, second], axis=1), axis=0, return_inverse=True)
+    return inverse.reshape(-1)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a bijective scramble, so sums of mixed terms rarely collide."""
+    x = x.copy()
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x

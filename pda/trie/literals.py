@@ -1,0 +1,71 @@
+"""Recognise a terminal whose pattern is an alternation of literal strings.
+
+Lark writes `T: "a" | "b"` as `(?:a|b)` with each string `re.escape`d, and an
+alternative that names another such terminal as a nested group
+(`(?:(?:a|b)|c)`). Only that shape is recognised: alternatives made of plain
+characters and escaped non-alphanumeric characters, or a group that is itself
+such an alternation. Anything else — a class, a quantifier, an escape like
+`\\d`, an inline flag group such as `(?i:...)`, a group inside a concatenation —
+is not a finite literal set for this purpose, and the terminal keeps the general
+regex path. The scan is one compiled-regex pass, so it stays cheap for patterns
+of megabytes (100,000 values).
+"""
+
+from __future__ import annotations
+
+import re
+
+# One lexical item of a literal alternation: a run of plain characters, an
+# escaped non-alphanumeric character, `(?:`, `)` or `|`. Anything else stops the scan.
+_ITEM = re.compile(r"[^\\|()\[\]{}.*+?^$]+|\\[^0-9A-Za-z]|\(\?:|[|)]", re.S)
+_ESCAPE = re.compile(r"\\(.)", re.S)
+# Flags that do not change what a literal matches (`x` does: whitespace and `#`).
+_NEUTRAL_FLAGS = frozenset("smau")
+
+
+def literal_alternatives(pattern: str, flags: str = "") -> list[str] | None:
+    """The strings whose alternation `pattern` is (duplicates kept, in order), or None.
+
+    None means the pattern is not recognised as a pure alternation of literals (or a
+    flag such as `i` or `x` changes the meaning of its characters).
+    """
+    if not set(flags) <= _NEUTRAL_FLAGS:
+        return None
+    out: list[str] = []
+    current: list[str] = []  # pieces of the alternative being read
+    depth = 0
+    # Per open group: did an alternative start with this group (and must end with it)?
+    expect_bar_or_close = False  # after a group closes, only `|` or `)` may follow
+    pos = 0
+    n = len(pattern)
+    for m in _ITEM.finditer(pattern):
+        if m.start() != pos:
+            return None
+        pos = m.end()
+        item = m.group()
+        if item == "(?:":
+            if current or expect_bar_or_close:
+                return None  # a group inside a concatenation: not a plain alternation
+            depth += 1
+        elif item == ")":
+            if depth == 0:
+                return None
+            if not expect_bar_or_close:
+                out.append("".join(current))
+                current = []
+            depth -= 1
+            expect_bar_or_close = True
+        elif item == "|":
+            if not expect_bar_or_close:
+                out.append("".join(current))
+                current = []
+            expect_bar_or_close = False
+        else:
+            if expect_bar_or_close:
+                return None
+            current.append(_ESCAPE.sub(r"\1", item) if item[0] == "\\" else item)
+    if pos != n or depth != 0:
+        return None
+    if not expect_bar_or_close:
+        out.append("".join(current))
+    return out
