@@ -43,6 +43,8 @@ from typing import TypeVar
 if __package__ in (None, ""):  # run as a script: make `fuzz` and `pda` importable from the repo root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import numpy as np
+
 import pda
 from fuzz.random_grammars import random_grammar
 from pda.compiler import CompiledGrammar
@@ -73,6 +75,7 @@ class Case:
     special_ids: list[int]
     walk_seed: int
     max_steps: int
+    mask_width: int | None = None
 
     def vocabulary(self) -> pda.Vocabulary:
         return pda.Vocabulary.from_tokens(list(self.tokens), eos_ids=self.eos_ids, special_ids=self.special_ids)
@@ -97,19 +100,25 @@ class Mismatch:
             f"path = {self.path!r}  # {[vocab[i] for i in self.path]!r}",
         ]
         for i, fast, ref in self.tokens:
-            lines.append(f"# token {i} {vocab[i]!r}: fast mask {'allows' if fast else 'rejects'}, "
+            data = vocab[i] if i < len(vocab) else "(past the vocabulary)"
+            lines.append(f"# token {i} {data!r}: fast mask {'allows' if fast else 'rejects'}, "
                          f"reference {'allows' if ref else 'rejects'}")
         lines += [
+            "import numpy as np",
             "import pda",
             "from pda.compiler import CompiledGrammar",
             "from pda.reference import mask_mismatches",
             "v = pda.Vocabulary.from_tokens(tokens, eos_ids=eos_ids, special_ids=special_ids)",
-            "cg = CompiledGrammar(pda.Grammar.from_lark(grammar), v, warmup_seconds=0, disk_cache=False)",
+            f"cg = CompiledGrammar(pda.Grammar.from_lark(grammar), v, mask_width={self.case.mask_width!r}, "
+            "warmup_seconds=0, disk_cache=False)",
             "node, q = cg.initial_state()",
             "for t in path:",
             "    node, q = cg.lexer.feed(node, q, tokens[t])",
             "print(mask_mismatches(cg, node, q))",
         ]
+        if self.case.mask_width is not None:
+            lines.append("print('allowed past the vocabulary:', np.flatnonzero("
+                         "np.unpackbits(cg.text_mask(node, q).view(np.uint8), bitorder='little')[v.size:]) + v.size)")
         return "\n".join(lines)
 
 
@@ -184,6 +193,8 @@ def random_case(seed: int, index: int) -> Case:
         special_ids=special_ids,
         walk_seed=rng.randrange(2**32),
         max_steps=rng.choice([4, 12, 24, 40]),
+        # Logits wider than the vocabulary: the ids past it must never be allowed.
+        mask_width=len(tokens) + rng.randint(1, 40) if rng.random() < 0.25 else None,
     )
 
 
@@ -213,7 +224,7 @@ def random_vocabulary(rng: random.Random, grammar: pda.Grammar) -> tuple[list[To
             data = rng.choice(pieces)
             i, j = sorted(rng.sample(range(len(data) + 1), 2))
             tokens.append(data[i:j])
-        elif kind < 0.8:  # random bytes of the alphabet, a multi-byte piece, or a foreign byte
+        elif kind < 0.8:  # a mix of alphabet bytes and multi-byte pieces
             tokens.append(b"".join(rng.choice(alphabet + pieces[-len(MULTIBYTE):]) for _ in range(rng.randint(1, 4))))
         elif kind < 0.88:
             tokens.append(rng.choice(FOREIGN + WHITESPACE))
@@ -266,10 +277,18 @@ def _sentences(grammar: pda.Grammar, choices: RandomChoices) -> list[str]:
 # -- checking ---------------------------------------------------------------------------
 
 
-def compile_case(grammar: str, tokens: list[Token], eos_ids: list[int], special_ids: list[int]) -> CompiledGrammar:
+def compile_case(
+    grammar: str,
+    tokens: list[Token],
+    eos_ids: list[int],
+    special_ids: list[int],
+    mask_width: int | None = None,
+) -> CompiledGrammar:
     """Compile without warm-up or index snapshot: the fuzzer's grammars are used once."""
     vocab = pda.Vocabulary.from_tokens(list(tokens), eos_ids=eos_ids, special_ids=special_ids)
-    return CompiledGrammar(pda.Grammar.from_lark(grammar), vocab, warmup_seconds=0, disk_cache=False)
+    return CompiledGrammar(
+        pda.Grammar.from_lark(grammar), vocab, mask_width=mask_width, warmup_seconds=0, disk_cache=False
+    )
 
 
 def walk_case(case: Case, compiled: CompiledGrammar, report: FuzzReport, path: list[int]) -> Mismatch | None:
@@ -279,6 +298,9 @@ def walk_case(case: Case, compiled: CompiledGrammar, report: FuzzReport, path: l
     """
     for node, q, token in random_walk_states(compiled, random.Random(case.walk_seed), max_steps=case.max_steps):
         found = mask_mismatches(compiled, node, q)
+        if compiled.vocab_size > compiled.vocab.size:
+            bits = np.unpackbits(compiled.text_mask(node, q).view(np.uint8), bitorder="little")
+            found += [(int(i), True, False) for i in np.flatnonzero(bits[compiled.vocab.size :]) + compiled.vocab.size]
         report.states += 1
         report.tokens_checked += compiled.vocab.size
         if found:
@@ -310,7 +332,7 @@ def run_fuzz(
         case: Case | None = None
         try:
             case = random_case(seed, index)
-            compiled = compile_case(case.grammar, case.tokens, case.eos_ids, case.special_ids)
+            compiled = compile_case(case.grammar, case.tokens, case.eos_ids, case.special_ids, case.mask_width)
         except GrammarError:
             report.refused += 1
             continue
@@ -371,6 +393,8 @@ def reproduces(grammar: str, path: list[bytes], token: Token) -> list[tuple[int,
 def shrink(mismatch: Mismatch) -> Mismatch:
     """A smaller mismatch of the same token: fewer vocabulary ids, a shorter walk, a smaller grammar."""
     case = mismatch.case
+    if mismatch.tokens[0][0] >= len(case.tokens):
+        return mismatch  # an id past the vocabulary: the mask width, not a token, is at fault
     token = case.tokens[mismatch.tokens[0][0]]
     path = [case.tokens[i] for i in mismatch.path]
     grammar = case.grammar

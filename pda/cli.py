@@ -54,8 +54,6 @@ def check_main(argv: Sequence[str]) -> int:
 
 
 def compile_main(argv: Sequence[str]) -> int:
-    from pda.regex import compile_regex
-
     parser = argparse.ArgumentParser(prog="pda compile", description="Show what a grammar compiles to.")
     parser.add_argument("grammar")
     parser.add_argument("--start")
@@ -65,8 +63,7 @@ def compile_main(argv: Sequence[str]) -> int:
     ir = grammar.ir
     recognizer = grammar.recognizer
     terminals = []
-    for t in ir.terminals:
-        dfa = compile_regex(t.pattern, t.flags, name=t.name)
+    for t, dfa in zip(ir.terminals, recognizer.lexer.dfas):
         terminals.append(
             {"name": t.name, "pattern": t.pattern, "flags": t.flags, "priority": t.priority,
              "lazy": t.lazy, "dfa_states": int(dfa.n_states), "ignored": t.name in ir.ignore}
@@ -78,17 +75,19 @@ def compile_main(argv: Sequence[str]) -> int:
     pruned = len(ir.rules) - (len(tables.rhs) - 1)
     if pruned:
         warnings.append(f"{pruned} rules can never derive a sentence and were dropped")
+    root = recognizer.root
+    start_states = recognizer.lexer.tables(root.allowed | recognizer.lexer.ignore).n_states
     doc = {
         "source": ir.source, "start": ir.start, "hash": ir.content_hash,
         "terminals": terminals, "ignore": list(ir.ignore),
         "rules": [{"lhs": r.lhs, "rhs": list(r.rhs), "alias": r.alias} for r in ir.rules],
-        "lexer_dfa_states": recognizer.lexer.n_states, "warnings": warnings,
+        "start_lexer_dfa_states": start_states, "warnings": warnings,
     }
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
     print(f"grammar {ir.source}  start={ir.start}  hash={ir.content_hash[:16]}")
-    print(f"terminals ({len(terminals)}), combined lexer DFA: {recognizer.lexer.n_states} states")
+    print(f"terminals ({len(terminals)}); the lexer DFA for the first lexeme has {start_states} states")
     for t in terminals:
         flags = f" flags={t['flags']}" if t["flags"] else ""
         extra = (" ignored" if t["ignored"] else "") + (" lazy" if t["lazy"] else "")

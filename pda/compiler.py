@@ -118,18 +118,18 @@ class CompiledGrammar:
         return explored
 
     def _lexeme_states(self, live_set: int) -> list[int]:
-        """DFA states reachable from the start inside one lexeme of the live set."""
-        lexer = self.lexer
-        classes = sorted(set(lexer.cls))
+        """States of the candidate set's DFA reachable from the start inside one lexeme."""
+        tables = self.lexer.tables(live_set)
+        classes = sorted(set(tables.cls))
         seen = {START}
         frontier = [START]
         while frontier:
             nxt = []
             for q in frontier:
-                row = lexer.rows[q]
+                row = tables.rows[q]
                 for c in classes:
                     q2 = row[c]
-                    if q2 not in seen and lexer.live[q2] & live_set:
+                    if q2 not in seen and tables.live[q2]:
                         seen.add(q2)
                         nxt.append(q2)
             frontier = nxt

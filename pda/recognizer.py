@@ -8,9 +8,28 @@ from pda.errors import ParseError
 from pda.grammar.ir import GrammarIR
 from pda.lexer.indent import IndentedNode, Indenter, expand_ir
 from pda.lexer.lexer import START, Lexer
-from pda.parser.earley import EarleyParser, Node, iter_bits
+from pda.parser.earley import EarleyParser, Node
+from pda.regex.dfa import LexerDFA
 from pda.parser.tables import build_tables
-from pda.regex.product import build_grammar_dfa
+
+
+def shortest_string(dfa: LexerDFA) -> bytes:
+    """A shortest byte string the one-terminal DFA accepts (breadth-first over byte classes)."""
+    byte_of_class: dict[int, int] = {}
+    for b in range(256):
+        byte_of_class.setdefault(int(dfa.byte_class[b]), b)
+    seen = {dfa.start: b""}
+    queue = deque([dfa.start])
+    while queue:
+        q = queue.popleft()
+        if dfa.accept[q].any():
+            return seen[q]
+        for c, b in byte_of_class.items():
+            q2 = int(dfa.trans[q, c])
+            if q2 not in seen and dfa.live[q2].any():
+                seen[q2] = seen[q] + bytes([b])
+                queue.append(q2)
+    return b""
 
 
 class Recognizer:
@@ -22,7 +41,7 @@ class Recognizer:
             ir = expand_ir(ir, ir.indent)
         self.tables = build_tables(ir)
         self.parser = EarleyParser(self.tables)
-        self.lexer = Lexer(ir, build_grammar_dfa(ir.terminals))
+        self.lexer = Lexer(ir)
         self.root: Node | IndentedNode = (
             Indenter(ir, ir.indent).root(self.parser.root) if ir.indent is not None else self.parser.root
         )
@@ -53,7 +72,7 @@ class Recognizer:
         names = self.tables.names_of
         if q == START:
             return names(node.allowed)
-        live = lexer.live[q] & node.allowed
+        live = lexer.tables(node.allowed | lexer.ignore).live[q] & node.allowed
         after = lexer.commit(node, q)
         more = after.allowed if after is not None else 0
         return names(live | more)
@@ -61,29 +80,10 @@ class Recognizer:
     def example(self, terminal: int) -> str:
         """A shortest string of a terminal, for error messages."""
         if self._examples is None:
-            self._examples = self._shortest_examples()
-        return self._examples.get(terminal, "")
-
-    def _shortest_examples(self) -> dict[int, str]:
-        lexer = self.lexer
-        byte_of_class: dict[int, int] = {}
-        for b in range(256):
-            byte_of_class.setdefault(lexer.cls[b], b)
-        seen = {START: b""}
-        queue = deque([START])
-        found: dict[int, str] = {}
-        n = len(lexer.names)
-        while queue and len(found) < n:
-            q = queue.popleft()
-            for j in iter_bits(lexer.accept[q]):
-                if j not in found:
-                    found[j] = seen[q].decode("utf-8", "replace")
-            for c, b in byte_of_class.items():
-                q2 = lexer.rows[q][c]
-                if q2 not in seen and lexer.live[q2]:
-                    seen[q2] = seen[q] + bytes([b])
-                    queue.append(q2)
-        return found
+            self._examples = {}
+        if terminal not in self._examples:
+            self._examples[terminal] = shortest_string(self.lexer.dfas[terminal]).decode("utf-8", "replace")
+        return self._examples[terminal]
 
     def _error(self, data: bytes, offset: int, node: Node, q: int, *, at_end: bool = False) -> ParseError:
         expected = self.expected_terminals(node, q)

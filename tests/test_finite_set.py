@@ -88,17 +88,21 @@ def test_other_patterns_keep_the_regex_path(pattern: str, flags: str) -> None:
 
 
 def test_lark_terminals_route_to_the_trie() -> None:
-    ir = pda.Grammar.from_lark(
-        'start: E F G\nE: "a" | "b.c" | "d"\nF: "x"i | "y"i\nG: E | "zz"\n'
-    ).ir
+    many = " | ".join(lark_literal(v) for v in AWKWARD)
+    few = '"a" | "b" | "c"'
+    folded = " | ".join(f'"{v}"i' for v in WORDS)
+    ir = pda.Grammar.from_lark(f"start: E F G H\nE: {many}\nF: {folded}\nG: E | \"zz\"\nH: {few}\n").ir
     by_name = {t.name: t for t in ir.terminals}
     assert finite_set_dfa(by_name["E"]) is not None
     assert finite_set_dfa(by_name["G"]) is not None
     assert finite_set_dfa(by_name["F"]) is None  # case folding stays on the regex path
+    assert finite_set_dfa(by_name["H"]) is None  # below FINITE_SET_MIN_CHOICES: the regex path is as fast
 
 
 def test_invalid_utf8_values_keep_the_regex_path() -> None:
-    assert finite_set_dfa(TerminalDef(name="S", pattern="(?:a|\ud800)")) is None
+    pattern = "(?:" + "|".join(WORDS) + "|\ud800)"
+    assert finite_set_dfa(TerminalDef(name="S", pattern=pattern)) is None
+    assert finite_set_dfa(TerminalDef(name="S", pattern="(?:" + "|".join(WORDS) + ")")) is not None
 
 
 # ---------------------------------------------------------------- the DFA itself
@@ -273,7 +277,7 @@ def test_masks_equal_general_engine(k: int, walks: int, tmp_path: Path) -> None:
     values = identifier_values(k, seed=k)
     vocab = synthetic_vocabulary(values)
     fast, general = compile_both(json_like_grammar(values), vocab, tmp_path)
-    assert fast.lexer.n_states == general.lexer.n_states
+    assert finite_set_dfa(fast.grammar.ir.terminal_by_name["TOOL"]) is not None
     states = compare_walks(fast, general, values, walks, seed=k)
     assert states >= walks * 5
 
@@ -321,7 +325,7 @@ def test_greedy_outputs_equal(tmp_path: Path) -> None:
 
 def test_boundary_tokens_inside_json_object(tmp_path: Path) -> None:
     """A token that ends the value and starts the next lexeme (`v2", `) is allowed exactly where it fits."""
-    values = ["get_user_v2", "get_user_v21", "send_file_v3"]
+    values = ["get_user_v2", "get_user_v21", "send_file_v3"] + identifier_values(10)
     vocab = pda.Vocabulary.from_tokens(
         ['{"tool": "', "get_user", "_v2", '_v2", ', '", ', "1", '"count": ', "7}", "send_file_v3", None],
         eos_ids=[9],
@@ -329,6 +333,7 @@ def test_boundary_tokens_inside_json_object(tmp_path: Path) -> None:
     with backend(True, tmp_path):
         g = pda.Grammar.from_lark(json_like_grammar(values))
         compiled = pda.CompiledGrammar(g, vocab, warmup_seconds=0, disk_cache=False)
+    assert finite_set_dfa(g.ir.terminal_by_name["TOOL"]) is not None
     m = pda.Matcher(compiled)
     assert m.accept_token(0) and m.accept_token(1)
     allowed = set(m.allowed_token_ids().tolist())

@@ -157,6 +157,25 @@ def test_an_injected_fault_is_caught_shrunk_and_reproducible(monkeypatch: pytest
         assert out.getvalue().strip() == repr(mismatch.tokens)
 
 
+def test_ids_past_the_vocabulary_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = CompiledGrammar.text_mask
+
+    def text_mask(self: CompiledGrammar, node, q: int) -> np.ndarray:
+        mask = original(self, node, q).copy()
+        bits = np.unpackbits(mask.view(np.uint8), bitorder="little")
+        if self.vocab_size > self.vocab.size:  # logits wider than the vocabulary: allow the last id
+            bits[self.vocab_size - 1] = 1
+        return np.packbits(bits, bitorder="little").view(np.int32)
+
+    monkeypatch.setattr(CompiledGrammar, "text_mask", text_mask)
+    report = mask_fuzz.run_fuzz(40, seed=9, max_failures=1)
+    (mismatch,) = report.mismatches
+    width = mismatch.case.mask_width
+    assert width is not None and width > len(mismatch.case.tokens)
+    assert (width - 1, True, False) in mismatch.tokens
+    assert "allowed past the vocabulary" in mismatch.reproducer()
+
+
 def test_refusals_are_counted_and_crashes_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     original = mask_fuzz.compile_case
 

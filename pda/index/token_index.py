@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from pda.index.trie import TokenTrie, concat_ranges
-from pda.lexer.lexer import START, Lexer
+from pda.lexer.lexer import START, Lexer, LexerTables
 
 
 class Classification:
@@ -49,6 +49,29 @@ class BoundaryGroup:
         self.after: dict[int, Classification] = {}
 
 
+class _WalkTables:
+    """A candidate set's DFA as arrays for the walk: a stop state, liveness, lexeme ends."""
+
+    __slots__ = ("tables", "trans", "node_class", "live", "ends_as", "sets")
+
+    def __init__(self, lexer: Lexer, tables: LexerTables, trie: TokenTrie) -> None:
+        n = tables.n_states
+        self.tables = tables
+        self.trans = np.vstack([tables.trans, np.full((1, tables.trans.shape[1]), n, dtype=np.int32)])
+        self.node_class = tables.byte_class.astype(np.uint8 if tables.trans.shape[1] <= 256 else np.int32)[trie.byte]
+        self.live = np.array([bool(x) for x in tables.live] + [False])
+        self.ends_as = np.full(n + 1, -1, dtype=np.int32)
+        self.sets: list[int] = []
+        seen: dict[int, int] = {}
+        for q in range(1, n):
+            if tables.accept[q]:
+                e = lexer.best(tables.accept[q])
+                if e not in seen:
+                    seen[e] = len(self.sets)
+                    self.sets.append(e)
+                self.ends_as[q] = seen[e]
+
+
 class TokenIndex:
     """Classifications per lexer state, for one (grammar, vocabulary) pair."""
 
@@ -56,40 +79,17 @@ class TokenIndex:
         self.lexer = lexer
         self.trie = trie
         self.mask_words = mask_words
-        n = lexer.n_states
-        self.stop = n
-        trans = np.vstack([lexer.trans, np.full((1, lexer.trans.shape[1]), n, dtype=np.int32)])
-        trans[lexer.dead, :] = n
-        self.trans = trans
-        self.node_class = lexer.byte_class[trie.byte].astype(np.int64)
         self.first_nodes = trie.child_ids[trie.child_ptr[0] : trie.child_ptr[1]]
         self._suffixes: dict[tuple[bytes, int], Classification] = {}
-        self._per_live_set: dict[int, tuple[np.ndarray, np.ndarray, list[int]]] = {}
-        self._roots: dict[tuple[int, int], Classification] = {}
+        self._walk_tables: dict[int, _WalkTables] = {}
+        self._roots: dict[tuple, Classification] = {}
 
-    def _live_tables(self, live_set: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
-        """For live set A: per DFA state, whether it is live, and which terminal set it ends as."""
-        tables = self._per_live_set.get(live_set)
-        if tables is None:
-            lexer = self.lexer
-            n = lexer.n_states
-            bits = np.array([(live_set >> j) & 1 for j in range(lexer.live_np.shape[1])], dtype=bool)
-            live = np.zeros(n + 1, dtype=bool)
-            live[:n] = lexer.live_np[:, bits].any(axis=1)
-            ends_as = np.full(n + 1, -1, dtype=np.int32)
-            sets: list[int] = []
-            seen: dict[int, int] = {}
-            for q in np.flatnonzero(lexer.accept_np[:, bits].any(axis=1)):
-                if q == START:
-                    continue
-                e = lexer.best(lexer.accept[q] & live_set)
-                if e not in seen:
-                    seen[e] = len(sets)
-                    sets.append(e)
-                ends_as[q] = seen[e]
-            tables = (live, ends_as, sets)
-            self._per_live_set[live_set] = tables
-        return tables
+    def _tables(self, live_set: int) -> "_WalkTables":
+        found = self._walk_tables.get(live_set)
+        if found is None:
+            found = _WalkTables(self.lexer, self.lexer.tables(live_set), self.trie)
+            self._walk_tables[live_set] = found
+        return found
 
     def _pack(self, token_ids: np.ndarray) -> np.ndarray | None:
         """Token ids as a packed int32 mask (bit i % 32 of word i // 32), or None when empty."""
@@ -106,15 +106,16 @@ class TokenIndex:
     # Compile-time work, paid once per (lexer state, live set) or (group, live set); cached.
     def _classify(self, roots: np.ndarray, root_state: int, live_set: int) -> Classification:
         """Walk the trie from `roots` level by level, expanding only nodes whose lexeme is still live."""
-        live, ends_as, sets = self._live_tables(live_set)
-        trie, trans = self.trie, self.trans
+        tables = self._tables(live_set)
+        live, ends_as, sets, trans, node_class = tables.live, tables.ends_as, tables.sets, tables.trans, tables.node_class
+        trie = self.trie
         inside = []
         boundary_nodes = []
         boundary_sets = []
         frontier = roots
         parent_state = np.full(len(frontier), root_state, dtype=np.int32)
         while len(frontier):
-            nxt = trans[parent_state, self.node_class[frontier]]
+            nxt = trans[parent_state, node_class[frontier]]
             alive = live[nxt]
             if not alive.all():
                 ends = ends_as[parent_state[~alive]]
@@ -159,10 +160,9 @@ class TokenIndex:
 
     def at_state(self, q: int, live_set: int) -> Classification:
         """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""
-        if q != START:
-            # Only terminals still live at q matter from here on.
-            live_set &= self.lexer.live[q]
-        key = (q, live_set)
+        # From a state inside a lexeme only the terminals still live there matter, so the
+        # entry is keyed by their own DFA states and shared by every candidate set.
+        key = (live_set, START) if q == START else self._tables(live_set).tables.keys[q]
         found = self._roots.get(key)
         if found is None:
             found = self._classify(self.first_nodes, q, live_set)

@@ -1,19 +1,20 @@
 """The contextual, greedy lexer, fused with the Earley parser: the reference semantics.
 
 State is a pair `(node, q)`: the parser node before the current lexeme, and the
-combined-DFA state of the lexeme read so far (`START` when none is in progress).
-The terminals live at a lexeme are `node.allowed | ignore`; the DFA is shared
-by every such set and restricted by bitmask, so no per-set DFA is built.
+DFA state of the lexeme read so far (`START` when none is in progress). The
+candidates for a lexeme are `node.allowed | ignore`; the lexer runs the product
+DFA of exactly those terminals (`LexerTables`, built lazily per candidate set
+from per-terminal DFAs, and cached), so `q` is a state of that set's DFA.
 
-* A byte that keeps some live terminal alive extends the lexeme (greedy).
-* A byte that cannot extend it commits the lexeme: of the terminals it matches,
+* A byte that keeps some candidate alive extends the lexeme (greedy).
+* A byte that cannot extend it commits the lexeme: of the candidates it matches,
   the highest-priority ones are handed to the parser together (keyword and
   identifier both, when tied); the byte then starts the next lexeme.
 * At end of input the pending lexeme is committed and the parser must accept.
 * `%ignore` terminals are dropped after matching unless the parser can use the
-  lexeme; a lazy terminal's DFA rows end at its first match.
+  lexeme; a lazy terminal's DFA ends at its first match.
 
-`Grammar.accepts`, the matcher's reference path and the token index all use
+`Grammar.accepts`, the matcher, the reference path and the token index all use
 these functions, so they share one definition of the language.
 """
 
@@ -26,68 +27,100 @@ import numpy as np
 from pda.errors import GrammarError
 from pda.grammar.ir import GrammarIR
 from pda.parser.earley import Node, iter_bits
-from pda.regex import LexerDFA
+from pda.regex.dfa import LexerDFA
+from pda.regex.product import combine, terminal_dfa
 
 START = 0
 
 
-def _bitmask_rows(matrix: np.ndarray) -> list[int]:
-    """Each row of a bool matrix as a Python int bitmask (column j → bit j)."""
-    n, m = matrix.shape
-    if m == 0:
-        return [0] * n
-    packed = np.packbits(matrix, axis=1, bitorder="little")
-    return [int.from_bytes(row.tobytes(), "little") for row in packed]
+def _bitmask_rows(matrix: np.ndarray, columns: list[int]) -> list[int]:
+    """Each row of a bool matrix as a Python int with bit `columns[i]` for column i."""
+    out = [0] * matrix.shape[0]
+    for i, j in enumerate(columns):
+        bit = 1 << j
+        for q in np.flatnonzero(matrix[:, i]).tolist():
+            out[q] |= bit
+    return out
 
 
-class Lexer:
-    """The grammar's combined DFA, in the form the byte-level driver needs."""
+class LexerTables:
+    """The DFA of one candidate set, in the forms the byte loop and the token index need.
 
-    def __init__(self, ir: GrammarIR, dfa: LexerDFA) -> None:
-        trans = np.asarray(dfa.trans)
-        accept = np.asarray(dfa.accept, dtype=bool)
-        live = np.asarray(dfa.live, dtype=bool)
-        if dfa.start != START:
-            raise GrammarError("lexer DFA must start in state 0")
-        # The start state must mean "no lexeme yet": if a lexeme can return to it,
-        # split it off into a copy that only the empty lexeme occupies.
+    `accept[q]`/`live[q]` are bitmasks over the grammar's terminal indices;
+    `key(q)` names q's future independently of the candidate set (the states of
+    the terminals still live at q), so index entries can be shared across sets.
+    """
+
+    __slots__ = ("candidates", "n_states", "trans", "byte_class", "rows", "cls", "accept", "live", "keys")
+
+    def __init__(self, candidates: int, dfa: LexerDFA, components: np.ndarray, columns: list[int]) -> None:
+        trans = np.asarray(dfa.trans, dtype=np.int32)
+        accept, live = np.asarray(dfa.accept, bool), np.asarray(dfa.live, bool)
+        # START must mean "no lexeme yet": if a lexeme can return to it, give it a copy.
         if (trans == START).any():
             copy = trans.shape[0]
-            trans = np.where(trans == START, copy, trans)
-            trans = np.vstack([trans, trans[START : START + 1]])
+            trans = np.vstack([np.where(trans == START, copy, trans), trans[START : START + 1]])
             accept = np.vstack([accept, accept[START : START + 1]])
             live = np.vstack([live, live[START : START + 1]])
+            components = np.vstack([components, components[START : START + 1]])
+        self.candidates = candidates
         self.n_states = trans.shape[0]
-        self.dead = dfa.dead
-        self.trans = trans.astype(np.int32)
+        self.trans = trans
         self.byte_class = np.asarray(dfa.byte_class, dtype=np.int32)
         self.rows: list[list[int]] = trans.tolist()
         self.cls: list[int] = self.byte_class.tolist()
-        self.accept_np = accept
-        self.live_np = live
-        self.accept: list[int] = _bitmask_rows(accept)
-        self.live: list[int] = _bitmask_rows(live)
+        self.accept = _bitmask_rows(accept, columns)
+        self.live = _bitmask_rows(live, columns)
+        self.keys: list[tuple] = []
+        for q in range(self.n_states):
+            alive = np.flatnonzero(live[q])
+            self.keys.append(tuple(zip([columns[i] for i in alive], components[q, alive].tolist())))
+
+
+class Lexer:
+    """The grammar's terminals, their DFAs, priorities and ignore set; candidate-set tables on demand."""
+
+    def __init__(self, ir: GrammarIR) -> None:
         self.names = [t.name for t in ir.terminals]
         self.priority = [t.priority for t in ir.terminals]
+        self.dfas = [terminal_dfa(t) for t in ir.terminals]
         index = {t.name: i for i, t in enumerate(ir.terminals)}
         self.ignore = 0
         for name in ir.ignore:
             if name not in index:
                 raise GrammarError(f"%ignore names an unknown terminal {name!r}")
             self.ignore |= 1 << index[name]
-        if accept[START].any():
-            names = [self.names[j] for j in np.flatnonzero(accept[START])]
+        empty = [t.name for t, d in zip(ir.terminals, self.dfas) if d.accept[d.start].any()]
+        if empty:
             raise GrammarError(
-                "terminals that match the empty string cannot be lexed: " + ", ".join(names),
-                terminal=names[0],
+                "terminals that match the empty string cannot be lexed: " + ", ".join(empty), terminal=empty[0]
             )
-        self._best: dict[int, int] = {}
         digest = hashlib.sha256()
-        for array in (self.trans, self.byte_class, accept, live):
-            digest.update(np.ascontiguousarray(array).tobytes())
+        for d in self.dfas:
+            for array in (d.trans, d.byte_class, d.accept, d.live):
+                digest.update(np.ascontiguousarray(array).tobytes())
         digest.update(repr((self.priority, self.ignore)).encode())
-        # Identifies the state numbering: caches keyed by lexer state must include it.
+        # Identifies every state numbering: caches keyed by lexer states must include it.
         self.content_hash = digest.hexdigest()
+        self._tables: dict[int, LexerTables] = {}
+        self._best: dict[int, int] = {}
+
+    def tables(self, candidates: int) -> LexerTables:
+        """The DFA of a candidate set (built once per set)."""
+        found = self._tables.get(candidates)
+        if found is None:
+            columns = list(iter_bits(candidates))
+            if columns:
+                dfa, components = combine([self.dfas[j] for j in columns], [self.names[j] for j in columns])
+            else:  # nothing can be lexed: one state that every byte leaves for a dead one
+                dfa = LexerDFA(
+                    n_states=2, start=START, dead=1, byte_class=np.zeros(256, np.int32),
+                    trans=np.ones((2, 1), np.int32), accept=np.zeros((2, 0), bool), live=np.zeros((2, 0), bool),
+                )
+                components = np.zeros((2, 0), np.int64)
+            found = LexerTables(candidates, dfa, components, columns)
+            self._tables[candidates] = found
+        return found
 
     def best(self, matched: int) -> int:
         """The highest-priority terminals among `matched` (a bitmask)."""
@@ -101,16 +134,11 @@ class Lexer:
             self._best[matched] = best
         return best
 
-    def lexeme_terminals(self, node: Node, q: int) -> int:
-        """The terminal set a pending lexeme in state `q` commits as (0 if it cannot end)."""
-        matched = self.accept[q] & (node.allowed | self.ignore)
-        return self.best(matched) if matched else 0
-
     def commit(self, node: Node, q: int) -> Node | None:
         """The parser node after the pending lexeme in state `q` ends; None if it cannot."""
         if q == START:
             return node
-        matched = self.accept[q] & (node.allowed | self.ignore)
+        matched = self.tables(node.allowed | self.ignore).accept[q]
         if not matched:
             return None
         terminals = self.best(matched)
@@ -120,12 +148,12 @@ class Lexer:
 
     def scan(self, node: Node, q: int, data: bytes) -> tuple[Node, int, int]:
         """Feed bytes until one is rejected: (node, q, bytes consumed) — the state before that byte."""
-        rows, cls, live, ignore = self.rows, self.cls, self.live, self.ignore
-        candidates = node.allowed | ignore
+        ignore = self.ignore
+        tables = self.tables(node.allowed | ignore)
+        rows, cls, live = tables.rows, tables.cls, tables.live
         for offset, byte in enumerate(data):
-            c = cls[byte]
-            q2 = rows[q][c]
-            if live[q2] & candidates:
+            q2 = rows[q][cls[byte]]
+            if live[q2]:
                 q = q2
                 continue
             if q == START:
@@ -133,11 +161,12 @@ class Lexer:
             after = self.commit(node, q)
             if after is None:
                 return node, q, offset
-            q2 = rows[START][c]
-            after_candidates = after.allowed | ignore
-            if not live[q2] & after_candidates:
+            tables = self.tables(after.allowed | ignore)
+            q2 = tables.rows[START][tables.cls[byte]]
+            if not tables.live[q2]:
                 return node, q, offset
-            node, q, candidates = after, q2, after_candidates
+            node, q = after, q2
+            rows, cls, live = tables.rows, tables.cls, tables.live
         return node, q, len(data)
 
     def feed(self, node: Node, q: int, data: bytes) -> tuple[Node, int] | None:
@@ -153,4 +182,3 @@ class Lexer:
         """Whether the text may end here: the pending lexeme commits and the parser accepts."""
         end = self.commit(node, q)
         return end is not None and end.accepting
-

@@ -41,8 +41,14 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) ->
     return dfa
 
 
-def combine(dfas: Sequence[LexerDFA], names: Sequence[str], *, max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
-    """The product of one-terminal DFAs: column j of accept/live is `dfas[j]`'s terminal."""
+def combine(
+    dfas: Sequence[LexerDFA], names: Sequence[str], *, max_states: int = DEFAULT_MAX_DFA_STATES
+) -> tuple[LexerDFA, np.ndarray]:
+    """The product of one-terminal DFAs: column j of accept/live is `dfas[j]`'s terminal.
+
+    Also returns, per product state, one vector of the terminals' own states that it
+    stands for (`components[s, j]`, a state of `dfas[j]`).
+    """
     n_terms = len(dfas)
     # Global byte classes: bytes that every terminal's DFA treats alike.
     local = np.stack([d.byte_class for d in dfas], axis=1) if n_terms else np.zeros((256, 1), np.int32)
@@ -106,10 +112,14 @@ def combine(dfas: Sequence[LexerDFA], names: Sequence[str], *, max_states: int =
     trans = np.stack(rows)
     accept = acc_table[states] if n_terms else np.zeros((len(states), 0), bool)
     live = live_table[states] if n_terms else np.zeros((len(states), 0), bool)
-    return _minimise(trans, accept, live, byte_class, tuple(names))
+    dfa, reps = _minimise(trans, accept, live, byte_class, tuple(names))
+    components = states[reps] - offsets[:-1] if n_terms else np.zeros((len(reps), 0), np.int64)
+    return dfa, components
 
 
-def _minimise(trans: np.ndarray, accept: np.ndarray, live: np.ndarray, byte_class: np.ndarray, names) -> LexerDFA:
+def _minimise(
+    trans: np.ndarray, accept: np.ndarray, live: np.ndarray, byte_class: np.ndarray, names
+) -> tuple[LexerDFA, np.ndarray]:
     """Moore's refinement from the accept rows; renumber so the start is 0 and dead is last."""
     n = len(trans)
     _, _, block = unique_rows(np.packbits(accept, axis=1))
@@ -134,7 +144,7 @@ def _minimise(trans: np.ndarray, accept: np.ndarray, live: np.ndarray, byte_clas
     dead = int(new_id[block[0]])
     reps = np.array(firsts)
     out = new_id[block[trans[reps]]].astype(np.int32)
-    return LexerDFA(
+    dfa = LexerDFA(
         n_states=len(firsts),
         start=0,
         dead=dead,
@@ -144,6 +154,7 @@ def _minimise(trans: np.ndarray, accept: np.ndarray, live: np.ndarray, byte_clas
         live=live[reps],
         names=names,
     )
+    return dfa, reps
 
 
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -158,15 +169,3 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             return rows[first], first, inverse.reshape(-1)
     keys, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
     return keys, first, inverse.reshape(-1)
-
-
-def build_grammar_dfa(terminals: Sequence[TerminalDef], *, max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
-    """The lexer DFA of a grammar's terminals: per-terminal DFAs, then their product (both cached)."""
-    key = hashlib.sha256(repr([(t.name, t.pattern, t.flags, t.lazy) for t in terminals]).encode()).hexdigest()[:32]
-    path = cache.cache_path("lexer", key)
-    dfa = cache.load(path)
-    if not isinstance(dfa, LexerDFA):
-        dfas = [terminal_dfa(t, max_states=max_states) for t in terminals]
-        dfa = combine(dfas, [t.name for t in terminals], max_states=max_states)
-        cache.store(path, dfa)
-    return dfa
