@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import pda
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from json_schema_coverage import recogniser  # noqa: E402
@@ -129,8 +131,9 @@ def test_decimal_ranges_match_re(lo: int, hi: int | None) -> None:
 def test_regex_and_choices() -> None:
     accepts = recogniser(er.regex_to_lark(r"[a-c]+/\d"))
     assert accepts("ab/1") and not accepts("ab/")
-    accepts = recogniser(er.choices_to_lark(["a", "a b", "x\n", "[]"]))
-    assert accepts("a b") and accepts("x\n") and accepts("[]") and not accepts("b")
+    choices = pda.Grammar.from_choices(["a", "a b", "x\n", "[]"])
+    assert choices.accepts("a b") and choices.accepts("x\n") and choices.accepts("[]")
+    assert not choices.accepts("b") and not choices.accepts("")
 
 
 def _corpus_sample(k: int) -> list[dict]:

@@ -594,20 +594,3 @@ def regex_to_lark(pattern: str) -> str:
     except re.error as exc:
         raise RegexError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
     return f"start: REGEX\nREGEX: {_lark_regex(pattern)}\n"
-
-
-def choices_to_lark(strings: list[str] | tuple[str, ...]) -> str:
-    """A Lark grammar whose language is exactly the given strings (one terminal per choice)."""
-    choices = list(dict.fromkeys(strings))
-    if not choices:
-        raise RegexError("choices: the list of strings is empty")
-    if "" in choices:
-        lines = ["start: choice?"] if len(choices) > 1 else []
-        if not lines:
-            raise RegexError("choices: only the empty string; a grammar needs a non-empty terminal")
-        choices.remove("")
-    else:
-        lines = ["start: choice"]
-    lines.append("choice: " + "\n      | ".join(f"CHOICE_{k}" for k in range(len(choices))))
-    lines += [f"CHOICE_{k}: {_lark_regex(''.join(_py_char(ord(c)) for c in s))}" for k, s in enumerate(choices)]
-    return "\n".join(lines) + "\n"

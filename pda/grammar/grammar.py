@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from pda.errors import GrammarError
-from pda.grammar.ir import GrammarIR
+from pda.grammar.ir import GrammarIR, Rule, TerminalDef
 from pda.grammar.lark_frontend import lark_to_ir
 
 SHIPPED_GRAMMARS = Path(__file__).resolve().parent.parent.parent / "grammars"
@@ -61,16 +62,28 @@ class Grammar:
     @classmethod
     def from_regex(cls, pattern: str) -> "Grammar":
         """Text that fully matches a regular expression (Python `re` syntax)."""
-        from pda.grammar.json_schema import regex_to_lark
+        from pda.grammar.ecma_regex import regex_to_lark
 
         return cls(lark_to_ir(regex_to_lark(pattern), source="<regex>"))
 
     @classmethod
     def from_choices(cls, choices: list[str]) -> "Grammar":
-        """Exactly one of the given strings."""
-        from pda.grammar.json_schema import choices_to_lark
+        """Exactly one of the given strings.
 
-        return cls(lark_to_ir(choices_to_lark(list(choices)), source="<choices>"))
+        The choices become one terminal, an alternation of literals, which the
+        finite-set engine (`pda.trie`) compiles directly to a trie DFA; the IR is
+        built here rather than through Lark's loader, which is slow for 100k values.
+        """
+        values = list(dict.fromkeys(choices))
+        words = [v for v in values if v]
+        if not words:
+            raise GrammarError("from_choices needs at least one non-empty string")
+        pattern = "(?:" + "|".join(re.escape(w) for w in sorted(words)) + ")"
+        rules = [Rule("start", ("CHOICE",))] + ([Rule("start", ())] if "" in values else [])
+        ir = GrammarIR(
+            terminals=(TerminalDef("CHOICE", pattern),), rules=tuple(rules), start="start", source="<choices>"
+        )
+        return cls(ir)
 
     @classmethod
     def load(cls, spec: str, *, start: str | None = None) -> "Grammar":
@@ -118,8 +131,6 @@ class Grammar:
 
 def _default_start(text: str) -> str:
     """`start` if the grammar defines it, else the first rule defined (like `file_input` grammars)."""
-    import re
-
     if re.search(r"^\s*[?!]?start\b", text, re.MULTILINE):
         return "start"
     match = re.search(r"^\s*[?!]?([a-z_][a-z_0-9]*)\s*(?:\{[^}]*\})?\s*(?:\.\s*-?\d+\s*)?:", text, re.MULTILINE)

@@ -162,7 +162,7 @@ class TokenIndex:
         """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""
         # From a state inside a lexeme only the terminals still live there matter, so the
         # entry is keyed by their own DFA states and shared by every candidate set.
-        key = (live_set, START) if q == START else self._tables(live_set).tables.keys[q]
+        key = (live_set, START) if q == START else self.lexer.tables(live_set).key(q)
         found = self._roots.get(key)
         if found is None:
             found = self._classify(self.first_nodes, q, live_set)

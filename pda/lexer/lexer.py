@@ -51,7 +51,10 @@ class LexerTables:
     the terminals still live at q), so index entries can be shared across sets.
     """
 
-    __slots__ = ("candidates", "n_states", "trans", "byte_class", "rows", "cls", "accept", "live", "keys")
+    __slots__ = (
+        "candidates", "n_states", "trans", "byte_class", "rows", "cls", "accept", "live",
+        "_live", "_components", "_columns", "_keys",
+    )
 
     def __init__(self, candidates: int, dfa: LexerDFA, components: np.ndarray, columns: list[int]) -> None:
         trans = np.asarray(dfa.trans, dtype=np.int32)
@@ -71,10 +74,17 @@ class LexerTables:
         self.cls: list[int] = self.byte_class.tolist()
         self.accept = _bitmask_rows(accept, columns)
         self.live = _bitmask_rows(live, columns)
-        self.keys: list[tuple] = []
-        for q in range(self.n_states):
-            alive = np.flatnonzero(live[q])
-            self.keys.append(tuple(zip([columns[i] for i in alive], components[q, alive].tolist())))
+        self._live, self._components, self._columns = live, components, columns
+        self._keys: dict[int, tuple] = {}
+
+    def key(self, q: int) -> tuple:
+        """The terminals live at q with their own DFA states (computed on demand)."""
+        found = self._keys.get(q)
+        if found is None:
+            alive = np.flatnonzero(self._live[q])
+            found = tuple(zip([self._columns[i] for i in alive], self._components[q, alive].tolist()))
+            self._keys[q] = found
+        return found
 
 
 class Lexer:

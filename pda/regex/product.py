@@ -50,6 +50,8 @@ def combine(
     stands for (`components[s, j]`, a state of `dfas[j]`).
     """
     n_terms = len(dfas)
+    if n_terms == 1:  # one terminal's DFA is already minimal
+        return dfas[0], np.arange(dfas[0].n_states, dtype=np.int64)[:, None]
     # Global byte classes: bytes that every terminal's DFA treats alike.
     local = np.stack([d.byte_class for d in dfas], axis=1) if n_terms else np.zeros((256, 1), np.int32)
     _, first, byte_class = np.unique(local, axis=0, return_index=True, return_inverse=True)

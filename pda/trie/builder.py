@@ -24,7 +24,6 @@ import numpy as np
 from pda.errors import LimitExceeded
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 
-_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
