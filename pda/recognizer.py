@@ -72,7 +72,11 @@ class Recognizer:
         names = self.tables.names_of
         if q == START:
             return names(node.allowed)
-        live = lexer.tables(node.allowed | lexer.ignore).live[q] & node.allowed
+        tables = lexer.tables(node.allowed | lexer.ignore)
+        growing = 0  # terminals the pending lexeme could still grow into
+        for c in set(tables.cls):
+            growing |= tables.live[tables.rows[q][c]]
+        live = growing & node.allowed
         after = lexer.commit(node, q)
         more = after.allowed if after is not None else 0
         return names(live | more)
