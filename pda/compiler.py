@@ -9,6 +9,7 @@ every matcher that reaches it.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import weakref
@@ -27,6 +28,7 @@ from pda.vocab import Vocabulary
 _tries: "weakref.WeakKeyDictionary[Vocabulary, TokenTrie]" = weakref.WeakKeyDictionary()
 _compiled: dict[tuple[str, str, int], "CompiledGrammar"] = {}
 _lock = threading.Lock()
+_ids = itertools.count()
 
 
 DEFAULT_WARMUP_SECONDS = 1.0
@@ -73,6 +75,7 @@ class CompiledGrammar:
         eos_mask[self.eos_ids] = True
         self.eos_mask = np.packbits(eos_mask, bitorder="little").view(np.int32)
         self._masks: dict[bytes, np.ndarray] = {}
+        self._id = next(_ids)
         self._snapshot_path = (
             cache.cache_path("index", self.lexer.content_hash[:24], grammar.ir.content_hash[:24], vocab.content_hash[:24], str(self.mask_words))
             if disk_cache
@@ -142,12 +145,13 @@ class CompiledGrammar:
 
     def text_mask(self, node: Node, q: int) -> np.ndarray:
         """Packed mask of the text tokens allowed at (node, q); EOS not included. Memoised."""
-        mask = node.cache.get(q)
+        key = (self._id, q)  # parser nodes are shared by every vocabulary a grammar is compiled for
+        mask = node.cache.get(key)
         if mask is None:
             mask = self._compute_mask(node, q)
             # Equal masks are stored once: many states share a mask.
             mask = self._masks.setdefault(mask.tobytes(), mask)
-            node.cache[q] = mask
+            node.cache[key] = mask
         return mask
 
     # Hot path on a cache miss: OR precomputed classifications; only boundary groups touch the parser.

@@ -123,3 +123,13 @@ def test_limit_exceeded_is_sticky_not_a_crash(vocab: pda.Vocabulary) -> None:
     assert m.allowed_token_ids().tolist() == [EOS]
     m.reset()
     assert m.error is None and m.accept_token(a)
+
+
+def test_one_grammar_compiled_for_two_vocabularies_keeps_masks_apart(vocab: pda.Vocabulary) -> None:
+    grammar = pda.Grammar.load(str(GRAMMARS / "json.lark"))
+    other = pda.Vocabulary.from_tokens([b"1", b"[", b"]", b",", None], eos_ids=[4])
+    first = pda.Matcher(pda.compile(grammar, vocab, mask_width=64))
+    second = pda.Matcher(pda.compile(grammar, other))
+    assert first.allowed_token_ids().tolist() != second.allowed_token_ids().tolist()
+    assert second.allowed_token_ids().tolist() == [0, 1]
+    assert ids(b"[")[0] in first.allowed_token_ids()

@@ -261,3 +261,62 @@ def test_literal_terminals_agree_with_ast(literal_grammar: pda.Grammar, literal:
     if literal in KNOWN_LITERAL_DIFFERENCES:
         expected = not expected
     assert literal_grammar.accepts(literal) == expected, literal
+
+
+def eos_biased_tiny_model():
+    """The tiny random Qwen2 with its EOS logit raised by 8, so that most runs end by EOS
+    (where the grammar allows it) within a few dozen tokens; otherwise a random model."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from pda.models import load_tiny_qwen2
+
+    model, tokenizer = load_tiny_qwen2()
+
+    class EosBiased(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+            self.config = model.config
+            bias = torch.zeros(model.config.vocab_size)
+            bias[tokenizer.eos_token_id] = 8.0
+            self.register_buffer("bias", bias)
+
+        def get_output_embeddings(self):
+            return self.inner.get_output_embeddings()
+
+        def forward(self, input_ids, cache=None, use_cache=True, logits_to_keep=0):
+            out = self.inner(input_ids=input_ids, cache=cache, use_cache=use_cache, logits_to_keep=logits_to_keep)
+            out.logits = out.logits + self.bias
+            return out
+
+    return EosBiased(), tokenizer
+
+
+def generated_programs(parser: pda.Grammar, seeds: range, max_new_tokens: int) -> tuple[int, list[str]]:
+    """Sample one program per seed; every run that ends by EOS must pass ast.parse."""
+    from pda.generation import generate  # pda.generate is not re-exported yet
+
+    model, tokenizer = eos_biased_tiny_model()
+    terminated, failures = 0, []
+    for seed in seeds:
+        result = generate(model, tokenizer, parser, "# Python\n", seed=seed, max_new_tokens=max_new_tokens)
+        if result.terminated:
+            terminated += 1
+            if not python_accepts(result.text):
+                failures.append(result.text)
+        else:
+            assert parser.accepts_prefix(result.text), result.text
+    return terminated, failures
+
+
+def test_generated_programs_parse(parser: pda.Grammar) -> None:
+    terminated, failures = generated_programs(parser, range(6), 32)
+    assert failures == []
+    assert terminated >= 1
+
+
+@pytest.mark.slow
+def test_hundred_generated_programs_parse(parser: pda.Grammar) -> None:
+    terminated, failures = generated_programs(parser, range(1000, 1160), 48)
+    assert failures == []
+    assert terminated >= 100
