@@ -56,7 +56,8 @@ def python_workload(n_docs: int) -> Workload:
     folder = _corpus("python", "valid")
     files = _spread(list(folder.rglob("*.py")), n_docs)
     docs = [Document(str(p.relative_to(folder)), p.read_text(encoding="utf-8")) for p in files]
-    text = (REPO_ROOT / "grammars" / "python.lark").read_text(encoding="utf-8")
+    # every engine's Lark loader starts at `start`
+    text = "start: file_input\n" + (REPO_ROOT / "grammars" / "python.lark").read_text(encoding="utf-8")
     return Workload(
         name="python",
         grammar=GrammarSpec(kind="lark", lark=text, lark_origin="grammars/python.lark"),
@@ -78,7 +79,7 @@ def lua_workload(n_docs: int) -> Workload:
         except UnicodeDecodeError:
             text = data.decode("latin-1")
         docs.append(Document(p.name, text))
-    text = (REPO_ROOT / "grammars" / "lua.lark").read_text(encoding="utf-8")
+    text = "start: chunk\n" + (REPO_ROOT / "grammars" / "lua.lark").read_text(encoding="utf-8")
     return Workload(
         name="lua",
         grammar=GrammarSpec(kind="lark", lark=text, lark_origin="grammars/lua.lark"),

@@ -263,8 +263,12 @@ def _terminal_strings(grammar: pda.Grammar, choices: RandomChoices) -> list[str]
 
 
 def _sentences(grammar: pda.Grammar, choices: RandomChoices) -> list[str]:
-    """A few sentences (greedy lexing can make the language empty: then none)."""
-    sampler = GrammarSampler(grammar, max_lexemes=8, tries=10, verify=grammar.accepts)
+    """A few sentences (greedy lexing can make the language empty: then none).
+
+    The depth is kept small: the lexeme budget does not bound nullable branching
+    recursion (`r: "a"? | r r+ r`), whose derivations grow exponentially with depth.
+    """
+    sampler = GrammarSampler(grammar, max_depth=8, max_lexemes=8, tries=10, verify=grammar.accepts)
     out = []
     for _ in range(3):
         try:

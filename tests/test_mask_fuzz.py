@@ -22,7 +22,7 @@ from fuzz.random_grammars import random_grammar
 from pda.compiler import CompiledGrammar
 from pda.errors import GrammarError
 from pda.reference import random_walk_states
-from pda.testing.sampler import ReferenceRecognizer
+from pda.testing.sampler import GrammarSampler, RandomChoices, ReferenceRecognizer
 
 
 @pytest.fixture(autouse=True)
@@ -223,3 +223,18 @@ def test_reference_recognizer_reads_lazy_terminals_exactly() -> None:
     reference = ReferenceRecognizer(grammar.ir)
     for text in ["cb", "cb ", "cba", "cbba ", "c"]:
         assert reference.accepts(text) == grammar.accepts(text), text
+
+
+@pytest.mark.timeout(30)
+def test_sampler_terminates_on_nullable_branching_recursion() -> None:
+    """Found by the fuzzer (seed 1, case 603 hung in `GrammarSampler.derive`).
+
+    `r1 r1+ r1` has least length 0 (r1 is nullable), so the lexeme budget never
+    rules it out and only the depth budget (40 by default) stops it: a derivation
+    tree with up to 3^40 nodes. Sampling this grammar does not finish.
+    """
+    grammar = pda.Grammar.from_lark('start: r1+\nr1: "a"? | r1 r1+ r1\n')
+    sampler = GrammarSampler(grammar)
+    choices = RandomChoices(0)
+    for _ in range(20):
+        assert set(sampler.sample(choices)) <= {"a"}
