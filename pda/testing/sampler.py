@@ -95,6 +95,36 @@ def _is_scalar(cp: int) -> bool:
     return 0 <= cp <= 0x10FFFF and not 0xD800 <= cp <= 0xDFFF
 
 
+def greedy_form(pattern: str) -> str:
+    """The pattern with every lazy quantifier made greedy (`*?` → `*`, `{1,3}?` → `{1,3}`)."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+        if in_class:
+            in_class = c != "]"
+            continue
+        if c == "[":
+            in_class = True
+            for lead in ("^", "]"):  # `[]...]` and `[^]...]` start with a literal ]
+                if pattern.startswith(lead, i):
+                    out.append(lead)
+                    i += 1
+            continue
+        quantifier = c in "*+" or (c == "?" and len(out) > 1 and out[-2] != "(") or (
+            c == "}" and regex.search(r"\{\d*(,\d*)?\}$", "".join(out)) is not None
+        )
+        if quantifier and pattern.startswith("?", i):
+            i += 1  # the lazy marker
+    return "".join(out)
+
+
 class TerminalGenerator:
     """Random strings of one terminal: generated from the regex parse tree, then
     checked with `fullmatch` (which also enforces look-arounds and anchors the
@@ -106,6 +136,9 @@ class TerminalGenerator:
         try:
             self.tree = sre_parse.parse(term.pattern, self.flags)
             self.regex = regex.compile(term.pattern, self.flags)
+            # `regex`'s partial matching is wrong for lazy quantifiers; the greedy form has
+            # the same language, so prefix viability is asked of it.
+            self.viable = regex.compile(greedy_form(term.pattern), self.flags)
         except (re.error, regex.error) as exc:
             raise GrammarError(f"cannot parse pattern /{term.pattern}/: {exc}", terminal=term.name) from None
         self._class_cache: dict[int, tuple[list[str], list[tuple[int, int]]]] = {}
@@ -372,7 +405,7 @@ class ReferenceRecognizer:
     def _reach(self, name: str, text: str, pos: int) -> int:
         """The end of the longest prefix of text[pos:] that `name` could still extend to a match."""
         gen = self.gens[name]
-        pattern = gen.regex
+        pattern = gen.viable
         low, high = pos, len(text) if gen.max_width is None else min(len(text), pos + gen.max_width)
         if pattern.fullmatch(text, pos, pos + 1, partial=True) is None:
             return pos  # most candidates die on the first character
@@ -384,7 +417,7 @@ class ReferenceRecognizer:
                 high = mid - 1
         if self.gens[name].term.lazy:
             for end in range(pos + 1, low + 1):
-                if pattern.fullmatch(text, pos, end) is not None:
+                if gen.regex.fullmatch(text, pos, end) is not None:
                     return end
         return low
 
@@ -493,6 +526,9 @@ class GrammarSampler:
         out: list[str] = []
         pending = shape.length[self.ir.start]  # least lexemes still owed by the stack
         stack: list[tuple[str, int]] = [(self.ir.start, 0)]
+        # Rules that derive nothing (`r: r r+ r` with a nullable r) owe no lexemes, so the
+        # length budget cannot stop them: past this many expansions only least-height rules are used.
+        expansions_left = 20 * (self.max_depth + self.max_lexemes)
         while stack:
             symbol, depth = stack.pop()
             if symbol in self.gens:
@@ -501,11 +537,12 @@ class GrammarSampler:
                 continue
             rules = [i for i in shape.rules_of[symbol] if shape.rule_height[i] != float("inf")]
             base = len(out) + pending - shape.length[symbol]
+            expansions_left -= 1
             feasible = [
                 i
                 for i in rules
                 if depth + shape.rule_height[i] <= depth_budget and base + shape.rule_length[i] <= length_budget
-            ]
+            ] if expansions_left > 0 else []
             if not feasible:  # least height strictly decreases: always terminates
                 least = min(shape.rule_height[i] for i in rules)
                 feasible = [i for i in rules if shape.rule_height[i] == least]
