@@ -54,11 +54,17 @@ class _WalkTables:
 
     __slots__ = ("tables", "trans", "node_class", "live", "ends_as", "sets")
 
-    def __init__(self, lexer: Lexer, tables: LexerTables, trie: TokenTrie) -> None:
+    def __init__(self, lexer: Lexer, tables: LexerTables, trie: TokenTrie, shared: dict) -> None:
         n = tables.n_states
         self.tables = tables
-        self.trans = np.vstack([tables.trans, np.full((1, tables.trans.shape[1]), n, dtype=np.int32)])
-        self.node_class = tables.byte_class.astype(np.uint8 if tables.trans.shape[1] <= 256 else np.int32)[trie.byte]
+        # Views of one DFA share its transition table and byte classes.
+        arrays = shared.get(id(tables.trans))
+        if arrays is None:
+            trans = np.vstack([tables.trans, np.full((1, tables.trans.shape[1]), n, dtype=np.int32)])
+            node_class = tables.byte_class.astype(np.uint8 if tables.trans.shape[1] <= 256 else np.int32)[trie.byte]
+            arrays = (tables.trans, trans, node_class)
+            shared[id(tables.trans)] = arrays
+        _, self.trans, self.node_class = arrays
         self.live = np.array([bool(x) for x in tables.live] + [False])
         self.ends_as = np.full(n + 1, -1, dtype=np.int32)
         self.sets: list[int] = []
@@ -82,12 +88,13 @@ class TokenIndex:
         self.first_nodes = trie.child_ids[trie.child_ptr[0] : trie.child_ptr[1]]
         self._suffixes: dict[tuple[bytes, int], Classification] = {}
         self._walk_tables: dict[int, _WalkTables] = {}
+        self._shared: dict[int, tuple] = {}
         self._roots: dict[tuple, Classification] = {}
 
     def _tables(self, live_set: int) -> "_WalkTables":
         found = self._walk_tables.get(live_set)
         if found is None:
-            found = _WalkTables(self.lexer, self.lexer.tables(live_set), self.trie)
+            found = _WalkTables(self.lexer, self.lexer.tables(live_set), self.trie, self._shared)
             self._walk_tables[live_set] = found
         return found
 

@@ -24,13 +24,15 @@ import hashlib
 
 import numpy as np
 
-from pda.errors import GrammarError
+from pda.errors import GrammarError, LimitExceeded
 from pda.grammar.ir import GrammarIR
 from pda.parser.earley import Node, iter_bits
 from pda.regex.dfa import LexerDFA
 from pda.regex.product import combine, terminal_dfa
 
 START = 0
+# Above this size the all-terminal DFA is not built; each candidate set gets its own.
+ALL_TERMINALS_MAX_STATES = 20_000
 
 
 def _bitmask_rows(matrix: np.ndarray, columns: list[int]) -> list[int]:
@@ -77,10 +79,29 @@ class LexerTables:
         self._live, self._components, self._columns = live, components, columns
         self._keys: dict[int, tuple] = {}
 
+    def restrict(self, candidates: int) -> "LexerTables":
+        """This DFA (built for all terminals) seen through a smaller candidate set: shared arrays."""
+        view = LexerTables.__new__(LexerTables)
+        view.candidates = candidates
+        view.n_states, view.trans, view.byte_class, view.rows, view.cls = (
+            self.n_states, self.trans, self.byte_class, self.rows, self.cls
+        )
+        view.accept = [a & candidates for a in self.accept]
+        view.live = [x & candidates for x in self.live]
+        view._live = view._components = view._columns = None
+        view._keys = {}
+        return view
+
     def key(self, q: int) -> tuple:
-        """The terminals live at q with their own DFA states (computed on demand)."""
+        """The terminals live at q with their own DFA states (computed on demand).
+
+        For a view of the all-terminal DFA, the state itself with its live terminals.
+        """
         found = self._keys.get(q)
-        if found is None:
+        if found is None and self._live is None:
+            found = ("all", q, self.live[q])
+            self._keys[q] = found
+        elif found is None:
             alive = np.flatnonzero(self._live[q])
             found = tuple(zip([self._columns[i] for i in alive], self._components[q, alive].tolist()))
             self._keys[q] = found
@@ -114,11 +135,24 @@ class Lexer:
         self.content_hash = digest.hexdigest()
         self._tables: dict[int, LexerTables] = {}
         self._best: dict[int, int] = {}
+        # One DFA for all terminals, viewed through each candidate set, when it is small;
+        # otherwise (many overlapping terminals, e.g. JSON Schema strings) one DFA per set.
+        self._all: LexerTables | None = None
+        everything = (1 << len(self.dfas)) - 1
+        try:
+            dfa, components = combine(self.dfas, self.names, max_states=ALL_TERMINALS_MAX_STATES)
+        except LimitExceeded:
+            pass
+        else:
+            self._all = LexerTables(everything, dfa, components, list(range(len(self.dfas))))
 
     def tables(self, candidates: int) -> LexerTables:
         """The DFA of a candidate set (built once per set)."""
         found = self._tables.get(candidates)
-        if found is None:
+        if found is None and self._all is not None:
+            found = self._all.restrict(candidates)
+            self._tables[candidates] = found
+        elif found is None:
             columns = list(iter_bits(candidates))
             if columns:
                 dfa, components = combine([self.dfas[j] for j in columns], [self.names[j] for j in columns])
