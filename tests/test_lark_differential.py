@@ -7,6 +7,8 @@ intended differences are tested explicitly at the end.
 
 from __future__ import annotations
 
+import re
+
 import lark
 import pytest
 
@@ -14,39 +16,56 @@ import pda
 from pda.testing.sampler import GrammarSampler, RandomChoices
 from tests.conftest import CORPUS, GRAMMARS
 
+# grammar -> (path, samples in the default run); `--long` runs 2,000 each.
+def _flags(letters) -> int:
+    return sum({"i": re.I, "s": re.S, "m": re.M, "x": re.X, "u": re.U}[f] for f in letters)
+
+
 CASES = {
-    "json": GRAMMARS / "json.lark",
-    "outlines_json": CORPUS / "grammars" / "outlines" / "json.lark",
-    "outlines_arithmetic": CORPUS / "grammars" / "outlines" / "arithmetic.lark",
+    "json": (GRAMMARS / "json.lark", 150),
+    "outlines_json": (CORPUS / "grammars" / "outlines" / "json.lark", 150),
+    "outlines_arithmetic": (CORPUS / "grammars" / "outlines" / "arithmetic.lark", 150),
+    "sql_to_ibis": (CORPUS / "grammars" / "sql_to_ibis" / "sql.lark", 25),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_sentences_and_near_misses_agree_with_lark(name: str, request) -> None:
-    path = CASES[name]
+    path, short = CASES[name]
     if not path.exists():
         pytest.skip(f"grammar not available: {path}")
     grammar = pda.Grammar.load(str(path))
     reference = lark.Lark(path.read_text(), parser="lalr", lexer="contextual", start=grammar.ir.start,
                           import_paths=[str(path.parent)])
 
+    identifiers = [re.compile(t.pattern.to_regexp(), _flags(t.pattern.flags))
+                   for t in reference.terminals if t.pattern.type == "re"]
+    literals = {t.name for t in reference.terminals if t.pattern.type == "str"}
+    keyword_ties = []
+
     def lark_accepts(text: str) -> bool:
         try:
             reference.parse(text)
+        except lark.exceptions.UnexpectedToken as exc:
+            # Lark made a keyword of a word that an identifier terminal also matches;
+            # pda hands both to the parser (docs/semantics.md): an intended difference.
+            if exc.token.type in literals and any(r.fullmatch(exc.token.value) for r in identifiers):
+                keyword_ties.append(text)
+            return False
         except lark.exceptions.LarkError:
             return False
         return True
 
     sampler = GrammarSampler(grammar)
     choices = RandomChoices(2024)
-    n = 2000 if request.config.getoption("--long") else 150
+    n = 2000 if request.config.getoption("--long") else short
     disagreements = []
     accepted = 0
     for _ in range(n):
         for text in (sampler.sample(choices), sampler.near_miss(choices)):
             verdict = grammar.accepts(text)
             accepted += verdict
-            if verdict != lark_accepts(text):
+            if verdict != lark_accepts(text) and not (verdict and text in keyword_ties):
                 disagreements.append(text)
     assert disagreements == []
     assert accepted >= n  # every sample, and some near-misses, are sentences
