@@ -99,26 +99,15 @@ class Matcher:
             return True
         if token_id >= vocab.size or vocab.tokens[token_id] is None:
             raise TokenRejected(f"token {vocab.describe(token_id) if token_id < vocab.size else token_id} is a special or unused id, never part of the text")
-        if self._terminated or self.error is not None:
-            return False
-        data = vocab.tokens[token_id]
-        node, q = self._history[-1]
-        try:
-            nxt = self.compiled.lexer.feed(node, q, data) if data else None
-        except LimitExceeded as exc:
-            self.error = exc
-            return False
-        if nxt is None:
-            return False
-        self._history.append(nxt)
-        self._tokens.append(token_id)
-        return True
+        return self._advance(vocab.tokens[token_id], token_id)
 
     def accept_bytes(self, data: bytes | str) -> bool:
         """Advance by raw text (e.g. forced bytes) as one step; False (unchanged) if not viable."""
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        if self._terminated or self.error is not None:
+        return self._advance(data.encode("utf-8") if isinstance(data, str) else data, -1)
+
+    def _advance(self, data: bytes, token_id: int) -> bool:
+        """Feed a step's bytes; on success record it (as `token_id`, -1 for raw bytes)."""
+        if self._terminated or self.error is not None or not data:
             return False
         node, q = self._history[-1]
         try:
@@ -129,7 +118,7 @@ class Matcher:
         if nxt is None:
             return False
         self._history.append(nxt)
-        self._tokens.append(-1)
+        self._tokens.append(token_id)
         return True
 
     # --- masks ------------------------------------------------------------------------
