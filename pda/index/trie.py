@@ -13,6 +13,49 @@ import numpy as np
 from pda.vocab import Vocabulary
 
 
+def sorted_trie(strings: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The trie of sorted byte strings in preorder, built with numpy: (parent, byte, depth, end node).
+
+    Node 0 is the root; string k creates the nodes for its bytes past the prefix it
+    shares with string k - 1, so ids are preorder and subtrees are contiguous. A
+    duplicate string ends at its twin's node.
+    """
+    n = len(strings)
+    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=n)
+    width = int(lengths.max(initial=0))
+    flat = np.frombuffer(b"".join(strings), dtype=np.uint8)
+    starts = np.cumsum(lengths) - lengths
+    # lcp[k]: bytes string k shares with string k - 1.
+    lcp = np.zeros(n, dtype=np.int64)
+    if n > 1 and width:
+        matrix = np.full((n, width), -1, dtype=np.int16)  # padding never equals a byte
+        matrix[np.repeat(np.arange(n), lengths), np.arange(len(flat)) - np.repeat(starts, lengths)] = flat
+        differ = matrix[1:] != matrix[:-1]
+        first = np.where(differ.any(axis=1), differ.argmax(axis=1), width)
+        lcp[1:] = np.minimum(first, np.minimum(lengths[1:], lengths[:-1]))
+    created = lengths - lcp
+    total = int(created.sum())
+    owner = np.repeat(np.arange(n), created)
+    depth = np.arange(total) - np.repeat(np.cumsum(created) - created, created) + np.repeat(lcp, created) + 1
+    node_ids = np.arange(1, total + 1)
+    # A node's parent is the latest node created at depth - 1 before it (preorder), or the root.
+    parent = np.zeros(total, dtype=np.int64)
+    if total:
+        order = np.argsort(depth, kind="stable")
+        bounds = np.searchsorted(depth[order], np.arange(1, width + 2))
+        for d in range(2, width + 1):
+            here = order[bounds[d - 1] : bounds[d]]
+            above = node_ids[order[bounds[d - 2] : bounds[d - 1]]]
+            parent[here] = above[np.searchsorted(above, node_ids[here]) - 1]
+    end_node = np.maximum.accumulate(np.where(created > 0, np.cumsum(created), 0)) if n else lengths
+    return (
+        np.concatenate(([0], parent)),
+        np.concatenate(([0], flat[starts[owner] + depth - 1])).astype(np.uint8),
+        np.concatenate(([0], depth)),
+        end_node,
+    )
+
+
 class TokenTrie:
     """Trie nodes (root = 0) with parent, byte, depth, subtree end; tokens sorted by bytes."""
 
@@ -20,43 +63,12 @@ class TokenTrie:
         ids = [i for i, tok in enumerate(vocab.tokens) if tok]
         ids.sort(key=vocab.tokens.__getitem__)
         toks = [vocab.tokens[i] for i in ids]
-        n = len(toks)
-        lengths = np.fromiter(map(len, toks), dtype=np.int64, count=n)
-        width = int(lengths.max(initial=1))
-        # Byte matrix, padded with -1 so that padding never equals a real byte.
-        flat = np.frombuffer(b"".join(toks), dtype=np.uint8).astype(np.int16)
-        matrix = np.full((n, width), -1, dtype=np.int16)
-        rows = np.repeat(np.arange(n), lengths)
-        cols = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        matrix[rows, cols] = flat
-        # lcp[k]: bytes token k shares with token k - 1; it creates nodes at depths lcp+1..len.
-        lcp = np.zeros(n, dtype=np.int64)
-        if n > 1:
-            differ = matrix[1:] != matrix[:-1]
-            first = np.where(differ.any(axis=1), differ.argmax(axis=1), width)
-            lcp[1:] = np.minimum(first, np.minimum(lengths[1:], lengths[:-1]))
-        created = lengths - lcp
-        total = int(created.sum())
-        owner = np.repeat(np.arange(n), created)
-        depth = np.arange(total) - np.repeat(np.cumsum(created) - created, created) + np.repeat(lcp, created) + 1
-        node_ids = np.arange(1, total + 1)
-        # A node's parent is the latest node created at depth - 1 before it (preorder), or the root.
-        parent = np.zeros(total, dtype=np.int64)
-        order = np.argsort(depth, kind="stable")
-        bounds = np.searchsorted(depth[order], np.arange(1, width + 2))
-        for d in range(2, width + 1):
-            here = order[bounds[d - 1] : bounds[d]]
-            above = node_ids[order[bounds[d - 2] : bounds[d - 1]]]
-            parent[here] = above[np.searchsorted(above, node_ids[here]) - 1]
-        self.n_nodes = total + 1
-        self.parent = np.concatenate(([0], parent)).astype(np.int32)
-        self.byte = np.concatenate(([0], matrix[owner, depth - 1])).astype(np.uint8)
-        self.depth = np.concatenate(([0], depth)).astype(np.int32)
+        parent, byte, depth, end_node = sorted_trie(toks)
+        self.n_nodes = len(parent)
+        self.parent = parent.astype(np.int32)
+        self.byte = byte
+        self.depth = depth.astype(np.int32)
         self.token_ids = np.asarray(ids, dtype=np.int64)
-        # A token's end node is the last node it created; a duplicate reuses the previous token's.
-        last_created = np.cumsum(created)
-        end_node = np.where(created > 0, last_created, 0)
-        end_node = np.maximum.accumulate(end_node)
         self.token_end = end_node.astype(np.int32)
         # end[n]: one past the last node of n's subtree (preorder ids are contiguous per subtree).
         end = np.arange(1, self.n_nodes + 1, dtype=np.int32)

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from pda.errors import LimitExceeded
+from pda.index.trie import sorted_trie
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 
 
@@ -35,41 +36,11 @@ class LiteralTrie:
     """The trie of a sorted, duplicate-free list of byte strings (root = node 0)."""
 
     def __init__(self, strings: list[bytes]) -> None:
-        n = len(strings)
-        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=n)
-        width = int(lengths.max(initial=0))
-        flat = np.frombuffer(b"".join(strings), dtype=np.uint8)
-        starts = np.cumsum(lengths) - lengths
-        # lcp[k]: bytes string k shares with string k - 1 (strings are sorted, distinct).
-        lcp = np.zeros(n, dtype=np.int64)
-        if n > 1 and width:
-            matrix = np.full((n, width), -1, dtype=np.int16)
-            rows = np.repeat(np.arange(n), lengths)
-            matrix[rows, np.arange(len(flat)) - np.repeat(starts, lengths)] = flat
-            differ = matrix[1:] != matrix[:-1]
-            first = np.where(differ.any(axis=1), differ.argmax(axis=1), width)
-            lcp[1:] = np.minimum(first, np.minimum(lengths[1:], lengths[:-1]))
-        created = lengths - lcp
-        total = int(created.sum())
-        owner = np.repeat(np.arange(n), created)
-        depth = np.arange(total) - np.repeat(np.cumsum(created) - created, created) + np.repeat(lcp, created) + 1
-        node_ids = np.arange(1, total + 1)
-        # A node's parent is the latest node created at depth - 1 before it (preorder), or the root.
-        parent = np.zeros(total, dtype=np.int64)
-        if total:
-            order = np.argsort(depth, kind="stable")
-            bounds = np.searchsorted(depth[order], np.arange(1, width + 2))
-            for d in range(2, width + 1):
-                here = order[bounds[d - 1] : bounds[d]]
-                above = node_ids[order[bounds[d - 2] : bounds[d - 1]]]
-                parent[here] = above[np.searchsorted(above, node_ids[here]) - 1]
-        self.n_nodes = total + 1
-        self.parent = np.concatenate(([0], parent))
-        self.byte = np.concatenate(([0], flat[starts[owner] + depth - 1])).astype(np.uint8)
-        self.depth = np.concatenate(([0], depth))
-        # The node where each string ends: the last node it created (the root for b"").
+        parent, byte, depth, end_node = sorted_trie(strings)
+        self.n_nodes = len(parent)
+        self.parent, self.byte, self.depth = parent, byte, depth
         self.accept = np.zeros(self.n_nodes, dtype=bool)
-        self.accept[np.where(created > 0, np.cumsum(created), 0)] = True
+        self.accept[end_node] = True  # the empty string ends at the root
 
     def heights(self) -> np.ndarray:
         """Longest path from each node down to a leaf (a leaf has height 0)."""
