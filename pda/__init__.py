@@ -12,6 +12,17 @@ from pda.grammar.grammar import Grammar
 from pda.matcher import Matcher
 from pda.vocab import Vocabulary
 
+
+
+def __getattr__(name: str):
+    """`pda.generate` loads the generation loop (and torch) only when used."""
+    if name == "generate":
+        from pda.generation import generate
+
+        return generate
+    raise AttributeError(f"module 'pda' has no attribute {name!r}")
+
+
 __all__ = [
     "CompiledGrammar",
     "Grammar",
@@ -25,4 +36,5 @@ __all__ = [
     "Vocabulary",
     "__version__",
     "compile",
+    "generate",
 ]
