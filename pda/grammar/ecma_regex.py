@@ -30,6 +30,7 @@ import re._parser as P
 from dataclasses import dataclass
 
 from pda.errors import RegexError
+from pda.regex.charset import merge_ranges
 
 MAX_CP = 0x10FFFF
 Ranges = tuple[tuple[int, int], ...]
@@ -49,15 +50,8 @@ ANY: Ranges = ((0, MAX_CP),)
 # --------------------------------------------------------------------------- ranges
 
 
-def normalize(ranges: list[tuple[int, int]] | Ranges) -> Ranges:
-    """Sort and merge overlapping or adjacent code-point ranges."""
-    out: list[list[int]] = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return tuple((lo, hi) for lo, hi in out)
+# ECMA ranges keep the surrogates (patterns may name them); merging is the regex layer's.
+normalize = merge_ranges
 
 
 def complement(ranges: Ranges) -> Ranges:

@@ -28,16 +28,21 @@ EMPTY: CharSet = ()
 ALL: CharSet = ((0, SURROGATES[0] - 1), (SURROGATES[1] + 1, MAX_CP))
 
 
-def normalise(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> CharSet:
-    """Sort, merge overlapping/adjacent ranges and cut out the surrogates."""
+def merge_ranges(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """Sort and merge overlapping or adjacent code-point ranges."""
     out: list[list[int]] = []
     for lo, hi in sorted(ranges):
         if out and lo <= out[-1][1] + 1:
             out[-1][1] = max(out[-1][1], hi)
         else:
             out.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in out)
+
+
+def normalise(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> CharSet:
+    """Sort, merge overlapping/adjacent ranges and cut out the surrogates."""
     cut: list[tuple[int, int]] = []
-    for lo, hi in out:
+    for lo, hi in merge_ranges(ranges):
         if hi < SURROGATES[0] or lo > SURROGATES[1]:
             cut.append((lo, hi))
             continue
