@@ -32,10 +32,21 @@ class Grammar:
 
     @classmethod
     def from_lark(
-        cls, text: str, *, start: str = "start", import_paths: tuple[str, ...] = (), source: str = "<lark>"
+        cls,
+        text: str,
+        *,
+        start: str = "start",
+        import_paths: tuple[str, ...] = (),
+        source: str = "<lark>",
+        lexer: str | None = None,
     ) -> "Grammar":
-        """Lark EBNF (`%import common.*`, templates, priorities: everything Lark loads)."""
-        return cls(lark_to_ir(text, start=start, import_paths=import_paths, source=source))
+        """Lark EBNF (`%import common.*`, templates, priorities: everything Lark loads).
+
+        `lexer="basic"` cuts lexemes by all terminals, as a conventional tokenizer
+        does, instead of by those the parser expects (docs/semantics.md); a
+        `// pda: lexer=basic` line in the text does the same.
+        """
+        return cls(lark_to_ir(text, start=start, import_paths=import_paths, source=source, lexer=lexer))
 
     @classmethod
     def from_gbnf(cls, text: str, *, source: str = "<gbnf>") -> "Grammar":
@@ -86,7 +97,7 @@ class Grammar:
         return cls(ir)
 
     @classmethod
-    def load(cls, spec: str, *, start: str | None = None) -> "Grammar":
+    def load(cls, spec: str, *, start: str | None = None, lexer: str | None = None) -> "Grammar":
         """A grammar from a path (`.lark`, `.gbnf`, `.json` schema) or a shipped grammar's name."""
         path = Path(spec)
         if not path.exists():
@@ -105,7 +116,7 @@ class Grammar:
             except json.JSONDecodeError as exc:
                 raise GrammarError(f"{path}: not valid JSON: {exc}") from None
             return cls.from_json_schema(schema)
-        return cls.from_lark(text, start=start or _default_start(text), source=str(path))
+        return cls.from_lark(text, start=start or _default_start(text), source=str(path), lexer=lexer)
 
     # --- recognition ------------------------------------------------------------------
 

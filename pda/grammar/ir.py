@@ -74,21 +74,34 @@ class Rule:
     alias: str | None = None
 
 
+# How lexeme boundaries are decided (docs/semantics.md, "Lexer modes").
+CONTEXTUAL = "contextual"  # by the terminals the parser can accept next (default)
+BASIC = "basic"  # by all of the grammar's terminals, as a conventional tokenizer does
+LEXER_MODES = (CONTEXTUAL, BASIC)
+
+
 @dataclass(frozen=True)
 class GrammarIR:
-    """A whole grammar: terminals, rules, one start symbol, ignored terminals."""
+    """A whole grammar: terminals, rules, one start symbol, ignored terminals, a lexer mode.
+
+    Under the basic lexer mode, terminals that no rule uses still take part in
+    lexing: text they match best is refused (a tokenizer's error tokens).
+    """
 
     terminals: tuple[TerminalDef, ...]
     rules: tuple[Rule, ...]
     start: str
     ignore: tuple[str, ...] = ()
     indent: IndentConfig | None = None
+    lexer: str = CONTEXTUAL
     source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.terminals]
         if len(set(names)) != len(names):
             raise ValueError("duplicate terminal names in grammar IR")
+        if self.lexer not in LEXER_MODES:
+            raise ValueError(f"unknown lexer mode {self.lexer!r} (expected one of {', '.join(LEXER_MODES)})")
 
     @cached_property
     def terminal_names(self) -> frozenset[str]:
@@ -109,6 +122,7 @@ class GrammarIR:
             "start": self.start,
             "ignore": sorted(self.ignore),
             "indent": None if self.indent is None else repr(self.indent),
+            "lexer": self.lexer,
         }
         blob = json.dumps(doc, sort_keys=True, ensure_ascii=False).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()

@@ -17,10 +17,24 @@ from lark.load_grammar import load_grammar
 from lark.lexer import PatternStr
 
 from pda.errors import GrammarError
-from pda.grammar.ir import NEVER, GrammarIR, IndentConfig, Rule, TerminalDef
+from pda.grammar.ir import BASIC, CONTEXTUAL, LEXER_MODES, NEVER, GrammarIR, IndentConfig, Rule, TerminalDef
 from pda.regex import has_lazy_quantifier
 
 _TERMINAL_DEF = re.compile(r"^\s*([A-Z_][A-Z_0-9]*)\s*(?:\.\s*-?\d+\s*)?:", re.MULTILINE)
+# A grammar file picks its lexer mode with a comment line Lark itself ignores.
+_LEXER_DIRECTIVE = re.compile(r"^\s*//\s*pda:\s*lexer\s*=\s*(\S+)\s*$", re.MULTILINE)
+
+
+def lexer_directive(text: str, source: str = "<grammar>") -> str | None:
+    """The mode named by a `// pda: lexer=MODE` line, if the grammar has one."""
+    modes = {m.group(1) for m in _LEXER_DIRECTIVE.finditer(text)}
+    if not modes:
+        return None
+    if len(modes) > 1 or not modes <= set(LEXER_MODES):
+        raise GrammarError(
+            f"{source}: '// pda: lexer=' names {', '.join(sorted(modes))}; expected one of {', '.join(LEXER_MODES)}"
+        )
+    return modes.pop()
 
 
 def _definition_lines(text: str) -> dict[str, int]:
@@ -38,6 +52,7 @@ def lark_to_ir(
     import_paths: Sequence[str] = (),
     source: str = "<grammar>",
     indent: IndentConfig | None = None,
+    lexer: str | None = None,
 ) -> GrammarIR:
     """Load Lark grammar text and return its IR.
 
@@ -46,13 +61,21 @@ def lark_to_ir(
     `%declare`s `_INDENT` and `_DEDENT` and defines `_NEWLINE` opts in to
     Python-style indentation (`pda.lexer.indent`); `indent` overrides the names
     and widths.
+
+    `lexer` is the lexer mode (`"contextual"` or `"basic"`); by default the
+    grammar's `// pda: lexer=MODE` line, else contextual. Under the basic mode
+    the terminals defined in this text are kept even if no rule uses them.
     """
+    mode = lexer or lexer_directive(text, source) or CONTEXTUAL
+    if mode not in LEXER_MODES:
+        raise GrammarError(f"{source}: unknown lexer mode {mode!r}; expected one of {', '.join(LEXER_MODES)}")
+    lines = _definition_lines(text)
     paths = list(import_paths)
     if os.path.sep in source or os.path.exists(source):
         paths.insert(0, os.path.dirname(os.path.abspath(source)))
     try:
         grammar, _ = load_grammar(text, source, paths, False)
-        terminals, rules, ignore = grammar.compile([start], set())
+        terminals, rules, ignore = grammar.compile([start], set(lines) if mode == BASIC else set())
     except LarkError as exc:
         line = getattr(exc, "line", None)
         column = getattr(exc, "column", None)
@@ -61,7 +84,6 @@ def lark_to_ir(
     except (KeyError, ValueError, TypeError, AssertionError) as exc:
         raise GrammarError(f"{source}: cannot load Lark grammar: {exc!r}") from None
 
-    lines = _definition_lines(text)
     defs = []
     for term in terminals:
         pattern = term.pattern
@@ -102,8 +124,9 @@ def lark_to_ir(
         start=start,
         ignore=tuple(ignore),
         indent=indent,
+        lexer=mode,
         source=source,
     )
 
 
-__all__ = ["lark_to_ir"]
+__all__ = ["lark_to_ir", "lexer_directive"]

@@ -52,7 +52,7 @@ class BoundaryGroup:
 class _WalkTables:
     """A candidate set's DFA as arrays for the walk: a stop state, liveness, lexeme ends."""
 
-    __slots__ = ("tables", "trans", "node_class", "live", "ends_as", "sets")
+    __slots__ = ("tables", "trans", "node_class", "live", "stops", "ends_as", "sets")
 
     def __init__(self, lexer: Lexer, tables: LexerTables, trie: TokenTrie, shared: dict) -> None:
         n = tables.n_states
@@ -66,6 +66,8 @@ class _WalkTables:
             shared[id(tables.trans)] = arrays
         _, self.trans, self.node_class = arrays
         self.live = np.array([bool(x) for x in tables.live] + [False])
+        # Where the lexeme cannot grow: only there may it end (basic mode: not merely "not live").
+        self.stops = ~np.array([bool(x) for x in tables.extends] + [False])
         self.ends_as = np.full(n + 1, -1, dtype=np.int32)
         self.sets: list[int] = []
         seen: dict[int, int] = {}
@@ -114,7 +116,8 @@ class TokenIndex:
     def _classify(self, roots: np.ndarray, root_state: int, live_set: int) -> Classification:
         """Walk the trie from `roots` level by level, expanding only nodes whose lexeme is still live."""
         tables = self._tables(live_set)
-        live, ends_as, sets, trans, node_class = tables.live, tables.ends_as, tables.sets, tables.trans, tables.node_class
+        live, stops, ends_as, sets = tables.live, tables.stops, tables.ends_as, tables.sets
+        trans, node_class = tables.trans, tables.node_class
         trie = self.trie
         inside = []
         boundary_nodes = []
@@ -125,7 +128,7 @@ class TokenIndex:
             nxt = trans[parent_state, node_class[frontier]]
             alive = live[nxt]
             if not alive.all():
-                ends = ends_as[parent_state[~alive]]
+                ends = np.where(stops[nxt[~alive]], ends_as[parent_state[~alive]], -1)
                 ok = ends >= 0
                 if ok.any():
                     boundary_nodes.append(frontier[~alive][ok])

@@ -14,6 +14,15 @@ from per-terminal DFAs, and cached), so `q` is a state of that set's DFA.
 * `%ignore` terminals are dropped after matching unless the parser can use the
   lexeme; a lazy terminal's DFA ends at its first match.
 
+Under the basic lexer mode (`GrammarIR.lexer == "basic"`) the lexeme is cut and
+typed by all of the grammar's terminals, not just the candidates: a byte that
+some terminal can take extends it, and at its end its type is the top-priority
+terminals among all that match it; the parser gets those that are candidates,
+and the text is refused when there are none. A lexeme in progress stays live
+only while it can still end typed as a candidate, so refusal comes as early as
+it can. Both modes run the same loop over `LexerTables`; they differ only in
+the tables' `accept`/`live` rows and `extends` (see `LexerTables.basic`).
+
 `Grammar.accepts`, the matcher, the reference path and the token index all use
 these functions, so they share one definition of the language.
 """
@@ -25,9 +34,9 @@ import hashlib
 import numpy as np
 
 from pda.errors import GrammarError, LimitExceeded
-from pda.grammar.ir import GrammarIR
+from pda.grammar.ir import BASIC, GrammarIR
 from pda.parser.earley import Node, iter_bits
-from pda.regex.dfa import LexerDFA
+from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.product import combine, terminal_dfa
 
 START = 0
@@ -49,12 +58,15 @@ class LexerTables:
     """The DFA of one candidate set, in the forms the byte loop and the token index need.
 
     `accept[q]`/`live[q]` are bitmasks over the grammar's terminal indices;
+    `extends[q]` says whether a lexeme may grow into q at all: where it does
+    but q is not `live`, the text is refused rather than the lexeme ended
+    (only in the basic mode; contextually `extends` is `live`).
     `key(q)` names q's future independently of the candidate set (the states of
     the terminals still live at q), so index entries can be shared across sets.
     """
 
     __slots__ = (
-        "candidates", "n_states", "trans", "byte_class", "rows", "cls", "accept", "live",
+        "candidates", "n_states", "trans", "byte_class", "rows", "cls", "accept", "live", "extends",
         "_live", "_components", "_columns", "_keys",
     )
 
@@ -76,8 +88,46 @@ class LexerTables:
         self.cls: list[int] = self.byte_class.tolist()
         self.accept = _bitmask_rows(accept, columns)
         self.live = _bitmask_rows(live, columns)
+        self.extends = self.live
         self._live, self._components, self._columns = live, components, columns
         self._keys: dict[int, tuple] = {}
+
+    def basic(self, priority: list[int]) -> "LexerTables":
+        """These all-terminal tables under the basic mode: rows typed by all terminals.
+
+        `accept[q]` keeps only the top-priority terminals matching at q, and
+        `live[q]` holds the terminals that some continuation from q ends as, so
+        a view restricted to candidates is live exactly while the lexeme can
+        still end typed as a candidate. `extends` is plain liveness.
+        """
+        n, n_terms = self.n_states, len(priority)
+        width = (n_terms + 7) // 8
+        packed = np.frombuffer(b"".join(a.to_bytes(width, "little") for a in self.accept), dtype=np.uint8)
+        accept = np.unpackbits(packed.reshape(n, width), axis=1, bitorder="little")[:, :n_terms].astype(bool)
+        ranks = np.asarray(priority, dtype=np.int64)
+        top = np.where(accept, ranks, np.iinfo(np.int64).min).max(axis=1, initial=np.iinfo(np.int64).min)
+        typed = accept & (ranks[None, :] == top[:, None])
+        # Ends reachable from each state: a fixpoint over the transition graph, packed 8 terminals a byte.
+        reach = np.packbits(typed, axis=1, bitorder="little")
+        classes = np.unique(self.byte_class)
+        while True:
+            grown = reach.copy()
+            for c in classes:
+                grown |= reach[self.trans[:, c]]
+            if np.array_equal(grown, reach):
+                break
+            reach = grown
+        view = LexerTables.__new__(LexerTables)
+        view.candidates = self.candidates
+        view.n_states, view.trans, view.byte_class, view.rows, view.cls = (
+            self.n_states, self.trans, self.byte_class, self.rows, self.cls
+        )
+        view.accept = _bitmask_rows(typed, list(range(n_terms)))
+        view.live = [int.from_bytes(row.tobytes(), "little") for row in reach]
+        view.extends = [bool(x) for x in self.live]
+        view._live = view._components = view._columns = None
+        view._keys = {}
+        return view
 
     def restrict(self, candidates: int) -> "LexerTables":
         """This DFA (built for all terminals) seen through a smaller candidate set: shared arrays."""
@@ -88,6 +138,7 @@ class LexerTables:
         )
         view.accept = [a & candidates for a in self.accept]
         view.live = [x & candidates for x in self.live]
+        view.extends = view.live if self.extends is self.live else self.extends
         view._live = view._components = view._columns = None
         view._keys = {}
         return view
@@ -130,21 +181,27 @@ class Lexer:
         for d in self.dfas:
             for array in (d.trans, d.byte_class, d.accept, d.live):
                 digest.update(np.ascontiguousarray(array).tobytes())
-        digest.update(repr((self.priority, self.ignore)).encode())
+        digest.update(repr((self.priority, self.ignore, ir.lexer)).encode())
         # Identifies every state numbering: caches keyed by lexer states must include it.
         self.content_hash = digest.hexdigest()
         self._tables: dict[int, LexerTables] = {}
         self._best: dict[int, int] = {}
         # One DFA for all terminals, viewed through each candidate set, when it is small;
         # otherwise (many overlapping terminals, e.g. JSON Schema strings) one DFA per set.
+        # The basic mode needs the all-terminal DFA, whatever its size.
+        self.mode = ir.lexer
         self._all: LexerTables | None = None
         everything = (1 << len(self.dfas)) - 1
+        limit = DEFAULT_MAX_DFA_STATES if self.mode == BASIC else ALL_TERMINALS_MAX_STATES
         try:
-            dfa, components = combine(self.dfas, self.names, max_states=ALL_TERMINALS_MAX_STATES)
+            dfa, components = combine(self.dfas, self.names, max_states=limit)
         except LimitExceeded:
-            pass
+            if self.mode == BASIC:
+                raise
         else:
             self._all = LexerTables(everything, dfa, components, list(range(len(self.dfas))))
+            if self.mode == BASIC:
+                self._all = self._all.basic(self.priority)
 
     def tables(self, candidates: int) -> LexerTables:
         """The DFA of a candidate set (built once per set)."""
@@ -194,13 +251,13 @@ class Lexer:
         """Feed bytes until one is rejected: (node, q, bytes consumed) — the state before that byte."""
         ignore = self.ignore
         tables = self.tables(node.allowed | ignore)
-        rows, cls, live = tables.rows, tables.cls, tables.live
+        rows, cls, live, extends = tables.rows, tables.cls, tables.live, tables.extends
         for offset, byte in enumerate(data):
             q2 = rows[q][cls[byte]]
             if live[q2]:
                 q = q2
                 continue
-            if q == START:
+            if q == START or extends[q2]:
                 return node, q, offset
             after = self.commit(node, q)
             if after is None:
@@ -210,7 +267,7 @@ class Lexer:
             if not tables.live[q2]:
                 return node, q, offset
             node, q = after, q2
-            rows, cls, live = tables.rows, tables.cls, tables.live
+            rows, cls, live, extends = tables.rows, tables.cls, tables.live, tables.extends
         return node, q, len(data)
 
     def feed(self, node: Node, q: int, data: bytes) -> tuple[Node, int] | None:

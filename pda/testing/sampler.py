@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import regex
 
 from pda.errors import GrammarError, LimitExceeded
-from pda.grammar.ir import GrammarIR, TerminalDef
+from pda.grammar.ir import BASIC, GrammarIR, TerminalDef
 
 # -- choices -------------------------------------------------------------------
 
@@ -209,7 +209,8 @@ class TerminalGenerator:
             ignorecase = bool(flags & re.IGNORECASE)
 
             def member(ch: str) -> bool:
-                forms = {ch, ch.lower(), ch.upper()} if ignorecase else {ch}
+                # Case forms that are one character (`ß`.upper() is `SS`, not a class member).
+                forms = {f for f in (ch, ch.lower(), ch.upper()) if len(f) == 1} if ignorecase else {ch}
                 hit = any(_class_item_has(op, av, f) for op, av in body for f in forms)
                 return hit != negated
 
@@ -348,7 +349,9 @@ class ReferenceRecognizer:
     lexeme extends while any candidate can still match (a lazy terminal stops
     at its first match); the candidates that match the whole lexeme, cut to the
     highest priority, are scanned together, or the lexeme is skipped if only
-    ignored terminals are among them. Works on characters, not bytes.
+    ignored terminals are among them. Under the basic lexer mode every terminal
+    takes part in cutting and typing the lexeme, and the candidates among the
+    top-priority matches are scanned (none: refused). Works on characters, not bytes.
     """
 
     def __init__(self, ir: GrammarIR, shape: GrammarShape | None = None) -> None:
@@ -357,6 +360,7 @@ class ReferenceRecognizer:
         self.gens = {t.name: TerminalGenerator(t) for t in ir.terminals}
         self.priority = {t.name: t.priority for t in ir.terminals}
         self.ignore = frozenset(ir.ignore)
+        self.basic = ir.lexer == BASIC
         self.rhs = [r.rhs for r in ir.rules]
         self.lhs = [r.lhs for r in ir.rules]
 
@@ -392,7 +396,7 @@ class ReferenceRecognizer:
 
     def lex(self, text: str, pos: int, candidates: frozenset[str] | set[str]) -> tuple[int, frozenset[str]] | None:
         """The greedy lexeme at `pos`: its end and the terminals it commits as."""
-        reach = {name: self._reach(name, text, pos) for name in candidates}
+        reach = {name: self._reach(name, text, pos) for name in (self.gens if self.basic else candidates)}
         end = max(reach.values(), default=pos)
         if end == pos:
             return None
@@ -400,7 +404,15 @@ class ReferenceRecognizer:
         if not matched:
             return None
         top = max(self.priority[n] for n in matched)
-        return end, frozenset(n for n in matched if self.priority[n] == top)
+        typed = frozenset(n for n in matched if self.priority[n] == top)
+        if self.basic:
+            typed &= frozenset(candidates)
+        return (end, typed) if typed else None
+
+    def typed_as(self, text: str, name: str) -> bool:
+        """Whether `text`, as one whole lexeme, commits as terminal `name` (when the parser wants it)."""
+        lexed = self.lex(text, 0, {name} | self.ignore)
+        return lexed is not None and lexed[0] == len(text) and name in lexed[1]
 
     def _reach(self, name: str, text: str, pos: int) -> int:
         """The end of the longest prefix of text[pos:] that `name` could still extend to a match."""
@@ -568,7 +580,7 @@ class GrammarSampler:
     def _lexemes(self, terminals: list[str], choices: Choices) -> list[Lexeme]:
         """One string per derived terminal; with an indenter, its terminals become line structure."""
         if self.indent is None:
-            return [Lexeme(t, self.gens[t].generate(choices)) for t in terminals]
+            return [Lexeme(t, self._generate(t, choices)) for t in terminals]
         config = self.indent
         unit = _INDENT_UNITS[choices.below(len(_INDENT_UNITS))]
         out: list[Lexeme] = []
@@ -588,8 +600,19 @@ class GrammarSampler:
                 last = j == len(terminals)
                 out.append(Lexeme(name, self._line_break(choices, last) + ("" if last else unit * after)))
             else:
-                out.append(Lexeme(name, self.gens[name].generate(choices)))
+                out.append(Lexeme(name, self._generate(name, choices)))
         return out
+
+    def _generate(self, name: str, choices: Choices) -> str:
+        """A string of terminal `name`; under the basic lexer mode, one the lexer also types as `name`
+        (an identifier that spells a keyword is the keyword there)."""
+        text = self.gens[name].generate(choices)
+        if self.reference.basic:
+            for _ in range(8):
+                if self.reference.typed_as(text, name):
+                    break
+                text = self.gens[name].generate(choices)
+        return text
 
     def _line_break(self, choices: Choices, last: bool) -> str:
         """Mostly a bare line break; sometimes what else the newline terminal admits before the

@@ -1,0 +1,121 @@
+"""The basic lexer mode: lexemes cut and typed by all terminals, as a conventional tokenizer does.
+
+Checked three ways: behaviour on texts where the two modes differ; agreement with
+the sampler's independent reference recogniser (which implements the mode on
+characters, with regexes); and fast masks equal to the reference path.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import pda
+from pda.errors import GrammarError
+from pda.reference import mask_mismatches, random_walk_states
+from pda.testing.sampler import GrammarSampler, RandomChoices
+from tests.conftest import GRAMMARS
+from tests.grammar_cases import ARITH, KEYWORDS, LAZY_COMMENTS
+from tests.test_masks import synthetic_vocab
+
+SQLISH = r"""
+start: (stmt ";")+
+stmt: "select"i item ("," item)* | "let" NAME "=" (NUMBER | NAME)
+item: (NAME | NUMBER) NAME?
+NAME: /[a-z_][a-z0-9_]*/i
+NUMBER: /[0-9]+(\.[0-9]+)?/
+// No rule uses it: a number glued to letters is one bad token, as in SQL scanners.
+JUNK: /[0-9]+(\.[0-9]+)?[a-z_][a-z0-9_]*/i
+%ignore /[ \t\n]+/
+"""
+
+PRIORITY = r"""
+// Keywords above identifiers: `def if` is refused, as Python's tokenizer makes `if` a keyword.
+start: ("def" NAME ";" | "if" NAME ";")+
+NAME: /[a-z]+/
+DEF.2: "def"
+IF.2: "if"
+%ignore " "
+"""
+
+
+def basic(text: str) -> pda.Grammar:
+    return pda.Grammar.from_lark(text, lexer="basic")
+
+
+@pytest.mark.parametrize(
+    ("text", "contextual", "basic_mode"),
+    [
+        ("select a;", True, True),
+        ("selecta;", True, False),  # one identifier, not `select a`
+        ("SELECT a, b; let x = 12;", True, True),
+        ("select 12a;", True, False),  # trailing junk after a number, not `12 AS a`
+        ("select 1.5e, 2;", True, False),
+        ("select 12 a;", True, True),
+        ("letx = 1;", True, False),
+        ("select select;", True, True),  # a keyword and NAME tie: the parser picks NAME
+    ],
+)
+def test_modes_differ_where_a_tokenizer_would(text: str, contextual: bool, basic_mode: bool) -> None:
+    assert pda.Grammar.from_lark(SQLISH).accepts(text) is contextual
+    assert basic(SQLISH).accepts(text) is basic_mode
+
+
+def test_refusal_comes_as_soon_as_the_lexeme_cannot_end_as_a_candidate() -> None:
+    g = basic(SQLISH)
+    assert g.accepts_prefix("sel")  # may still become `select`
+    assert not g.accepts_prefix("selx")  # can only be a NAME, which cannot start a statement
+    assert g.accepts_prefix("let x = 1")
+    assert not g.accepts_prefix("let x = 1a")
+    with pytest.raises(pda.ParseError) as err:
+        g.check("let x = 12abc;")
+    assert err.value.offset == 10
+
+
+def test_priorities_type_the_lexeme_over_all_terminals() -> None:
+    g = basic(PRIORITY)
+    assert g.accepts("def f; if g;")
+    assert not g.accepts("def if;")
+    assert pda.Grammar.from_lark(PRIORITY).accepts("def if;")  # contextually NAME is the only candidate
+
+
+def test_mode_comes_from_the_directive_and_changes_the_hash() -> None:
+    directive = "// pda: lexer=basic\n" + SQLISH
+    assert pda.Grammar.from_lark(directive).ir.lexer == "basic"
+    assert pda.Grammar.from_lark(directive, lexer="contextual").ir.lexer == "contextual"
+    assert pda.Grammar.from_lark(SQLISH).ir.content_hash != basic(SQLISH).ir.content_hash
+    # Unused terminals are kept only in the basic mode (they are its error tokens).
+    assert "JUNK" in basic(SQLISH).ir.terminal_names
+    assert "JUNK" not in pda.Grammar.from_lark(SQLISH).ir.terminal_names
+    with pytest.raises(GrammarError, match="lexer="):
+        pda.Grammar.from_lark("// pda: lexer=fancy\n" + SQLISH)
+    with pytest.raises(GrammarError, match="unknown lexer mode"):
+        pda.Grammar.from_lark(SQLISH, lexer="fancy")
+
+
+CASES = {"sqlish": SQLISH, "priority": PRIORITY, "keywords": KEYWORDS, "lazy": LAZY_COMMENTS, "arith": ARITH}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_engine_agrees_with_the_independent_reference(name: str) -> None:
+    g = basic(CASES[name])
+    sampler = GrammarSampler(g)
+    choices = RandomChoices(7)
+    texts = [sampler.sample(choices) for _ in range(60)] + [sampler.near_miss(choices) for _ in range(120)]
+    disagreements = [t for t in texts if g.accepts(t) != sampler.reference.accepts(t)]
+    assert disagreements == []
+    # The sampled sentences are sentences under the basic mode.
+    assert all(g.accepts(t) for t in texts[:60])
+
+
+@pytest.mark.parametrize("name", ["sqlish", "keywords", "lazy", "json"])
+def test_fast_masks_equal_the_reference_path(name: str) -> None:
+    text = (GRAMMARS / "json.lark").read_text() if name == "json" else CASES[name]
+    compiled = pda.compile(basic(text), synthetic_vocab())
+    rng = random.Random(99)
+    states = 0
+    while states < 400:
+        for node, q, _ in random_walk_states(compiled, rng, max_steps=40):
+            assert mask_mismatches(compiled, node, q) == [], (name, states)
+            states += 1
