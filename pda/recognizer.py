@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 
 from pda.errors import ParseError
-from pda.grammar.ir import GrammarIR
+from pda.grammar.ir import BASIC, GrammarIR
 from pda.lexer.indent import IndentedNode, Indenter, expand_ir
 from pda.lexer.lexer import START, Lexer
 from pda.parser.earley import EarleyParser, Node
@@ -103,4 +103,18 @@ class Recognizer:
         else:
             ch = data[offset : offset + 1]
             msg = f"unexpected byte {ch!r} at offset {offset}; expected {shown or 'end of text'}"
+            msg += self._basic_lexer_hint(data, offset, node, q)
         return ParseError(msg, offset=offset, expected=tuple(expected))
+
+    def _basic_lexer_hint(self, data: bytes, offset: int, node: Node, q: int) -> str:
+        """Under the basic lexer mode, say when the byte glues onto a lexeme of a type that cannot come here."""
+        lexer = self.lexer
+        if lexer.mode != BASIC:
+            return ""
+        tables = lexer.tables(node.allowed | lexer.ignore)
+        q2 = tables.rows[q][tables.cls[data[offset]]]
+        if not tables.extends[q2]:
+            return ""
+        names = self.tables.names_of(lexer.could_end_as(q2))
+        shown = " or ".join(names[:3]) + (" or ..." if len(names) > 3 else "")
+        return f" (basic lexer mode: the byte extends the lexeme, which could then only be {shown})"

@@ -71,6 +71,7 @@ def test_refusal_comes_as_soon_as_the_lexeme_cannot_end_as_a_candidate() -> None
     with pytest.raises(pda.ParseError) as err:
         g.check("let x = 12abc;")
     assert err.value.offset == 10
+    assert "could then only be JUNK" in str(err.value)
 
 
 def test_priorities_type_the_lexeme_over_all_terminals() -> None:

@@ -223,6 +223,10 @@ class Lexer:
             self._tables[candidates] = found
         return found
 
+    def could_end_as(self, q: int) -> int:
+        """Basic mode: the terminals a lexeme in state q can still end typed as, candidates or not."""
+        return self._all.live[q] if self._all is not None else 0
+
     def best(self, matched: int) -> int:
         """The highest-priority terminals among `matched` (a bitmask)."""
         best = self._best.get(matched)
