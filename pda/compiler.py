@@ -23,6 +23,7 @@ from pda.index.token_index import TokenIndex
 from pda.index.trie import TokenTrie
 from pda.lexer.lexer import START
 from pda.parser.earley import Node
+from pda.trie.lookup import FiniteSetLookup
 from pda.vocab import Vocabulary
 
 _tries: "weakref.WeakKeyDictionary[Vocabulary, TokenTrie]" = weakref.WeakKeyDictionary()
@@ -70,6 +71,7 @@ class CompiledGrammar:
         self.lexer = self.recognizer.lexer
         self.eos_ids = np.array(sorted(i for i in vocab.eos_ids if i < width), dtype=np.int64)
         self.index = TokenIndex(self.lexer, vocabulary_trie(vocab), self.mask_words)
+        self.index.finite_sets = FiniteSetLookup(self.index, grammar.ir.terminals, vocab.content_hash)
         self._empty = np.zeros(self.mask_words, dtype=np.int32)
         eos_mask = np.zeros(self.mask_words * 32, dtype=bool)
         eos_mask[self.eos_ids] = True
@@ -108,10 +110,13 @@ class CompiledGrammar:
             node = queue.popleft()
             explored += 1
             self.text_mask(node, START)
-            for q in self._lexeme_states(node.allowed | lexer.ignore):
+            live_set = node.allowed | lexer.ignore
+            lookup = self.index.finite_sets
+            for q in self._lexeme_states(live_set):
                 if time.perf_counter() >= deadline:
                     break
-                self._compute_mask(node, q)
+                if lookup is None or lookup.state_of(q, live_set) is None:  # looked-up states are cheap anyway
+                    self._compute_mask(node, q)
             for t in range(len(lexer.names)):
                 if node.allowed >> t & 1:
                     nxt = node.advance(lexer.best(1 << t))
@@ -121,23 +126,20 @@ class CompiledGrammar:
         return explored
 
     def _lexeme_states(self, live_set: int) -> list[int]:
-        """States of the candidate set's DFA reachable from the start inside one lexeme."""
+        """States of the candidate set's DFA reachable from the start inside one lexeme, nearest first."""
         tables = self.lexer.tables(live_set)
-        classes = sorted(set(tables.cls))
-        seen = {START}
-        frontier = [START]
-        while frontier:
-            nxt = []
-            for q in frontier:
-                row = tables.rows[q]
-                for c in classes:
-                    q2 = row[c]
-                    if q2 not in seen and tables.live[q2]:
-                        seen.add(q2)
-                        nxt.append(q2)
-            frontier = nxt
-        seen.discard(START)
-        return sorted(seen)
+        trans = tables.trans[:, np.unique(tables.byte_class)]
+        live = np.array([bool(x) for x in tables.live])
+        seen = np.zeros(tables.n_states, dtype=bool)
+        seen[START] = True
+        order = []
+        frontier = np.array([START])
+        while len(frontier):
+            reached = np.unique(trans[frontier].ravel())
+            frontier = reached[live[reached] & ~seen[reached]]
+            seen[frontier] = True
+            order.extend(frontier.tolist())
+        return order
 
     @property
     def root(self) -> Node:
@@ -149,8 +151,6 @@ class CompiledGrammar:
         mask = node.cache.get(key)
         if mask is None:
             mask = self._compute_mask(node, q)
-            # Equal masks are stored once: many states share a mask.
-            mask = self._masks.setdefault(mask.tobytes(), mask)
             node.cache[key] = mask
         return mask
 
@@ -159,6 +159,8 @@ class CompiledGrammar:
         lexer, index = self.lexer, self.index
         ignore = lexer.ignore
         root = index.at_state(q, node.allowed | ignore)
+        if not root.groups:  # nothing depends on the stack: the index's own mask, already shared
+            return root.inside if root.inside is not None else self._empty
         acc = root.inside.copy() if root.inside is not None else self._empty.copy()
         stack = [(node, root.groups)]
         while stack:
@@ -173,7 +175,8 @@ class CompiledGrammar:
                     np.bitwise_or(acc, sub.inside, out=acc)
                 if sub.groups:
                     stack.append((after, sub.groups))
-        return acc
+        # Equal masks are stored once: many states share a mask.
+        return self._masks.setdefault(acc.tobytes(), acc)
 
     def can_end(self, node: Node, q: int) -> bool:
         key = ("end", q)

@@ -17,10 +17,15 @@ the stack. All walks are vectorised level by level over the vocabulary trie.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from pda.index.trie import TokenTrie, concat_ranges
 from pda.lexer.lexer import START, Lexer, LexerTables
+
+if TYPE_CHECKING:
+    from pda.trie.lookup import FiniteSetLookup
 
 
 class Classification:
@@ -92,6 +97,8 @@ class TokenIndex:
         self._walk_tables: dict[int, _WalkTables] = {}
         self._shared: dict[int, tuple] = {}
         self._roots: dict[tuple, Classification] = {}
+        # Issue 9: states inside a finite-set lexeme are looked up, not walked (set by pda.compile).
+        self.finite_sets: FiniteSetLookup | None = None
 
     def _tables(self, live_set: int) -> "_WalkTables":
         found = self._walk_tables.get(live_set)
@@ -175,7 +182,10 @@ class TokenIndex:
         key = (live_set, START) if q == START else self.lexer.tables(live_set).key(q)
         found = self._roots.get(key)
         if found is None:
-            found = self._classify(self.first_nodes, q, live_set)
+            if self.finite_sets is not None:
+                found = self.finite_sets.at_state(q, live_set)
+            if found is None:
+                found = self._classify(self.first_nodes, q, live_set)
             self._roots[key] = found
         return found
 

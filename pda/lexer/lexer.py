@@ -42,6 +42,10 @@ from pda.regex.product import combine, terminal_dfa
 START = 0
 # Above this size the all-terminal DFA is not built; each candidate set gets its own.
 ALL_TERMINALS_MAX_STATES = 20_000
+# DFAs up to this size keep their rows as Python lists (fastest for the byte loop);
+# bigger ones (a 100,000-value enum) stay numpy, which costs the loop little and
+# spares compile time and the garbage collector a list per state.
+ROWS_AS_LISTS_MAX_STATES = 50_000
 
 
 def _bitmask_rows(matrix: np.ndarray, columns: list[int]) -> list[int]:
@@ -84,7 +88,7 @@ class LexerTables:
         self.n_states = trans.shape[0]
         self.trans = trans
         self.byte_class = np.asarray(dfa.byte_class, dtype=np.int32)
-        self.rows: list[list[int]] = trans.tolist()
+        self.rows: list[list[int]] | np.ndarray = trans.tolist() if trans.shape[0] <= ROWS_AS_LISTS_MAX_STATES else trans
         self.cls: list[int] = self.byte_class.tolist()
         self.accept = _bitmask_rows(accept, columns)
         self.live = _bitmask_rows(live, columns)
@@ -194,6 +198,8 @@ class Lexer:
         everything = (1 << len(self.dfas)) - 1
         limit = DEFAULT_MAX_DFA_STATES if self.mode == BASIC else ALL_TERMINALS_MAX_STATES
         try:
+            if max((d.n_states for d in self.dfas), default=0) > limit:
+                raise LimitExceeded(f"a terminal's DFA alone has more than {limit} states")
             dfa, components = combine(self.dfas, self.names, max_states=limit)
         except LimitExceeded:
             if self.mode == BASIC:

@@ -4,7 +4,12 @@
 terminal's pattern is a pure alternation of literals (Lark `"a" | "b" | ...`),
 its minimal DFA is built directly from the sorted strings (`build_literal_dfa`)
 instead of through regex → NFA → subset construction. The language is exactly
-the regex path's. See docs/finite_set.md.
+the regex path's.
+
+`pda.trie.join` joins such a DFA's states with the vocabulary trie, and
+`pda.trie.lookup` answers the token index from that table (`pda.compile` wires
+it in). They are not imported here: they import the token index, which imports
+this package through the lexer. See docs/finite_set.md.
 """
 
 from __future__ import annotations

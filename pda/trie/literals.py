@@ -13,6 +13,7 @@ of megabytes (100,000 values).
 
 from __future__ import annotations
 
+import functools
 import re
 
 # One lexical item of a literal alternation: a run of plain characters, an
@@ -29,6 +30,14 @@ def literal_alternatives(pattern: str, flags: str = "") -> list[str] | None:
     None means the pattern is not recognised as a pure alternation of literals (or a
     flag such as `i` or `x` changes the meaning of its characters).
     """
+    found = _scan(pattern, flags)
+    return None if found is None else list(found)
+
+
+# The DFA builder and the token index's lookup both ask about the same terminals; a
+# 100,000-value pattern takes ~0.1 s to scan, and a str caches its own hash.
+@functools.lru_cache(maxsize=32)
+def _scan(pattern: str, flags: str) -> tuple[str, ...] | None:
     if not set(flags) <= _NEUTRAL_FLAGS:
         return None
     out: list[str] = []
@@ -68,4 +77,4 @@ def literal_alternatives(pattern: str, flags: str = "") -> list[str] | None:
         return None
     if not expect_bar_or_close:
         out.append("".join(current))
-    return out
+    return tuple(out)

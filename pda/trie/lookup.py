@@ -1,0 +1,118 @@
+"""The token index's lookup for lexer states inside a finite-set lexeme (issue 9).
+
+`TokenIndex.at_state(q, A)` classifies the vocabulary from lexer state q of the
+candidate set A's DFA. When the only terminal still live at q is a finite-set
+terminal j (an alternation of literal strings, see `pda.trie.literals`), the
+walk from q is the walk from q's own state s in j's DFA: the other candidates
+are dead at q and stay dead, and a lexeme that ends can only end as j. Its
+result is then read from j's `EnumTokenTable` (every state joined with the
+vocabulary at compile time, `pda.trie.join`) instead of walked.
+
+Every other state (several terminals live, or a terminal that is not a finite
+set) returns None and keeps the general walk, so this is an accelerator with
+the same answers, never a second semantics.
+
+Only the contextual lexer is accelerated. Under the basic mode a lexeme is cut
+by all terminals, so "only j is live among the candidates" does not make the
+walk j's own; it would where every continuation can only end typed as j
+(`Lexer.could_end_as(q) == {j}`), but the basic tables do not keep the
+all-terminal DFA's per-terminal states that the lookup needs to find s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pda.grammar.ir import CONTEXTUAL, TerminalDef
+from pda.index.token_index import BoundaryGroup, Classification, TokenIndex
+from pda.lexer.lexer import Lexer
+from pda.parser.earley import iter_bits
+from pda.trie import FINITE_SET_MIN_CHOICES
+from pda.trie.join import EnumTokenTable, enum_token_table
+from pda.trie.literals import literal_alternatives
+
+# Finite-set DFAs with at least this many states are joined with the vocabulary at
+# compile time (~30 ms at 1,000 values, where walking the states lazily costs
+# ~0.3 ms each on first visit); smaller ones on the first state that needs them,
+# so a keyword set that is never alone live (it overlaps an identifier) costs nothing.
+EAGER_MIN_STATES = 1_000
+
+
+def is_finite_set(t: TerminalDef) -> bool:
+    """Whether `t` is an alternation of literal strings (the finite-set engine's terminals)."""
+    if t.lazy or not t.pattern.startswith("(?:"):
+        return False
+    strings = literal_alternatives(t.pattern, t.flags)
+    return strings is not None and len(strings) >= FINITE_SET_MIN_CHOICES
+
+
+class FiniteSetLookup:
+    """The finite-set terminals of one (grammar, vocabulary) pair and their joined tables.
+
+    `terminals` is the bitmask of the lexer's finite-set terminals; `tables` holds the
+    tables joined so far (the large ones from construction, at compile time).
+    """
+
+    def __init__(self, index: TokenIndex, terminals: Sequence[TerminalDef], vocab_key: str) -> None:
+        lexer: Lexer = index.lexer
+        by_name = {t.name: t for t in terminals}
+        self.index = index
+        self.lexer = lexer
+        self.vocab_key = vocab_key
+        self.terminals = 0
+        for j, name in enumerate(lexer.names):
+            t = by_name.get(name)
+            if lexer.mode == CONTEXTUAL and t is not None and is_finite_set(t):
+                self.terminals |= 1 << j
+        self.tables: dict[int, EnumTokenTable] = {}
+        self._groups: dict[tuple[int, int], BoundaryGroup] = {}
+        for j in iter_bits(self.terminals):
+            if lexer.dfas[j].n_states >= EAGER_MIN_STATES:
+                self._table(j)
+                # The candidate set where the terminal is the only one allowed (a JSON value
+                # with one possible key, a tool name) is the usual one: build its lexer DFA
+                # now, at compile time, rather than on the first mask that needs it.
+                lexer.tables(1 << j | lexer.ignore)
+
+    def _table(self, j: int) -> EnumTokenTable:
+        table = self.tables.get(j)
+        if table is None:
+            table = enum_token_table(self.lexer.dfas[j], self.index.trie, self.vocab_key)
+            self.tables[j] = table
+        return table
+
+    def state_of(self, q: int, live_set: int) -> tuple[int, int] | None:
+        """(j, s): the finite-set terminal j alone live at lexer state q, and q's state in j's DFA; or None."""
+        tables = self.lexer.tables(live_set)
+        live = tables.live[q]
+        if not live & self.terminals or live & (live - 1):
+            return None
+        j = live.bit_length() - 1
+        key = tables.key(q)
+        if key[0] == "all":  # a view of the all-terminal DFA: its per-terminal components
+            return j, int(self.lexer._all._components[q, j])
+        ((_, s),) = key
+        return j, s
+
+    def at_state(self, q: int, live_set: int) -> Classification | None:
+        """The classification from lexer state q (what the walk would give), or None to walk.
+
+        The walk would put all boundary nodes in one group (one terminal set can end
+        here: {j}); they come as the state's shared groups instead, whose union it is.
+        The mask is the same, and each group's suffix walk is cached on the group, once
+        for all the states that share it.
+        """
+        found = self.state_of(q, live_set)
+        if found is None:
+            return None
+        j, s = found
+        table = self._table(j)
+        groups = [self._group(j, int(g)) for g in table.groups(s)]
+        return Classification(table.inside_mask(s, self.index.mask_words), groups)
+
+    def _group(self, j: int, g: int) -> BoundaryGroup:
+        group = self._groups.get((j, g))
+        if group is None:
+            group = BoundaryGroup(1 << j, self.tables[j].group_nodes(g))
+            self._groups[(j, g)] = group
+        return group
