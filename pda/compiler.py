@@ -34,6 +34,7 @@ _ids = itertools.count()
 
 DEFAULT_WARMUP_SECONDS = 1.0
 DEFAULT_WARMUP_NODES = 64
+RECENT_STATES = 4096
 
 
 def vocabulary_trie(vocab: Vocabulary) -> TokenTrie:
@@ -76,7 +77,11 @@ class CompiledGrammar:
         eos_mask = np.zeros(self.mask_words * 32, dtype=bool)
         eos_mask[self.eos_ids] = True
         self.eos_mask = np.packbits(eos_mask, bitorder="little").view(np.int32)
-        self._masks: dict[bytes, np.ndarray] = {}
+        # Equal masks are stored once; each is freed with the last state that uses it.
+        self._masks: weakref.WeakValueDictionary[bytes, np.ndarray] = weakref.WeakValueDictionary()
+        # Parser nodes are interned weakly, so their memoised masks die with the last matcher
+        # holding them; the most recently served states are kept alive for the next request.
+        self._recent: deque[Node] = deque(maxlen=RECENT_STATES)
         self._id = next(_ids)
         self._snapshot_path = (
             cache.cache_path("index", self.lexer.content_hash[:24], grammar.ir.content_hash[:24], vocab.content_hash[:24], str(self.mask_words))
@@ -152,6 +157,7 @@ class CompiledGrammar:
         if mask is None:
             mask = self._compute_mask(node, q)
             node.cache[key] = mask
+            self._recent.append(node)
         return mask
 
     # Hot path on a cache miss: OR precomputed classifications; only boundary groups touch the parser.
@@ -175,8 +181,13 @@ class CompiledGrammar:
                     np.bitwise_or(acc, sub.inside, out=acc)
                 if sub.groups:
                     stack.append((after, sub.groups))
-        # Equal masks are stored once: many states share a mask.
-        return self._masks.setdefault(acc.tobytes(), acc)
+        # A sample of the words keys the dedupe table cheaply; a hit is confirmed in full.
+        sample = acc[::16].tobytes()
+        shared = self._masks.get(sample)
+        if shared is not None and np.array_equal(shared, acc):
+            return shared
+        self._masks[sample] = acc
+        return acc
 
     def can_end(self, node: Node, q: int) -> bool:
         key = ("end", q)

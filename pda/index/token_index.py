@@ -179,13 +179,15 @@ class TokenIndex:
         """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""
         # From a state inside a lexeme only the terminals still live there matter, so the
         # entry is keyed by their own DFA states and shared by every candidate set.
+        if q != START and self.finite_sets is not None:
+            # Answered from the finite-set tables in microseconds: not worth a cached mask per state.
+            found = self.finite_sets.at_state(q, live_set)
+            if found is not None:
+                return found
         key = (live_set, START) if q == START else self.lexer.tables(live_set).key(q)
         found = self._roots.get(key)
         if found is None:
-            if self.finite_sets is not None:
-                found = self.finite_sets.at_state(q, live_set)
-            if found is None:
-                found = self._classify(self.first_nodes, q, live_set)
+            found = self._classify(self.first_nodes, q, live_set)
             self._roots[key] = found
         return found
 

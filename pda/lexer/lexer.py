@@ -45,7 +45,7 @@ ALL_TERMINALS_MAX_STATES = 20_000
 # DFAs up to this size keep their rows as Python lists (fastest for the byte loop);
 # bigger ones (a 100,000-value enum) stay numpy, which costs the loop little and
 # spares compile time and the garbage collector a list per state.
-ROWS_AS_LISTS_MAX_STATES = 50_000
+ROWS_AS_LISTS_MAX_STATES = 10_000
 
 
 def _bitmask_rows(matrix: np.ndarray, columns: list[int]) -> list[int]:
