@@ -10,11 +10,16 @@ module therefore works in three steps:
    excludes the four line terminators, ``$`` is end of input, ``[^]``, ``\\cX``,
    ``\\u{...}``);
 2. Python's own regex parser (`re._parser`) turns that into an AST;
-3. `CharRegex` renders the AST with every character class replaced by the set
-   of all JSON encodings of its characters ("units": a raw character, a short
+3. `_Renderer` renders the AST with every character class replaced by the set
+   of JSON spellings of its characters ("units": a raw character, a short
    escape, a ``\\uXXXX`` escape in either hex case, or a surrogate-pair escape
-   for characters outside the BMP). One unit is one code point, so a count
+   for characters outside the BMP; printable ASCII other than ``"`` and ``\\``
+   is raw only, as serialisers write it). One unit is one code point, so a count
    ``{m,n}`` over units counts code points, as ``minLength``/``maxLength`` do.
+
+What a regex cannot be rewritten into directly (several patterns at once, a
+negated pattern, a length bound across several variable pieces) goes through
+automata over code-point classes and back to a regex (`pattern_set_body`).
 
 Lone surrogates (``\\ud800`` alone) are not Unicode text and are never accepted.
 Every regex produced here is ASCII-only Python `re` syntax without look-around,
@@ -255,19 +260,8 @@ def digit_range_alternatives(lo: int, hi: int, width: int, base: int = 10) -> li
     return out
 
 
-def _digit_seq_regex(seq: list[tuple[int, int]], hex_digits: bool) -> str:
-    parts = []
-    for lo, hi in seq:
-        if hex_digits:
-            ranges: list[tuple[int, int]] = []
-            for d in range(lo, hi + 1):
-                ch = "0123456789abcdef"[d]
-                ranges.append((ord(ch), ord(ch)))
-                if ch.isalpha():
-                    ranges.append((ord(ch.upper()), ord(ch.upper())))
-            parts.append(char_class(normalize(ranges)))
-        else:
-            parts.append(str(lo) if lo == hi else f"[{lo}-{hi}]")
+def _digit_seq_regex(seq: list[tuple[int, int]]) -> str:
+    parts = [str(lo) if lo == hi else f"[{lo}-{hi}]" for lo, hi in seq]
     # Collapse runs of identical classes into counts to keep terminals short.
     out: list[str] = []
     k = 0
@@ -280,11 +274,53 @@ def _digit_seq_regex(seq: list[tuple[int, int]], hex_digits: bool) -> str:
     return "".join(out)
 
 
-@functools.lru_cache(maxsize=4096)
+def _hex_class(digits: list[int]) -> str:
+    ranges: list[tuple[int, int]] = []
+    for d in digits:
+        ch = "0123456789abcdef"[d]
+        ranges.append((ord(ch), ord(ch)))
+        if ch.isalpha():
+            ranges.append((ord(ch.upper()), ord(ch.upper())))
+    return char_class(normalize(ranges))
+
+
+@functools.lru_cache(maxsize=8192)
+def hex_set_regex(ranges: Ranges, width: int = 4) -> str | None:
+    """`width` hex digits (either case) spelling a value in `ranges` (values below 16**width).
+
+    Built as a trie over the digits, so a set with a few holes (every code point
+    but the next letters of a property name) stays short: digits whose whole
+    block is in the set share one class, the others recurse; equal sub-tries
+    share one alternative. None when the set is empty.
+    """
+    ranges = normalize(ranges)
+    if not ranges:
+        return None
+    if width == 1:
+        return _hex_class([d for d in range(16) if any(lo <= d <= hi for lo, hi in ranges)])
+    unit = 16 ** (width - 1)
+    full: list[int] = []
+    partial: dict[str, list[int]] = {}
+    for d in range(16):
+        sub = intersect(ranges, ((d * unit, (d + 1) * unit - 1),))
+        if not sub:
+            continue
+        if sub == ((d * unit, (d + 1) * unit - 1),):
+            full.append(d)
+        else:
+            shifted = tuple((lo - d * unit, hi - d * unit) for lo, hi in sub)
+            partial.setdefault(hex_set_regex(shifted, width - 1) or "", []).append(d)
+    alts = []
+    if full:
+        any_digit = "[0-9A-Fa-f]" + ("" if width == 2 else f"{{{width - 1}}}")
+        alts.append(_hex_class(full) + any_digit)
+    alts += [_hex_class(ds) + rest for rest, ds in partial.items()]
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
 def hex4_regex(lo: int, hi: int) -> str:
     """Four hex digits (either case) spelling a value in lo..hi."""
-    alts = [_digit_seq_regex(s, True) for s in digit_range_alternatives(lo, hi, 4, 16)]
-    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    return hex_set_regex(((lo, hi),)) or "(?!)"
 
 
 def decimal_range_regex(lo: int, hi: int | None) -> str:
@@ -297,7 +333,7 @@ def decimal_range_regex(lo: int, hi: int | None) -> str:
     for width in range(width0, len(str(finite_hi)) + 1):
         wlo = max(lo, 10 ** (width - 1) if width > 1 else 0)
         whi = min(finite_hi, 10**width - 1)
-        alts += [_digit_seq_regex(s, False) for s in digit_range_alternatives(wlo, whi, width)]
+        alts += [_digit_seq_regex(s) for s in digit_range_alternatives(wlo, whi, width)]
     if hi is None:
         alts.append(f"[1-9][0-9]{{{width0},}}")
     # Longer numerals first: a backtracking matcher tries alternatives in order.
@@ -309,22 +345,35 @@ def decimal_range_regex(lo: int, hi: int | None) -> str:
 
 _SHORT_ESCAPES = {0x22: '"', 0x5C: "\\\\", 0x2F: "/", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
 _RAW_FORBIDDEN: Ranges = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C), SURROGATES)
+# Printable ASCII is spelled raw, as every JSON serialiser writes it: `\u0061` for `a`
+# is valid JSON but never produced, and accepting it would multiply every literal's
+# and every class's regex (and the DFAs built from them) by the hex spellings.
+RAW_ONLY: Ranges = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E))
 
 
 @functools.lru_cache(maxsize=4096)
 def unit_regex(ranges: Ranges) -> str | None:
-    """Every JSON-string encoding of one character from `ranges`, or None if the set is empty."""
-    ranges = subtract(normalize(ranges), (SURROGATES,))
-    if not ranges:
+    """The JSON-string encodings of one character from `ranges`, or None if the set is empty.
+
+    Printable ASCII other than `"` and `\\` is raw only (`/` may also be `\\/`); every
+    other character is raw where JSON allows it, a short escape where one exists, a
+    `\\uXXXX` escape in either hex case, or a surrogate pair beyond the BMP.
+    """
+    raw, escaped = _unit_parts(ranges)
+    alts = ([raw] if raw else []) + ([escaped] if escaped else [])
+    if not alts:
         return None
-    alts: list[str] = []
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+def _unit_parts(ranges: Ranges) -> tuple[str | None, str | None]:
+    """(raw spellings as one class, escape spellings starting at the backslash) of `ranges`."""
+    ranges = subtract(normalize(ranges), (SURROGATES,))
     raw = subtract(ranges, _RAW_FORBIDDEN)
-    if raw:
-        alts.append(char_class(raw))
     short = [esc for cp, esc in sorted(_SHORT_ESCAPES.items()) if intersect(ranges, ((cp, cp),))]
-    bmp = intersect(ranges, ((0, 0xFFFF),))
-    uesc = [hex4_regex(lo, hi) for lo, hi in bmp]
-    escaped = short + (["u" + (uesc[0] if len(uesc) == 1 else "(?:" + "|".join(uesc) + ")")] if uesc else [])
+    bmp = subtract(intersect(ranges, ((0, 0xFFFF),)), RAW_ONLY)
+    uesc = hex_set_regex(bmp) if bmp else None
+    escaped = short + (["u" + uesc] if uesc else [])
     astral = intersect(ranges, ((0x10000, MAX_CP),))
     for lo, hi in astral:
         # Split into runs sharing one high surrogate, except whole high-surrogate blocks.
@@ -346,12 +395,17 @@ def unit_regex(ranges: Ranges) -> str | None:
                 pieces.append((first, last, 0, 0x3FF))
         for a, b, c, d in pieces:
             escaped.append(f"u{hex4_regex(0xD800 + a, 0xD800 + b)}\\\\u{hex4_regex(0xDC00 + c, 0xDC00 + d)}")
-    if escaped:
-        alts.append("\\\\" + (escaped[0] if len(escaped) == 1 else "(?:" + "|".join(escaped) + ")"))
-    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    esc = "\\\\" + (escaped[0] if len(escaped) == 1 else "(?:" + "|".join(escaped) + ")") if escaped else None
+    return (char_class(raw) if raw else None), esc
 
 
 ANY_UNIT = unit_regex(ANY)
+RAW_CHARS: Ranges = subtract(ANY, _RAW_FORBIDDEN)
+"""Characters JSON lets a string hold raw."""
+RAW_UNIT, ESCAPED_UNIT = _unit_parts(ANY)
+"""One unit written raw; one unit written as an escape sequence."""
+SINGLE_SPELLING: Ranges = subtract(RAW_ONLY, ((0x2F, 0x2F),))
+"""Characters with exactly one JSON spelling, themselves: no escape spells them."""
 
 
 def literal_body_regex(text: str) -> str:
@@ -492,6 +546,7 @@ def _fold_case(r: Ranges) -> Ranges:
 
 def _anchored(items: list) -> tuple[list, bool, bool]:
     """Strip a leading ^ and a trailing $/\\Z; report which were present."""
+    items = _inline_groups(items)
     start = bool(items) and items[0][0] is C.AT and items[0][1] in (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
     if start:
         items = items[1:]
@@ -515,14 +570,14 @@ def python_pattern_body(pattern: str, *, search: bool, source: str | None = None
         raise RegexError(f"pattern {src!r} is not a valid regex: {exc}") from None
     r = _Renderer(src)
     items = list(tree)
-    # A top-level alternation whose branches carry their own anchors (`^a|b$`).
-    if search and len(items) == 1 and items[0][0] is C.BRANCH:
-        branches = [list(b) for b in items[0][1][1]]
-    elif search and len(items) == 1 and items[0][0] is C.SUBPATTERN and not items[0][1][1] \
-            and len(items[0][1][3]) == 1 and items[0][1][3][0][0] is C.BRANCH:
-        branches = [list(b) for b in items[0][1][3][0][1][1]]
-    else:
-        branches = [items]
+    # Alternations whose branches carry their own anchors (`^a|b$`; Python's parser
+    # factors `^01$|^07$` into `^(?:01$|07$)`): multiplied out, each anchored alone.
+    branches = [items]
+    if search:
+        branches = []
+        for b in _top_branches(items):
+            expanded = _expand_branches(_inline_groups(b))
+            branches += [b] if expanded == [None] else expanded  # type: ignore[list-item]
     outs: list[tuple[str, int, int | None]] = []
     for b in branches:
         body, start, end = _anchored(b) if search else (b, True, True)
@@ -544,10 +599,11 @@ def python_pattern_body(pattern: str, *, search: bool, source: str | None = None
 def ecma_pattern_body(pattern: str, *, min_len: int = 0, max_len: int | None = None) -> PatternInfo | None:
     """Lexeme-body regex for JSON strings that a JSON Schema `pattern` accepts (search semantics).
 
-    With a length range, returns the exact intersection when the pattern is a
-    fully anchored repetition of one character class (``^[a-z]{2,}$``), and
-    None when that intersection is not expressible this way; without one,
-    None means no string matches.
+    With a length range, returns the exact intersection when, in every branch of
+    the pattern, all pieces but one have a fixed length and that one repeats a
+    single unit (``^[a-z]{2,}$``, ``^x-[a-z0-9]+$``, an unanchored end): its count
+    absorbs the bounds. Otherwise returns None. Without a length range, None
+    means no string matches.
     """
     python = ecma_to_python(pattern)
     if (min_len, max_len) == (0, None):
@@ -556,24 +612,99 @@ def ecma_pattern_body(pattern: str, *, min_len: int = 0, max_len: int | None = N
         items = list(P.parse(python))
     except re.error as exc:
         raise RegexError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
-    body, start, end = _anchored(items)
-    if not (start and end and len(body) == 1):
-        return None
-    op, av = body[0]
     r = _Renderer(pattern)
-    if r.charset(op, av) is not None:
-        lo, hi, sub = 1, 1, [(op, av)]
-    elif op is C.MAX_REPEAT and len(av[2]) == 1 and r.charset(*av[2][0]) is not None:
-        lo, hi, sub = av[0], (None if av[1] is C.MAXREPEAT else av[1]), list(av[2])
-    else:
+    outs: list[tuple[str, int, int | None]] = []
+    any_unit = (C.MAX_REPEAT, (0, C.MAXREPEAT, [(C.IN, [(C.RANGE, (0, MAX_CP))])]))
+    for branch in _top_branches(items):
+        body, start, end = _anchored(branch)
+        for pieces in _expand_branches(([] if start else [any_unit]) + _inline_groups(body)
+                                       + ([] if end else [any_unit])):
+            if pieces is None:
+                return None
+            rendered = [r.node(op, av) for op, av in pieces]
+            if any(t is None for t, _, _ in rendered):
+                continue
+            variable = [i for i, (_, a, b) in enumerate(rendered) if a != b]
+            fixed = sum(a for i, (_, a, _) in enumerate(rendered) if i not in variable)
+            least = sum(rendered[i][1] for i in variable)
+            texts = [t for t, _, _ in rendered]
+            if variable and max_len is not None and fixed + least == max_len:
+                # Every variable piece at its least length is the only way to fit.
+                units = [_repeated_unit(r, *pieces[i]) for i in variable]
+                if None in units:
+                    return None
+                for i, unit in zip(variable, units):
+                    texts[i] = f"(?:{unit}){{{pieces[i][1][0]}}}"
+                fixed, variable = max_len, []
+            if not variable:
+                if fixed >= min_len and (max_len is None or fixed <= max_len):
+                    outs.append(("".join(texts), fixed, fixed))  # type: ignore[arg-type]
+                continue
+            if len(variable) > 1:
+                return None
+            i = variable[0]
+            unit = _repeated_unit(r, *pieces[i])
+            if unit is None:
+                return None
+            op, av = pieces[i]
+            lo = max(av[0], min_len - fixed)
+            top = None if av[1] is C.MAXREPEAT else av[1]
+            hi = top if max_len is None else max_len - fixed if top is None else min(top, max_len - fixed)
+            if hi is not None and hi < lo:
+                continue
+            texts[i] = f"(?:{unit})" + (f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}")
+            outs.append(("".join(texts), fixed + lo, None if hi is None else fixed + hi))  # type: ignore[arg-type]
+    if not outs:
         return None
-    lo = max(lo, min_len)
-    hi = max_len if hi is None else hi if max_len is None else min(hi, max_len)
-    unit = r.seq(sub)[0]
-    if unit is None:
+    his = [o[2] for o in outs]
+    text = outs[0][0] if len(outs) == 1 else "(?:" + "|".join(o[0] for o in outs) + ")"
+    return PatternInfo(text, min(o[1] for o in outs), None if None in his else max(his))  # type: ignore[type-var]
+
+
+def _top_branches(items: list) -> list[list]:
+    """The alternatives of a pattern whose top level (or one top group) is an alternation."""
+    if len(items) == 1 and items[0][0] is C.BRANCH:
+        return [list(b) for b in items[0][1][1]]
+    if len(items) == 1 and items[0][0] is C.SUBPATTERN and not items[0][1][1] and not items[0][1][2] \
+            and len(items[0][1][3]) == 1 and items[0][1][3][0][0] is C.BRANCH:
+        return [list(b) for b in items[0][1][3][0][1][1]]
+    return [items]
+
+
+def _repeated_unit(r: "_Renderer", op: object, av: object) -> str | None:
+    """The unit regex of a repetition of one unit (`[a-z]+`, `(a|b){2,}`), else None."""
+    if op not in (C.MAX_REPEAT, C.MIN_REPEAT):
         return None
-    count = f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
-    return PatternInfo(f"(?:{unit}){count}", lo, hi)
+    unit, a, b = r.seq(list(av[2]))  # type: ignore[index]
+    return unit if (a, b) == (1, 1) else None
+
+
+def _expand_branches(pieces: list, limit: int = 64) -> list[list | None]:
+    """The sequences a piece list stands for once its alternations are multiplied out.
+
+    A list holding None means there were more than `limit` sequences.
+    """
+    seqs: list[list] = [[]]
+    for op, av in pieces:
+        if op is C.BRANCH:
+            alts = [_inline_groups(list(b)) for b in av[1]]  # type: ignore[index]
+            seqs = [s + a for s in seqs for a in alts]
+            if len(seqs) > limit:
+                return [None]
+        else:
+            seqs = [s + [(op, av)] for s in seqs]
+    return seqs  # type: ignore[return-value]
+
+
+def _inline_groups(items: list) -> list:
+    """Splice flag-free groups into the sequence around them, so their pieces count separately."""
+    out: list = []
+    for op, av in items:
+        if op is C.SUBPATTERN and not av[1] and not av[2]:
+            out += _inline_groups(list(av[3]))
+        else:
+            out.append((op, av))
+    return out
 
 
 def _lark_regex(regex: str) -> str:
@@ -588,3 +719,378 @@ def regex_to_lark(pattern: str) -> str:
     except re.error as exc:
         raise RegexError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
     return f"start: REGEX\nREGEX: {_lark_regex(pattern)}\n"
+
+
+# ------------------------------------------------ automata: intersection, complement
+
+MAX_PATTERN_DFA_STATES = 4000
+"""Largest DFA (after products with other patterns and a length counter) turned back into a regex."""
+
+MAX_PATTERN_REGEX = 400_000
+"""Longest regex text the state elimination may produce before the construction gives up."""
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _NFA:
+    """A Thompson NFA over code-point sets, built from `re._parser` ASTs."""
+
+    def __init__(self) -> None:
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple[Ranges, int]]] = []
+
+    def state(self) -> int:
+        if len(self.eps) > 20 * MAX_PATTERN_DFA_STATES:
+            raise _TooBig
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def seq(self, r: _Renderer, items: list) -> tuple[int, int]:
+        start = end = self.state()
+        for op, av in items:
+            a, b = self.node(r, op, av)
+            self.eps[end].append(a)
+            end = b
+        return start, end
+
+    def node(self, r: _Renderer, op: object, av: object) -> tuple[int, int]:
+        cs = r.charset(op, av)
+        if cs is not None:
+            a, b = self.state(), self.state()
+            self.edges[a].append((subtract(normalize(cs), (SURROGATES,)), b))
+            return a, b
+        if op is C.SUBPATTERN:
+            _group, add_flags, del_flags, sub = av  # type: ignore[misc]
+            if add_flags & ~re.IGNORECASE or del_flags:
+                raise r.fail("inline flags")
+            saved = r.ignore_case
+            r.ignore_case = saved or bool(add_flags & re.IGNORECASE)
+            try:
+                return self.seq(r, list(sub))
+            finally:
+                r.ignore_case = saved
+        if op is C.BRANCH:
+            a, b = self.state(), self.state()
+            for alt in av[1]:  # type: ignore[index]
+                s, e = self.seq(r, list(alt))
+                self.eps[a].append(s)
+                self.eps[e].append(b)
+            return a, b
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+            lo, hi, sub = av  # type: ignore[misc]
+            start = end = self.state()
+            for _ in range(lo):
+                s, e = self.seq(r, list(sub))
+                self.eps[end].append(s)
+                end = e
+            if hi is C.MAXREPEAT:
+                s, e = self.seq(r, list(sub))
+                self.eps[end].append(s)
+                self.eps[e].append(s)
+                last = self.state()
+                self.eps[end].append(last)
+                self.eps[e].append(last)
+                return start, last
+            last = self.state()
+            for _ in range(hi - lo):
+                s, e = self.seq(r, list(sub))
+                self.eps[end].append(s)
+                self.eps[end].append(last)
+                end = e
+            self.eps[end].append(last)
+            return start, last
+        if op is C.AT:
+            raise r.fail(f"anchor {av} inside the pattern")
+        if op is C.GROUPREF:
+            raise r.fail("a back-reference")
+        if op in (C.ASSERT, C.ASSERT_NOT):
+            raise r.fail("look-around")
+        raise r.fail(f"construct {op}")
+
+
+def _pattern_nfa(nfa: _NFA, pattern: str) -> tuple[int, int]:
+    """NFA states (start, end) of the strings an ECMA `pattern` matches (search semantics)."""
+    python = ecma_to_python(pattern)
+    try:
+        items = list(P.parse(python))
+    except re.error as exc:
+        raise RegexError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
+    r = _Renderer(pattern)
+    any_star = [(C.MAX_REPEAT, (0, C.MAXREPEAT, [(C.IN, [(C.RANGE, (0, MAX_CP))])]))]
+    start, end = nfa.state(), nfa.state()
+    for branch in _top_branches(items):
+        for seq in _expand_branches(_inline_groups(branch)):
+            body, at_start, at_end = _anchored(seq if seq is not None else branch)
+            s, e = nfa.seq(r, ([] if at_start else any_star) + body + ([] if at_end else any_star))
+            nfa.eps[start].append(s)
+            nfa.eps[e].append(end)
+    return start, end
+
+
+class _DFA:
+    """A complete DFA over classes of code points (`classes[c]` is class c's ranges)."""
+
+    def __init__(self, classes: list[Ranges], trans: list[list[int]], accept: list[bool]) -> None:
+        self.classes, self.trans, self.accept = classes, trans, accept
+
+
+def _classes(nfa: _NFA) -> tuple[list[Ranges], list[list[tuple[list[int], int]]]]:
+    """The coarsest partition of the code points that every edge label is a union of."""
+    cuts = {0, MAX_CP + 1}
+    for edges in nfa.edges:
+        for ranges, _ in edges:
+            for lo, hi in ranges:
+                cuts |= {lo, hi + 1}
+    bounds = sorted(cuts)
+    pieces = [(a, b - 1) for a, b in zip(bounds, bounds[1:])]
+    labels = sorted({ranges for edges in nfa.edges for ranges, _ in edges})
+    sig: dict[tuple[bool, ...], list[tuple[int, int]]] = {}
+    for piece in pieces:
+        key = tuple(bool(intersect(lab, (piece,))) for lab in labels)
+        sig.setdefault(key, []).append(piece)
+    keys = list(sig)
+    classes = [normalize(sig[k]) for k in keys]
+    label_classes = {lab: [c for c, k in enumerate(keys) if k[i]] for i, lab in enumerate(labels)}
+    edges = [[(label_classes[ranges], dst) for ranges, dst in out] for out in nfa.edges]
+    return classes, edges
+
+
+def _determinise(nfa: _NFA, start: int, end: int) -> _DFA:
+    classes, edges = _classes(nfa)
+
+    def closure(states: set[int]) -> frozenset[int]:
+        stack, seen = list(states), set(states)
+        while stack:
+            for t in nfa.eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    first = closure({start})
+    index = {first: 0}
+    order = [first]
+    trans: list[list[int]] = []
+    while len(trans) < len(order):
+        cur = order[len(trans)]
+        row = []
+        for c in range(len(classes)):
+            nxt = closure({dst for s in cur for cs, dst in edges[s] if c in cs})
+            if nxt not in index:
+                if len(order) >= MAX_PATTERN_DFA_STATES:
+                    raise _TooBig
+                index[nxt] = len(order)
+                order.append(nxt)
+            row.append(index[nxt])
+        trans.append(row)
+    return _DFA(classes, trans, [end in st for st in order])
+
+
+def _product(dfas: list[_DFA], wanted: list[bool], lo: int, hi: int | None) -> _DFA:
+    """Strings each DFA accepts iff `wanted` says so, of lo..hi units (all on one partition)."""
+    classes = dfas[0].classes
+    cap = hi + 1 if hi is not None else lo
+    start = tuple([0] * len(dfas) + [0])
+    index = {start: 0}
+    order = [start]
+    trans: list[list[int]] = []
+    while len(trans) < len(order):
+        cur = order[len(trans)]
+        row = []
+        for c in range(len(classes)):
+            nxt = tuple([d.trans[q][c] for d, q in zip(dfas, cur)] + [min(cur[-1] + 1, cap)])
+            if nxt not in index:
+                if len(order) >= MAX_PATTERN_DFA_STATES:
+                    raise _TooBig
+                index[nxt] = len(order)
+                order.append(nxt)
+            row.append(index[nxt])
+        trans.append(row)
+    accept = [all(d.accept[q] == w for d, q, w in zip(dfas, st, wanted))
+              and st[-1] >= lo and (hi is None or st[-1] <= hi) for st in order]
+    return _DFA(classes, trans, accept)
+
+
+def _minimise(d: _DFA) -> _DFA:
+    """Moore's partition refinement; unreachable states are already absent."""
+    part = [int(a) for a in d.accept]
+    while True:
+        sigs = [(part[q], tuple(part[t] for t in d.trans[q])) for q in range(len(d.trans))]
+        ids: dict[tuple, int] = {}
+        new = [ids.setdefault(s, len(ids)) for s in sigs]
+        if len(ids) == len(set(part)):
+            break
+        part = new
+    n = len(set(part))
+    trans = [[0] * len(d.classes) for _ in range(n)]
+    accept = [False] * n
+    for q in range(len(d.trans)):
+        trans[part[q]] = [part[t] for t in d.trans[q]]
+        accept[part[q]] = d.accept[q]
+    # Renumber so the start state (old 0) stays 0.
+    perm = {part[0]: 0}
+    for q in range(n):
+        perm.setdefault(q, len(perm))
+    out = [[0] * len(d.classes) for _ in range(n)]
+    acc = [False] * n
+    for q in range(n):
+        out[perm[q]] = [perm[t] for t in trans[q]]
+        acc[perm[q]] = accept[q]
+    return _DFA(d.classes, out, acc)
+
+
+def _to_regex(d: _DFA) -> PatternInfo | None:
+    """The DFA's language as a lexeme-body regex over JSON units (state elimination)."""
+    n = len(d.trans)
+    # Live states: those from which an accepting state is reachable.
+    live = {q for q in range(n) if d.accept[q]}
+    changed = True
+    while changed:
+        changed = False
+        for q in range(n):
+            if q not in live and any(t in live for t in d.trans[q]):
+                live.add(q)
+                changed = True
+    if 0 not in live:
+        return None
+    # Length range over live states (None = unbounded: a live cycle).
+    lo = _shortest(d, live)
+    hi = _longest(d, live)
+    S, F = n, n + 1
+    R: dict[int, dict[int, str]] = {q: {} for q in range(n + 2)}
+    for q in live:
+        by_target: dict[int, list[tuple[int, int]]] = {}
+        for c, t in enumerate(d.trans[q]):
+            if t in live:
+                by_target.setdefault(t, []).extend(d.classes[c])
+        for t, ranges in by_target.items():
+            u = unit_regex(normalize(ranges))
+            if u is not None:
+                R[q][t] = u
+        if d.accept[q]:
+            R[q][F] = ""
+    R[S][0] = ""
+    incoming: dict[int, set[int]] = {q: set() for q in range(n + 2)}
+    for i, outs in R.items():
+        for j in outs:
+            incoming[j].add(i)
+    pending = set(live)
+    while pending:
+        k = min(pending, key=lambda x: len(incoming[x] - {x}) * len(R[x]))
+        pending.discard(k)
+        loop = R[k].pop(k, None)
+        incoming[k].discard(k)
+        star = f"(?:{loop})*" if loop else ""
+        outs = R.pop(k)
+        for j in outs:
+            incoming[j].discard(k)
+        for i in incoming.pop(k):
+            into = R[i].pop(k)
+            for j, out in outs.items():
+                text = into + star + out
+                prev = R[i].get(j)
+                if prev is not None and prev != text:
+                    text = f"(?:{prev}|{text})"
+                if len(text) > MAX_PATTERN_REGEX:
+                    raise _TooBig
+                R[i][j] = text if "|" not in text or text.startswith("(?:") and _balanced_group(text) \
+                    else f"(?:{text})"
+                incoming[j].add(i)
+    body = R[S].get(F)
+    return None if body is None else PatternInfo(body, lo, hi)
+
+
+def _balanced_group(text: str) -> bool:
+    """Whether `text` is one `(?:...)` group (its first parenthesis closes at the end)."""
+    depth, i = 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            j = i + 1
+            while j < len(text) and text[j] != "]":
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0 and i != len(text) - 1:
+                return False
+        i += 1
+    return True
+
+
+def _shortest(d: _DFA, live: set[int]) -> int:
+    dist = {0: 0}
+    frontier = [0]
+    while frontier:
+        nxt = []
+        for q in frontier:
+            if d.accept[q]:
+                return dist[q]
+            for t in d.trans[q]:
+                if t in live and t not in dist:
+                    dist[t] = dist[q] + 1
+                    nxt.append(t)
+        frontier = nxt
+    return 0
+
+
+def _longest(d: _DFA, live: set[int]) -> int | None:
+    """Longest accepted length, or None when a live cycle makes it unbounded."""
+    memo: dict[int, int | None] = {}
+    on_path: set[int] = set()
+    order: list[tuple[int, int]] = [(0, 0)]
+    while order:
+        q, i = order.pop()
+        if i == 0:
+            on_path.add(q)
+        succ = sorted({t for t in d.trans[q] if t in live})
+        if i < len(succ):
+            order.append((q, i + 1))
+            t = succ[i]
+            if t in on_path:
+                return None
+            if t not in memo:
+                order.append((t, 0))
+            continue
+        on_path.discard(q)
+        best = 0 if d.accept[q] else -1
+        for t in succ:
+            m = memo.get(t)
+            if m is None:
+                return None
+            if m >= 0:
+                best = max(best, m + 1)
+        memo[q] = best
+    return memo.get(0)
+
+
+def pattern_set_body(positive: list[str], negative: list[str], *, min_len: int = 0,
+                     max_len: int | None = None) -> PatternInfo | None:
+    """Lexeme-body regex for strings that match every `positive` ECMA pattern, no `negative`
+    one, and have min_len..max_len code points; None when there are none.
+
+    Built through automata over code-point classes (determinised, multiplied,
+    minimised) and back to a regex by state elimination. Raises `RegexError`
+    when the automaton or the regex would exceed `MAX_PATTERN_DFA_STATES` or
+    `MAX_PATTERN_REGEX`.
+    """
+    nfa = _NFA()
+    try:
+        ends = [_pattern_nfa(nfa, p) for p in [*positive, *negative]]
+        # Every DFA is over the classes of the whole NFA, so they share one partition.
+        dfas = [_determinise(nfa, s, e) for s, e in ends]
+        info = _to_regex(_minimise(_product(dfas, [True] * len(positive) + [False] * len(negative),
+                                            min_len, max_len)))
+    except _TooBig:
+        raise RegexError(f"patterns {[*positive, *negative]!r} with lengths {min_len}..{max_len}: "
+                         "the automaton is too large to write as one terminal") from None
+    return info

@@ -3,11 +3,15 @@
 Layout of the output: JSON structure (objects, arrays, members, repetition) is
 rules; every scalar (a string with its pattern/format/length, a number with its
 bounds, a property name, a literal) is one terminal. Each string terminal spans a
-whole JSON string lexeme, quotes included, and matches every JSON encoding of the
-allowed values (raw UTF-8, short escapes, ``\\uXXXX`` in either case, surrogate
-pairs), so greedy longest-match lexing of a valid instance always ends a string
-terminal at its closing quote; when a property-name terminal and a generic
-string terminal match the same lexeme, pda hands both to the parser.
+whole JSON string lexeme, quotes included, and matches the allowed values in every
+spelling a serialiser writes (printable ASCII raw; other characters raw, as short
+escapes, ``\\uXXXX`` in either case or surrogate pairs), so greedy longest-match
+lexing of a valid instance always ends a string terminal at its closing quote.
+Property-name terminals carry priorities (declared > pattern > additional), and
+pda's lexer hands the parser only the top-priority candidates matching a lexeme.
+
+`not`, `if`/`then`/`else` and dependencies are rewritten into `anyOf`s of positive
+schemas (`desugar`, `negate`) before lowering, so the rest only sees unions.
 
 Semantics that differ from a full validator are listed in docs/json_schema.md;
 each one either raises `GrammarError` (``strict=True``) or warns with
@@ -17,6 +21,7 @@ each one either raises `GrammarError` (``strict=True``) or warns with
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from decimal import Decimal
@@ -35,6 +40,19 @@ MAX_ENUMERATED_MULTIPLES = 1000
 MAX_COUNTED_PROPERTIES = 64
 """Largest `minProperties`/`maxProperties` bound tracked (rules grow with bound x properties)."""
 
+MAX_BRANCHES = 64
+"""Most `anyOf` branches one merge may multiply out (conditionals and dependencies add some)."""
+
+MAX_DEPENDENCIES = 4
+"""Most property dependencies lowered per object: each doubles the object's alternatives."""
+
+# Internal keywords that negation produces: numbers with a non-zero fraction, and
+# strings outside a finite set.
+_NON_INTEGER = "x-pda-non-integer"
+_NOT_IN = "x-pda-not-in"
+_NOT_PATTERN = "x-pda-not-pattern"  # the string matches none of these patterns
+_PATTERNS = "x-pda-patterns"  # further patterns the string must match (from allOf)
+
 _ANNOTATIONS = {
     "$schema", "$id", "id", "$comment", "$anchor", "$vocabulary", "title", "description",
     "default", "examples", "example", "deprecated", "readOnly", "writeOnly", "$defs",
@@ -46,7 +64,8 @@ _HANDLED = {
     "prefixItems", "additionalItems", "minItems", "maxItems", "contains", "minLength",
     "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref", "not", "if", "then",
-    "else", "uniqueItems", "minContains", "maxContains", "nullable",
+    "else", "uniqueItems", "minContains", "maxContains", "nullable", _NON_INTEGER, _NOT_IN,
+    _NOT_PATTERN, _PATTERNS,
 }
 _UNSUPPORTED = {
     "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
@@ -83,6 +102,11 @@ _FORMATS["date-time"] = _FORMATS["date"] + "[Tt ]" + _FORMATS["time"]
 _FORMATS["duration"] = (r"P(?:[0-9]+W|(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
     r"(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
     r"|T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))")
+
+# Property-name terminal priorities: when one key lexeme matches several candidate
+# terminals, pda's lexer hands the parser only the highest-priority ones, so a
+# declared name beats a patternProperties pattern, which beats additionalProperties.
+_DECLARED_KEY, _PATTERN_KEY, _ADDITIONAL_KEY = 3, 2, 1
 
 _JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 
@@ -124,9 +148,10 @@ class _Compiler:
         self.ws: list[str] = ["WS?"] if whitespace == "flexible" else []
         self.rules: dict[str, list[list[str]]] = {}
         self.rule_by_body: dict[str, str] = {}
-        self.terminals: dict[str, str] = {}
-        self.terminal_by_regex: dict[str, str] = {}
+        self.terminals: dict[str, tuple[str, int]] = {}
+        self.terminal_by_regex: dict[tuple[str, int], str] = {}
         self.memo: dict[str, str | None] = {}
+        self.negating: set[str] = set()
         self.count = 0
         self.used: set[str] = set()
         self._any: str | None = None
@@ -164,12 +189,13 @@ class _Compiler:
         warnings.warn(f"JSON Schema keyword {keyword!r} at {_pointer(path)} is approximated: {how}",
                       JsonSchemaWarning, stacklevel=4)
 
-    def terminal(self, regex: str, hint: str = "T") -> str:
-        name = self.terminal_by_regex.get(regex)
+    def terminal(self, regex: str, hint: str = "T", priority: int = 0) -> str:
+        """A terminal for `regex`; `priority` only matters among property-name terminals."""
+        name = self.terminal_by_regex.get((regex, priority))
         if name is None:
             name = f"{hint}_{len(self.terminals)}"
-            self.terminals[name] = regex
-            self.terminal_by_regex[regex] = name
+            self.terminals[name] = (regex, priority)
+            self.terminal_by_regex[(regex, priority)] = name
         return name
 
     def literal(self, text: str) -> str:
@@ -234,8 +260,28 @@ class _Compiler:
         if a is False or b is False:
             return False
         out = dict(a)
+        skip: set[str] = set()
+        open_a = a.get("additionalProperties", True) in (True, {})
+        open_b = b.get("additionalProperties", True) in (True, {})
+        if ({"properties", "additionalProperties"} & (a.keys() | b.keys())
+                and ("patternProperties" not in a and "patternProperties" not in b or open_a and open_b)):
+            # A name declared on one side only must also pass the other side's
+            # additionalProperties; names declared on neither side pass both.
+            pa, pb = a.get("properties") or {}, b.get("properties") or {}
+            aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
+            props = {n: _conj(pa.get(n, aa), pb.get(n, ab)) for n in [*pa, *(n for n in pb if n not in pa)]}
+            out.pop("properties", None)
+            out.pop("additionalProperties", None)
+            if props:
+                out["properties"] = props
+            addl = _conj(aa, ab)
+            if addl not in (True, {}):
+                out["additionalProperties"] = addl
+            skip = {"properties", "additionalProperties"}
         for k, v in b.items():
-            if k not in out or out[k] == v or k in _ANNOTATIONS:
+            if k in skip:
+                continue
+            if k not in out or out[k] == v or k in _ANNOTATIONS or (k not in _HANDLED and k not in _UNSUPPORTED):
                 out.setdefault(k, v)
                 continue
             w = out[k]
@@ -255,21 +301,35 @@ class _Compiler:
                 out[k] = min(w, v)
             elif k == "enum":
                 out[k] = [x for x in w if any(_canon(x) == _canon(y) for y in v)]
-            elif k == "properties" and "additionalProperties" not in a and "additionalProperties" not in b \
-                    and "patternProperties" not in a and "patternProperties" not in b:
-                props = dict(w)
-                for name, s in v.items():
-                    props[name] = self.merge(props[name], s, path + ("properties", name)) if name in props else s
-                out[k] = props
+            elif k in (_NOT_IN, _NOT_PATTERN, _PATTERNS):
+                out[k] = sorted(set(w) | set(v))
+            elif k == "pattern":
+                out[_PATTERNS] = sorted({*out.get(_PATTERNS, []), v})
+            elif k == "const":
+                if _canon(w) != _canon(v) and not (_json_type(w) in ("integer", "number") and
+                                                   _json_type(v) in ("integer", "number") and
+                                                   Decimal(str(w)) == Decimal(str(v))):
+                    return False
+            elif k == "multipleOf" and _is_int(w) and _is_int(v):
+                out[k] = math.lcm(int(w), int(v))
+            elif k == "patternProperties" and open_a and open_b:
+                # With no additionalProperties on either side, a key must pass every pattern
+                # of both sides that it matches: the union of the patterns.
+                pats = dict(w)
+                for pat, ps in v.items():
+                    pats[pat] = _conj(pats[pat], ps) if pat in pats else ps
+                out[k] = pats
+            elif k == "not":
+                out[k] = {"anyOf": [w, v]}
             elif k == "allOf":
                 out[k] = list(w) + list(v)
-            elif k in ("anyOf", "oneOf"):
+            elif k in ("anyOf", "oneOf") and len(w) * len(v) <= MAX_BRANCHES:
                 # anyOf(A) and anyOf(B) = anyOf over pairs; likewise for oneOf (exactly one
                 # pair matches iff exactly one branch of each side does).
                 out[k] = [{"allOf": [x, y]} for x in w for y in v]
-            elif k in ("items", "additionalProperties", "propertyNames", "contains") \
+            elif k in ("items", "propertyNames", "contains") \
                     and isinstance(v, (dict, bool)) and isinstance(w, (dict, bool)):
-                out[k] = self.merge(w, v, path + (k,))
+                out[k] = _conj(w, v)
             else:
                 self.unsupported(f"allOf/{k}", path, f"the first value of {k!r} is kept")
         return out
@@ -295,7 +355,200 @@ class _Compiler:
                 if merged is False:
                     return False
             return self.flatten(merged, path, seen)
-        return schema
+        return self.desugar(schema, path)
+
+    # ------------------------------------------------------------- logic
+
+    def desugar(self, schema: dict[str, Any], path: tuple[str, ...]) -> Any:
+        """Rewrite `not`, `if`/`then`/`else` and dependencies as `anyOf` conjuncts.
+
+        `not S` becomes the positive schema `negate(S)`; `if/then/else` becomes
+        `(if ∧ then) ∨ (¬if ∧ else)`; a dependency of property `a` becomes
+        `(a absent) ∨ (a present ∧ what it requires)`. Each is merged into the
+        schema like an `allOf` member, so the rest of the lowering only sees
+        `anyOf`. What cannot be negated stays and is reported by `_value`.
+        """
+        out = dict(schema)
+        conjuncts: list[Any] = []
+        if "not" in out:
+            neg = self.negate(out["not"], path + ("not",))
+            if neg is not None:
+                del out["not"]
+                conjuncts.append(neg)
+        if "if" in out:
+            cond, then, else_ = out["if"], out.get("then", True), out.get("else", True)
+            # (if ∧ then) ∨ (¬if ∧ else); with `then` absent that is just `if ∨ else`.
+            neg_if = self.negate(cond, path + ("if",)) if then not in (True, {}) else True
+            if neg_if is not None:
+                for k in ("if", "then", "else"):
+                    out.pop(k, None)
+                if then in (True, {}) and else_ not in (True, {}):
+                    conjuncts.append({"anyOf": [cond, else_]})
+                elif then not in (True, {}):
+                    conjuncts.append({"anyOf": [{"allOf": [cond, then]}, {"allOf": [neg_if, else_]}]})
+        else:
+            out.pop("then", None)
+            out.pop("else", None)
+        deps: dict[str, Any] = {}
+        for key in ("dependencies", "dependentRequired", "dependentSchemas"):
+            if isinstance(out.get(key), dict):
+                deps.update({name: dep for name, dep in out[key].items() if dep not in ([], True, {})})
+        if len(deps) <= MAX_DEPENDENCIES:
+            for key in ("dependencies", "dependentRequired", "dependentSchemas"):
+                out.pop(key, None)
+            for name, dep in deps.items():
+                then = {"required": [name, *dep]} if isinstance(dep, list) else {"allOf": [{"required": [name]}, dep]}
+                conjuncts.append({"anyOf": [{"properties": {name: False}}, then]})
+        for c in conjuncts:
+            out = self.merge(out, self.flatten(c, path), path)
+            if out is False:
+                return False
+        return out
+
+    def negate(self, schema: Any, path: tuple[str, ...]) -> Any:
+        """A positive schema for the instances `schema` rejects, or None when there is none here.
+
+        A schema is the conjunction of its keywords, so its negation is the union
+        of each keyword's negation; a keyword only constrains its own type, so its
+        negation is "that type, and the constraint fails" (other types are covered
+        by the negation of `type`). Exact for type, enum/const, bounds on lengths,
+        counts and numbers, required, properties, items, contains, anyOf/oneOf of
+        negatable schemas and double negation; None for the rest (patterns,
+        formats, multipleOf, uniqueItems, additionalProperties...).
+        """
+        key = _canon(schema)
+        if key in self.negating:
+            return None  # a recursive schema's negation would be an infinite schema
+        self.negating.add(key)
+        try:
+            return self._negate(self.flatten(schema, path), path)
+        finally:
+            self.negating.discard(key)
+
+    def _negate(self, schema: Any, path: tuple[str, ...]) -> Any:
+        if schema is True or schema == {}:
+            return False
+        if schema is False:
+            return True
+        if not isinstance(schema, dict):
+            return None
+        t = schema.get("type")
+        types = set(_TYPES) if t is None else ({t} if isinstance(t, str) else set(t))
+        if schema.get("nullable") is True:
+            types.add("null")
+        if "number" in types:
+            types.add("integer")
+        branches: list[Any] = []
+        others = [x for x in _TYPES if x not in types and not (x == "number" and "integer" in types)]
+        if others:
+            branches.append({"type": others})
+        if "integer" in types and "number" not in types:
+            branches.append({"type": "number", _NON_INTEGER: True})
+
+        def typed(ty: str, **kw: Any) -> None:
+            if ty in types or (ty == "number" and "integer" in types):
+                branches.append({"type": ty if ty != "number" or "number" in types else "integer", **kw})
+
+        for k, v in schema.items():
+            if k in ("type", "nullable") or k in _ANNOTATIONS or (k not in _HANDLED and k not in _UNSUPPORTED):
+                continue
+            if k in ("enum", "const"):
+                values = [v] if k == "const" else list(v)
+                negs = self._negate_values(values, types)
+                if negs is None:
+                    return None
+                branches += negs
+                continue
+            num = isinstance(v, (int, float)) and not isinstance(v, bool)
+            flip = {"minLength": ("string", "maxLength", -1), "maxLength": ("string", "minLength", 1),
+                    "minItems": ("array", "maxItems", -1), "maxItems": ("array", "minItems", 1),
+                    "minProperties": ("object", "maxProperties", -1),
+                    "maxProperties": ("object", "minProperties", 1),
+                    "minimum": ("number", "exclusiveMaximum", 0), "maximum": ("number", "exclusiveMinimum", 0),
+                    "exclusiveMinimum": ("number", "maximum", 0), "exclusiveMaximum": ("number", "minimum", 0)}
+            if k in flip and num:
+                ty, other, step = flip[k]
+                if step < 0 and v <= 0:
+                    continue  # minLength: 0 and the like reject nothing
+                typed(ty, **{other: v + step})
+            elif k == "required" and isinstance(v, list):
+                for name in v:
+                    typed("object", properties={name: False})
+            elif k == "properties" and isinstance(v, dict):
+                for name, sub in v.items():
+                    neg = self.negate(sub, path + ("properties", name))
+                    if neg is None:
+                        return None
+                    if neg is not False:
+                        typed("object", required=[name], properties={name: neg})
+            elif k == "items" and isinstance(v, (dict, bool)) and "prefixItems" not in schema:
+                neg = self.negate(v, path + ("items",))
+                if neg is None:
+                    return None
+                if neg is not False:
+                    typed("array", contains=neg)
+            elif k == "contains" and "minContains" not in schema and "maxContains" not in schema:
+                neg = self.negate(v, path + ("contains",))
+                if neg is None:
+                    return None
+                typed("array", items=neg)
+            elif k in ("anyOf", "oneOf") and isinstance(v, list):
+                if k == "oneOf" and not self.disjoint([self.flatten(b, path) for b in v]):
+                    return None
+                negs = [self.negate(b, path + (k, str(i))) for i, b in enumerate(v)]
+                if any(n is None for n in negs):
+                    return None
+                branches.append({"allOf": negs})
+            elif k == "not":
+                branches.append(v)
+            elif k == _NOT_IN:
+                typed("string", enum=list(v))
+            elif k == "pattern" and isinstance(v, str):
+                typed("string", **{_NOT_PATTERN: [v]})
+            elif k == "format" and v in _FORMATS:
+                typed("string", **{_NOT_PATTERN: [_format_pattern(v)]})
+            elif k == _NOT_PATTERN or k == _PATTERNS:
+                for p in v:
+                    typed("string", **({"pattern": p} if k == _NOT_PATTERN else {_NOT_PATTERN: [p]}))
+            elif k == _NON_INTEGER:
+                typed("integer")
+            elif k == "uniqueItems" and v is False or k == "format":
+                continue
+            elif k in ("minContains", "maxContains", "additionalItems") and "contains" not in schema:
+                continue
+            else:
+                return None
+        return {"anyOf": branches} if branches else False
+
+    def _negate_values(self, values: list[Any], types: set[str]) -> list[Any] | None:
+        """Instances of `types` that are none of `values` (objects and arrays: not negatable)."""
+        out: list[Any] = []
+        canon = {_canon(v) for v in values}
+        if "null" in types and None not in values:
+            out.append({"type": "null"})
+        if "boolean" in types:
+            left = [b for b in (True, False) if _canon(b) not in canon]
+            if left:
+                out.append({"enum": left})
+        if "string" in types:
+            out.append({"type": "string", _NOT_IN: sorted({v for v in values if isinstance(v, str)})})
+        nums = sorted({Decimal(str(v)) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)})
+        if "integer" in types or "number" in types:
+            ty = "number" if "number" in types else "integer"
+            bounds = [None, *nums, None]
+            for lo, hi in zip(bounds, bounds[1:]):
+                b: dict[str, Any] = {"type": ty}
+                if lo is not None:
+                    b["exclusiveMinimum"] = _num(lo)
+                if hi is not None:
+                    b["exclusiveMaximum"] = _num(hi)
+                out.append(b)
+        for ty in ("object", "array"):
+            if ty in types:
+                if any(_json_type(v) == ty for v in values):
+                    return None
+                out.append({"type": ty})
+        return out
 
     # ---------------------------------------------------------------- values
 
@@ -335,16 +588,14 @@ class _Compiler:
         for k in schema:
             if k in _UNSUPPORTED:
                 self.unsupported(k, path + (k,), f"{k!r} is ignored (the grammar accepts more)")
+        # `flatten` has rewritten every `not`, `if` and dependency it could negate.
         if "not" in schema:
-            if schema["not"] is True or schema["not"] == {}:
-                return None
-            if schema["not"] is not False:
-                self.unsupported("not", path + ("not",), "'not' is ignored (the grammar accepts more)")
-        if "if" in schema and ("then" in schema or "else" in schema):
+            self.unsupported("not", path + ("not",), "'not' is ignored (the grammar accepts more)")
+        if "if" in schema:
             self.unsupported("if", path + ("if",), "'if'/'then'/'else' are ignored (the grammar accepts more)")
         if schema.get("uniqueItems") is True:
-            self.unsupported("uniqueItems", path + ("uniqueItems",),
-                             "'uniqueItems' is ignored (duplicates are accepted)")
+            self.approximate("uniqueItems", path + ("uniqueItems",),
+                             "not expressible by a grammar; duplicate items are accepted")
         base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf", "not", "if", "then", "else")}
         for comb in ("anyOf", "oneOf"):
             if comb in schema:
@@ -466,6 +717,14 @@ class _Compiler:
         if isinstance(v, str):
             if len(v) < rest.get("minLength", 0) or len(v) > rest.get("maxLength", len(v)):
                 return False
+            if v in rest.get(_NOT_IN, ()):
+                return False
+            try:
+                if any(re.search(er.ecma_to_python(p), v) for p in rest.get(_NOT_PATTERN, ())) or \
+                        not all(re.search(er.ecma_to_python(p), v) for p in rest.get(_PATTERNS, ())):
+                    return False
+            except re.error:
+                pass
             if isinstance(rest.get("pattern"), str):
                 try:
                     return re.search(er.ecma_to_python(rest["pattern"]), v) is not None
@@ -473,6 +732,8 @@ class _Compiler:
                     return True
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             d = Decimal(str(v))
+            if rest.get(_NON_INTEGER) and d == d.to_integral_value():
+                return False
             for k, ok in (("minimum", lambda b: d >= b), ("maximum", lambda b: d <= b),
                           ("exclusiveMinimum", lambda b: d > b), ("exclusiveMaximum", lambda b: d < b)):
                 b = rest.get(k)
@@ -484,8 +745,7 @@ class _Compiler:
         if v is None or isinstance(v, bool):
             return self.literal(json.dumps(v))
         if isinstance(v, (int, float)):
-            d = Decimal(str(v))
-            return self.terminal(self.number_regex(d, False, d, False, path=()), "NUM")
+            return self.terminal(_number_literal_regex(Decimal(str(v))), "NUM")
         if isinstance(v, str):
             return self.terminal(er.literal_string_regex(v), "STR")
         ws = self.ws
@@ -525,13 +785,24 @@ class _Compiler:
                 if hi is None or d < hi or (d == hi and ex):
                     hi, hi_ex = d, ex
         m = schema.get("multipleOf")
-        if m is not None:
+        if schema.get(_NON_INTEGER):
+            if integer or m is not None or lo is not None or hi is not None:
+                self.unsupported("not", path, "a negated integer type with other numeric keywords is ignored")
+            else:
+                return self.terminal(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*", "NUM")
+        if isinstance(m, (int, float)) and not isinstance(m, bool) and m > 0:
             md = Decimal(str(m))
             if md == md.to_integral_value():
                 integer = True
+            elif md == Decimal(1).scaleb(md.adjusted()) and lo is None and hi is None:
+                # A multiple of 10^-k is a plain decimal with at most k fraction digits.
+                return self.terminal(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]{1,%d}0*)?" % -md.adjusted(), "NUM")
             else:
-                self.unsupported("multipleOf", path + ("multipleOf",), "'multipleOf' is ignored")
+                self.approximate("multipleOf", path + ("multipleOf",),
+                                 "a fractional multipleOf is not expressible here; it is ignored")
                 m = None
+        else:
+            m = None
         if integer:
             ilo = None if lo is None else (int(lo) + 1 if lo_ex and lo == int(lo) else -(-lo // 1))
             ihi = None if hi is None else (int(hi) - 1 if hi_ex and hi == int(hi) else hi // 1)
@@ -541,13 +812,17 @@ class _Compiler:
                 return None
             if m is not None and int(Decimal(str(m))) != 1:
                 step = int(Decimal(str(m)))
-                if ilo is None or ihi is None or (ihi - ilo) // step > MAX_ENUMERATED_MULTIPLES:
-                    self.unsupported("multipleOf", path + ("multipleOf",),
-                                     "'multipleOf' is ignored (only bounded ranges with few multiples are exact)")
-                else:
+                if ilo is not None and ihi is not None and (ihi - ilo) // step <= MAX_ENUMERATED_MULTIPLES:
                     first = -(-ilo // step) * step
-                    vals = list(range(first, ihi + 1, step))
-                    return self.rule([[self.terminal(self.int_regex(x, x), "INT")] for x in vals])
+                    vals = [str(x) for x in range(first, ihi + 1, step)]
+                    if not vals:
+                        return None
+                    return self.terminal("(?:" + "|".join(vals).replace("-", "\\-") + r")(?:\.0+)?", "INT")
+                tail = _multiple_suffix_regex(step)
+                if tail is not None and ilo is None and ihi is None:
+                    return self.terminal(tail, "INT")
+                self.approximate("multipleOf", path + ("multipleOf",),
+                                 "an integer multipleOf over a large or one-sided range is ignored")
             if ilo is None and ihi is None:
                 return self.terminal(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?(?:[eE]\+?[0-9]+)?", "INT")
             return self.terminal(self.int_regex(ilo, ihi), "INT")
@@ -555,6 +830,8 @@ class _Compiler:
             return self.terminal(_JSON_NUMBER, "NUM")
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_ex or hi_ex))):
             return None
+        if lo is not None and lo == hi:
+            return self.terminal(_number_literal_regex(lo), "NUM")
         return self.terminal(self.number_regex(lo, lo_ex, hi, hi_ex, path), "NUM")
 
     def int_regex(self, lo: int | None, hi: int | None) -> str:
@@ -609,43 +886,45 @@ class _Compiler:
         hi = None if hi is None else int(hi)
         if hi is not None and hi < lo:
             return None
-        infos: list[er.PatternInfo] = []
+        excluded = schema.get(_NOT_IN)
+        if excluded is not None:
+            if "pattern" in schema or schema.get("format") in _FORMATS or (lo, hi) != (0, None):
+                self.unsupported("not", path, "a negated string enum with other string keywords is ignored")
+            else:
+                return self.terminal('"' + _not_in_set(list(excluded)) + '"', "STR")
         pattern = schema.get("pattern")
-        if isinstance(pattern, str):
-            try:
-                info = er.ecma_pattern_body(pattern)
-            except RegexError as exc:
-                if self.strict:
-                    raise GrammarError(f"{exc} (at {_pointer(path + ('pattern',))})") from None
-                warnings.warn(f"{exc} at {_pointer(path + ('pattern',))}; relaxed: 'pattern' is ignored",
-                              JsonSchemaWarning, stacklevel=3)
-                info = er.PatternInfo(f"(?:{er.ANY_UNIT})*", 0, None)
-            if info is None:
-                return None
-            infos.append(info)
+        positive = ([pattern] if isinstance(pattern, str) else []) + list(schema.get(_PATTERNS, []))
+        negative = list(schema.get(_NOT_PATTERN, []))
         fmt = schema.get("format")
         if isinstance(fmt, str) and fmt in _FORMATS:
-            info = er.python_pattern_body(_FORMATS[fmt], search=False)
-            assert info is not None
-            infos.append(info)
-        if len(infos) > 1:
-            self.unsupported("format", path + ("format",), "'format' is ignored when 'pattern' is present")
-            infos = infos[:1]
-        if not infos:
+            positive.append(_format_pattern(fmt))
+        if not positive and not negative:
             count = "*" if (lo, hi) == (0, None) else f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
             return self.terminal(f'"(?:{er.ANY_UNIT}){count}"', "STR")
-        info = infos[0]
-        fits = info.min_len >= lo and (hi is None or (info.max_len is not None and info.max_len <= hi))
-        if not fits:
-            if (info.max_len is not None and info.max_len < lo) or (hi is not None and info.min_len > hi):
-                return None
-            clamped = er.ecma_pattern_body(pattern, min_len=lo, max_len=hi) if isinstance(pattern, str) \
-                and len(infos) == 1 and "format" not in schema else None
-            if clamped is None:
-                self.unsupported("minLength/maxLength", path,
-                                 "the length bounds are ignored for strings constrained by pattern or format")
-            else:
-                info = clamped
+        where = path + ("pattern" if isinstance(pattern, str) else "format" if positive else "not",)
+        try:
+            info: er.PatternInfo | None = None
+            if len(positive) == 1 and not negative:
+                info = er.ecma_pattern_body(positive[0])
+                if info is None:
+                    return None
+                fits = info.min_len >= lo and (hi is None or (info.max_len is not None and info.max_len <= hi))
+                if not fits:
+                    if (info.max_len is not None and info.max_len < lo) or (hi is not None and info.min_len > hi):
+                        return None
+                    info = er.ecma_pattern_body(positive[0], min_len=lo, max_len=hi)
+            if info is None:
+                # Several patterns, negated ones, or lengths the pattern's shape cannot absorb:
+                # through automata (intersection, complement, a length counter) and back.
+                info = er.pattern_set_body(positive, negative, min_len=lo, max_len=hi)
+                if info is None:
+                    return None
+        except RegexError as exc:
+            if self.strict:
+                raise GrammarError(f"{exc} (at {_pointer(where)})") from None
+            warnings.warn(f"{exc} at {_pointer(where)}; relaxed: 'pattern', 'format' and their lengths are "
+                          "ignored", JsonSchemaWarning, stacklevel=3)
+            return self.terminal(f'"(?:{er.ANY_UNIT})*"', "STR")
         return self.terminal(f'"{info.body}"', "STR")
 
     # ---------------------------------------------------------------- arrays
@@ -775,30 +1054,29 @@ class _Compiler:
             if v is None:
                 member_syms.append(None)
                 continue
-            key = self.terminal(er.literal_string_regex(n), "KEY")
+            key = self.terminal(er.literal_string_regex(n), "KEY", _DECLARED_KEY)
             member_syms.append(self.rule([[key, *ws, colon, *ws, v]]))
         # Extra members: keys outside `properties`.
         extras: list[str] = []
         trivial = addl in (True, {}) and all(self.flatten(ps, path) in (True, {}) for ps in patterns.values())
         if patterns and not trivial:
-            if addl is not False:
-                self.unsupported("patternProperties", path + ("patternProperties",),
-                                 "keys matching a pattern may also take the additionalProperties schema")
+            # A key matching a pattern lexes as that pattern's terminal only: its priority
+            # is above the additional-key terminal's, so additionalProperties never applies.
             if len(patterns) > 1 and len({_canon(v) for v in patterns.values()}) > 1:
                 self.approximate("patternProperties", path + ("patternProperties",),
                                  "a key matching several patterns needs only one of their schemas")
             for p, ps in patterns.items():
                 if any(self._search(p, n, path) for n in names):
-                    self.unsupported("patternProperties", path + ("patternProperties", p),
-                                     "an extra key equal to a declared property name that matches this "
-                                     "pattern is accepted with the pattern's schema alone")
+                    self.approximate("patternProperties", path + ("patternProperties", p),
+                                     "a declared property name that matches this pattern, repeated or "
+                                     "out of schema order, is accepted with the pattern's schema alone")
                 try:
                     info = er.ecma_pattern_body(p)
                 except RegexError as exc:
                     raise GrammarError(f"{exc} (at {_pointer(path + ('patternProperties',))})") from None
                 v = self.value(ps, path + ("patternProperties", p))
                 if info is not None and v is not None:
-                    key = self.terminal(f'"{info.body}"', "KEY")
+                    key = self.terminal(f'"{info.body}"', "KEY", _PATTERN_KEY)
                     extras.append(self.rule([[key, *ws, colon, *ws, v]]) or "")
         if addl is not False:
             v = self.value(addl, path + ("additionalProperties",))
@@ -808,11 +1086,11 @@ class _Compiler:
                     ns = self.merge(self.flatten(names_schema, path), {"type": "string"}, path)
                     key_sym = self.value(ns, path + ("propertyNames",))
                     if names:
-                        self.unsupported("propertyNames", path + ("propertyNames",),
-                                         "an extra key equal to a declared property name is accepted "
-                                         "with the additionalProperties schema")
+                        self.approximate("propertyNames", path + ("propertyNames",),
+                                         "a declared property name, repeated or out of schema order, is "
+                                         "accepted with the additionalProperties schema")
                 else:
-                    key_sym = self.terminal('"' + _not_in_set(names) + '"', "KEY")
+                    key_sym = self.terminal('"' + _not_in_set(names) + '"', "KEY", _ADDITIONAL_KEY)
                 if key_sym is not None:
                     extras.append(self.rule([[key_sym, *ws, colon, *ws, v]]) or "")
         extra = self.rule([[e] for e in extras if e])
@@ -914,11 +1192,54 @@ class _Compiler:
             if not alts:
                 raise GrammarError(f"internal: rule {name} has no alternatives")
             lines.append(f"{name}: " + "\n    | ".join(" ".join(a) for a in alts))
-        for name, regex in self.terminals.items():
-            lines.append(f"{name}: {er._lark_regex(regex)}")
+        for name, (regex, priority) in self.terminals.items():
+            lines.append(f"{name}{f'.{priority}' if priority else ''}: {er._lark_regex(regex)}")
         if self.ws:
             lines.append(f"WS: /[ \\t\\n\\r]{{1,{MAX_WHITESPACE_RUN}}}/")
         return "\n".join(lines) + "\n"
+
+
+def _multiple_suffix_regex(step: int) -> str | None:
+    """Integers divisible by `step` when `step` divides 10^j (j <= 3): decided by the last j digits."""
+    for j in range(1, 4):
+        if 10**j % step == 0:
+            short = "|".join(str(x) for x in range(0, 10**j, step))
+            tails = "|".join(f"{x:0{j}d}" for x in range(0, 10**j, step))
+            return rf"-?(?:[1-9][0-9]*(?:{tails})|{short})(?:\.0+)?"
+    return None
+
+
+def _format_pattern(fmt: str) -> str:
+    """A `format`'s regex as an anchored pattern (its syntax means the same in ECMA and Python)."""
+    return f"^(?:{_FORMATS[fmt]})$"
+
+
+def _conj(a: Any, b: Any) -> Any:
+    """Both schemas, as an `allOf` lowered (and memoised) when it is used: merging
+    eagerly would not terminate on recursive schemas."""
+    if a is True or a == {} or _canon(a) == _canon(b):
+        return b
+    if b is True or b == {}:
+        return a
+    if a is False or b is False:
+        return False
+    return {"allOf": [a, b]}
+
+
+def _number_literal_regex(d: Decimal) -> str:
+    """Plain-decimal spellings of the number `d` (`2.6`, `2.60`; `3`, `3.0`; `-0`)."""
+    i, frac = _split(abs(d))
+    sign = "-?" if d == 0 else "-" if d < 0 else ""
+    return sign + str(i) + (rf"\.{frac}0*" if frac else r"(?:\.0+)?")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and float(v).is_integer()
+
+
+def _num(d: Decimal) -> int | float:
+    """A decimal as the JSON number a schema keyword holds."""
+    return int(d) if d == d.to_integral_value() else float(d)
 
 
 def _split(d: Decimal) -> tuple[int, str]:
@@ -953,28 +1274,55 @@ def _frac_le(f: str, strict: bool) -> str:
 
 
 def _not_in_set(names: list[str]) -> str:
-    """Lexeme-body regex for strings not in `names`, via the character trie of the names."""
+    """Lexeme-body regex for strings not in `names`, via the character trie of the names.
+
+    A string outside the set either leaves the trie (a walk, then a unit no
+    branch continues with, then anything) or stops at a trie node that ends no
+    name; the trailing `(?:ANY)*` is written once, not once per node. When every
+    name is spelled only raw (printable ASCII), any string with an escape is
+    outside the set, so the trie branches on raw characters alone: a short class
+    per node instead of every unit's escapes.
+    """
+    anything = f"(?:{er.ANY_UNIT})*"
     if not names:
-        return f"(?:{er.ANY_UNIT})*"
+        return anything
     trie: dict[str, Any] = {}
     for n in names:
         node = trie
         for ch in n:
             node = node.setdefault(ch, {})
         node[""] = {}
-    anything = f"(?:{er.ANY_UNIT})*"
+    single = all(er.intersect(((ord(c), ord(c)),), er.SINGLE_SPELLING) for n in names for c in n)
 
-    def rec(node: dict[str, Any]) -> str:
-        alts = [] if "" in node else [""]
+    def alt(alts: list[str]) -> str:
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    def leave(node: dict[str, Any]) -> str:
         kids = sorted(k for k in node if k)
-        for k in kids:
-            alts.append(er.literal_body_regex(k) + rec(node[k]))
-        other = er.unit_regex(er.complement(er.normalize([(ord(k), ord(k)) for k in kids])))
+        alts = [er.literal_body_regex(k) + leave(node[k]) for k in kids]
+        taken = er.normalize([(ord(k), ord(k)) for k in kids])
+        if single:
+            rest = er.subtract(er.RAW_CHARS, taken)
+            other = er.char_class(rest) if rest else None
+        else:
+            other = er.unit_regex(er.complement(taken))
         if other is not None:
-            alts.append(other + anything)
-        return "(?:" + "|".join(alts) + ")"
+            alts.append(other)
+        return alt(alts)
 
-    return rec(trie)
+    def stop(node: dict[str, Any]) -> str | None:
+        alts = [] if "" in node else [""]
+        for k in sorted(k for k in node if k):
+            rest = stop(node[k])
+            if rest is not None:
+                alts.append(er.literal_body_regex(k) + rest)
+        return alt(alts) if alts else None
+
+    stopped = stop(trie)
+    alts = [leave(trie) + anything] + ([stopped] if stopped is not None else [])
+    if single:
+        alts.append(f"{er.RAW_UNIT}*{er.ESCAPED_UNIT}{anything}")
+    return alt(alts)
 
 
 def json_schema_to_lark(schema: dict[str, Any] | bool | str, *, whitespace: str = "compact",
