@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 
@@ -137,22 +138,50 @@ def test_class_sets_equal_re_on_all_code_points() -> None:
 # ---------------------------------------------------------------- UTF-8
 
 
-@given(st.integers(0, cs.MAX_CP), st.integers(0, cs.MAX_CP))
-@settings(max_examples=200, deadline=None)
-def test_utf8_sequences_cover_exactly_the_range(a: int, b: int) -> None:
-    lo, hi = min(a, b), max(a, b)
-    seqs = cs.utf8_sequences(cs.normalise([(lo, hi)]))
-    rnd = random.Random(lo ^ hi)
-    probes = {lo, hi, lo - 1, hi + 1, 0x7F, 0x80, 0x7FF, 0x800, 0xFFFF, 0x10000, 0xD7FF, 0xE000}
-    probes |= {rnd.randint(0, cs.MAX_CP) for _ in range(50)}
-    for cp in probes:
-        if not 0 <= cp <= cs.MAX_CP or 0xD800 <= cp <= 0xDFFF:
-            continue
-        enc = chr(cp).encode("utf-8")
-        hit = any(
-            len(seq) == len(enc) and all(r[0] <= x <= r[1] for r, x in zip(seq, enc)) for seq in seqs
-        )
-        assert hit == (lo <= cp <= hi), hex(cp)
+@functools.cache
+def every_code_point_encoded() -> list[bytes]:
+    return [chr(c).encode("utf-8", "surrogatepass") for c in range(cs.N_CP)]
+
+
+@given(st.lists(st.tuples(st.integers(0, cs.MAX_CP), st.integers(0, 3000)), min_size=1, max_size=6),
+       st.booleans())
+@settings(max_examples=5, deadline=None)
+def test_class_dfa_accepts_exactly_its_code_points(ranges: list[tuple[int, int]], negate: bool) -> None:
+    """Every one of the 1,114,112 code points (surrogates included, encoded): the byte DFA
+    of a class accepts exactly the UTF-8 encodings of its members."""
+    encoded = every_code_point_encoded()
+    spans = [(lo, min(lo + width, cs.MAX_CP)) for lo, width in ranges]
+    body = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in spans)
+    pattern = f"[{'^' if negate else ''}{body}]"
+    dfa = compile_regex(pattern)
+    member = np.zeros(cs.N_CP, dtype=bool)
+    for lo, hi in spans:
+        member[lo : hi + 1] = True
+    if negate:
+        member = ~member
+    member[0xD800:0xE000] = False  # no UTF-8 encoding: never matched
+    assert np.array_equal(dfa.accepts_many(encoded), member), pattern
+    assert_minimal(dfa)
+
+
+def test_every_short_byte_string_is_judged_as_utf8() -> None:
+    """All 1- and 2-byte strings and the 3-/4-byte strings around the UTF-8 edges: `(?s:.)`
+    accepts exactly those that decode to one character."""
+    dfa = compile_regex("(?s:.)")
+    edge = list(range(0x70, 0xC5)) + [0xF5, 0xFF, 0x00]
+    samples = [bytes([a]) for a in range(256)] + [bytes([a, b]) for a in range(256) for b in range(256)]
+    samples += [bytes([a, b, c]) for a in range(0xE0, 0xF0) for b in edge for c in (0x7F, 0x80, 0xBF, 0xC0)]
+    samples += [bytes([a, b, c, d]) for a in range(0xF0, 0xF8) for b in edge for c in (0x80, 0xBF, 0xC0)
+                for d in (0x7F, 0x80, 0xBF)]
+
+    def one_char(data: bytes) -> bool:
+        try:
+            return len(data.decode("utf-8")) == 1
+        except UnicodeDecodeError:
+            return False
+
+    got = dfa.accepts_many(samples)
+    assert got.tolist() == [one_char(x) for x in samples]
 
 
 def test_invalid_utf8_never_matches() -> None:

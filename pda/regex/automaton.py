@@ -1,13 +1,21 @@
-"""Byte-level NFA construction, subset construction and minimisation.
+"""NFA construction over atoms, subset construction and minimisation.
+
+Automata here read atoms (`charset.Alphabet`: classes of code points that every
+character class of the regex treats alike), not bytes; `pda.regex.utf8` expands
+the minimal atom-level DFA into bytes at the end. Determinising over atoms keeps
+Unicode-wide classes (`\\w`, `[^"]`) one edge each instead of hundreds of
+UTF-8 byte paths.
 
 Invariants:
-- `NFA.build(node, s, e)` adds paths from s to e spelling exactly the UTF-8
-  encodings of node's language; it adds edges out of s and into e but never
-  out of e or into s, so fragments may share their endpoints (alternatives
-  share both, which keeps big literal alternations trie-shaped).
-- A DFA state is the set of "important" NFA states (with byte edges, or final)
+- `NFA.build(node, s, e)` adds paths from s to e spelling exactly node's
+  language; it adds edges out of s and into e but never out of e or into s, so
+  fragments may share their endpoints (alternatives share both, which keeps big
+  literal alternations trie-shaped).
+- A DFA state is the set of "important" NFA states (with atom edges, or final)
   of an ε-closure. A lazy terminal's NFA states stop moving once the set holds
-  that terminal's final state: this prunes exactly the first-match language.
+  that terminal's final state: this prunes exactly the first-match language
+  (UTF-8 is a prefix code, so first match over characters is first match over
+  bytes).
 - Minimisation is Hopcroft's algorithm on the partial DFA (states that can
   still accept something, transitions into the dead state left out), with
   every initial block in the worklist, which is what partial DFAs need.
@@ -25,13 +33,14 @@ from pda.regex.syntax import Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq
 
 
 class NFA:
-    """An ε-NFA over bytes; `edges[q]` holds (lo_byte, hi_byte, target)."""
+    """An ε-NFA over atoms; `edges[q]` holds (atoms, target)."""
 
-    def __init__(self, max_states: int) -> None:
+    def __init__(self, alphabet: cs.Alphabet, max_states: int) -> None:
+        self.alphabet = alphabet
         self.eps: list[list[int]] = []
-        self.edges: list[list[tuple[int, int, int]]] = []
+        self.edges: list[list[tuple[tuple[int, ...], int]]] = []
         self.max_states = max_states
-        self.subdfa = None  # set by the caller: Node -> byte DFA (trans256, accept)
+        self.subdfa = None  # set by the caller: Node -> atom DFA (trans [n, atoms], accept)
 
     def state(self) -> int:
         self.eps.append([])
@@ -42,7 +51,9 @@ class NFA:
 
     def build(self, node: Node, s: int, e: int) -> None:
         if isinstance(node, Chars):
-            self.chars(node.chars, s, e)
+            atoms = self.alphabet.atoms(node.chars)
+            if atoms:
+                self.edges[s].append((atoms, e))
         elif isinstance(node, Seq):
             if not node.items:
                 self.eps[s].append(e)
@@ -58,25 +69,10 @@ class NFA:
         elif isinstance(node, Repeat):
             self.repeat(node, s, e)
         elif isinstance(node, (FirstMatch, Guard)):
-            trans256, accept = self.subdfa(node)
-            self.embed(trans256, accept, s, e)
+            trans, accept = self.subdfa(node)
+            self.embed(trans, accept, s, e)
         else:  # pragma: no cover - the IR is closed
             raise TypeError(node)
-
-    def chars(self, chars: cs.CharSet, s: int, e: int) -> None:
-        # A trie of the byte-range sequences, so shared lead bytes share states.
-        nodes: dict[tuple, int] = {(): s}
-        for seq in cs.utf8_sequences(chars):
-            prefix: tuple = ()
-            for i, rng in enumerate(seq):
-                key = prefix + (rng,)
-                if i == len(seq) - 1:
-                    self.edges[nodes[prefix]].append((rng[0], rng[1], e))
-                else:
-                    if key not in nodes:
-                        nodes[key] = self.state()
-                        self.edges[nodes[prefix]].append((rng[0], rng[1], nodes[key]))
-                prefix = key
 
     def repeat(self, node: Repeat, s: int, e: int) -> None:
         item, lo, hi = node.item, node.lo, node.hi
@@ -107,45 +103,24 @@ class NFA:
             self.build(item, cur, nxt)
             cur = nxt
 
-    def embed(self, trans256: np.ndarray, accept: np.ndarray, s: int, e: int) -> None:
-        """Splice a byte DFA (start 0, -1 = dead) in between s and e."""
-        n = trans256.shape[0]
+    def embed(self, trans: np.ndarray, accept: np.ndarray, s: int, e: int) -> None:
+        """Splice an atom DFA (start 0, -1 = dead) in between s and e."""
+        n = trans.shape[0]
         ids = [s] + [self.state() for _ in range(n - 1)]
-        if n and ids[0] == s and _has_incoming(trans256, 0):
+        if n and bool((trans == 0).any()):
             # the start state is re-entered: give it a fresh state so s gets no incoming edges
             fresh = self.state()
             self.eps[s].append(fresh)
             ids[0] = fresh
         for q in range(n):
-            row = trans256[q]
-            b = 0
-            while b < 256:
-                t = row[b]
-                end = b
-                while end + 1 < 256 and row[end + 1] == t:
-                    end += 1
+            row = trans[q]
+            order = np.argsort(row, kind="stable")
+            targets, first = np.unique(row[order], return_index=True)
+            for t, group in zip(targets.tolist(), np.split(order, first[1:])):
                 if t >= 0:
-                    self.edges[ids[q]].append((b, end, ids[t]))
-                b = end + 1
+                    self.edges[ids[q]].append((tuple(group.tolist()), ids[t]))
             if accept[q]:
                 self.eps[ids[q]].append(e)
-
-
-def _has_incoming(trans256: np.ndarray, q: int) -> bool:
-    return bool((trans256 == q).any())
-
-
-def byte_classes(nfa: NFA) -> tuple[np.ndarray, list[int]]:
-    cuts = {0, 256}
-    for edges in nfa.edges:
-        for lo, hi, _ in edges:
-            cuts.add(lo)
-            cuts.add(hi + 1)
-    bounds = sorted(cuts)
-    byte_class = np.zeros(256, dtype=np.int32)
-    for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
-        byte_class[a:b] = i
-    return byte_class, bounds
 
 
 def determinise(
@@ -156,15 +131,12 @@ def determinise(
     lazy: Sequence[bool],
     max_states: int,
     names: Sequence[str],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Subset construction. Returns (byte_class, trans [n,k] with -1 for dead, accept [n,t])."""
-    byte_class, _ = byte_classes(nfa)
-    k = int(byte_class[-1]) + 1
-    cedges = [
-        [(int(byte_class[lo]), int(byte_class[hi]), t) for lo, hi, t in edges] for edges in nfa.edges
-    ]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Subset construction. Returns (trans [n, atoms] with -1 for dead, accept [n, t])."""
+    k = nfa.alphabet.n_atoms
+    edges = nfa.edges
     final_term = {f: j for j, f in enumerate(finals)}
-    important = [bool(cedges[q]) or q in final_term for q in range(len(cedges))]
+    important = [bool(edges[q]) or q in final_term for q in range(len(edges))]
     memo: dict[int, frozenset[int]] = {}
 
     def closure(q: int) -> frozenset[int]:
@@ -199,8 +171,8 @@ def determinise(
         for q in S:
             if done and owner[q] in done:
                 continue
-            for clo, chi, t in cedges[q]:
-                for c in range(clo, chi + 1):
+            for atoms, t in edges[q]:
+                for c in atoms:
                     m = moves.get(c)
                     if m is None:
                         moves[c] = {t}
@@ -226,14 +198,14 @@ def determinise(
                 seen_targets[key] = j
             row[c] = j
         rows.append(row)
-    trans = np.array(rows, dtype=np.int32).reshape(len(rows), k)
+    trans = np.array(rows, dtype=np.int64).reshape(len(rows), k)
     accept = np.zeros((len(sets), len(finals)), dtype=bool)
     for s_id, S in enumerate(sets):
         for q in S:
             j = final_term.get(q)
             if j is not None:
                 accept[s_id, j] = True
-    return byte_class, trans, accept
+    return trans, accept
 
 
 def coaccessible(trans: np.ndarray, accept_any: np.ndarray) -> np.ndarray:

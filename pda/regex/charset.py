@@ -1,4 +1,4 @@
-"""Sets of code points, with the meaning Python's `re` gives them, and their UTF-8 form.
+"""Sets of code points, with the meaning Python's `re` gives them, and their atoms.
 
 A `CharSet` is a sorted tuple of disjoint, non-adjacent inclusive ranges
 `(lo, hi)` of code points; surrogates (U+D800..U+DFFF) never belong to one,
@@ -11,6 +11,7 @@ this Python's `re` says they are.
 
 from __future__ import annotations
 
+import bisect
 import re
 from functools import lru_cache
 
@@ -30,6 +31,12 @@ ALL: CharSet = ((0, SURROGATES[0] - 1), (SURROGATES[1] + 1, MAX_CP))
 
 def merge_ranges(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
     """Sort and merge overlapping or adjacent code-point ranges."""
+    if len(ranges) > 64:  # Unicode-wide classes: hundreds of ranges, merged in numpy
+        a = np.array(ranges, dtype=np.int64).reshape(-1, 2)
+        a = a[np.lexsort((a[:, 1], a[:, 0]))]
+        reach = np.maximum.accumulate(a[:, 1])
+        first = np.flatnonzero(np.concatenate(([True], a[1:, 0] > reach[:-1] + 1)))
+        return tuple(zip(a[first, 0].tolist(), np.maximum.reduceat(a[:, 1], first).tolist()))
     out: list[list[int]] = []
     for lo, hi in sorted(ranges):
         if out and lo <= out[-1][1] + 1:
@@ -41,16 +48,19 @@ def merge_ranges(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) ->
 
 def normalise(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> CharSet:
     """Sort, merge overlapping/adjacent ranges and cut out the surrogates."""
+    merged = merge_ranges(ranges)
+    # merged ranges are sorted and disjoint: those touching the surrogates are consecutive
+    i = bisect.bisect_left([hi for _, hi in merged], SURROGATES[0])
+    j = i
+    while j < len(merged) and merged[j][0] <= SURROGATES[1]:
+        j += 1
     cut: list[tuple[int, int]] = []
-    for lo, hi in merge_ranges(ranges):
-        if hi < SURROGATES[0] or lo > SURROGATES[1]:
-            cut.append((lo, hi))
-            continue
+    for lo, hi in merged[i:j]:
         if lo < SURROGATES[0]:
             cut.append((lo, SURROGATES[0] - 1))
         if hi > SURROGATES[1]:
             cut.append((SURROGATES[1] + 1, hi))
-    return tuple(cut)
+    return merged[:i] + tuple(cut) + merged[j:]
 
 
 def complement(cs: CharSet) -> CharSet:
@@ -239,43 +249,81 @@ def any_set(dotall: bool) -> CharSet:
     return ALL if dotall else complement(((0x0A, 0x0A),))
 
 
-# ---------------------------------------------------------------- UTF-8
-
-_UTF8_BOUNDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, MAX_CP))
+# ---------------------------------------------------------------- atoms
 
 
-def _encode(c: int) -> bytes:
-    return chr(c).encode("utf-8", "surrogatepass")
+class Alphabet:
+    """A partition of the code points into atoms: maximal sets of code points that every
+    given CharSet either contains whole or misses whole.
 
+    Automata are determinised over atoms (a few dozen even for Unicode-wide classes like
+    `\\w`) and only then expanded to UTF-8 bytes, instead of determinising a byte-level
+    NFA that spells every class as hundreds of byte-range paths.
 
-def _split_same_length(lo: int, hi: int, out: list[tuple[tuple[int, int], ...]]) -> None:
-    """Split [lo, hi] (same UTF-8 length) into products of byte ranges (the classic way)."""
-    if lo <= 0x7F:
-        out.append(((lo, hi),))
-        return
-    n = len(_encode(lo))
-    for i in range(1, n):
-        m = (1 << (6 * i)) - 1  # low bits covered by the last i continuation bytes
-        if lo & ~m != hi & ~m:
-            if lo & m != 0:
-                _split_same_length(lo, lo | m, out)
-                _split_same_length((lo | m) + 1, hi, out)
+    `bounds[i]..bounds[i+1]-1` is elementary interval i and `interval_atom[i]` its atom.
+    """
+
+    def __init__(self, sets: list[CharSet] | tuple[CharSet, ...]) -> None:
+        distinct = list(dict.fromkeys(sets))
+        cuts = {0, N_CP}
+        for s in distinct:
+            for lo, hi in s:
+                cuts.add(lo)
+                cuts.add(hi + 1)
+        self.bounds = np.array(sorted(cuts), dtype=np.int64)
+        n_int = len(self.bounds) - 1
+        self._ranges = {
+            s: (
+                np.searchsorted(self.bounds, [lo for lo, _ in s]),
+                np.searchsorted(self.bounds, [hi + 1 for _, hi in s]),
+            )
+            for s in distinct
+        }
+        for attempt in range(4):
+            self.interval_atom = self._signature_atoms(distinct, n_int, seed=attempt)
+            self.n_atoms = int(self.interval_atom.max()) + 1
+            self._atom_size = np.bincount(self.interval_atom, minlength=self.n_atoms)
+            try:
+                self._of = {s: self._atoms_checked(s) for s in distinct}
                 return
-            if hi & m != m:
-                _split_same_length(lo, (hi & ~m) - 1, out)
-                _split_same_length(hi & ~m, hi, out)
-                return
-    a, b = _encode(lo), _encode(hi)
-    out.append(tuple((a[i], b[i]) for i in range(n)))
+            except _HashCollision:
+                continue
+        raise AssertionError("atom signatures collided four times")  # pragma: no cover
+
+    def _signature_atoms(self, distinct: list[CharSet], n_int: int, seed: int) -> np.ndarray:
+        """Atom ids from two random linear hashes of each interval's set of containing sets."""
+        rng = np.random.default_rng(0xA70 + seed)
+        weights = rng.integers(1, 2**63, size=(max(len(distinct), 1), 2), dtype=np.uint64)
+        diff = np.zeros((n_int + 1, 2), dtype=np.uint64)
+        for j, s in enumerate(distinct):
+            i0, i1 = self._ranges[s]
+            np.add.at(diff, i0, weights[j])
+            np.subtract.at(diff, i1, weights[j])
+        signature = np.cumsum(diff[:-1], axis=0, dtype=np.uint64)
+        _, first, atom = np.unique(signature, axis=0, return_index=True, return_inverse=True)
+        # number atoms by their lowest code point, so the numbering reads naturally
+        order = np.argsort(np.argsort(first))
+        return order[atom.reshape(-1)].astype(np.int64)
+
+    def _atoms_checked(self, s: CharSet) -> tuple[int, ...]:
+        i0, i1 = self._ranges[s]
+        if not len(i0):
+            return ()
+        covered = np.concatenate([np.arange(a, b) for a, b in zip(i0.tolist(), i1.tolist())])
+        atoms = np.unique(self.interval_atom[covered])
+        if int(self._atom_size[atoms].sum()) != len(covered):
+            raise _HashCollision
+        return tuple(atoms.tolist())
+
+    def atoms(self, s: CharSet) -> tuple[int, ...]:
+        """The atoms whose union is `s` (a set given to the constructor)."""
+        return self._of[s]
+
+    def atom_of(self, cps: np.ndarray) -> np.ndarray:
+        """The atom of each code point (code points past U+10FFFF count as U+10FFFF)."""
+        cps = np.minimum(cps, MAX_CP)
+        return self.interval_atom[np.searchsorted(self.bounds, cps, side="right") - 1]
 
 
-@lru_cache(maxsize=8192)
-def utf8_sequences(cs: CharSet) -> tuple[tuple[tuple[int, int], ...], ...]:
-    """The byte-range sequences whose union is exactly the UTF-8 encodings of `cs`."""
-    out: list[tuple[tuple[int, int], ...]] = []
-    for lo, hi in cs:
-        for blo, bhi in _UTF8_BOUNDS:
-            a, b = max(lo, blo), min(hi, bhi)
-            if a <= b:
-                _split_same_length(a, b, out)
-    return tuple(out)
+class _HashCollision(Exception):
+    """Two different membership signatures hashed alike (about 2**-126 per pair)."""

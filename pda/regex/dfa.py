@@ -7,6 +7,12 @@ the empty one) reaches `accept[., j]`. A byte string is accepted for terminal
 j iff it is valid UTF-8 and its decoding `re.fullmatch`es j's pattern (for
 lazy terminals and the escaped-string idiom: iff `re.match` returns exactly
 it; see `pda.regex.syntax`).
+
+Pipeline: regex → IR (`syntax`) → NFA over atoms, the classes of code points
+that all of the regex's character classes treat alike (`charset.Alphabet`) →
+subset construction and Hopcroft minimisation over atoms (`automaton`) →
+UTF-8 expansion into bytes with shared suffixes (`utf8`), which keeps the
+result minimal → byte classes, dead state, live rows.
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ import numpy as np
 
 from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
+from pda.regex import charset as cs
+from pda.regex import utf8
 from pda.regex.automaton import NFA, coaccessible, determinise, hopcroft
-from pda.regex.syntax import FirstMatch, Guard, Node, translate
+from pda.regex.syntax import Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, translate
 
 # A lexer DFA this large costs ~1-2 s to build and ~1 MB per 1,000 states of
 # per-state token-index work later; callers serving many grammars pass less.
@@ -60,17 +68,74 @@ class LexerDFA:
         """Is `data` one whole lexeme of the given terminal (index into `names`)?"""
         return bool(self.accept[self.run(self.start, data), terminal])
 
+    def run_many(self, data: Sequence[bytes]) -> np.ndarray:
+        """The state after each byte string, all walked at once (for tests and fuzzers)."""
+        n = len(data)
+        lens = np.fromiter(map(len, data), dtype=np.int64, count=n)
+        states = np.full(n, self.start, dtype=np.int64)
+        if not n or not lens.max():
+            return states
+        # bytes laid out row by row, longest strings first, so live rows are a prefix
+        order = np.argsort(-lens, kind="stable")
+        lens_sorted = lens[order]
+        flat = np.frombuffer(b"".join(data[i] for i in order.tolist()), dtype=np.uint8)
+        starts = np.concatenate(([0], np.cumsum(lens_sorted)[:-1]))
+        cur = np.full(n, self.start, dtype=np.int64)
+        for i in range(int(lens_sorted[0])):
+            rows = int(np.searchsorted(-lens_sorted, -i, side="left"))  # strings longer than i
+            cur[:rows] = self.trans[cur[:rows], self.byte_class[flat[starts[:rows] + i]]]
+        states[order] = cur
+        return states
+
+    def accepts_many(self, data: Sequence[bytes], terminal: int = 0) -> np.ndarray:
+        """`accepts` for many byte strings at once: a bool array."""
+        return self.accept[self.run_many(data), terminal]
+
 
 def _freeze(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
 
 
+def _charsets(node: Node, out: list) -> list:
+    """Every character set in the IR tree (sub-automata included)."""
+    if isinstance(node, Chars):
+        out.append(node.chars)
+    elif isinstance(node, (Seq, Alt)):
+        for item in node.items:
+            _charsets(item, out)
+    elif isinstance(node, (Repeat, FirstMatch)):
+        _charsets(node.item, out)
+    else:
+        _charsets(node.look, out)
+        _charsets(node.body, out)
+    return out
+
+
 def _compile_nodes(
     nodes: Sequence[Node], lazy: Sequence[bool], names: Sequence[str], max_states: int
 ) -> LexerDFA:
-    nfa = NFA(max_states=max(10 * max_states, 100_000))
-    nfa.subdfa = lambda node: _subdfa(node, max_states, names)
+    alphabet = cs.Alphabet([c for node in nodes for c in _charsets(node, [])])
+    trans, accept = _atom_dfa(nodes, lazy, names, max_states, alphabet)
+    byte_trans = utf8.expand(trans, alphabet)
+    if len(byte_trans) >= max_states:
+        raise LimitExceeded(
+            f"lexer DFA for terminal(s) {', '.join(names)} exceeds max_states={max_states} "
+            f"({len(byte_trans)} states once UTF-8 is spelled out)"
+        )
+    return _finish(byte_trans, accept, tuple(names))
+
+
+def _atom_dfa(
+    nodes: Sequence[Node],
+    lazy: Sequence[bool],
+    names: Sequence[str],
+    max_states: int,
+    alphabet: cs.Alphabet,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The minimal, trimmed DFA over atoms: (trans [n, atoms] with -1 for dead, accept [n, t])."""
+    nfa = NFA(alphabet, max_states=max(10 * max_states, 100_000))
+    nfa.subdfa = lambda node: _subdfa(node, max_states, names, alphabet)
     start = nfa.state()
     finals: list[int] = []
     owner: list[int] = [-1]
@@ -80,14 +145,13 @@ def _compile_nodes(
         nfa.build(node, s, e)
         finals.append(e)
         owner.extend([j] * (len(nfa.eps) - len(owner)))
-    byte_class, trans, accept = determinise(nfa, start, finals, owner, lazy, max_states, names)
-    return _minimise(byte_class, trans, accept, tuple(names))
+    trans, accept = determinise(nfa, start, finals, owner, lazy, max_states, names)
+    return _minimise(trans, accept)
 
 
-def _minimise(
-    byte_class: np.ndarray, trans: np.ndarray, accept: np.ndarray, names: tuple[str, ...]
-) -> LexerDFA:
-    n, k = trans.shape
+def _minimise(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Trim and minimise a partial DFA (-1 = dead); the start stays state 0, others by first appearance."""
+    n = trans.shape[0]
     good = coaccessible(trans, accept.any(axis=1))
     good[0] = True  # the start stays a real state even if nothing is accepted
     keep = np.flatnonzero(good)
@@ -99,25 +163,34 @@ def _minimise(
         b""
     ] * len(keep)
     block_of = np.array(hopcroft(sub, keys), dtype=np.int64)
-    # Number blocks: start first, then in order of first appearance; dead last.
     order = np.unique(block_of, return_index=True)[1]
     firsts = sorted(order.tolist(), key=lambda q: (q != 0, q))
     new_id = np.empty(block_of.max() + 1, dtype=np.int64)
     new_id[block_of[firsts]] = np.arange(len(firsts))
-    m = len(firsts)
-    dead = m
     rep = np.array(firsts, dtype=np.int64)
     rows = sub[rep]
-    out = np.where(rows >= 0, new_id[block_of[np.maximum(rows, 0)]], dead).astype(np.int32)
-    out = np.vstack([out, np.full((1, k), dead, dtype=np.int32)])
-    acc = np.vstack([accept[keep][rep], np.zeros((1, accept.shape[1]), dtype=bool)])
+    out = np.where(rows >= 0, new_id[block_of[np.maximum(rows, 0)]], -1)
+    return out, accept[keep][rep]
+
+
+def _finish(byte_trans: np.ndarray, accept: np.ndarray, names: tuple[str, ...]) -> LexerDFA:
+    """Byte classes, the dead state (last) and live rows for a byte DFA with -1 for dead."""
+    m = byte_trans.shape[0]
+    dead = m
+    full = np.vstack([np.where(byte_trans >= 0, byte_trans, dead), np.full((1, 256), dead)])
+    first, inverse = utf8.distinct_rows(full.T)
+    # classes numbered by their lowest byte
+    byte_class = np.argsort(np.argsort(first))[inverse]
+    out = full[:, np.sort(first)]
+    acc = np.zeros((m + 1, accept.shape[1]), dtype=bool)
+    acc[: len(accept)] = accept
     live = _live_rows(out, acc, dead)
     return LexerDFA(
         n_states=m + 1,
         start=0,
         dead=dead,
         byte_class=_freeze(byte_class.astype(np.int32)),
-        trans=_freeze(out),
+        trans=_freeze(out.astype(np.int32)),
         accept=_freeze(acc),
         live=_freeze(live),
         names=names,
@@ -150,46 +223,37 @@ def _live_rows(trans: np.ndarray, accept: np.ndarray, dead: int) -> np.ndarray:
     return np.unpackbits(packed, axis=1, bitorder="little")[:, :t].astype(bool)
 
 
-def _to_bytes256(dfa: LexerDFA) -> tuple[np.ndarray, np.ndarray]:
-    """(trans [n,256] with -1 for dead, accept [n]) without the dead state; start 0."""
-    full = dfa.trans[:, dfa.byte_class].astype(np.int64)
-    keep = np.array([q for q in range(dfa.n_states) if q != dfa.dead])
-    renum = np.full(dfa.n_states, -1)
-    renum[keep] = np.arange(len(keep))
-    return renum[full[keep]], dfa.accept[keep, 0]
-
-
-def _subdfa(node: Node, max_states: int, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The byte DFA of a FirstMatch or Guard node, ready to splice into an NFA."""
+def _subdfa(
+    node: Node, max_states: int, names: Sequence[str], alphabet: cs.Alphabet
+) -> tuple[np.ndarray, np.ndarray]:
+    """The atom DFA of a FirstMatch or Guard node, ready to splice into an NFA."""
     if isinstance(node, FirstMatch):
-        return _to_bytes256(_compile_nodes([node.item], [True], names, max_states))
+        trans, accept = _atom_dfa([node.item], [True], names, max_states, alphabet)
+        return trans, accept[:, 0]
     assert isinstance(node, Guard)
-    body, bacc = _to_bytes256(_compile_nodes([node.body], [False], names, max_states))
-    look, lacc = _to_bytes256(_compile_nodes([node.look], [True], names, max_states))
+    body, bacc = _atom_dfa([node.body], [False], names, max_states, alphabet)
+    look, lacc = _atom_dfa([node.look], [True], names, max_states, alphabet)
+    bacc, lacc = bacc[:, 0], lacc[:, 0]
     # Product of body with "a prefix so far is in look" (SAT absorbs; -1: never any more).
     SAT = -2
+    k = alphabet.n_atoms
     start = (0, SAT if lacc[0] else 0)
     index = {start: 0}
     pairs = [start]
-    rows: list[np.ndarray] = []
+    rows: list[list[int]] = []
     i = 0
     while i < len(pairs):
         a, b = pairs[i]
         i += 1
         ra = body[a]
-        if b == SAT:
-            rb = np.full(256, SAT)
-        elif b == -1:
-            rb = np.full(256, -1)
+        if b < 0:
+            rb = np.full(k, b)
         else:
             rb = look[b].copy()
             hit = rb >= 0
             rb[hit] = np.where(lacc[rb[hit]], SAT, rb[hit])
-        row = np.full(256, -1, dtype=np.int64)
-        for x in range(256):
-            if ra[x] < 0:
-                continue
-            key = (int(ra[x]), int(rb[x]))
+        row = [-1] * k
+        for x, key in zip(np.flatnonzero(ra >= 0).tolist(), zip(ra[ra >= 0].tolist(), rb[ra >= 0].tolist())):
             j = index.get(key)
             if j is None:
                 j = len(pairs)
@@ -202,7 +266,7 @@ def _subdfa(node: Node, max_states: int, names: Sequence[str]) -> tuple[np.ndarr
                 pairs.append(key)
             row[x] = j
         rows.append(row)
-    trans = np.array(rows, dtype=np.int64).reshape(len(rows), 256)
+    trans = np.array(rows, dtype=np.int64).reshape(len(rows), k)
     acc = np.array([bacc[a] and ((b == SAT) != node.negate) for a, b in pairs], dtype=bool)
     return trans, acc
 
