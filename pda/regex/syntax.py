@@ -29,6 +29,7 @@ backslashes. That equals what `re.match` returns (lazy, first match), not
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from re import _constants as C
@@ -96,9 +97,15 @@ def flags_value(flags: str, *, name: str) -> int:
     return value
 
 
+@functools.lru_cache(maxsize=1024)
+def _parsed(pattern: str, flags: int) -> sre_parse.SubPattern:
+    """`re`'s parse of a pattern; memoised, as a terminal is parsed by several passes (read-only)."""
+    return sre_parse.parse(pattern, flags)
+
+
 def parse_sre(pattern: str, flags: str, *, name: str) -> sre_parse.SubPattern:
     try:
-        return sre_parse.parse(pattern, flags_value(flags, name=name))
+        return _parsed(pattern, flags_value(flags, name=name))
     except re.error as e:
         raise RegexError(f"invalid regex /{pattern}/: {e}", terminal=name) from None
 
