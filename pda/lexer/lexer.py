@@ -33,6 +33,7 @@ import hashlib
 
 import numpy as np
 
+from pda import cache
 from pda.errors import GrammarError, LimitExceeded
 from pda.grammar.ir import BASIC, GrammarIR
 from pda.parser.earley import Node, iter_bits
@@ -163,6 +164,37 @@ class LexerTables:
         return found
 
 
+_combined: dict[str, tuple[LexerDFA, np.ndarray] | None] = {}
+
+
+def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int) -> tuple[LexerDFA, np.ndarray] | None:
+    """The product DFA of all terminals with its components, or None above `limit` states.
+
+    Cached in memory and on disk by the terminals' DFAs: grammars are loaded many
+    times (tests, several start symbols), and a product of hundreds of terminals
+    (PostgreSQL's) takes seconds.
+    """
+    digest = hashlib.sha256(repr((names, limit)).encode())
+    for d in dfas:
+        for array in (d.trans, d.byte_class, d.accept, d.live):
+            digest.update(np.ascontiguousarray(array).tobytes())
+    key = digest.hexdigest()[:32]
+    if key in _combined:
+        return _combined[key]
+    path = cache.cache_path("lexer", key)
+    found = cache.load(path)
+    if found is None:
+        try:
+            if max((d.n_states for d in dfas), default=0) > limit:
+                raise LimitExceeded(f"a terminal's DFA alone has more than {limit} states")
+            found = combine(dfas, names, max_states=limit)
+        except LimitExceeded:
+            found = "too big"
+        cache.store(path, found)
+    _combined[key] = None if found == "too big" else found
+    return _combined[key]
+
+
 class Lexer:
     """The grammar's terminals, their DFAs, priorities and ignore set; candidate-set tables on demand."""
 
@@ -197,14 +229,13 @@ class Lexer:
         self._all: LexerTables | None = None
         everything = (1 << len(self.dfas)) - 1
         limit = DEFAULT_MAX_DFA_STATES if self.mode == BASIC else ALL_TERMINALS_MAX_STATES
-        try:
-            if max((d.n_states for d in self.dfas), default=0) > limit:
-                raise LimitExceeded(f"a terminal's DFA alone has more than {limit} states")
-            dfa, components = combine(self.dfas, self.names, max_states=limit)
-        except LimitExceeded:
-            if self.mode == BASIC:
-                raise
-        else:
+        combined = _all_terminal_dfa(self.dfas, self.names, limit)
+        if combined is None and self.mode == BASIC:
+            raise LimitExceeded(
+                f"the basic lexer mode needs one DFA of all {len(self.dfas)} terminals, which exceeds {limit} states"
+            )
+        if combined is not None:
+            dfa, components = combined
             self._all = LexerTables(everything, dfa, components, list(range(len(self.dfas))))
             if self.mode == BASIC:
                 self._all = self._all.basic(self.priority)
