@@ -13,6 +13,7 @@ that engine alone, and a crashing engine costs one row, not the run.
     python bench/mask_bench.py                       # every workload, every engine
     python bench/mask_bench.py --workload json --engines pda,xgrammar --docs 10
     python bench/mask_bench.py --quick               # small smoke run
+    python bench/mask_bench.py --workload postgresql --engines pda,llguidance-lark --budget 300
     python bench/mask_bench.py --write-readme        # also update bench/README.md
 """
 

@@ -9,8 +9,10 @@ table/column/function" and the like are semantic); PostgreSQL through `pglast.pa
 statements (those still rejected with a space between every two lexemes; the others are
 counted as "glued") shrunk by delta debugging over lexemes (`pda.testing.equiv.ddmin`), one per
 shape. Shrinking keeps a space after every lexeme: with the separators gone, a keyword
-could run into the next word (`do N''` → `doN''`), which pda's contextual lexer still
-splits and PostgreSQL's does not, and every example would shrink to that one cause.
+could run into the next word (`do N''` → `doN''`), and every example would shrink to
+that one cause. (Both grammars use the basic lexer mode, under which such text is one
+identifier for pda too and the "glued" count is zero; under the contextual mode it
+counted the rejections that only a keyword split from the next word explained.)
 
     python bench/sql_fuzz.py [--dialect sqlite|postgresql] [-n 5000] [--seed 0] [--max-depth 20]
 
@@ -77,7 +79,7 @@ class FuzzReport:
     samples: int = 0
     accepted: int = 0
     # Rejected as sampled but accepted with a space between every two lexemes: a keyword
-    # glued to the next word, which pda's contextual lexer splits (docs/sql.md).
+    # glued to the next word, which only a contextual lexer splits (docs/sql.md).
     glued: int = 0
     seconds: float = 0.0
     rejected: list[str] = field(default_factory=list)

@@ -16,6 +16,9 @@ replays exactly the same steps.
                 (checked with Lark's own Earley parser).
 - `sql-ibis`    the same, always with the corpus's sql_to_ibis SELECT grammar: a fixed point
                 of comparison while the shipped grammar changes.
+- `postgresql`  pda's `grammars/postgresql.lark` (basic lexer mode) over a seeded sample of
+                `sql_postgres/valid.jsonl` (pg_regress, Spider and sqlglot statements, all
+                accepted by PostgreSQL's own parser) that the grammar accepts.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 
 from bench.common import CORPUS, REPO_ROOT
 
-WORKLOADS = ("json", "json-suite", "schema", "sql", "sql-ibis")
+WORKLOADS = ("json", "json-suite", "schema", "sql", "sql-ibis", "postgresql")
 
 # RFC 8259 in llama.cpp's GBNF, for the engines that take GBNF (transformers-CFG).
 # Written here rather than taken from llama.cpp's json.gbnf, which caps number
@@ -260,6 +263,38 @@ def sql_workload(n_docs: int, *, shipped: bool = True) -> Workload:
     )
 
 
+def postgresql_workload(n_docs: int, *, seed: int = 20260401) -> Workload:
+    """`grammars/postgresql.lark` over `n_docs` statements of the PostgreSQL corpus.
+
+    A seeded sample over the whole file (not its first rows, which are all Spider
+    SELECTs) so DDL, COPY, JSON and the other pg_regress statements are replayed too;
+    statements the grammar does not accept (none at the time of writing) are skipped,
+    so every engine replays text the grammar's language holds.
+    """
+    import pda
+
+    path = REPO_ROOT / "grammars" / "postgresql.lark"
+    text = path.read_text(encoding="utf-8")
+    grammar = pda.Grammar.from_lark(text)
+    lines = _require_corpus("sql_postgres", "valid.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    random.Random(seed).shuffle(rows)
+    documents = []
+    seen = 0
+    for row in rows:
+        seen += 1
+        if grammar.accepts(row["sql"]):
+            documents.append(Document(row["id"], row["sql"]))
+            if len(documents) == n_docs:
+                break
+    return Workload(
+        name="postgresql",
+        grammar=GrammarSpec(kind="lark", lark=text, lark_origin="grammars/postgresql.lark"),
+        documents=documents,
+        note=f"{len(documents)} sql_postgres statements that grammars/postgresql.lark accepts (of {seen} read)",
+    )
+
+
 def build_workload(name: str, n_docs: int | None) -> Workload:
     """The named workload with default sizes where `n_docs` is None."""
     if name == "json":
@@ -272,6 +307,8 @@ def build_workload(name: str, n_docs: int | None) -> Workload:
         return sql_workload(n_docs or 60)
     if name == "sql-ibis":
         return sql_workload(n_docs or 60, shipped=False)
+    if name == "postgresql":
+        return postgresql_workload(n_docs or 120)
     raise ValueError(f"unknown workload {name!r}; choose from {', '.join(WORKLOADS)}")
 
 

@@ -90,6 +90,13 @@ SQLITE_ACCEPT = [
     "ATTACH DATABASE 'f.db' AS aux",
     "VACUUM INTO 'x.db'",
     ";;SELECT 1;; SELECT 2;",
+    "SELECT 0x1g",
+    "SELECT 1 'b'",
+    "SELECT * FROM t like",
+    "SELECT count(all) FROM t",
+    "WITH RECURSIVE recursive AS (SELECT 1) SELECT 1",
+    "INSERT INTO t SELECT * FROM u WHERE 1 ON CONFLICT DO NOTHING",
+    "CREATE VIRTUAL TABLE v USING m(a.b + 1, x'00' ?3 $x; select)",
 ]
 SQLITE_REJECT = [
     "",
@@ -108,6 +115,24 @@ SQLITE_REJECT = [
     "SELECT sum(x) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND UNBOUNDED PRECEDING) FROM t",
     "DROP t",
     "SELECT 1 2",
+    # basic lexer mode, Lemon's fallback and upsert rules (docs/sql.md)
+    "SELECT cast.*",
+    "SELECT current_time()",
+    "SELECT left(1)",
+    "SELECT 123abc",
+    "SELECT 1e5x",
+    "selectx 1",
+    "CREATE VIRTUAL TABLE v USING m(0aa)",
+    "INSERT INTO t SELECT * FROM u ON CONFLICT DO NOTHING",
+    "INSERT INTO t SELECT 1 ON CONFLICT DO NOTHING ON CONFLICT DO NOTHING",
+    "WITH recursive AS (SELECT 1) SELECT 1",
+    "SELECT 1 WINDOW indexed AS ()",
+    "SELECT count(*) OVER (range) FROM t",
+    "CREATE TABLE if(a)",
+    "DROP TABLE if",
+    "RELEASE savepoint",
+    "CREATE TABLE x(a) without",
+    "CREATE TABLE x(a indexed)",
 ]
 SQLITE_PREFIX = ["SELECT a FROM", "SELECT a, b FROM t WHERE a =", "CREATE TABLE t (a INT,", "WITH x AS (SELECT 1)"]
 
@@ -188,6 +213,19 @@ POSTGRES_ACCEPT = [
     "SELECT int4 '1', box '(1,1)' @> p, (a, b) OVERLAPS (c, d), a=-1, b*-2, f(x =>-1) FROM current_date",
     "SELECT 1 FROM a JOIN b JOIN c ON b.x = c.x ON a.x = b.x ORDER BY a USING <",
     "SELECT E'\\ud83d\\ude00', U&'\\d83d\\de00', N'national'",
+    # scan.l's numbers (basic lexer: a number ends where PostgreSQL's does)
+    "SELECT 0x1F, 0o17, 0b101, 1_000_000, 1e1_0, .5e-3, $2147483647::int, 1::char(2147483647)",
+    "UPDATE t SET a=-3, b=+1 WHERE c=-1",
+    "SELECT a ||/ b, |/ 4, a -|- b, !!a, a <-> b -- comment",
+    "CREATE TABLE t (a int) WITH (fillfactor=-1)",
+    "SELECT a LIKE ANY (ARRAY['x']), a = ANY (ARRAY[1]) = true",
+    "SELECT 1 ORDER BY 1 FETCH FIRST ROW WITH TIES FOR UPDATE NOWAIT",
+    "SELECT * FROM ROWS FROM (f() AS (a int), g()) WITH ORDINALITY AS x (a, b)",
+    "CREATE TABLE t (a int, CHECK (a > 0) NOT VALID NO INHERIT, "
+    "FOREIGN KEY (a) REFERENCES u DEFERRABLE INITIALLY DEFERRED NOT ENFORCED)",
+    "CREATE TABLE p PARTITION OF t FOR VALUES WITH (MODULUS 4, REMAINDER 1)",
+    "CREATE TRIGGER t AFTER UPDATE OR DELETE OR INSERT ON t FOR EACH STATEMENT EXECUTE FUNCTION f()",
+    "CREATE CONSTRAINT TRIGGER c AFTER INSERT ON t DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION f()",
 ]
 POSTGRES_REJECT = [
     "",
@@ -219,6 +257,88 @@ POSTGRES_REJECT = [
     "SELECT int(1)",
     "SELECT E'\\udb99'",
     "CREATE OPERATOR => (rightarg = int8, procedure = f)",
+    # scan.l: trailing junk, glued keywords, integer and parameter bounds
+    "SELECT 123abc",
+    "SELECT 0x0y",
+    "SELECT 1e",
+    "SELECT 1_000._5",
+    "selecta 1",
+    "CREATEE TABLE t (a int)",
+    "releasesavepoint s",
+    "SELECT 1::char(2147483648)",
+    "SELECT 1::int[0x80000000]",
+    "SELECT $2147483648",
+    "SELECT 1 --x\rFROM",
+    # found by the fuzzer after issue 7's first round (gram.y's checks and rule shapes)
+    "MOVE 2.0 c",
+    "DROP OPERATOR ^ (NONE, NONE)",
+    "SELECT 1 FETCH NEXT ROW WITH TIES",
+    "SELECT 1 ORDER BY 1 FETCH FIRST ROW WITH TIES FOR UPDATE SKIP LOCKED",
+    "((SELECT 1 LIMIT 1)) LIMIT 1",
+    "SELECT DISTINCT INTO x FROM t",
+    "SELECT 1 = 2 = 3",
+    "SELECT a LIKE b LIKE c",
+    "SELECT a IS DISTINCT FROM b IS NULL",
+    "SELECT 1 BETWEEN DEFAULT AND 2",
+    "SELECT f(DISTINCT VARIADIC a)",
+    "SELECT sum(x) OVER (ROWS UNBOUNDED FOLLOWING)",
+    "SELECT * FROM ROWS FROM (f() WITH ORDINALITY)",
+    "SELECT * FROM ROWS FROM (f()) (a)",
+    "INSERT INTO t (a) DEFAULT VALUES",
+    "CREATE VIEW v WITHOUT OIDS AS SELECT 1",
+    "CREATE RECURSIVE VIEW v AS SELECT 1",
+    "CREATE INDEX ON t (a) WITHOUT OIDS",
+    "CREATE TYPE t AS RANGE (a.b = c)",
+    "CREATE TABLE t (a int STORAGE outer)",
+    "CREATE TABLE t (a int UNIQUE INCLUDE (b))",
+    "CREATE TABLE t (a int NOT NULL NOT VALID)",
+    "CREATE TABLE t (a int, UNIQUE (a) NOT VALID)",
+    "CREATE TABLE t (a int, CHECK (a > 0) DEFERRABLE)",
+    "CREATE TABLE t (a int REFERENCES u ON DELETE CASCADE ON DELETE CASCADE)",
+    "CREATE TABLE t (a int REFERENCES u ON UPDATE SET NULL (a))",
+    "CREATE TABLE t (a int) PARTITION BY foo (a)",
+    "CREATE TABLE p PARTITION OF t FOR VALUES WITH (modulus 2, remainder 1, modulus 3)",
+    "CREATE TRIGGER x AFTER INSERT OR INSERT ON t EXECUTE FUNCTION f()",
+    "CREATE TRIGGER x AFTER INSERT ON t FROM u FOR EACH ROW EXECUTE FUNCTION f()",
+    "CREATE CONSTRAINT TRIGGER x AFTER INSERT ON t EXECUTE FUNCTION f()",
+    "CREATE SCHEMA IF NOT EXISTS s CREATE TABLE t (a int)",
+    "CREATE SCHEMA s GRANT r TO u",
+    "CREATE SERVER s FOREIGN DATA WRAPPER w OPTIONS (ADD a 'b')",
+    "CREATE FUNCTION f() RETURNS TABLE (setof int)",
+    "DROP FUNCTION f(a int = 1)",
+    "DROP SCHEMA a.b",
+    "ALTER INDEX a SET SCHEMA b",
+    "ALTER TYPE IF EXISTS a RENAME TO b",
+    "ALTER DOMAIN d ADD NOT NULL NOT VALID",
+    "ALTER PUBLICATION p SET TABLE t, CURRENT_SCHEMA",
+    "LOCK t IN SHARE EXCLUSIVE MODE",
+    "COPY t TO 'f' WHERE a",
+    "EXPLAIN CREATE VIEW v AS SELECT 1",
+    "SECURITY LABEL ON LANGUAGE a.b IS 'x'",
+    "GRANT ALL ON TABLESPACE a.b TO r",
+    "COMMENT ON SCHEMA a.b IS 'x'",
+    "SET ROLE DEFAULT",
+    "SET TIME ZONE true",
+    "SET x TO constraint",
+    "COMMENT ON TYPE precision IS 'x'",
+    "CREATE SEQUENCE s AS int[]",
+    "ALTER TABLE t DISABLE ALWAYS TRIGGER x",
+    "SELECT E'\\0'",
+    "SELECT E'\\400'",
+    "SELECT U&'\\0000'",
+    "SELECT a @-- b",
+    "SELECT a < b < c",
+    "DROP TYPE json_value.x",
+    "CREATE FUNCTION f(INOUT a int) RETURNS TABLE (b int) AS 'x'",
+    "CREATE TABLE t (a int REFERENCES u MATCH PARTIAL)",
+    "ALTER ROLE a SYSID 1",
+    "REINDEX SCHEMA a.b",
+    "REVOKE end OPTION FOR SELECT FROM r",
+    "CREATE TABLESPACE t LOCATION 'x' WITH (a = precision)",
+    "CREATE TABLE t (a int, UNIQUE (a b WITHOUT OVERLAPS))",
+    "ALTER INDEX i ALTER COLUMN 0 SET STATISTICS 1",
+    "SELECT 1::float(54)",
+    "SET TIME ZONE INTERVAL '1' DAY",
 ]
 # Valid PostgreSQL the grammar rejects by design: the bounds on the non-regular lexemes.
 POSTGRES_OUTSIDE_BOUNDS = [
@@ -277,8 +397,9 @@ def _syntax_ok_sqlite(sql: str) -> bool:
 def test_sqlite_lists_agree_with_sqlite3() -> None:
     """The hand-written SQLite lists are themselves checked by the real parser."""
     for sql in SQLITE_ACCEPT:
-        # A trigger body holds its own semicolons; other items are statement lists.
-        statements = [sql] if "TRIGGER" in sql else [t for t in sql.split(";") if t.strip()]
+        # Trigger bodies and virtual-table arguments hold their own semicolons; other
+        # items are statement lists.
+        statements = [sql] if "TRIGGER" in sql or "VIRTUAL" in sql else [t for t in sql.split(";") if t.strip()]
         for stmt in statements:
             assert _syntax_ok_sqlite(stmt), stmt
     for sql in SQLITE_REJECT:
@@ -318,31 +439,75 @@ def test_name_regex_is_the_keyword_complement() -> None:
         assert not rx.fullmatch(bad), bad
 
 
+# ------------------------------------------------------------------ PostgreSQL number terminals
+def _terminal_regex(dialect: str, name: str) -> re.Pattern[str]:
+    found = re.search(rf"^{name}(?:\.-?\d+)?: /(.*)/$", check.grammar_text(dialect), re.M)
+    assert found, f"{name} terminal missing"
+    return re.compile(found.group(1))
+
+
+def _pg_int32(text: str) -> bool:
+    """scan.l + pg_strtoint32: is `text` an integer literal that fits in 32 bits?"""
+    forms = {"": (r"[0-9](?:_?[0-9])*", 10), "0x": (r"(?:_?[0-9a-f])+", 16), "0o": (r"(?:_?[0-7])+", 8), "0b": (r"(?:_?[01])+", 2)}
+    low = text.lower()
+    prefix = low[:2] if low[:2] in forms else ""
+    pattern, base = forms[prefix]
+    body = low[len(prefix):]
+    return re.fullmatch(pattern, body) is not None and int(body.replace("_", ""), base) < 2**31
+
+
+def test_iconst_is_the_32_bit_integers() -> None:
+    """ICONST (gram.y's Iconst positions) against Python's int() on random literals."""
+    import random
+
+    rx = _terminal_regex("postgresql", "ICONST")
+    rnd = random.Random(5)
+    cases = ["0", "0_0", "2147483647", "2147483648", "0x7fffffff", "0X80000000", "0o17777777777", "0o20000000000",
+             "0b" + "1" * 31, "0b1" + "0" * 31, "00000000002147483647", "2_147_483_647", "1__0", "1_", "0x", "0x_1", "_1"]
+    for _ in range(3000):
+        prefix, digits, base = rnd.choice([("", "0123456789", 10), ("0x", "0123456789abcdefABCDEF", 16), ("0o", "01234567", 8), ("0b", "01", 2)])
+        value = rnd.choice([rnd.randrange(2**40), 2**31 + rnd.randrange(-3, 3), rnd.randrange(100)])
+        body = {10: str, 16: lambda v: format(v, "X"), 8: lambda v: format(v, "o"), 2: lambda v: format(v, "b")}[base](value)
+        body = "0" * rnd.randrange(3) + body
+        cases.append(prefix + "".join(c + ("_" if rnd.random() < 0.15 else "") for c in body).rstrip("_"))
+        cases.append(prefix + "".join(rnd.choice(digits + "_") for _ in range(rnd.randrange(1, 12))))
+    assert [c for c in cases if bool(rx.fullmatch(c)) != _pg_int32(c)] == []
+
+
+def test_parameter_numbers_fit_in_32_bits() -> None:
+    rx = _terminal_regex("postgresql", "VARIABLE")
+    for n in ["0", "1", "00001", "2147483647", "0002147483647"]:
+        assert rx.fullmatch("$" + n), n
+    for n in ["2147483648", "9999999999", "1_0", ""]:
+        assert not rx.fullmatch("$" + n), n
+
+
+def _scan_l_operator_run(run: str) -> bool:
+    """scan.l's {operator} rule: is the run of operator characters returned whole (not cut
+    at a comment start, no trailing + or - stripped)?"""
+    if "--" in run or "/*" in run:
+        return False
+    return run[-1] not in "+-" or any(c in "~!@#%^&|`?" for c in run[:-1])
+
+
+def test_operator_terminal_follows_scan_l() -> None:
+    """OPERATOR against scan.l's rule on every run of up to four operator characters (the
+    one- and two-character operators with their own terminals outrank it)."""
+    import itertools
+
+    rx = _terminal_regex("postgresql", "OPERATOR")
+    chars = "*/<>=~!@#%^&|`?+-"
+    runs = ("".join(p) for n in range(1, 5) for p in itertools.product(chars, repeat=n))
+    assert [r for r in runs if bool(rx.fullmatch(r)) != _scan_l_operator_run(r)] == []
+
+
 # ------------------------------------------------------------------ corpus rates
-# Below issue 7's floor, by an engine limitation (docs/sql.md): PostgreSQL rejects a number
-# followed directly by identifier characters (`SELECT 123abc`, "trailing junk"), which a
-# contextual greedy lexer reads as a number and an alias. These rows are the whole gap
-# (test_postgres_natural_misses_are_number_junk); the floor here is a ratchet.
-KNOWN_GAPS = {("postgresql", "invalid natural (rejected)"): 0.90}
-NUMBER_JUNK = re.compile(r"SELECT (?:[0-9][0-9_]*)?\.?[0-9_]*(?:[eE][0-9]+)?[A-Za-z_.][A-Za-z0-9_]*")
-
-
 def _assert_floors(dialect: str, tally) -> None:
-    floors = {c: KNOWN_GAPS.get((dialect, c), f) for c, f in check.FLOORS.items()}
-    low = {c: round(tally.rate(c), 4) for c in floors if tally.total[c] and tally.rate(c) < floors[c]}
+    low = {c: round(tally.rate(c), 4) for c, f in check.FLOORS.items() if tally.total[c] and tally.rate(c) < f}
     assert low == {}, {c: [r["id"] for r in tally.failures.get(c, [])[:10]] for c in low}
 
 
 CORPUS_DIALECTS = ["sqlite", "postgresql"]
-
-
-def test_postgres_natural_misses_are_number_junk() -> None:
-    """Every natural invalid row the grammar accepts is a number with trailing junk."""
-    corpus_or_skip("postgresql")
-    g = grammar("postgresql")
-    rows = [r for r in check.load_rows("postgresql", "invalid") if check.invalid_category(r) == "invalid natural (rejected)"]
-    accepted = [r["sql"] for r in rows if g.accepts(r["sql"])]
-    assert [s for s in accepted if not NUMBER_JUNK.fullmatch(s)] == []
 
 
 @pytest.mark.parametrize("dialect", CORPUS_DIALECTS)
@@ -367,10 +532,12 @@ sql_fuzz = importlib.util.module_from_spec(_spec_fuzz)
 sys.modules[_spec_fuzz.name] = sql_fuzz
 _spec_fuzz.loader.exec_module(sql_fuzz)
 
-# Share of sampled statements the real parser accepts: ratchets at the measured rates
-# (docs/sql.md); issue 7's target is 0.99.
-FUZZ_FLOORS = {"sqlite": 0.95, "postgresql": 0.75}
-FAST_FUZZ_SAMPLES = {"sqlite": 200, "postgresql": 120}
+# Share of sampled statements the real parser accepts (docs/sql.md); issue 7's target is
+# 0.99 over 5,000 (the --long runs). The fast runs are small samples (PostgreSQL's pays
+# ~10 s of lexer-table warm-up for its own Grammar), so their floors leave room for noise.
+FUZZ_FLOORS = {"sqlite": 0.99, "postgresql": 0.99}
+FAST_FUZZ_FLOORS = {"sqlite": 0.99, "postgresql": 0.95}
+FAST_FUZZ_SAMPLES = {"sqlite": 150, "postgresql": 80}
 
 
 def _real_parser_or_skip(dialect: str) -> None:
@@ -384,7 +551,7 @@ def test_sampled_statements_pass_the_real_parser(dialect: str) -> None:
     n = FAST_FUZZ_SAMPLES[dialect]
     report = sql_fuzz.fuzz(dialect, n, seed=7, keep=0)
     assert report.samples == n
-    assert report.rate >= FUZZ_FLOORS[dialect], report.rejected[:5]
+    assert report.rate >= FAST_FUZZ_FLOORS[dialect], report.rejected[:5]
 
 
 @pytest.mark.slow
