@@ -304,7 +304,7 @@ def build_workload(name: str, n_docs: int | None) -> Workload:
     if name == "schema":
         return schema_workload(n_docs or 24)
     if name == "sql":
-        return sql_workload(n_docs or 60)
+        return sql_workload(n_docs or 120)
     if name == "sql-ibis":
         return sql_workload(n_docs or 60, shipped=False)
     if name == "postgresql":
