@@ -16,6 +16,7 @@ The default run checks a few dozen states; `--long` runs the full 2,000.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +32,7 @@ SHORT_STATES = 24
 TOKENS_PER_STATE = 3000
 # Replayed files: nested blocks, classes, brackets over several lines; more with --long.
 SHORT_FILES = ("bisect.py", "colorsys.py", "antigravity.py")
-LONG_FILES = SHORT_FILES + ("cmd.py", "chunk.py", "_sitebuiltins.py")
+LONG_FILES = SHORT_FILES + ("cmd.py", "chunk.py", "_sitebuiltins.py", "cgitb.py", "fnmatch.py", "selectors.py")
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,15 @@ def compiled() -> pda.CompiledGrammar:
     return pda.compile(pda.Grammar.load(str(GRAMMARS / "python.lark")), vocab)
 
 
+# A block header's line break and the next line's indentation, read so far: the newline
+# lexeme is pending and its width (still growing) decides whether an _INDENT comes.
+AFTER_COLON = re.compile(r":[ \t]*(?:#[^\n]*)?\r?\n[ \t\f\r\n]*\Z")
+
+
 def kind_of(node: IndentedNode, text: str) -> str:
     if node.depth > 0:
         return "in_brackets"
-    if node.line_start and text.rstrip(" \t\r\n").endswith(":"):
+    if AFTER_COLON.search(text):
         return "after_colon"
     if len(node.stack) > 2:
         return "nested"
@@ -168,3 +174,30 @@ def test_line_start_after_colon_masks(compiled: pda.CompiledGrammar) -> None:
     assert name in after(inside).allowed_token_ids()
     assert name in after(inside, four).allowed_token_ids()
     assert name in after(inside, eight).allowed_token_ids()
+
+
+def test_text_start_and_end_masks(compiled: pda.CompiledGrammar) -> None:
+    """The first line's indentation may only begin a blank or comment line; the text may end
+    after a comment or white space without a last line break, not after a continuation."""
+    vocab = compiled.vocab
+    ids = {data: i for i, data in enumerate(vocab.tokens) if data is not None}
+    four, name, newline, comment = ids[b"    "], ids[b"pass"], ids[b"\n"], ids[b"#"]
+
+    def after(text: str) -> pda.Matcher:
+        m = pda.Matcher(compiled)
+        for token in vocab.encode(text) if text else []:
+            assert m.accept_token(token), (text, token)
+        return m
+
+    start = after("")
+    assert {four, name, newline, comment} <= set(start.allowed_token_ids().tolist())
+    assert start.accept_token(four)
+    allowed = set(start.allowed_token_ids().tolist())
+    assert newline in allowed and comment in allowed and name not in allowed
+    assert start.can_end()
+    for text, can_end in (("x = 1\n# end", True), ("x = 1\n\t", True), ("if x:\n    y\n  ", True),
+                          ("x = 1 \\\n", False), ("if x:\n    # body?", False)):
+        m = after(text)
+        assert m.can_end() == can_end, text
+        eos = sorted(vocab.eos_ids)[0]
+        assert (eos in m.allowed_token_ids()) == can_end, text

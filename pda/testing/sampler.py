@@ -410,9 +410,19 @@ class ReferenceRecognizer:
         return (end, typed) if typed else None
 
     def typed_as(self, text: str, name: str) -> bool:
-        """Whether `text`, as one whole lexeme, commits as terminal `name` (when the parser wants it)."""
-        lexed = self.lex(text, 0, {name} | self.ignore)
-        return lexed is not None and lexed[0] == len(text) and name in lexed[1]
+        """Whether `text`, as one whole lexeme, commits as terminal `name` (when the parser wants it).
+
+        The lexeme is all of `text`, so only whole matches decide: `name` matches it and no
+        terminal of higher priority that takes part does. Same answer as `lex`, without its
+        partial-match search, which is slow on large patterns (Python's f-strings)."""
+        if self.gens[name].term.lazy:  # a lazy terminal may end before the text does
+            lexed = self.lex(text, 0, {name} | self.ignore)
+            return lexed is not None and lexed[0] == len(text) and name in lexed[1]
+        if self.gens[name].regex.fullmatch(text) is None:
+            return False
+        top = self.priority[name]
+        others = self.gens if self.basic else {name} | self.ignore
+        return not any(self.priority[n] > top and self.gens[n].regex.fullmatch(text) is not None for n in others)
 
     def _reach(self, name: str, text: str, pos: int) -> int:
         """The end of the longest prefix of text[pos:] that `name` could still extend to a match."""
@@ -467,6 +477,10 @@ class ReferenceRecognizer:
 
 
 # -- the sampler ---------------------------------------------------------------------
+
+
+# Seconds one partial match in `GrammarSampler._merges` may take.
+_MERGE_TIMEOUT = 0.05
 
 
 def _can_generate(gen: TerminalGenerator) -> bool:
@@ -649,9 +663,21 @@ class GrammarSampler:
         return out
 
     def _merges(self, left: str, right: str) -> bool:
-        """Whether some terminal could read on from `left` into `right`."""
+        """Whether some terminal could read on from `left` into `right`.
+
+        A partial match of a large pattern (Python's f-strings) against a long lexeme can
+        backtrack for minutes; one not decided within `_MERGE_TIMEOUT` counts as merging,
+        which only puts ignored text where none was needed."""
         probe = left + right[0]
-        return any(g.regex.fullmatch(probe, partial=True) is not None for g in self.gens.values())
+        for g in self.gens.values():
+            if g.regex.fullmatch(probe, 0, 1, partial=True) is None:
+                continue  # most terminals die on the first character
+            try:
+                if g.regex.fullmatch(probe, partial=True, timeout=_MERGE_TIMEOUT) is not None:
+                    return True
+            except TimeoutError:
+                return True
+        return False
 
     def _ignored(self, left: str, right: str, choices: Choices) -> list[Lexeme]:
         for _ in range(8):
