@@ -100,7 +100,7 @@ class PdaEngine(Engine):
         if spec.kind == "json_schema":
             if not hasattr(pda.Grammar, "from_json_schema"):
                 raise Unsupported("pda.Grammar.from_json_schema does not exist yet")
-            grammar, used = pda.Grammar.from_json_schema(json.dumps(spec.schema)), "JSON Schema"
+            grammar, used = pda.Grammar.from_json_schema(json.dumps(spec.schema), whitespace="flexible"), "JSON Schema (flexible whitespace)"
         elif spec.lark is None:
             raise Unsupported("no Lark grammar for this workload yet (grammars/json.lark missing)")
         else:
