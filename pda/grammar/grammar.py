@@ -57,18 +57,26 @@ class Grammar:
 
     @classmethod
     def from_json_schema(
-        cls, schema: dict[str, Any] | str, *, whitespace: str = "compact", strict: bool = True
+        cls,
+        schema: dict[str, Any] | str,
+        *,
+        whitespace: str = "compact",
+        strict: bool = True,
+        property_order: str = "any",
     ) -> "Grammar":
         """JSON text valid against a JSON Schema (see docs/json_schema.md for exact semantics)."""
-        from pda.grammar.json_schema import json_schema_to_lark
+        from pda.grammar.json_schema import json_schema_to_ir
 
-        text = json_schema_to_lark(schema, whitespace=whitespace, strict=strict)
-        return cls(lark_to_ir(text, source="<json-schema>"))
+        return cls(json_schema_to_ir(schema, whitespace=whitespace, strict=strict, property_order=property_order))
 
     @classmethod
-    def from_pydantic(cls, model: Any, *, whitespace: str = "compact", strict: bool = True) -> "Grammar":
+    def from_pydantic(
+        cls, model: Any, *, whitespace: str = "compact", strict: bool = True, property_order: str = "any"
+    ) -> "Grammar":
         """JSON for a Pydantic model, through its JSON Schema."""
-        return cls.from_json_schema(model.model_json_schema(), whitespace=whitespace, strict=strict)
+        return cls.from_json_schema(
+            model.model_json_schema(), whitespace=whitespace, strict=strict, property_order=property_order
+        )
 
     @classmethod
     def from_regex(cls, pattern: str) -> "Grammar":

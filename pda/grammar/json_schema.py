@@ -1,4 +1,4 @@
-"""JSON Schema → Lark grammar text, for pda's contextual greedy lexer.
+"""JSON Schema → pda grammar (IR, or Lark text), for pda's contextual greedy lexer.
 
 Layout of the output: JSON structure (objects, arrays, members, repetition) is
 rules; every scalar (a string with its pattern/format/length, a number with its
@@ -7,8 +7,15 @@ whole JSON string lexeme, quotes included, and matches the allowed values in eve
 spelling a serialiser writes (printable ASCII raw; other characters raw, as short
 escapes, ``\\uXXXX`` in either case or surrogate pairs), so greedy longest-match
 lexing of a valid instance always ends a string terminal at its closing quote.
-Property-name terminals carry priorities (declared > pattern > additional), and
-pda's lexer hands the parser only the top-priority candidates matching a lexeme.
+Property-name terminals are exact (declared names, patterns minus names, the
+rest) and unranked, so a key never hides an equal key of another `anyOf` branch;
+only where that is not built (`propertyNames`, automata limits) do they carry
+priorities (declared > pattern > additional), and pda's lexer then hands the
+parser only the top-priority candidates matching a lexeme. Long strings are
+counted in chunk terminals, string enums are one literal-set terminal for the
+finite-set engine, and small objects take their properties in any order.
+`json_schema_to_ir` builds pda's IR directly (Lark's loader is slow on large
+generated grammars); `json_schema_to_lark` writes the same grammar as text.
 
 `not`, `if`/`then`/`else` and dependencies are rewritten into `anyOf`s of positive
 schemas (`desugar`, `negate`) before lowering, so the rest only sees unions.
@@ -23,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import warnings
 from decimal import Decimal
 from typing import Any
@@ -30,6 +38,8 @@ from urllib.parse import unquote
 
 from pda.errors import GrammarError, RegexError
 from pda.grammar import ecma_regex as er
+from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.regex import has_lazy_quantifier
 
 MAX_WHITESPACE_RUN = 64
 """Longest run of JSON white space between two tokens with ``whitespace="flexible"``."""
@@ -45,6 +55,30 @@ MAX_BRANCHES = 64
 
 MAX_DEPENDENCIES = 4
 """Most property dependencies lowered per object: each doubles the object's alternatives."""
+
+MAX_EXACT_KEY_NAMES = 16
+"""Most declared names an object with `patternProperties` may have for its key terminals to be
+built exactly (patterns minus names, through automata) instead of ranked by priority."""
+
+MAX_EXACT_KEY_PATTERNS = 200
+"""Longest total source of one object's `patternProperties` patterns tried for exact keys
+(BCP 47-style patterns of 300 characters cost ~0.3 s each and end over `MAX_EXACT_KEY_REGEX`)."""
+
+MAX_EXACT_KEY_REGEX = 20_000
+"""Largest total regex of one object's exact key terminals; past it keys are ranked."""
+
+MAX_ANY_ORDER_PROPERTIES = 6
+"""Objects with at most this many declared properties accept them in any order
+(``property_order="any"``): the grammar has 2^n states for n properties."""
+
+LONG_STRING_UNITS = 256
+"""Strings whose length bounds exceed this are counted in chunks (`_Compiler.long_string`)."""
+
+STRING_CHUNK = 64
+"""Code points per chunk terminal of a long string."""
+
+MAX_LITERAL_SPELLINGS = 8
+"""Most spellings (`/` or `\\/`) a string enum value may have to join the finite-set terminal."""
 
 # Internal keywords that negation produces: numbers with a non-zero fraction, and
 # strings outside a finite set.
@@ -107,6 +141,7 @@ _FORMATS["duration"] = (r"P(?:[0-9]+W|(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M
 # terminals, pda's lexer hands the parser only the highest-priority ones, so a
 # declared name beats a patternProperties pattern, which beats additionalProperties.
 _DECLARED_KEY, _PATTERN_KEY, _ADDITIONAL_KEY = 3, 2, 1
+_OTHER_KEYS = "\x00other"  # `_exact_keys`' entry for keys that match no pattern and no name
 
 _JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 
@@ -140,9 +175,11 @@ def _json_type(v: Any) -> str:
 class _Compiler:
     """One schema's lowering: rules and terminals accumulate as subschemas are visited."""
 
-    def __init__(self, root: Any, whitespace: str, strict: bool) -> None:
+    def __init__(self, root: Any, whitespace: str, strict: bool, property_order: str = "any") -> None:
         if whitespace not in ("compact", "flexible"):
             raise GrammarError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
+        if property_order not in ("any", "schema"):
+            raise GrammarError(f"property_order must be 'any' or 'schema', not {property_order!r}")
         self.root = root
         self.strict = strict
         self.ws: list[str] = ["WS?"] if whitespace == "flexible" else []
@@ -155,6 +192,11 @@ class _Compiler:
         self.count = 0
         self.used: set[str] = set()
         self._any: str | None = None
+        self.chunking = True
+        self.any_order = property_order == "any"
+        self.heads: set[str] = set()
+        self.chunked: set[str] = set()
+        self.top: str | None = None
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.old_draft = any(d in schema_uri for d in ("draft-03", "draft-04", "draft-06", "draft-07"))
         self.anchors: dict[str, Any] = {}
@@ -703,14 +745,41 @@ class _Compiler:
             values = [v for v in values if any(_canon(v) == _canon(e) for e in schema["enum"])]
         rest = {k: v for k, v in schema.items() if k not in ("const", "enum", "type", "nullable")}
         alts = []
+        strings: list[str] = []
         for v in values:
             vt = _json_type(v)
             if not (vt in types or (vt == "integer" and "number" in types)):
                 continue
             if rest and not self._const_satisfies(v, rest, path):
                 continue
-            alts.append([self.const(v)])
+            if isinstance(v, str):
+                strings.append(v)
+            else:
+                alts.append([self.const(v)])
+        if strings:
+            alts.append([self.string_set(strings)])
         return self.rule(alts)
+
+    def string_set(self, values: list[str]) -> str:
+        """One terminal for a set of string values.
+
+        Values whose every JSON spelling is short to list become quoted literals of
+        one `(?:"a"|"b"|...)` alternation, the shape the finite-set engine
+        (`pda.trie`) compiles as a trie; values with many spellings (non-ASCII,
+        control characters, several `/`) are added as their general regex, which
+        keeps the terminal on the general DFA path.
+        """
+        literals: list[str] = []
+        general: list[str] = []
+        for v in dict.fromkeys(values):
+            spellings = _literal_spellings(v)
+            if spellings is None:
+                general.append(er.literal_string_regex(v))
+            else:
+                literals += [re.escape('"' + s + '"') for s in spellings]
+        if general:
+            return self.terminal("(?:" + "|".join(literals + general) + ")", "STR")
+        return self.terminal("(?:" + "|".join(sorted(literals)) + ")", "ENUM")
 
     def _const_satisfies(self, v: Any, rest: dict[str, Any], path: tuple[str, ...]) -> bool:
         """Check a constant against its sibling keywords (those that matter for scalars)."""
@@ -832,7 +901,8 @@ class _Compiler:
             return None
         if lo is not None and lo == hi:
             return self.terminal(_number_literal_regex(lo), "NUM")
-        return self.terminal(self.number_regex(lo, lo_ex, hi, hi_ex, path), "NUM")
+        regex = self.number_regex(lo, lo_ex, hi, hi_ex, path)
+        return None if regex is None else self.terminal(regex, "NUM")
 
     def int_regex(self, lo: int | None, hi: int | None) -> str:
         """Integers in lo..hi (None = unbounded), plain decimal, optionally with a zero fraction."""
@@ -844,8 +914,9 @@ class _Compiler:
         return "(?:" + "|".join(alts) + r")(?:\.0+)?"
 
     def number_regex(self, lo: Decimal | None, lo_ex: bool, hi: Decimal | None, hi_ex: bool,
-                     path: tuple[str, ...]) -> str:
-        """Plain-decimal JSON numbers in the interval (exponent notation is not accepted here)."""
+                     path: tuple[str, ...]) -> str | None:
+        """Plain-decimal JSON numbers in the interval (exponent notation is not accepted here);
+        None when the interval holds none."""
         alts = []
         if hi is None or hi >= 0:
             a, a_ex = (Decimal(0), False) if lo is None or lo < 0 else (lo, lo_ex)
@@ -853,7 +924,8 @@ class _Compiler:
         if lo is None or lo <= 0:
             a, a_ex = (Decimal(0), False) if hi is None or hi > 0 else (-hi, hi_ex)
             alts.append("-" + self.magnitude(a, a_ex, None if lo is None else -lo, lo_ex, path))
-        return "(?:" + "|".join(x for x in alts if x != "-") + ")"
+        alts = [x for x in alts if x != "-" and "(?!)" not in x]  # (?!): an empty side, e.g. 0 < x < 0
+        return "(?:" + "|".join(alts) + ")" if alts else None
 
     def magnitude(self, a: Decimal, a_ex: bool, b: Decimal | None, b_ex: bool, path: tuple[str, ...]) -> str:
         """Unsigned plain decimals `I(.F)?` with a <= value <= b (strict where *_ex)."""
@@ -899,6 +971,8 @@ class _Compiler:
         if isinstance(fmt, str) and fmt in _FORMATS:
             positive.append(_format_pattern(fmt))
         if not positive and not negative:
+            if self.chunking and max(lo, hi or 0) > LONG_STRING_UNITS:
+                return self.long_string(lo, hi)
             count = "*" if (lo, hi) == (0, None) else f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
             return self.terminal(f'"(?:{er.ANY_UNIT}){count}"', "STR")
         where = path + ("pattern" if isinstance(pattern, str) else "format" if positive else "not",)
@@ -926,6 +1000,120 @@ class _Compiler:
                           "ignored", JsonSchemaWarning, stacklevel=3)
             return self.terminal(f'"(?:{er.ANY_UNIT})*"', "STR")
         return self.terminal(f'"{info.body}"', "STR")
+
+    def long_string(self, lo: int, hi: int | None) -> str | None:
+        """A string of lo..hi code points as chunks of `STRING_CHUNK` units and a tail.
+
+        A count of thousands inside one terminal makes a DFA of thousands of states
+        per unit; here the count is split: a head terminal (the opening quote and
+        one chunk), chunk terminals, and a tail of 0..STRING_CHUNK-1 units with the
+        closing quote, repeated by O(log) rules. Lexing stays unambiguous: a chunk
+        holds exactly STRING_CHUNK units and no quote, a tail ends at the first
+        quote, so exactly one of them matches at each point. A string of fewer
+        than STRING_CHUNK units is one short terminal. (`lark` checks that no other
+        string terminal competes with a head at the same position.)
+        """
+        b = STRING_CHUNK
+        unit = f"(?:{er.ANY_UNIT})"
+        head = self.terminal(f'"{unit}{{{b}}}', "HEAD")
+        chunk = self.terminal(f"{unit}{{{b}}}", "CHUNK")
+        self.heads.add(head)
+        self.chunked.update({head, chunk})
+
+        def tail(x: int, y: int, opening: bool) -> str:
+            name = self.terminal(('"' if opening else "") + f'{unit}{{{x},{y}}}"', "TAIL")
+            self.chunked.add(name)
+            return name
+
+        def pieces(c_lo: int, c_hi: int | None, t_lo: int, t_hi: int) -> list[str] | None:
+            """Strings of c_lo..c_hi whole chunks followed by t_lo..t_hi more units."""
+            if c_hi is not None and c_hi < c_lo:
+                return None
+            if c_lo == 0 and c_hi == 0:
+                return [tail(t_lo, t_hi, True)]
+            if c_lo == 0:
+                more = self.rule([[head, *self.repeat(chunk, 0, None if c_hi is None else c_hi - 1),
+                                   tail(0, t_hi, False)]])
+                return [self.rule([[tail(t_lo, t_hi, True)], [more or ""]]) or ""]
+            return [head, *self.repeat(chunk, c_lo - 1, None if c_hi is None else c_hi - 1),
+                    tail(t_lo, t_hi, False)]
+
+        c_lo, r_lo = divmod(lo, b)
+        alts: list[list[str]] = []
+        if hi is None:
+            options = [pieces(c_lo, c_lo, r_lo, b - 1), pieces(c_lo + 1, None, 0, b - 1)]
+        else:
+            c_hi, r_hi = divmod(hi, b)
+            if c_lo == c_hi:
+                options = [pieces(c_lo, c_lo, r_lo, r_hi)]
+            else:
+                options = [pieces(c_lo, c_lo, r_lo, b - 1), pieces(c_lo + 1, c_hi - 1, 0, b - 1),
+                           pieces(c_hi, c_hi, 0, r_hi)]
+        alts = [o for o in options if o is not None]
+        return self.rule(alts)
+
+    def competing_heads(self) -> bool:
+        """Whether a chunk head can be a lexer candidate beside another string terminal
+        that is still alive after a chunk (greedy lexing would then follow that one).
+
+        Checked on LL(1)-style start sets (FIRST of each rule suffix, FOLLOW of its
+        left side when the suffix is nullable), which over-approximate the
+        candidates at every parser position.
+        """
+        rules = dict(self.rules)
+        rules["start"] = [[*self.ws, self.top or "", *self.ws]]
+        nullable: set[str] = {"WS?"}
+        first: dict[str, set[str]] = {n: set() for n in rules}
+        first["WS?"] = {"WS"}
+
+        def first_of(seq: list[str]) -> tuple[set[str], bool]:
+            out: set[str] = set()
+            for sym in seq:
+                out |= first.get(sym, {sym})
+                if sym not in nullable:
+                    return out, False
+            return out, True
+
+        changed = True
+        while changed:
+            changed = False
+            for n, alts in rules.items():
+                for a in alts:
+                    f, null = first_of(a)
+                    if not f <= first[n] or (null and n not in nullable):
+                        first[n] |= f
+                        if null:
+                            nullable.add(n)
+                        changed = True
+        follow: dict[str, set[str]] = {n: set() for n in rules}
+        changed = True
+        while changed:
+            changed = False
+            for n, alts in rules.items():
+                for a in alts:
+                    for i, sym in enumerate(a):
+                        if sym in follow:
+                            f, null = first_of(a[i + 1:])
+                            if null:
+                                f = f | follow[n]
+                            if not f <= follow[sym]:
+                                follow[sym] |= f
+                                changed = True
+        strings = {t for t, (regex, _) in self.terminals.items() if t not in self.chunked and regex.startswith('"')}
+        rival: dict[str, bool] = {}
+        for n, alts in rules.items():
+            for a in alts:
+                for i in range(len(a)):
+                    f, null = first_of(a[i:])
+                    if null:
+                        f = f | follow[n]
+                    if f & self.heads:
+                        for t in f & strings:
+                            if t not in rival:
+                                rival[t] = _max_width(self.terminals[t][0]) > STRING_CHUNK
+                            if rival[t]:
+                                return True
+        return False
 
     # ---------------------------------------------------------------- arrays
 
@@ -1044,6 +1232,14 @@ class _Compiler:
             for n in names:
                 if not self._name_ok(n, ns, path):
                     props[n] = False
+        trivial = addl in (True, {}) and all(self.flatten(ps, path) in (True, {}) for ps in patterns.values())
+        # Priorities rank key terminals only where their languages overlap (pattern and
+        # propertyNames keys); elsewhere the additional key excludes the declared names
+        # exactly, and unranked keys never shadow a key of another anyOf branch.
+        exact: dict[str, er.PatternInfo | None] | None = None
+        if patterns and not trivial and names_schema in (True, {}):
+            exact = self._exact_keys(list(patterns), names)
+        ranked = bool(patterns) and not trivial and exact is None or names_schema not in (True, {})
         member_syms: list[str | None] = []
         for n in names:
             s = props[n]
@@ -1054,11 +1250,10 @@ class _Compiler:
             if v is None:
                 member_syms.append(None)
                 continue
-            key = self.terminal(er.literal_string_regex(n), "KEY", _DECLARED_KEY)
+            key = self.terminal(er.literal_string_regex(n), "KEY", _DECLARED_KEY if ranked else 0)
             member_syms.append(self.rule([[key, *ws, colon, *ws, v]]))
         # Extra members: keys outside `properties`.
         extras: list[str] = []
-        trivial = addl in (True, {}) and all(self.flatten(ps, path) in (True, {}) for ps in patterns.values())
         if patterns and not trivial:
             # A key matching a pattern lexes as that pattern's terminal only: its priority
             # is above the additional-key terminal's, so additionalProperties never applies.
@@ -1066,17 +1261,20 @@ class _Compiler:
                 self.approximate("patternProperties", path + ("patternProperties",),
                                  "a key matching several patterns needs only one of their schemas")
             for p, ps in patterns.items():
-                if any(self._search(p, n, path) for n in names):
-                    self.approximate("patternProperties", path + ("patternProperties", p),
-                                     "a declared property name that matches this pattern, repeated or "
-                                     "out of schema order, is accepted with the pattern's schema alone")
-                try:
-                    info = er.ecma_pattern_body(p)
-                except RegexError as exc:
-                    raise GrammarError(f"{exc} (at {_pointer(path + ('patternProperties',))})") from None
+                if exact is not None:
+                    info = exact[p]
+                else:
+                    if any(self._search(p, n, path) for n in names):
+                        self.approximate("patternProperties", path + ("patternProperties", p),
+                                         "a declared property name that matches this pattern, repeated or "
+                                         "out of schema order, is accepted with the pattern's schema alone")
+                    try:
+                        info = er.ecma_pattern_body(p)
+                    except RegexError as exc:
+                        raise GrammarError(f"{exc} (at {_pointer(path + ('patternProperties',))})") from None
                 v = self.value(ps, path + ("patternProperties", p))
                 if info is not None and v is not None:
-                    key = self.terminal(f'"{info.body}"', "KEY", _PATTERN_KEY)
+                    key = self.terminal(f'"{info.body}"', "KEY", _PATTERN_KEY if ranked else 0)
                     extras.append(self.rule([[key, *ws, colon, *ws, v]]) or "")
         if addl is not False:
             v = self.value(addl, path + ("additionalProperties",))
@@ -1089,8 +1287,11 @@ class _Compiler:
                         self.approximate("propertyNames", path + ("propertyNames",),
                                          "a declared property name, repeated or out of schema order, is "
                                          "accepted with the additionalProperties schema")
+                elif exact is not None:
+                    rest = exact[_OTHER_KEYS]
+                    key_sym = None if rest is None else self.terminal(f'"{rest.body}"', "KEY")
                 else:
-                    key_sym = self.terminal('"' + _not_in_set(names) + '"', "KEY", _ADDITIONAL_KEY)
+                    key_sym = self.terminal('"' + _not_in_set(names) + '"', "KEY", _ADDITIONAL_KEY if ranked else 0)
                 if key_sym is not None:
                     extras.append(self.rule([[key_sym, *ws, colon, *ws, v]]) or "")
         extra = self.rule([[e] for e in extras if e])
@@ -1136,7 +1337,10 @@ class _Compiler:
             memo[(i, c, started)] = r = self.rule(alts)
             return r
 
-        first = body(0, 0, False)
+        if self.any_order and not track and 0 < len(names) <= MAX_ANY_ORDER_PROPERTIES:
+            first = self.members_any_order(member_syms, [n in req for n in names], extra)
+        else:
+            first = body(0, 0, False)
         open_, close = self.literal("{"), self.literal("}")
         alts = []
         if not req and min_p == 0:
@@ -1144,6 +1348,58 @@ class _Compiler:
         if first is not None:
             alts.append([open_, *ws, first, *ws, close])
         return self.rule(alts)
+
+    def _exact_keys(self, patterns: list[str], names: list[str]) -> dict[str, er.PatternInfo | None] | None:
+        """Key bodies that need no priorities: each pattern minus the declared names, and
+        (under `_OTHER_KEYS`) the keys matching no pattern and no name; None when the
+        automata are over their limits (then priorities rank the keys).
+
+        Unranked keys never hide an equal key of another `anyOf` branch lexed at the
+        same position, which ranked ones do.
+        """
+        if len(names) > MAX_EXACT_KEY_NAMES or sum(map(len, patterns)) > MAX_EXACT_KEY_PATTERNS:
+            return None
+        literals = ["^" + _ecma_escape(n) + "$" for n in names]
+        try:
+            out = {p: er.pattern_set_body([p], literals) for p in patterns}
+            out[_OTHER_KEYS] = er.pattern_set_body([], [*patterns, *literals])
+        except RegexError:
+            return None
+        if sum(len(info.body) for info in out.values() if info is not None) > MAX_EXACT_KEY_REGEX:
+            return None  # a lexer DFA that size costs more than priorities' rare hazard
+        return out
+
+    def members_any_order(self, members: list[str | None], required: list[bool], extra: str | None) -> str | None:
+        """An object's members with declared properties in any order, each at most once.
+
+        One rule per (set of declared properties already written, started): 2^n
+        states for n declared properties, so only small objects
+        (`MAX_ANY_ORDER_PROPERTIES`) take this form. Extra members may come
+        anywhere; the object may close once every required property is written.
+        """
+        ws, comma = self.ws, self.literal(",")
+        need = sum(1 << i for i, r in enumerate(required) if r)
+        states: dict[tuple[int, bool], str] = {}
+
+        def state(seen: int, started: bool) -> str:
+            if (seen, started) in states:
+                return states[(seen, started)]
+            name = states[(seen, started)] = self.reserve()
+            sep = [*ws, comma, *ws] if started else []
+            alts: list[list[str]] = []
+            for i, m in enumerate(members):
+                if m is not None and not seen >> i & 1:
+                    alts.append([*sep, m, state(seen | 1 << i, True)])
+            if extra is not None:
+                alts.append([*sep, extra, state(seen, True)])
+            if started and seen & need == need:
+                alts.append([])
+            self.rules[name] = alts
+            return name
+
+        if extra is None and all(m is None for m in members):
+            return None
+        return state(0, False)
 
     def _search(self, pattern: str, name: str, path: tuple[str, ...]) -> bool:
         try:
@@ -1183,20 +1439,50 @@ class _Compiler:
 
     # ----------------------------------------------------------------- output
 
-    def lark(self) -> str:
-        top = self.value(self.root, ())
+    def build(self) -> None:
+        """Lower the root schema (rules and terminals accumulate on the compiler)."""
+        top = self.top = self.value(self.root, ())
         if top is None:
             raise GrammarError("the schema accepts no JSON value")
-        lines = [f"start: {' '.join(self.ws)} {top} {' '.join(self.ws)}".replace("  ", " ")]
         for name, alts in self.rules.items():
             if not alts:
                 raise GrammarError(f"internal: rule {name} has no alternatives")
+
+    def lark(self) -> str:
+        """The lowered grammar as Lark text."""
+        lines = [f"start: {' '.join(self.ws)} {self.top} {' '.join(self.ws)}".replace("  ", " ")]
+        for name, alts in self.rules.items():
             lines.append(f"{name}: " + "\n    | ".join(" ".join(a) for a in alts))
         for name, (regex, priority) in self.terminals.items():
             lines.append(f"{name}{f'.{priority}' if priority else ''}: {er._lark_regex(regex)}")
         if self.ws:
             lines.append(f"WS: /[ \\t\\n\\r]{{1,{MAX_WHITESPACE_RUN}}}/")
         return "\n".join(lines) + "\n"
+
+    def ir(self) -> GrammarIR:
+        """The lowered grammar as pda's IR, built directly: Lark's grammar loader spends
+        seconds parsing the generated text of a large schema (and ~50 s on a
+        100,000-value enum terminal)."""
+        ws_opt = "ws_opt"
+        rules: dict[str, list[list[str]]] = {"start": [[*self.ws, self.top or "", *self.ws]], **self.rules}
+        if self.ws:
+            rules[ws_opt] = [[], ["WS"]]
+        reachable, todo = {"start"}, ["start"]
+        while todo:
+            for alt in rules[todo.pop()]:
+                for sym in alt:
+                    sym = ws_opt if sym == "WS?" else sym
+                    if sym in rules and sym not in reachable:
+                        reachable.add(sym)
+                        todo.append(sym)
+        ir_rules = [Rule(name, tuple(ws_opt if sym == "WS?" else sym for sym in alt))
+                    for name, alts in rules.items() if name in reachable for alt in alts]
+        used = {sym for r in ir_rules for sym in r.rhs}
+        terminals = [TerminalDef(name, regex, priority=priority, lazy=bool(_MAYBE_LAZY.search(regex)) and has_lazy_quantifier(regex, ""))
+                     for name, (regex, priority) in self.terminals.items() if name in used]
+        if self.ws:
+            terminals.append(TerminalDef("WS", f"[ \\t\\n\\r]{{1,{MAX_WHITESPACE_RUN}}}"))
+        return GrammarIR(terminals=tuple(terminals), rules=tuple(ir_rules), start="start", source="<json-schema>")
 
 
 def _multiple_suffix_regex(step: int) -> str | None:
@@ -1207,6 +1493,38 @@ def _multiple_suffix_regex(step: int) -> str | None:
             tails = "|".join(f"{x:0{j}d}" for x in range(0, 10**j, step))
             return rf"-?(?:[1-9][0-9]*(?:{tails})|{short})(?:\.0+)?"
     return None
+
+
+# Strings of characters with one JSON spelling (themselves) and `/`.
+_SINGLE_OR_SLASH = re.compile("[" + "".join(f"{er._py_char(a)}-{er._py_char(b)}" for a, b in er.SINGLE_SPELLING)
+                              + "/]*")
+# Only a pattern with a lazy quantifier can make a lazy terminal; most have none.
+_MAYBE_LAZY = re.compile(r"[*+?}]\?")
+
+
+def _ecma_escape(text: str) -> str:
+    """`text` as an ECMA-262 (u flag) pattern matching it literally."""
+    return "".join("\\" + c if c in "^$\\.*+?()[]{}|/" else c for c in text)
+
+
+def _literal_spellings(text: str) -> list[str] | None:
+    """Every JSON spelling of `text` (raw, and `\\/` for each `/`), or None when there
+    are more than `MAX_LITERAL_SPELLINGS` or a character has escaped spellings."""
+    if not _SINGLE_OR_SLASH.fullmatch(text) or 2 ** text.count("/") > MAX_LITERAL_SPELLINGS:
+        return None
+    first, *rest = text.split("/")
+    out = [first]
+    for piece in rest:
+        out = [s + sep + piece for s in out for sep in ("/", "\\/")]
+    return out
+
+
+def _max_width(regex: str) -> int:
+    """The most characters `regex` can match (a large number when unbounded)."""
+    try:
+        return re._parser.parse(regex).getwidth()[1]  # type: ignore[attr-defined]
+    except (re.error, OverflowError, RecursionError):
+        return sys.maxsize
 
 
 def _format_pattern(fmt: str) -> str:
@@ -1325,8 +1643,24 @@ def _not_in_set(names: list[str]) -> str:
     return alt(alts)
 
 
+def _lower(schema: dict[str, Any] | bool | str, whitespace: str, strict: bool, property_order: str) -> _Compiler:
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as exc:
+            raise GrammarError(f"schema is not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+    compiler = _Compiler(schema, whitespace, strict, property_order)
+    compiler.build()
+    if compiler.heads and compiler.competing_heads():
+        # Another string can be lexed where a long one starts: count in one terminal.
+        compiler = _Compiler(schema, whitespace, strict, property_order)
+        compiler.chunking = False
+        compiler.build()
+    return compiler
+
+
 def json_schema_to_lark(schema: dict[str, Any] | bool | str, *, whitespace: str = "compact",
-                        strict: bool = True) -> str:
+                        strict: bool = True, property_order: str = "any") -> str:
     """Lower a JSON Schema (a dict, a boolean, or JSON text) to Lark grammar text for pda.
 
     `whitespace="compact"` accepts JSON without white space between tokens;
@@ -1334,13 +1668,17 @@ def json_schema_to_lark(schema: dict[str, Any] | bool | str, *, whitespace: str 
     characters between any two tokens and around the value. Unsupported
     keywords raise `GrammarError` with their JSON path, or with `strict=False`
     warn (`JsonSchemaWarning`) and apply the relaxation the message names.
+    `property_order="any"` accepts the declared properties of objects with at
+    most `MAX_ANY_ORDER_PROPERTIES` of them in any order; `"schema"` (and larger
+    objects) only in the order the schema declares them.
     """
-    if isinstance(schema, str):
-        try:
-            schema = json.loads(schema)
-        except json.JSONDecodeError as exc:
-            raise GrammarError(f"schema is not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
-    return _Compiler(schema, whitespace, strict).lark()
+    return _lower(schema, whitespace, strict, property_order).lark()
+
+
+def json_schema_to_ir(schema: dict[str, Any] | bool | str, *, whitespace: str = "compact",
+                      strict: bool = True, property_order: str = "any") -> GrammarIR:
+    """The same lowering as `json_schema_to_lark`, as pda's grammar IR (no Lark loader)."""
+    return _lower(schema, whitespace, strict, property_order).ir()
 
 
 def pydantic_to_schema(model: Any) -> dict[str, Any]:
