@@ -167,18 +167,25 @@ class LexerTables:
 _combined: dict[str, tuple[LexerDFA, np.ndarray] | None] = {}
 
 
-def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int) -> tuple[LexerDFA, np.ndarray] | None:
-    """The product DFA of all terminals with its components, or None above `limit` states.
-
-    Cached in memory and on disk by the terminals' DFAs: grammars are loaded many
-    times (tests, several start symbols), and a product of hundreds of terminals
-    (PostgreSQL's) takes seconds.
-    """
-    digest = hashlib.sha256(repr((names, limit)).encode())
+def _dfas_digest(dfas: list[LexerDFA]) -> str:
+    """A hash of the terminals' DFAs, which fixes every product state numbering."""
+    digest = hashlib.sha256()
     for d in dfas:
         for array in (d.trans, d.byte_class, d.accept, d.live):
             digest.update(np.ascontiguousarray(array).tobytes())
-    key = digest.hexdigest()[:32]
+    return digest.hexdigest()
+
+
+def _all_terminal_dfa(
+    dfas: list[LexerDFA], names: list[str], limit: int, dfas_digest: str
+) -> tuple[LexerDFA, np.ndarray] | None:
+    """The product DFA of all terminals with its components, or None above `limit` states.
+
+    Cached in memory and on disk by the terminals' DFAs (`dfas_digest`): grammars are
+    loaded many times (tests, several start symbols), and a product of hundreds of
+    terminals (PostgreSQL's) takes seconds.
+    """
+    key = hashlib.sha256(repr((dfas_digest, names, limit)).encode()).hexdigest()[:32]
     if key in _combined:
         return _combined[key]
     path = cache.cache_path("lexer", key)
@@ -213,13 +220,9 @@ class Lexer:
             raise GrammarError(
                 "terminals that match the empty string cannot be lexed: " + ", ".join(empty), terminal=empty[0]
             )
-        digest = hashlib.sha256()
-        for d in self.dfas:
-            for array in (d.trans, d.byte_class, d.accept, d.live):
-                digest.update(np.ascontiguousarray(array).tobytes())
-        digest.update(repr((self.priority, self.ignore, ir.lexer)).encode())
+        dfas_digest = _dfas_digest(self.dfas)
         # Identifies every state numbering: caches keyed by lexer states must include it.
-        self.content_hash = digest.hexdigest()
+        self.content_hash = hashlib.sha256(repr((dfas_digest, self.priority, self.ignore, ir.lexer)).encode()).hexdigest()
         self._tables: dict[int, LexerTables] = {}
         self._best: dict[int, int] = {}
         # One DFA for all terminals, viewed through each candidate set, when it is small;
@@ -229,7 +232,7 @@ class Lexer:
         self._all: LexerTables | None = None
         everything = (1 << len(self.dfas)) - 1
         limit = DEFAULT_MAX_DFA_STATES if self.mode == BASIC else ALL_TERMINALS_MAX_STATES
-        combined = _all_terminal_dfa(self.dfas, self.names, limit)
+        combined = _all_terminal_dfa(self.dfas, self.names, limit, dfas_digest)
         if combined is None and self.mode == BASIC:
             raise LimitExceeded(
                 f"the basic lexer mode needs one DFA of all {len(self.dfas)} terminals, which exceeds {limit} states"
