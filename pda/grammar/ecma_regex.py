@@ -524,13 +524,18 @@ class _Renderer:
                 "?" if (lo, top) == (0, 1) else f"{{{lo},}}" if top is None else \
                 f"{{{lo}}}" if lo == top else f"{{{lo},{top}}}"
             return (f"(?:{text}){q}", a * lo, None if top is None or b is None else b * top)
-        if op is C.AT:
-            raise self.fail(f"anchor {av} inside the pattern")
-        if op is C.GROUPREF:
-            raise self.fail("a back-reference")
-        if op in (C.ASSERT, C.ASSERT_NOT):
-            raise self.fail("look-around")
-        raise self.fail(f"construct {op}")
+        raise self.fail(_unsupported(op, av))
+
+
+def _unsupported(op: object, av: object) -> str:
+    """What a construct that neither translation handles is called in its error."""
+    if op is C.AT:
+        return f"anchor {av} inside the pattern"
+    if op is C.GROUPREF:
+        return "a back-reference"
+    if op in (C.ASSERT, C.ASSERT_NOT):
+        return "look-around"
+    return f"construct {op}"
 
 
 def _fold_case(r: Ranges) -> Ranges:
@@ -802,13 +807,7 @@ class _NFA:
                 end = e
             self.eps[end].append(last)
             return start, last
-        if op is C.AT:
-            raise r.fail(f"anchor {av} inside the pattern")
-        if op is C.GROUPREF:
-            raise r.fail("a back-reference")
-        if op in (C.ASSERT, C.ASSERT_NOT):
-            raise r.fail("look-around")
-        raise r.fail(f"construct {op}")
+        raise r.fail(_unsupported(op, av))
 
 
 def _pattern_nfa(nfa: _NFA, pattern: str) -> tuple[int, int]:
