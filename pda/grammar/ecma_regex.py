@@ -995,35 +995,11 @@ def _to_regex(d: _DFA) -> PatternInfo | None:
                     text = f"(?:{prev}|{text})"
                 if len(text) > MAX_PATTERN_REGEX:
                     raise _TooBig
-                R[i][j] = text if "|" not in text or text.startswith("(?:") and _balanced_group(text) \
-                    else f"(?:{text})"
+                # Every entry is safe to concatenate (a unit, a group, or a concatenation of those).
+                R[i][j] = text
                 incoming[j].add(i)
     body = R[S].get(F)
     return None if body is None else PatternInfo(body, lo, hi)
-
-
-def _balanced_group(text: str) -> bool:
-    """Whether `text` is one `(?:...)` group (its first parenthesis closes at the end)."""
-    depth, i = 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            j = i + 1
-            while j < len(text) and text[j] != "]":
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
-            continue
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0 and i != len(text) - 1:
-                return False
-        i += 1
-    return True
 
 
 def _shortest(d: _DFA, live: set[int]) -> int:
