@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from json_schema_coverage import recogniser  # noqa: E402
 
-from pda.errors import GrammarError, PdaError  # noqa: E402
+from pda.errors import GrammarError, PdaError, RegexError  # noqa: E402
 from pda.grammar import ecma_regex as er  # noqa: E402
 from pda.grammar.json_schema import JsonSchemaWarning, json_schema_to_lark  # noqa: E402
 
@@ -310,12 +310,31 @@ def test_decimal_ranges_match_re(lo: int, hi: int | None) -> None:
     (["^a*$"], [], 0, None), ([], ["^a*$"], 0, None), (["\\d\\d"], ["[a|b]"], 0, 5),
     (["^[\\w]+"], ["1.*2", "ac"], 0, None), (["^(\\d+\\.\\d+\\.\\d+.*)$"], [], 0, 8),
     (["^([a-z0-9-]+):([a-z0-9.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$"], [], 0, 9), ([], ["a5b"], 2, 4),
-    (["ab", "^b"], [], 0, None),
+    (["ab", "^b"], [], 0, None), (["([0-9a-z]+)?"], [], 2, 4), (["x?"], ["^$"], 0, 3),
 ])
-def test_pattern_automata_match_re(positive: list[str], negative: list[str], lo: int, hi: int | None) -> None:
-    """Intersection, complement and length bounds through automata agree with `re` on every short string."""
-    info = er.pattern_set_body(positive, negative, min_len=lo, max_len=hi)
-    body = re.compile(info.body) if info else None
+@pytest.mark.parametrize("counter_limit", [er.MAX_PATTERN_DFA_STATES, 30])
+def test_pattern_automata_match_re(positive: list[str], negative: list[str], lo: int, hi: int | None,
+                                   counter_limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Intersection, complement and length bounds through automata agree with `re` on every short string.
+
+    With a tiny automaton limit the length counter does not fit, and the lengths become a
+    look-ahead in front of the patterns' regex; a pattern set every string matches comes
+    back as `ANY_STRING_BODY`, lengths left to the caller.
+    """
+    monkeypatch.setattr(er, "MAX_PATTERN_DFA_STATES", counter_limit)
+    try:
+        info = er.pattern_set_body(positive, negative, min_len=lo, max_len=hi)
+    except RegexError:
+        # Refusing is right only when the patterns' own automaton is over the limit.
+        assert counter_limit < 100
+        with pytest.raises(RegexError):
+            er.pattern_set_body(positive, negative)
+        return
+    if info is not None and info.body == er.ANY_STRING_BODY:
+        assert not positive or all(re.search(er.ecma_to_python(p), "") for p in positive)
+        count = f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
+        info = er.PatternInfo(f"(?:{er.ANY_UNIT}){count}", lo, hi)
+    body = re.compile('"' + info.body + '"') if info else None
     pos = [re.compile(er.ecma_to_python(p)) for p in positive]
     neg = [re.compile(er.ecma_to_python(p)) for p in negative]
     rng = random.Random(0)
@@ -324,7 +343,19 @@ def test_pattern_automata_match_re(positive: list[str], negative: list[str], lo:
     for t in texts:
         want = all(p.search(t) for p in pos) and not any(p.search(t) for p in neg) \
             and lo <= len(t) and (hi is None or len(t) <= hi)
-        assert (body is not None and body.fullmatch(t) is not None) == want, t
+        assert (body is not None and body.fullmatch(json.dumps(t)) is not None) == want, t
+
+
+def test_pattern_with_long_length_bound_uses_a_look_ahead() -> None:
+    """`^\\S+@\\S+$` with 5..255 code points: the counted automaton is too large to write
+    back as a regex, so the lengths become a look-ahead; the terminal stays exact."""
+    info = er.pattern_set_body(["^\\S+@\\S+$"], [], min_len=5, max_len=255)
+    assert info is not None and info.body.startswith("(?=")
+    g = pda.Grammar.from_json_schema({"type": "string", "pattern": "^\\S+@\\S+$", "minLength": 5, "maxLength": 255})
+    for text in ["a@b.c", "é" * 100 + "@" + "x" * 154, "ab@\u00e9x"]:
+        assert g.accepts(json.dumps(text)), text
+    for text in ["a@bc", "é" * 100 + "@" + "x" * 155, "a b@cd", "abcd", "a@b\u2028c"]:
+        assert not g.accepts(json.dumps(text)), text
 
 
 def test_regex_and_choices() -> None:

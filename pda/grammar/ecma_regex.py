@@ -22,7 +22,8 @@ negated pattern, a length bound across several variable pieces) goes through
 automata over code-point classes and back to a regex (`pattern_set_body`).
 
 Lone surrogates (``\\ud800`` alone) are not Unicode text and are never accepted.
-Every regex produced here is ASCII-only Python `re` syntax without look-around,
+Every regex produced here is ASCII-only Python `re` syntax, without look-around
+except one length look-ahead at the start of a string body (`pattern_set_body`),
 so pda's DFA builder can compile it.
 """
 
@@ -400,6 +401,8 @@ def _unit_parts(ranges: Ranges) -> tuple[str | None, str | None]:
 
 
 ANY_UNIT = unit_regex(ANY)
+ANY_STRING_BODY = f"(?:{ANY_UNIT})*"
+"""The body of every JSON string."""
 RAW_CHARS: Ranges = subtract(ANY, _RAW_FORBIDDEN)
 """Characters JSON lets a string hold raw."""
 RAW_UNIT, ESCAPED_UNIT = _unit_parts(ANY)
@@ -1048,24 +1051,48 @@ def _longest(d: _DFA, live: set[int]) -> int | None:
     return memo.get(0)
 
 
+def _accepts_everything(d: _DFA) -> bool:
+    """Whether a minimal DFA accepts every string: its start accepts and loops on every
+    class of scalar values (only the surrogate class, never matched, may leave it)."""
+    return d.accept[0] and all(t == 0 for c, t in enumerate(d.trans[0]) if subtract(d.classes[c], (SURROGATES,)))
+
+
 def pattern_set_body(positive: list[str], negative: list[str], *, min_len: int = 0,
                      max_len: int | None = None) -> PatternInfo | None:
     """Lexeme-body regex for strings that match every `positive` ECMA pattern, no `negative`
     one, and have min_len..max_len code points; None when there are none.
 
     Built through automata over code-point classes (determinised, multiplied,
-    minimised) and back to a regex by state elimination. Raises `RegexError`
-    when the automaton or the regex would exceed `MAX_PATTERN_DFA_STATES` or
-    `MAX_PATTERN_REGEX`.
+    minimised) and back to a regex by state elimination. When the length counter
+    makes that too large, the lengths become a look-ahead in front of the
+    patterns' own regex (`(?=(?:unit){m,n}")`, exact: the closing quote is the
+    first raw quote), which pda's DFA builder intersects. A pattern set that
+    every string matches (`([a-z]+)?` unanchored) gives `ANY_STRING_BODY`
+    whatever the lengths: the caller applies them (it counts long strings in
+    chunks). Raises `RegexError` when the automaton or the regex would exceed
+    `MAX_PATTERN_DFA_STATES` or `MAX_PATTERN_REGEX`.
     """
     nfa = _NFA()
+    wanted = [True] * len(positive) + [False] * len(negative)
     try:
         ends = [_pattern_nfa(nfa, p) for p in [*positive, *negative]]
         # Every DFA is over the classes of the whole NFA, so they share one partition.
         dfas = [_determinise(nfa, s, e) for s, e in ends]
-        info = _to_regex(_minimise(_product(dfas, [True] * len(positive) + [False] * len(negative),
-                                            min_len, max_len)))
+        free = _minimise(_product(dfas, wanted, 0, None))
+        if _accepts_everything(free):
+            return PatternInfo(ANY_STRING_BODY, 0, None)
+        if (min_len, max_len) == (0, None):
+            return _to_regex(free)
+        try:
+            return _to_regex(_minimise(_product(dfas, wanted, min_len, max_len)))
+        except _TooBig:
+            info = _to_regex(free)
     except _TooBig:
         raise RegexError(f"patterns {[*positive, *negative]!r} with lengths {min_len}..{max_len}: "
                          "the automaton is too large to write as one terminal") from None
-    return info
+    if info is None:
+        return None
+    count = f"{{{min_len},}}" if max_len is None else f"{{{min_len},{max_len}}}"
+    lo = max(min_len, info.min_len)
+    hi = info.max_len if max_len is None else max_len if info.max_len is None else min(max_len, info.max_len)
+    return PatternInfo(f'(?=(?:{ANY_UNIT}){count}")' + info.body, lo, hi)

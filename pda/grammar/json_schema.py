@@ -971,10 +971,7 @@ class _Compiler:
         if isinstance(fmt, str) and fmt in _FORMATS:
             positive.append(_format_pattern(fmt))
         if not positive and not negative:
-            if self.chunking and max(lo, hi or 0) > LONG_STRING_UNITS:
-                return self.long_string(lo, hi)
-            count = "*" if (lo, hi) == (0, None) else f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
-            return self.terminal(f'"(?:{er.ANY_UNIT}){count}"', "STR")
+            return self.any_string(lo, hi)
         where = path + ("pattern" if isinstance(pattern, str) else "format" if positive else "not",)
         try:
             info: er.PatternInfo | None = None
@@ -993,6 +990,8 @@ class _Compiler:
                 info = er.pattern_set_body(positive, negative, min_len=lo, max_len=hi)
                 if info is None:
                     return None
+                if info.body == er.ANY_STRING_BODY:
+                    return self.any_string(lo, hi)
         except RegexError as exc:
             if self.strict:
                 raise GrammarError(f"{exc} (at {_pointer(where)})") from None
@@ -1000,6 +999,13 @@ class _Compiler:
                           "ignored", JsonSchemaWarning, stacklevel=3)
             return self.terminal(f'"(?:{er.ANY_UNIT})*"', "STR")
         return self.terminal(f'"{info.body}"', "STR")
+
+    def any_string(self, lo: int, hi: int | None) -> str | None:
+        """Any string of lo..hi code points: one terminal, or chunks when the count is long."""
+        if self.chunking and max(lo, hi or 0) > LONG_STRING_UNITS:
+            return self.long_string(lo, hi)
+        count = "*" if (lo, hi) == (0, None) else f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
+        return self.terminal(f'"(?:{er.ANY_UNIT}){count}"', "STR")
 
     def long_string(self, lo: int, hi: int | None) -> str | None:
         """A string of lo..hi code points as chunks of `STRING_CHUNK` units and a tail.

@@ -137,9 +137,8 @@ def expand(trans: np.ndarray, alphabet: Alphabet) -> np.ndarray:
         atoms = np.unique(alphabet.interval_atom[i0:i1])
         if len(atoms) == 1 and (lo, hi) == (base, base + 64**k - 1):
             # one atom over the whole block: each state reads any k continuation bytes
-            targets = trans[:, atoms[0]]
-            for t in np.unique(targets).tolist():
-                outer[targets == t, lead] = ex.chain(k, t)
+            distinct, inverse = np.unique(trans[:, atoms[0]], return_inverse=True)
+            outer[:, lead] = np.array([ex.chain(k, t) for t in distinct.tolist()], dtype=np.int64)[inverse.reshape(-1)]
             continue
         key = atoms.tobytes()
         if key not in groups:
