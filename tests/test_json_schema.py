@@ -21,7 +21,7 @@ from json_schema_coverage import recogniser  # noqa: E402
 
 from pda.errors import GrammarError, PdaError, RegexError  # noqa: E402
 from pda.grammar import ecma_regex as er  # noqa: E402
-from pda.grammar.json_schema import JsonSchemaWarning, json_schema_to_lark  # noqa: E402
+from pda.grammar.json_schema import MAX_ANY_ORDER_PROPERTIES, JsonSchemaWarning, json_schema_to_lark  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "jsonschemabench" / "schemas"
 
@@ -356,6 +356,24 @@ def test_pattern_with_long_length_bound_uses_a_look_ahead() -> None:
         assert g.accepts(json.dumps(text)), text
     for text in ["a@bc", "é" * 100 + "@" + "x" * 155, "a b@cd", "abcd", "a@b\u2028c"]:
         assert not g.accepts(json.dumps(text)), text
+
+
+def test_not_over_an_enum_is_decided_value_by_value() -> None:
+    """`not S` with S not negatable keeps the enum values S rejects; where S's lowering is
+    approximate or order-bound, deciding could be wrong, so it stays unsupported."""
+    schema = {"allOf": [{"enum": [{"foo": 1}, {"foo": True}, 3]}, {"not": {"additionalProperties": {"type": "boolean"}}}]}
+    g = pda.Grammar.from_json_schema(schema)
+    assert g.accepts('{"foo":1}') and not g.accepts('{"foo":true}') and not g.accepts("3")
+    overlapping = {"enum": ["foo", "x"], "not": {"oneOf": [{"minLength": 2}, {"maxLength": 4}], "type": "string"}}
+    with pytest.raises(GrammarError, match="'not'"):
+        pda.Grammar.from_json_schema(overlapping)
+    # S takes its 7 declared properties in schema order only: its refusal of a reordered
+    # object says nothing about the value.
+    names = [f"p{i}" for i in range(MAX_ANY_ORDER_PROPERTIES + 1)]
+    ordered = {"properties": {n: {"type": "integer"} for n in names}, "additionalProperties": False}
+    backwards = {n: 1 for n in reversed(names)}
+    with pytest.raises(GrammarError, match="'not'"):
+        pda.Grammar.from_json_schema({"enum": [backwards], "not": ordered})
 
 
 def test_regex_and_choices() -> None:

@@ -36,7 +36,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
 
-from pda.errors import GrammarError, RegexError
+from pda.errors import GrammarError, PdaError, RegexError
 from pda.grammar import ecma_regex as er
 from pda.grammar.ir import GrammarIR, Rule, TerminalDef
 from pda.regex import has_lazy_quantifier
@@ -197,6 +197,8 @@ class _Compiler:
         self.heads: set[str] = set()
         self.chunked: set[str] = set()
         self.top: str | None = None
+        # Whether some object only takes its declared properties in schema order.
+        self.order_bound = False
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.old_draft = any(d in schema_uri for d in ("draft-03", "draft-04", "draft-06", "draft-07"))
         self.anchors: dict[str, Any] = {}
@@ -417,6 +419,12 @@ class _Compiler:
             if neg is not None:
                 del out["not"]
                 conjuncts.append(neg)
+            elif "enum" in out or "const" in out:
+                values = self.values_outside(out, out["not"], path + ("not",))
+                if values is not None:
+                    del out["not"]
+                    out.pop("const", None)
+                    out["enum"] = values
         if "if" in out:
             cond, then, else_ = out["if"], out.get("then", True), out.get("else", True)
             # (if ∧ then) ∨ (¬if ∧ else); with `then` absent that is just `if ∨ else`.
@@ -446,6 +454,33 @@ class _Compiler:
             if out is False:
                 return False
         return out
+
+    def values_outside(self, schema: dict[str, Any], excluded: Any, path: tuple[str, ...]) -> list[Any] | None:
+        """The enum/const values of `schema` that are not instances of `excluded`, decided
+        value by value (a `not` over a finite set needs no negated schema); None when
+        `excluded` cannot be lowered exactly here."""
+        values = [schema["const"]] if "const" in schema else list(schema["enum"])
+        if not values:
+            return values
+        checker = _Compiler(self.root, "compact", True, "any")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", JsonSchemaWarning)
+                checker.top = checker.value(excluded, path)
+        except (GrammarError, RegexError, JsonSchemaWarning):
+            return None
+        if checker.top is None:
+            return values
+        from pda.grammar.grammar import Grammar
+
+        try:
+            grammar = Grammar(checker.ir())
+            verdicts = [grammar.accepts(json.dumps(v, separators=(",", ":"), ensure_ascii=False)) for v in values]
+        except PdaError:
+            return None
+        if checker.order_bound and not all(verdicts):
+            return None  # a refusal may be the documented property-order restriction
+        return [v for v, hit in zip(values, verdicts) if not hit]
 
     def negate(self, schema: Any, path: tuple[str, ...]) -> Any:
         """A positive schema for the instances `schema` rejects, or None when there is none here.
@@ -1346,6 +1381,7 @@ class _Compiler:
         if self.any_order and not track and 0 < len(names) <= MAX_ANY_ORDER_PROPERTIES:
             first = self.members_any_order(member_syms, [n in req for n in names], extra)
         else:
+            self.order_bound |= len(names) > 1
             first = body(0, 0, False)
         open_, close = self.literal("{"), self.literal("}")
         alts = []
