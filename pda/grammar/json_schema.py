@@ -131,7 +131,7 @@ _FORMATS["ipv6"] = "(?:" + "|".join([
     *[rf"(?:{_H16}:){{0,{k}}}{_H16}?::(?:{_H16}:){{0,{5 - k}}}(?:{_H16}|{_V4})" for k in range(0, 6)],
     rf"(?:{_H16}:){{0,6}}{_H16}?::",
 ]) + ")"
-_FORMATS["date-time"] = _FORMATS["date"] + "[Tt ]" + _FORMATS["time"]
+_FORMATS["date-time"] = _FORMATS["date"] + "[Tt]" + _FORMATS["time"]  # RFC 3339 ABNF: no space
 # ISO 8601 duration with at least one component (and at least one after T).
 _FORMATS["duration"] = (r"P(?:[0-9]+W|(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
     r"(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
