@@ -89,6 +89,11 @@ CASES = [
     ({"type": "object", "properties": {"x-a": {"minLength": 2}}, "patternProperties": {"^x-": {"type": "string"}},
       "additionalProperties": False},
      [{"x-a": "ab"}, {"x-b": "s", "x-a": "ab"}, {}], [{"x-a": "a"}, {"x-a": 1}, {"y": 1}, Raw('{"x-a":"ab","x-a":"ab"}')]),
+    # Sibling keywords of enum/const apply to every value: scalar ones checked directly,
+    # the others by parsing the value with their own lowering.
+    ({"enum": [3, 4, 6, "2020-01-01", "x"], "multipleOf": 2, "format": "date"}, [4, 6, "2020-01-01"], [3, "x"]),
+    ({"enum": [{"a": 1}, {"a": "s"}, 2, [1, "t"]], "properties": {"a": {"type": "string"}}, "items": {"type": "integer"}},
+     [{"a": "s"}, 2], [{"a": 1}, [1, "t"]]),
     # additionalProperties (default true) excludes every declared name, in every spelling.
     ({"type": "object", "properties": {"é/x": {"type": "integer"}}},
      [{"é/x": 1}, {"é/y": "s"}, {"e/x": "s"}, Raw('{"\\u00e9\\/x":1}')],
@@ -374,6 +379,28 @@ def test_not_over_an_enum_is_decided_value_by_value() -> None:
     backwards = {n: 1 for n in reversed(names)}
     with pytest.raises(GrammarError, match="'not'"):
         pda.Grammar.from_json_schema({"enum": [backwards], "not": ordered})
+
+
+def test_allof_of_large_anyofs_is_lowered_one_anyof_at_a_time() -> None:
+    """12 x 6 branch pairs (over MAX_BRANCHES) are not multiplied out in the merge but
+    lowered one `anyOf` at a time; exact, also under `not`; runaway products stop at
+    MAX_SUBSCHEMAS with an error."""
+    steps = (2, 3, 5, 7, 11, 13)
+    both = {"allOf": [{"anyOf": [{"const": i} for i in range(12)]},
+                      {"anyOf": [{"type": "integer", "multipleOf": k} for k in steps]}]}
+    g = pda.Grammar.from_json_schema(both)
+    for i in range(-2, 30):
+        assert g.accepts(str(i)) == (0 <= i < 12 and any(i % k == 0 for k in steps)), i
+    assert not g.accepts('"x"')
+    starts = (0, 3, 6, 9, 20, 25)
+    ranged = {"allOf": [{"anyOf": [{"const": i} for i in range(12)]},
+                        {"anyOf": [{"minimum": k, "maximum": k + 1} for k in starts]}]}
+    negated = pda.Grammar.from_json_schema({"type": "integer", "minimum": 0, "maximum": 29, "not": ranged})
+    for i in range(0, 30):
+        assert negated.accepts(str(i)) == (not (i < 12 and any(k <= i <= k + 1 for k in starts))), i
+    wide = {"allOf": [{"anyOf": [{"properties": {f"k{j}": {"const": i}}} for i in range(25)]} for j in range(4)]}
+    with pytest.raises(GrammarError, match="distinct subschemas"):
+        pda.Grammar.from_json_schema(wide)
 
 
 def test_regex_and_choices() -> None:

@@ -80,12 +80,21 @@ STRING_CHUNK = 64
 MAX_LITERAL_SPELLINGS = 8
 """Most spellings (`/` or `\\/`) a string enum value may have to join the finite-set terminal."""
 
+MAX_SUBSCHEMAS = 10_000
+"""Distinct subschemas one lowering may visit: `anyOf`s under `allOf` multiply out."""
+
 # Internal keywords that negation produces: numbers with a non-zero fraction, and
 # strings outside a finite set.
 _NON_INTEGER = "x-pda-non-integer"
 _NOT_IN = "x-pda-not-in"
 _NOT_PATTERN = "x-pda-not-pattern"  # the string matches none of these patterns
 _PATTERNS = "x-pda-patterns"  # further patterns the string must match (from allOf)
+_MORE_ANY_OF = "x-pda-more-anyOf"  # further anyOf branch lists, lowered one at a time
+# Sibling keywords of `enum`/`const` that `_const_satisfies` decides itself.
+_SCALAR_CHECKS = {
+    "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", _NOT_IN, _NOT_PATTERN, _PATTERNS, _NON_INTEGER,
+}
 
 _ANNOTATIONS = {
     "$schema", "$id", "id", "$comment", "$anchor", "$vocabulary", "title", "description",
@@ -99,7 +108,7 @@ _HANDLED = {
     "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref", "not", "if", "then",
     "else", "uniqueItems", "minContains", "maxContains", "nullable", _NON_INTEGER, _NOT_IN,
-    _NOT_PATTERN, _PATTERNS,
+    _NOT_PATTERN, _PATTERNS, _MORE_ANY_OF,
 }
 _UNSUPPORTED = {
     "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
@@ -189,6 +198,8 @@ class _Compiler:
         self.terminal_by_regex: dict[tuple[str, int], str] = {}
         self.memo: dict[str, str | None] = {}
         self.negating: set[str] = set()
+        # Exact lowerings of subschemas that enum values are checked against, by schema.
+        self.checkers: dict[str, tuple[Any, bool] | None] = {}
         self.count = 0
         self.used: set[str] = set()
         self._any: str | None = None
@@ -371,6 +382,12 @@ class _Compiler:
                 # anyOf(A) and anyOf(B) = anyOf over pairs; likewise for oneOf (exactly one
                 # pair matches iff exactly one branch of each side does).
                 out[k] = [{"allOf": [x, y]} for x in w for y in v]
+            elif k == "anyOf":
+                # Too many pairs to spell out here: `_value` lowers one anyOf at a time, the
+                # others pending in each branch, so unsatisfiable pairs drop out early.
+                out[_MORE_ANY_OF] = [*out.get(_MORE_ANY_OF, []), list(v)]
+            elif k == _MORE_ANY_OF:
+                out[k] = list(w) + list(v)
             elif k in ("items", "propertyNames", "contains") \
                     and isinstance(v, (dict, bool)) and isinstance(w, (dict, bool)):
                 out[k] = _conj(w, v)
@@ -455,32 +472,44 @@ class _Compiler:
                 return False
         return out
 
-    def values_outside(self, schema: dict[str, Any], excluded: Any, path: tuple[str, ...]) -> list[Any] | None:
-        """The enum/const values of `schema` that are not instances of `excluded`, decided
-        value by value (a `not` over a finite set needs no negated schema); None when
-        `excluded` cannot be lowered exactly here."""
-        values = [schema["const"]] if "const" in schema else list(schema["enum"])
-        if not values:
-            return values
-        checker = _Compiler(self.root, "compact", True, "any")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", JsonSchemaWarning)
-                checker.top = checker.value(excluded, path)
-        except (GrammarError, RegexError, JsonSchemaWarning):
-            return None
-        if checker.top is None:
-            return values
-        from pda.grammar.grammar import Grammar
+    def values_verdicts(self, values: list[Any], schema: Any, path: tuple[str, ...]) -> list[bool] | None:
+        """Whether each value is an instance of `schema`, decided by parsing it with the
+        schema's own exact lowering (memoised per schema); None when that lowering
+        approximates something, or refuses a value where the refusal may be the
+        documented property-order restriction."""
+        key = _canon(schema)
+        if key not in self.checkers:
+            checker = _Compiler(self.root, "compact", True, "any")
+            checker.checkers = self.checkers
+            found: tuple[Any, bool] | None = None
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", JsonSchemaWarning)
+                    checker.top = checker.value(schema, path)
+                from pda.grammar.grammar import Grammar
 
+                found = (None if checker.top is None else Grammar(checker.ir()), checker.order_bound)
+            except (PdaError, JsonSchemaWarning):
+                pass
+            self.checkers[key] = found
+        found = self.checkers[key]
+        if found is None:
+            return None
+        grammar, order_bound = found
+        if grammar is None:
+            return [False] * len(values)
         try:
-            grammar = Grammar(checker.ir())
             verdicts = [grammar.accepts(json.dumps(v, separators=(",", ":"), ensure_ascii=False)) for v in values]
         except PdaError:
             return None
-        if checker.order_bound and not all(verdicts):
-            return None  # a refusal may be the documented property-order restriction
-        return [v for v, hit in zip(values, verdicts) if not hit]
+        return None if order_bound and not all(verdicts) else verdicts
+
+    def values_outside(self, schema: dict[str, Any], excluded: Any, path: tuple[str, ...]) -> list[Any] | None:
+        """The enum/const values of `schema` that are not instances of `excluded` (a `not`
+        over a finite set needs no negated schema); None when undecided."""
+        values = [schema["const"]] if "const" in schema else list(schema["enum"])
+        verdicts = self.values_verdicts(values, excluded, path)
+        return None if verdicts is None else [v for v, hit in zip(values, verdicts) if not hit]
 
     def negate(self, schema: Any, path: tuple[str, ...]) -> Any:
         """A positive schema for the instances `schema` rejects, or None when there is none here.
@@ -578,6 +607,12 @@ class _Compiler:
                 branches.append({"allOf": negs})
             elif k == "not":
                 branches.append(v)
+            elif k == _MORE_ANY_OF:
+                for group in v:
+                    negs = [self.negate(b, path) for b in group]
+                    if any(n is None for n in negs):
+                        return None
+                    branches.append({"allOf": negs})
             elif k == _NOT_IN:
                 typed("string", enum=list(v))
             elif k == "pattern" and isinstance(v, str):
@@ -643,6 +678,9 @@ class _Compiler:
             if name is not None and not self.rules.get(name):
                 self.used.add(name)  # a recursive use of a schema still being lowered
             return name
+        if len(self.memo) >= MAX_SUBSCHEMAS:
+            raise GrammarError(f"schema at {_pointer(path)}: the lowering reached {MAX_SUBSCHEMAS} distinct "
+                               "subschemas (combinations of anyOf branches under allOf); it is too large")
         # Reserve the rule first so recursive schemas terminate.
         name = self.reserve()
         self.memo[key] = name
@@ -673,6 +711,11 @@ class _Compiler:
         if schema.get("uniqueItems") is True:
             self.approximate("uniqueItems", path + ("uniqueItems",),
                              "not expressible by a grammar; duplicate items are accepted")
+        if "anyOf" not in schema and "oneOf" not in schema and schema.get(_MORE_ANY_OF):
+            first, *pending = schema[_MORE_ANY_OF]
+            schema = {k: v for k, v in schema.items() if k != _MORE_ANY_OF} | {"anyOf": first}
+            if pending:
+                schema[_MORE_ANY_OF] = pending
         base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf", "not", "if", "then", "else")}
         for comb in ("anyOf", "oneOf"):
             if comb in schema:
@@ -778,13 +821,20 @@ class _Compiler:
         values = [schema["const"]] if "const" in schema else list(schema["enum"])
         if "const" in schema and "enum" in schema:
             values = [v for v in values if any(_canon(v) == _canon(e) for e in schema["enum"])]
-        rest = {k: v for k, v in schema.items() if k not in ("const", "enum", "type", "nullable")}
+        rest = {k: v for k, v in schema.items() if k not in ("const", "enum", "type", "nullable") and k not in _ANNOTATIONS}
+        values = [v for v in values if _json_type(v) in types or (_json_type(v) == "integer" and "number" in types)]
+        if set(rest) - _SCALAR_CHECKS:
+            # Keywords the scalar check does not read (items, properties, multipleOf, format...):
+            # each value is parsed with the sibling keywords' own lowering.
+            verdicts = self.values_verdicts(values, rest, path)
+            if verdicts is None:
+                self.unsupported("enum", path + ("enum" if "enum" in schema else "const",),
+                                 "the sibling keywords of 'enum'/'const' are not all checked")
+            else:
+                values, rest = [v for v, ok in zip(values, verdicts) if ok], {}
         alts = []
         strings: list[str] = []
         for v in values:
-            vt = _json_type(v)
-            if not (vt in types or (vt == "integer" and "number" in types)):
-                continue
             if rest and not self._const_satisfies(v, rest, path):
                 continue
             if isinstance(v, str):
@@ -829,6 +879,9 @@ class _Compiler:
                     return False
             except re.error:
                 pass
+            fmt = rest.get("format")
+            if fmt in _FORMATS and re.fullmatch(_FORMATS[fmt], v) is None:
+                return False
             if isinstance(rest.get("pattern"), str):
                 try:
                     return re.search(er.ecma_to_python(rest["pattern"]), v) is not None
@@ -843,6 +896,10 @@ class _Compiler:
                 b = rest.get(k)
                 if isinstance(b, (int, float)) and not isinstance(b, bool) and not ok(Decimal(str(b))):
                     return False
+            step = rest.get("multipleOf")
+            if isinstance(step, (int, float)) and not isinstance(step, bool) and step > 0 \
+                    and d % Decimal(str(step)) != 0:
+                return False
         return True
 
     def const(self, v: Any) -> str:
