@@ -89,6 +89,10 @@ CASES = [
     ({"type": "object", "properties": {"x-a": {"minLength": 2}}, "patternProperties": {"^x-": {"type": "string"}},
       "additionalProperties": False},
      [{"x-a": "ab"}, {"x-b": "s", "x-a": "ab"}, {}], [{"x-a": "a"}, {"x-a": 1}, {"y": 1}, Raw('{"x-a":"ab","x-a":"ab"}')]),
+    # A look-ahead right after a leading `^` is the conjunction with (or without) that prefix.
+    ({"type": "string", "pattern": "^(?!org\\.bukkit\\.)[a-z.]+$"}, ["org.x", "com.bukkit.a", "org.bukkit"],
+     ["org.bukkit.x", "A"]),
+    ({"type": "string", "pattern": "^(?=ab)[a-c]+$", "maxLength": 3}, ["abc", "ab"], ["ba", "a", "abca"]),
     # Sibling keywords of enum/const apply to every value: scalar ones checked directly,
     # the others by parsing the value with their own lowering.
     ({"enum": [3, 4, 6, "2020-01-01", "x"], "multipleOf": 2, "format": "date"}, [4, 6, "2020-01-01"], [3, "x"]),

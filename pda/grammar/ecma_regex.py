@@ -604,6 +604,42 @@ def python_pattern_body(pattern: str, *, search: bool, source: str | None = None
     return PatternInfo(text, min(o[1] for o in outs), None if None in his else max(his))  # type: ignore[type-var]
 
 
+def split_leading_lookahead(pattern: str) -> tuple[list[str], list[str]] | None:
+    """`^(?!X)Y` as (positive `["^Y"]`, negative `["^(?:X)"]`), `^(?=X)Y` as two positives.
+
+    Under search semantics an anchored look-ahead tests a prefix at offset 0, which is
+    what searching `^(?:X)` tests: the pattern is the conjunction, which the automata of
+    `pattern_set_body` handle. None when the pattern has no such look-ahead, or has a
+    top-level `|` the look-ahead would only cover one side of.
+    """
+    if not pattern.startswith(("^(?!", "^(?=")):
+        return None
+    depth, i, end = 0, 1, None
+    top_bar = False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i += 1
+            while i < len(pattern) and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0 and end is None:
+                end = i
+        elif ch == "|" and depth == 0:
+            top_bar = True
+        i += 1
+    if end is None or top_bar:
+        return None
+    look, rest = "^(?:" + pattern[4:end] + ")", "^" + pattern[end + 1:]
+    return ([rest], [look]) if pattern[3] == "!" else ([rest, look], [])
+
+
 def ecma_pattern_body(pattern: str, *, min_len: int = 0, max_len: int | None = None) -> PatternInfo | None:
     """Lexeme-body regex for JSON strings that a JSON Schema `pattern` accepts (search semantics).
 

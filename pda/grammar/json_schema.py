@@ -1062,6 +1062,12 @@ class _Compiler:
         fmt = schema.get("format")
         if isinstance(fmt, str) and fmt in _FORMATS:
             positive.append(_format_pattern(fmt))
+        for p in list(positive):
+            split = er.split_leading_lookahead(p)
+            if split is not None:
+                positive.remove(p)
+                positive += split[0]
+                negative += split[1]
         if not positive and not negative:
             return self.any_string(lo, hi)
         where = path + ("pattern" if isinstance(pattern, str) else "format" if positive else "not",)
