@@ -74,23 +74,43 @@ def combine(
     rng = np.random.default_rng(0x5EED)
     owner = np.repeat(np.arange(n_terms), [d.n_states for d in dfas])
     weights = rng.integers(1, 2**63, size=(2, max(n_terms, 1)), dtype=np.uint64) | np.uint64(1)
-    hashed = [w[owner][:, None] * table.astype(np.uint64) for w in weights]
+    # A terminal in its dead state stays there and adds a constant to every hash, so a
+    # successor's hash is that constant plus the live components' terms: work in the
+    # number of live terminals, not all of them (hundreds of JSON Schema key terminals,
+    # of which a few are alive past the opening quote).
+    dead_term = (weights[:, owner] * dead_ids[owner].astype(np.uint64)) if n_terms else np.zeros((2, 0), np.uint64)
+    delta = [w[owner][:, None] * table.astype(np.uint64) - d[:, None] for w, d in zip(weights, dead_term)]
+    dead_total = [np.uint64(int((w * dead_ids.astype(np.uint64)).sum()) % 2**64) for w in weights]
 
     def vector_hash(v: np.ndarray) -> tuple[int, int]:
         return tuple(int((w * v.astype(np.uint64)).sum()) for w in weights)
+
+    def successor_hashes(vectors: np.ndarray) -> np.ndarray:
+        """[len(vectors) * n_classes, 2] hashes of every successor (row = state * n_classes + class)."""
+        rows_of, cols = np.nonzero(vectors != dead_ids)
+        ids = vectors[rows_of, cols]
+        ends = np.cumsum(np.bincount(rows_of, minlength=len(vectors)))
+        out = np.empty((len(vectors), n_classes, 2), dtype=np.uint64)
+        for h in range(2):
+            sums = np.zeros((len(ids) + 1, n_classes), dtype=np.uint64)
+            np.cumsum(delta[h][ids], axis=0, out=sums[1:])
+            starts = np.concatenate(([0], ends[:-1]))
+            out[:, :, h] = sums[ends] - sums[starts] + dead_total[h]
+        return out.reshape(-1, 2)
 
     index: dict[tuple[int, int], int] = {vector_hash(dead_ids): 0, vector_hash(start): 1}
     vectors = [dead_ids, start]
     rows: list[np.ndarray] = []
     frontier = np.stack(vectors)
-    block = max(1, 2_000_000 // max(1, n_terms * n_classes))
     # Breadth-first, a layer at a time; only distinct successors reach the dictionary.
     while len(frontier):
-        parts = [
-            np.stack([hh[frontier[i : i + block]].sum(axis=1) for hh in hashed], axis=-1)
-            for i in range(0, len(frontier), block)
-        ]
-        h = np.concatenate(parts).reshape(-1, 2)  # row = state * n_classes + class
+        # Blocks of states with at most ~2M gathered entries each.
+        alive = np.cumsum((frontier != dead_ids).sum(axis=1))
+        cuts = [0]
+        while cuts[-1] < len(frontier):
+            done = int(alive[cuts[-1] - 1]) if cuts[-1] else 0
+            cuts.append(max(cuts[-1] + 1, int(np.searchsorted(alive, done + 2_000_000 // n_classes, side="right"))))
+        h = np.concatenate([successor_hashes(frontier[a:b]) for a, b in zip(cuts, cuts[1:])])
         keys, first_row, inverse = unique_rows(h)
         ids = np.empty(len(keys), dtype=np.int64)
         new_rows = []
