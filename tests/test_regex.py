@@ -338,3 +338,21 @@ def test_sample_from_dfa_is_accepted() -> None:
             data = sample_from_dfa(dfa, 0, rnd, max_len=20)
             assert data is not None and dfa.accepts(data)
             assert re.fullmatch(pattern, data.decode("utf-8"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from('ab"é\\,{😀'), min_size=1, max_size=8),
+       st.lists(st.text(alphabet=st.sampled_from('ab"é\\,{😀'), max_size=9), max_size=20))
+def test_single_literal_terminal_dfa_equals_the_regex_path(literal: str, others: list[str]) -> None:
+    """`terminal_dfa` builds a one-literal terminal directly; same language and prefixes as the
+    regex path, and minimal."""
+    from pda.regex.product import terminal_dfa
+
+    fast = terminal_dfa(TerminalDef("LIT", re.escape(literal)))
+    slow = compile_regex(re.escape(literal))
+    assert fast.n_states == slow.n_states
+    assert_minimal(fast)
+    for text in [literal, *others, *(literal[:k] for k in range(len(literal)))]:
+        data = text.encode("utf-8")
+        assert fast.accepts(data) == slow.accepts(data) == (text == literal)
+        assert (fast.run(fast.start, data) == fast.dead) == (slow.run(slow.start, data) == slow.dead)

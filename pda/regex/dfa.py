@@ -283,6 +283,30 @@ def build_lexer_dfa(
         raise LimitExceeded(f"{e} (terminals: {', '.join(names)})") from None
 
 
+def literal_dfa(data: bytes, *, name: str = "<literal>") -> LexerDFA:
+    """The minimal DFA of one non-empty byte string, built directly (a chain of states).
+
+    JSON Schema grammars have hundreds of single-literal key terminals; through the
+    regex path each costs ~2 ms, this ~20 µs. Minimal: state i accepts exactly
+    `data[i:]`, and those suffixes differ in length.
+    """
+    n = len(data)
+    used = sorted(set(data))
+    byte_class = np.full(256, len(used), dtype=np.int32)
+    byte_class[used] = np.arange(len(used), dtype=np.int32)
+    dead = n + 1
+    trans = np.full((n + 2, len(used) + 1), dead, dtype=np.int32)
+    trans[np.arange(n), byte_class[list(data)]] = np.arange(1, n + 1, dtype=np.int32)
+    accept = np.zeros((n + 2, 1), dtype=bool)
+    accept[n, 0] = True
+    live = np.ones((n + 2, 1), dtype=bool)
+    live[dead, 0] = False
+    return LexerDFA(
+        n_states=n + 2, start=0, dead=dead, byte_class=_freeze(byte_class), trans=_freeze(trans),
+        accept=_freeze(accept), live=_freeze(live), names=(name,),
+    )
+
+
 def compile_regex(pattern: str, flags: str = "", *, name: str = "<regex>", lazy: bool = False,
                   max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
     """The DFA of one regex (one terminal named `name`)."""

@@ -18,8 +18,8 @@ import numpy as np
 from pda import cache
 from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
-from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, compile_regex
-from pda.trie import finite_set_dfa
+from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, compile_regex, literal_dfa
+from pda.trie import finite_set_dfa, literal_alternatives
 
 _memory: dict[str, LexerDFA] = {}
 
@@ -33,12 +33,23 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) ->
         dfa = cache.load(path)
         if not isinstance(dfa, LexerDFA):
             # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
-            dfa = finite_set_dfa(t, max_states=max_states) or compile_regex(
+            dfa = finite_set_dfa(t, max_states=max_states) or _single_literal_dfa(t) or compile_regex(
                 t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
             )
             cache.store(path, dfa)
         _memory[key] = dfa
     return dfa
+
+
+def _single_literal_dfa(t: TerminalDef) -> LexerDFA | None:
+    """The terminal's DFA when its pattern is one plain literal (valid UTF-8), else None."""
+    strings = literal_alternatives(t.pattern, t.flags)
+    if strings is None or len(set(strings)) != 1 or not strings[0]:
+        return None
+    try:
+        return literal_dfa(strings[0].encode("utf-8"), name=t.name)
+    except UnicodeEncodeError:
+        return None
 
 
 def combine(
