@@ -16,6 +16,10 @@ engine runs in its own subprocess.
 
     python bench/json_schema_bench.py                         # 4 schemas per category
     python bench/json_schema_bench.py --sample 10 --engines pda,xgrammar
+
+Each worker gets an empty `PDA_CACHE_DIR` (deleted afterwards), so pda's compiles
+are cold: its disk cache would otherwise hold each schema's token index from an
+earlier run.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import gc
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -41,7 +46,7 @@ from bench.common import percentile  # noqa: E402
 from bench.workloads import GrammarSpec  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "jsonschemabench" / "schemas"
-ENGINES = ("pda", "xgrammar", "llguidance")
+ENGINES = ("pda", "pda-lazy", "xgrammar", "llguidance")
 
 
 class _Timeout(Exception):
@@ -68,17 +73,23 @@ def sample_schemas(sample: int, categories: list[str] | None, docs_per_schema: i
 def _engine(name: str) -> Any:
     from bench.peers import PdaEngine, make_engine
 
-    if name != "pda":
+    if name not in ("pda", "pda-lazy"):
         return make_engine(name)
 
     class PdaFlexible(PdaEngine):
-        """pda with flexible whitespace (the peers' JSON Schema paths are flexible too)."""
+        """pda with flexible whitespace (the peers' JSON Schema paths are flexible too).
+
+        `pda-lazy` skips the compile-time warm-up (a second of index walks near the
+        start), as llguidance defers its work: everything then happens per step.
+        """
 
         def compile(self, spec: GrammarSpec) -> tuple[Any, str]:
             import pda
+            from pda.compiler import DEFAULT_WARMUP_SECONDS, CompiledGrammar
 
             grammar = pda.Grammar.from_json_schema(spec.schema, whitespace="flexible")
-            return pda.compile(grammar, self.vocab), "JSON Schema (flexible)"
+            warmup = 0.0 if name == "pda-lazy" else DEFAULT_WARMUP_SECONDS
+            return CompiledGrammar(grammar, self.vocab, warmup_seconds=warmup), "JSON Schema (flexible)"
 
     return PdaFlexible()
 
@@ -146,7 +157,9 @@ def run_isolated(engine: str, items_file: Path, timeout_s: int) -> dict[str, Any
         out = Path(f.name)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", engine, "--items-file", str(items_file),
            "--result-file", str(out), "--timeout", str(timeout_s)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    cache_dir = tempfile.mkdtemp(prefix="pda-bench-cache-")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+           "PDA_CACHE_DIR": cache_dir}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0 or out.stat().st_size == 0:
@@ -155,6 +168,7 @@ def run_isolated(engine: str, items_file: Path, timeout_s: int) -> dict[str, Any
         return json.loads(out.read_text(encoding="utf-8"))
     finally:
         out.unlink(missing_ok=True)
+        shutil.rmtree(cache_dir, ignore_errors=True)
 
 
 def _stats(values: list[float]) -> dict[str, float]:
