@@ -194,6 +194,10 @@ CASES = [
     "[x for *a in b]\n", "[*a for a in b]\n", "with a as *b: pass\n", "x = yield = 1\n", "f(a.b=1)\n",
     "def f(a=1, b): pass\n", "def f(a, b=1, /, c=2, *, d, e=3): pass\n", "def f(a=1, /, b): pass\n",
     "lambda a=1, b: 0\n", "from a import b,\n", "from a import (b,)\n", "x = 1 # a\rb\n",
+    "class C(x for x in y): pass\n", "class C(*a, b=1, **k): pass\n", "f(x for x in y)\n",
+    "def f(*a,): pass\n", "def f(*, a,): pass\n", "def f(x, *a, b=1,): pass\n", "def f(*,): pass\n",
+    "def f(*a,,): pass\n", "def f(*a, **k,,): pass\n",
+    "e[*j < e]\n", "e[*a if b else c]\n", "e[1:2, *a < b]\n", "e[*a:b]\n", "[*a < b]\n",
     # the first line's indentation (the indenter's leading-indentation state)
     "  x = 1\n", "\tx = 1\n", "  \nx = 1\n", "  # c\nx = 1\n", "  ", "  #c", "\n  x = 1\n", "# c\n  x = 1\n",
     # a form feed in indentation resets the column
@@ -201,16 +205,51 @@ CASES = [
     "if x:\n    y\n\f\n    z\n", "if x:\n \f   y\n  z\n", "x = (1,\n\f 2)\n",
     # NUL is refused everywhere, comment lines between statements included
     "x = 1 # a\x00\n", "x = 1\n# a\x00\ny = 2\n", "if x:\n    y\n    # \x00\n    z\n",
+    "x = '\\\x00'\n", "x = r'\\\x00'\n",
+    # a lone \r is a line break (CPython translates it to \n before tokenizing)
+    "\r", "x = 1\ry = 2\r", "x = 'a\rb'\n", "x = '''a\rb'''\n", "x = '\\\r'\n", "if x:\r  y\r  z\r",
+    "x = f'{1\r}'\n", "x = f'''{1\r}'''\n",
+    # a line continuation may not end the text, but anything after it may (ast.parse reads a
+    # final \r\n as two line breaks, so a continuation before it may end the text)
+    "x = 1 \\\n", "x = 1 \\\r", "x = 1 \\\r\n", "x\\\n ", "x\\\n#c", "\\\n#", "\\\n\n", "x\\\r\ny\n",
+    # TabError: indentation compared with tabs of 8 and of 1 must agree
+    "if x:\n\ty\n        z\n", "if x:\n        y\n\tz\n", "if x:\n  \ty\n\tz\n", "if x:\n  \ty\n        z\n",
+    "if x:\n if y:\n\tz\n", "if x:\n\tif y:\n\t z\n", "if x:\n\tif y:\n\t\tz\n w\n", "if x:\n    if y:\n\tz\n",
+    "if x:\n\tif y:\n\t\tz\n    \tw\n", "if x:\n  y\n\t", "if x:\n  y\n\t#c\n  z\n", "x = (1,\n\t  2,\n        3)\n",
+    "if x:\n\t\t               y\n\t\t               z\n", "if x:\n    y\n\t\t\t\t\t\t\t\t\t\t\tz\n",
+    # a continuation in a line's indentation: the first backslash at a column k > 0 makes the
+    # line's widths (k, k); at column 0 the next line's white space counts
+    "def h():\n\t\\\nd\n\te", "if x:\n\t\\\n  y\n\tz\n", "if 1:\n\\\n  x\n", "if x:\n  y\n\t\\\n#c\n  z\n",
+    "x = 1\n\\\n", "x = 1\n\t\\\n#c", "if x:\n    \\\n\n    y\n", "if x:\n  \\\n  \\\n y\n  z\n",
+    "if x:\n\\\n\\\n  y\n  z\n", "x = (1,\n\t\\\n 2)\n", "if x:\n  y\n  \\\r\n  z\n", "if x:\n\f  \\\n  y\n",
+    "if x:\n  \\\n\f y\n  z\n", "x = 1\n  \\\n", "x = 1\n  \\\n ",
+    "if x:\n\t\t               y\n                               z\n", "if x:\n  y\n  \\\rz\n",
+    # a number runs into a keyword only where it is and/else/for/if/in/is/not/or
+    "with (0as c): pass\n", "with (0 as c): pass\n", "raise 1from x\n", "x = 1.5as\n", "x = 0b1as\n",
+    "x = [0xf for y in z]\n", "x = [0x1for y in z]\n", "x = 1jif y else 2\n", "x = 1e5if y else 2\n",
+    "x = 1_0if y else 2\n", "x = 1.if y else 2\n", "x = 1or 2\n", "x = 1in y\n", "x = 1is y\n", "x = 1and 2\n",
+    # a complex literal pattern is real +/- imaginary
+    "match x:\n case 1j+2: pass\n", "match x:\n case 1+2: pass\n", "match x:\n case -1.5-2j: pass\n",
+    # non-printable characters in an f-string field's expression (in its strings and format spec they are text)
+    "x = f'{1\x7f}'\n", "x = f'{\x85}'\n", "x = f'{1\u2028}'\n", "x = f'{1\ufeff}'\n", "x = f'{\t{\x0b}}'\n",
+    "x = f'{\"\x7f\"}'\n", "x = f'{1:\x7f}'\n", "x = f'''{\"a\nb\"}'''\n",
+    # Unicode names: the shape is checked, not the name
+    "x = '\\N{-}'\n", "x = '\\N{ A}'\n", "x = '\\N{A  B}'\n", "x = '\\N{TIBETAN MARK BKA- SHOG YIG MGO}'\n",
+    "x = '\\N{latin small letter a}'\n", "x = b'\\N{-}'\n",
 ]
 
 
 # Where the grammar knowingly differs from ast.parse (see docs/code_grammars.md):
 # the expression inside an f-string replacement field is a terminal, checked for
-# brackets and quotes but not parsed. A lone \r is a line break for CPython; the
-# grammar's line breaks are \n and \r\n, so a comment refuses \r and the text after it.
+# brackets, quotes and some non-printable characters but not parsed. A number glued to
+# `and`/`for` is refused (CPython deprecates it): the lexeme `1a`, a prefix of the error
+# lexeme `1as`, cannot split into `1` + `and`.
 KNOWN_DIFFERENCES = {
     "x = f'{lambda: 1}'\n",
-    "x = 1 # a\rb\n",
+    "x = 1and 2\n",
+    # indentation longer than 16 characters that mixes tabs and spaces is not checked for
+    # TabError (pda/lexer/indent.py, MIXED_MAX_LENGTH)
+    "if x:\n\t\t               y\n                               z\n",
 }
 
 
@@ -260,7 +299,7 @@ LITERALS = [
 ]
 
 
-# \N{...} takes any name spelled with letters, digits, spaces and hyphens: the
+# \N{...} takes any name of the right shape (letters, digits, single spaces and hyphens): the
 # Unicode name list is not in the grammar.
 KNOWN_LITERAL_DIFFERENCES = {"f'\\N{DASH}'"}
 

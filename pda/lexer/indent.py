@@ -9,6 +9,28 @@ keyed by terminal sets. `_NEWLINE@*` matches any wider indentation at a lower
 priority; it is only accepted inside brackets. A form feed in the indentation
 resets the width to 0 (CPython's tokenizer does the same).
 
+CPython also measures each line with tabs of width 1 (its `altcol`: the
+indentation's length in characters) and refuses a line whose comparison with the
+indentation stack comes out differently under the two tab sizes (`TabError`). The
+lexeme therefore also matches one of these, tied with `_NEWLINE@k`, so the indenter
+receives the length too and the stack holds (width, length) pairs:
+
+* `_NEWLINE@~j`: indentation of j characters, for j up to `MIXED_MAX_LENGTH`;
+* `_NEWLINE@~tabs` / `_NEWLINE@~spaces`: tabs only (length = width / `tab_len`) or
+  spaces only (length = width), any length.
+
+Longer indentation that mixes tabs and spaces has no known length, and lines
+compared with it are not checked (accepts more). The bound keeps the lexer small:
+the (width, length) pairs are states of the all-terminal DFA. With lengths up to 80,
+python.lark's DFA grew from 4,607 to 8,336 states and its cold load took 2.4 times
+as long; with 16 it has 7,906 states, continuations in indentation included.
+
+A line continuation inside a line's indentation belongs to the newline lexeme, as
+CPython's indentation loop reads it: the first backslash at a column k > 0 makes the
+line's widths (k, k) (its `cont_line_col`) and the white space after it does not
+count; at column 0 the next line's white space is the indentation. A newline lexeme
+that ends in a continuation also matches `_NEWLINE@cont`: the text may not end there.
+
 Three more lexer terminals cover what a width cannot say:
 
 * `_NEWLINE@$`: line breaks, blank and comment lines that end the text without a
@@ -24,16 +46,22 @@ Three more lexer terminals cover what a width cannot say:
   the white space ignored, under both lexer modes.
 * the line continuation: an `%ignore`d terminal of the grammar that matches a
   backslash and a line break. The indenter sees it (it is in `allowed`) only to
-  refuse it as the last lexeme of the text, as CPython does.
+  refuse it as the last lexeme of the text, as CPython does; after it the other
+  `%ignore`d terminals are in `allowed` too, because any text after the
+  continuation (white space, a comment) makes the end acceptable again. A
+  continuation terminal that matches a backslash and `\\r\\n` (and not `\\n`) may end
+  the text: `ast.parse` turns a final `\\r\\n` into two line breaks.
 
-`IndentedNode` wraps an Earley node with the indentation stack, the bracket depth,
-whether the last lexeme ended a line, and a mode (`LINE`; `TEXT_START`; `BLANK`
+`IndentedNode` wraps an Earley node with the indentation stack of (width, length)
+pairs, the bracket depth, whether the last lexeme ended a line, and a mode (`LINE`; `TEXT_START`; `BLANK`
 after the first line's indentation; `END` after `_NEWLINE@$` alone), and turns
 lexer terminal sets into parser terminals:
 
 * inside brackets a newline lexeme is dropped;
 * otherwise it becomes `_NEWLINE`, then `_INDENT` (deeper), nothing (same), or one
-  `_DEDENT` per level popped (shallower; a width that is not on the stack is an error);
+  `_DEDENT` per level popped (shallower; a width that is not on the stack is an error),
+  and the length must compare with the stack the same way (deeper, same, the level
+  reached), or the line is refused;
 * at end of text an unterminated last line gets a `_NEWLINE`, then every open
   level a `_DEDENT`.
 
@@ -50,17 +78,41 @@ from pda.errors import GrammarError
 from pda.grammar.ir import NEVER, GrammarIR, IndentConfig, TerminalDef
 from pda.parser.earley import Node
 
-_EOL = r"(?:\r?\n)"
+_EOL = r"(?:\r\n?|\n)"  # CPython reads \r\n and a lone \r as \n
 _COMMENT = r"(?:#[^\r\n\x00]*)"  # CPython refuses NUL anywhere
+_CONTINUATION = rf"(?:\\{_EOL})"
+# In blank lines a continuation by a lone \r is not read: `\\\r` + `\n` would also read
+# as a continuation and a line break that starts a new line, and the DFA of the widths
+# (which tracks every such reading) blows up. (`\r\n` is one line break for CPython.)
+_BLANK_CONTINUATION = r"(?:\\\r?\n)"
+# A line's leading white space: CPython's indentation loop also reads line continuations.
+_INDENTATION = rf"(?:[\t \f]|{_CONTINUATION})*"
+_BLANK_INDENTATION = rf"(?:[\t \f]|{_BLANK_CONTINUATION})*"
 # Blank lines and comment-only lines inside a newline lexeme.
-LINES = rf"(?:{_EOL}[\t \f]*|{_COMMENT})*{_EOL}"
+LINES = rf"(?:{_EOL}{_BLANK_INDENTATION}|{_COMMENT})*{_EOL}"
 # White space up to and including the line's last form feed: the width counts from there.
 FORM_FEED_RESET = r"(?:[\t \f]*\f)?"
+# The indentation up to its last point at column 0: a form feed resets the column, and a
+# continuation there leaves it at 0 (the next line's white space counts).
+COLUMN_ZERO = rf"(?:[\t ]*\f|{_CONTINUATION})*"
+# A continuation at column k > 0 fixes the line's widths at (k, k) (CPython's
+# `cont_line_col`): white space and continuations after it do not count.
+AFTER_CONTINUATION = rf"{_CONTINUATION}{_INDENTATION}"
 # A line's comment and line break, blank and comment lines, and the white space or comment
 # of a last line without a break.
-END_OF_TEXT = rf"{_COMMENT}?{_EOL}(?:[\t \f]*{_COMMENT}?{_EOL})*[\t \f]*{_COMMENT}?"
+# (A continuation may not be the last thing: CPython refuses end of text after it.)
+END_OF_TEXT = (
+    rf"{_COMMENT}?{_EOL}(?:{_BLANK_INDENTATION}{_COMMENT}?{_EOL})*"
+    rf"(?:{_INDENTATION}(?:[\t \f]|{_COMMENT}))?"
+)
+# Newline lexemes whose last line ends in a continuation: the text may not end there,
+# unless its line break is \r\n (`ast.parse` turns a final \r\n into two line breaks).
+ENDS_CONTINUED = rf"{LINES}{_INDENTATION}\\[\r\n]"
 
 LINE, TEXT_START, BLANK, END = "line", "text start", "blank first line", "end"
+
+# An open indentation level: (width with tabs of `tab_len`, length in characters or None).
+Level = tuple[int, int | None]
 
 
 def width_regex(k: int, tab_len: int) -> str:
@@ -68,6 +120,21 @@ def width_regex(k: int, tab_len: int) -> str:
     stops, spaces = divmod(k, tab_len)
     unit = f"(?: {{{tab_len}}}| {{0,{tab_len - 1}}}\\t)"
     return (f"{unit}{{{stops}}}" if stops else "") + (f" {{{spaces}}}" if spaces else "")
+
+
+# Indentation up to this many characters has its length (CPython's width with tabs of 1)
+# in its own terminal; longer indentation only when it is all tabs or all spaces.
+MIXED_MAX_LENGTH = 16
+
+
+def length_terminal(config: IndentConfig, j: int | str) -> str:
+    """The name of the terminal for indentation of j characters, or of `tabs` or `spaces` only."""
+    return f"{config.newline}@~{j}"
+
+
+def continued_terminal(config: IndentConfig) -> str:
+    """The name of the terminal for newline lexemes that end in a line continuation."""
+    return f"{config.newline}@cont"
 
 
 def leading_terminal(config: IndentConfig) -> str:
@@ -100,10 +167,21 @@ def expand_ir(ir: GrammarIR, config: IndentConfig) -> GrammarIR:
         else:
             terminals.append(t)
     for k in range(config.max_width + 1):
-        pattern = LINES + FORM_FEED_RESET + width_regex(k, config.tab_len)
+        pattern = LINES + COLUMN_ZERO
+        if k:
+            pattern += width_regex(k, config.tab_len) + f"(?:{AFTER_CONTINUATION})?"
         terminals.append(TerminalDef(config.width_terminal(k), pattern, priority=1))
-    terminals.append(TerminalDef(config.any_width_terminal, LINES + r"[\t \f]*", priority=0))
+    for j in range(MIXED_MAX_LENGTH + 1):
+        pattern = LINES + COLUMN_ZERO + f"[\\t ]{{{j}}}"
+        terminals.append(TerminalDef(length_terminal(config, j), pattern, priority=1))
+    tabs = LINES + COLUMN_ZERO + "\\t+"
+    # spaces only, or a continuation at column k > 0: length = width
+    spaces = LINES + COLUMN_ZERO + f"(?: +|[\\t ]+{AFTER_CONTINUATION})"
+    terminals.append(TerminalDef(length_terminal(config, "tabs"), tabs, priority=1))
+    terminals.append(TerminalDef(length_terminal(config, "spaces"), spaces, priority=1))
+    terminals.append(TerminalDef(config.any_width_terminal, LINES + _BLANK_INDENTATION, priority=0))
     terminals.append(TerminalDef(end_terminal(config), END_OF_TEXT, priority=1))
+    terminals.append(TerminalDef(continued_terminal(config), ENDS_CONTINUED, priority=1))
     space = max((t.priority for t in ir.terminals if t.name in ir.ignore and _matches(t, " ")), default=0)
     terminals.append(TerminalDef(leading_terminal(config), FORM_FEED_RESET + r"[\t ]+", priority=space))
     return replace(ir, terminals=tuple(terminals))
@@ -131,17 +209,34 @@ class Indenter:
         self.dedent = 1 << index[config.dedent]
         self.width_bits = [1 << index[config.width_terminal(k)] for k in range(config.max_width + 1)]
         self.width_of = {bit: k for k, bit in enumerate(self.width_bits)}
+        self.widths = 0
+        for bit in self.width_bits:
+            self.widths |= bit
+        length_bits = [1 << index[length_terminal(config, j)] for j in range(MIXED_MAX_LENGTH + 1)]
+        self.length_of = {bit: j for j, bit in enumerate(length_bits)}
+        self.counted = 0
+        for bit in length_bits:
+            self.counted |= bit
+        self.tabs = 1 << index[length_terminal(config, "tabs")]
+        self.spaces = 1 << index[length_terminal(config, "spaces")]
+        self.lengths = self.counted | self.tabs | self.spaces
         self.any_width = 1 << index[config.any_width_terminal]
         self.end = 1 << index[end_terminal(config)]
         self.leading = 1 << index[leading_terminal(config)]
-        self.all_newlines = self.any_width | self.end
-        for bit in self.width_bits:
-            self.all_newlines |= bit
+        self.continued_line = 1 << index[continued_terminal(config)]
+        self.all_newlines = self.any_width | self.end | self.widths | self.lengths | self.continued_line
         self.continuation = 0
+        self.crlf_continuation = 0  # may end the text (see the module docstring)
+        self.ignored = 0  # the other %ignore terminals
         for name in ir.ignore:
+            t = ir.terminals[index[name]]
             # a backslash and a line break: Python's explicit line joining
-            if _matches(ir.terminals[index[name]], "\\\n"):
+            if any(_matches(t, "\\" + eol) for eol in ("\n", "\r", "\r\n")):
                 self.continuation |= 1 << index[name]
+                if _matches(t, "\\\r\n") and not _matches(t, "\\\n"):
+                    self.crlf_continuation |= 1 << index[name]
+            else:
+                self.ignored |= 1 << index[name]
         literals = {t.pattern: i for i, t in enumerate(ir.terminals) if t.literal}
         self.opens = 0
         self.closes = 0
@@ -155,7 +250,7 @@ class Indenter:
         self._nodes: dict[tuple, IndentedNode] = {}
 
     def node(
-        self, earley: Node, stack: tuple[int, ...], depth: int, line_start: bool, mode: str = LINE,
+        self, earley: Node, stack: tuple[Level, ...], depth: int, line_start: bool, mode: str = LINE,
         may_end: bool = False, continued: bool = False,
     ) -> "IndentedNode":
         key = (earley, stack, depth, line_start, mode, may_end, continued)
@@ -166,7 +261,7 @@ class Indenter:
         return found
 
     def root(self, earley: Node) -> "IndentedNode":
-        return self.node(earley, (0,), 0, True, TEXT_START)
+        return self.node(earley, ((0, 0),), 0, True, TEXT_START)
 
 
 class IndentedNode:
@@ -177,6 +272,8 @@ class IndentedNode:
     `END` (trailing blank or comment lines read: only the end of the text may follow).
     `may_end`: the last newline lexeme also read as the end of the text, which the
     parser accepts there. `continued`: the last lexeme was a line continuation.
+    `stack`: the open levels as (width with tabs of `tab_len`, length in characters or None
+    where it is not known: long indentation mixing tabs and spaces).
     """
 
     __slots__ = (
@@ -185,7 +282,7 @@ class IndentedNode:
     )
 
     def __init__(
-        self, indenter: Indenter, earley: Node, stack: tuple[int, ...], depth: int, line_start: bool,
+        self, indenter: Indenter, earley: Node, stack: tuple[Level, ...], depth: int, line_start: bool,
         mode: str = LINE, may_end: bool = False, continued: bool = False,
     ) -> None:
         self.indenter = indenter
@@ -205,17 +302,22 @@ class IndentedNode:
         flags = "".join(f" {f}" for f, on in (("may_end", self.may_end), ("continued", self.continued)) if on)
         return f"<IndentedNode {self.mode} stack={self.stack} depth={self.depth}{flags} {self.earley!r}>"
 
-    def _after_newline(self, width: int) -> Node | None:
-        """The Earley node after a newline lexeme ending at indentation `width`."""
+    def _after_newline(self, width: int, length: int | None = None) -> Node | None:
+        """The Earley node after a newline lexeme ending at indentation `width` of `length`
+        characters (None: not checked)."""
         ind = self.indenter
         node = self.earley.advance(ind.newline)
         if node is None:
             return None
-        top = self.stack[-1]
+        top, top_length = self.stack[-1]
         if width > top:
+            if length is not None and top_length is not None and length <= top_length:
+                return None  # TabError: deeper with tabs of 8, not with tabs of 1
             return node.advance(ind.indent)
-        for level in reversed(self.stack):
+        for level, level_length in reversed(self.stack):
             if level == width:
+                if length is not None and level_length is not None and length != level_length:
+                    return None  # TabError
                 return node
             if level < width:
                 return None
@@ -241,6 +343,8 @@ class IndentedNode:
         if self.mode == END:
             return 0
         allowed = self.earley.allowed & ~ind.parser_only
+        if self.continued:
+            allowed |= ind.ignored
         if self.depth > 0:
             return allowed | ind.all_newlines | ind.continuation
         newlines = 0
@@ -248,6 +352,8 @@ class IndentedNode:
             for k, bit in enumerate(ind.width_bits):
                 if self._after_newline(k) is not None:
                     newlines |= bit
+            if newlines:
+                newlines |= ind.lengths | ind.continued_line  # read with the width in `advance`
             if self._ends_here():
                 newlines |= ind.end
         if self.mode == BLANK:
@@ -256,10 +362,22 @@ class IndentedNode:
             allowed |= ind.leading
         return allowed | newlines | ind.continuation
 
-    def _stack_after(self, width: int) -> tuple[int, ...]:
-        if width > self.stack[-1]:
-            return self.stack + (width,)
-        return tuple(level for level in self.stack if level <= width)
+    def _length(self, terminals: int, width: int) -> int | None:
+        """The indentation's length in characters, from the length terminals in the lexeme's set."""
+        ind = self.indenter
+        counted = terminals & ind.counted
+        if counted:
+            return ind.length_of[counted & -counted]
+        if terminals & ind.tabs:
+            return width // ind.config.tab_len
+        if terminals & ind.spaces:
+            return width
+        return None
+
+    def _stack_after(self, width: int, length: int | None) -> tuple[Level, ...]:
+        if width > self.stack[-1][0]:
+            return self.stack + ((width, length),)
+        return tuple(level for level in self.stack if level[0] <= width)
 
     def advance(self, terminals: int) -> "IndentedNode | None":
         """The state after a lexeme that matched `terminals` (the lexer's top-priority set)."""
@@ -272,11 +390,14 @@ class IndentedNode:
         ind = self.indenter
         result: IndentedNode | None
         if terminals & ind.continuation:
-            result = ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, False, True)
+            continued = not terminals & ind.crlf_continuation
+            result = ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, False, continued)
         elif terminals & ind.leading:
             result = ind.node(self.earley, self.stack, 0, True, BLANK)
         elif terminals & ind.all_newlines:
             result = self._after_line_break(terminals)
+        elif terminals & ind.ignored:  # white space or a comment after a line continuation
+            result = ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, self.may_end)
         else:
             node = self.earley.advance(terminals)
             depth = self.depth
@@ -292,14 +413,18 @@ class IndentedNode:
         ind = self.indenter
         if self.depth > 0:
             return ind.node(self.earley, self.stack, self.depth, self.line_start)
-        widths = terminals & ~(ind.end | ind.any_width)
-        if not widths:  # only the end-of-text reading
-            return ind.node(self.earley, self.stack, 0, False, END)
-        width = ind.width_of[widths & -widths]
-        node = self._after_newline(width)
+        widths = terminals & ind.widths
+        node = None
+        if widths:
+            width = ind.width_of[widths & -widths]
+            length = self._length(terminals, width)
+            node = self._after_newline(width, length)
         if node is None:
+            if terminals & ind.end:  # only the end-of-text reading (its white space is no indentation)
+                return ind.node(self.earley, self.stack, 0, False, END)
             return None
-        return ind.node(node, self._stack_after(width), 0, True, LINE, bool(terminals & ind.end))
+        may_end, continued = bool(terminals & ind.end), bool(terminals & ind.continued_line)
+        return ind.node(node, self._stack_after(width, length), 0, True, LINE, may_end, continued)
 
     @property
     def accepting(self) -> bool:

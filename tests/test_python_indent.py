@@ -1,0 +1,79 @@
+"""Exact masks where the indenter reads more than widths: tabs and spaces mixed
+(`TabError`: widths with tabs of 8 and of 1), line continuations inside a line's
+indentation, and lone `\\r` line breaks (pda/lexer/indent.py).
+
+Each text is fed byte by byte through the compiled grammar's lexer, and at every
+prefix the fast mask (Qwen2 vocabulary) is compared with the reference on sampled
+token ids and every one-byte token; the text's verdict must be `ast.parse`'s.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+import numpy as np
+import pytest
+
+import pda
+from pda.reference import mask_mismatches
+from tests.conftest import GRAMMARS
+
+TEXTS = [
+    "if x:\n\ty\n        z\n",  # TabError: same width with tabs of 8, not of 1
+    "if x:\n  \ty\n\tz\n",  # same widths (8, 3) and (8, 1): TabError
+    "if x:\n\tif y:\n\t\tz\n\tw\n",
+    "def h():\n\t\\\nd\n\te",  # the continuation makes the line (8, 8): TabError at `e`
+    "if 1:\n\\\n  x\n",  # a continuation at column 0: the next line's white space counts
+    "if x:\n  y\n\t\\\n#c\n  z\n",  # a blank line with a continuation in it
+    "x = 1\n\\\n",  # the text may not end after a continuation
+    "if x:\r  y\r  z\r",  # lone \r line breaks
+    "x = (1,\n\t\\\n 2)\n",
+]
+TOKENS_PER_STATE = 400
+
+
+@pytest.fixture(scope="module")
+def compiled() -> pda.CompiledGrammar:
+    from pda.vocab import load_qwen2_tokenizer
+
+    vocab = pda.Vocabulary.from_hf(load_qwen2_tokenizer())
+    return pda.compile(pda.Grammar.load(str(GRAMMARS / "python.lark")), vocab)
+
+
+def python_accepts(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except SyntaxError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_masks_along_text_equal_reference(compiled: pda.CompiledGrammar, text: str) -> None:
+    vocab = compiled.vocab
+    byte_token = {data: i for i, data in enumerate(vocab.tokens) if data is not None and len(data) == 1}
+    nprng = np.random.default_rng(10)
+    node, q = compiled.initial_state()
+    failures = []
+    completed = True
+    for byte in text.encode("utf-8"):
+        allowed = np.flatnonzero(np.unpackbits(compiled.text_mask(node, q).view(np.uint8), bitorder="little"))
+        sample = np.concatenate([
+            nprng.integers(0, vocab.size, TOKENS_PER_STATE),
+            nprng.choice(allowed, min(len(allowed), TOKENS_PER_STATE), replace=False) if len(allowed) else [],
+            sorted(vocab.eos_ids),
+            list(byte_token.values()),
+        ]).astype(np.int64)
+        bad = mask_mismatches(compiled, node, q, np.unique(sample))
+        if bad:
+            failures.append((len(failures), bad[:5]))
+        step = compiled.lexer.feed(node, q, bytes((byte,)))
+        if step is None:
+            completed = False
+            break
+        node, q = step
+    assert failures == []
+    assert (completed and compiled.lexer.can_end(node, q)) == python_accepts(text)
