@@ -112,16 +112,24 @@ class LexerTables:
         ranks = np.asarray(priority, dtype=np.int64)
         top = np.where(accept, ranks, np.iinfo(np.int64).min).max(axis=1, initial=np.iinfo(np.int64).min)
         typed = accept & (ranks[None, :] == top[:, None])
-        # Ends reachable from each state: a fixpoint over the transition graph, packed 8 terminals a byte.
+        # Ends reachable from each state, packed 8 terminals a byte: propagated backwards over
+        # the distinct edges, each round only from the states whose set grew in the last one.
         reach = np.packbits(typed, axis=1, bitorder="little")
-        classes = np.unique(self.byte_class)
-        while True:
-            grown = reach.copy()
-            for c in classes:
-                grown |= reach[self.trans[:, c]]
-            if np.array_equal(grown, reach):
-                break
-            reach = grown
+        moves = self.trans[:, np.unique(self.byte_class)].astype(np.int64)
+        pairs = np.unique(np.arange(n, dtype=np.int64)[:, None] * n + moves)
+        src, dst = pairs // n, pairs % n
+        src, dst = src[src != dst], dst[src != dst]
+        grew = reach.any(axis=1)
+        while grew.any():
+            sel = grew[dst]
+            s, d = src[sel], dst[sel]
+            starts = np.flatnonzero(np.diff(s, prepend=-1))
+            rows = s[starts]
+            merged = reach[rows] | np.bitwise_or.reduceat(reach[d], starts, axis=0)
+            changed = (merged != reach[rows]).any(axis=1)
+            reach[rows] = merged
+            grew = np.zeros(n, dtype=bool)
+            grew[rows[changed]] = True
         view = LexerTables.__new__(LexerTables)
         view.candidates = self.candidates
         view.n_states, view.trans, view.byte_class, view.rows, view.cls = (
