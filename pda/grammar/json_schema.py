@@ -1697,55 +1697,19 @@ def _frac_le(f: str, strict: bool) -> str:
 
 
 def _not_in_set(names: list[str]) -> str:
-    """Lexeme-body regex for strings not in `names`, via the character trie of the names.
+    """Lexeme-body regex for strings not in `names`: a negative look-ahead for any spelling
+    of a name followed by the closing quote, then any string body.
 
-    A string outside the set either leaves the trie (a walk, then a unit no
-    branch continues with, then anything) or stops at a trie node that ends no
-    name; the trailing `(?:ANY)*` is written once, not once per node. When every
-    name is spelled only raw (printable ASCII), any string with an escape is
-    outside the set, so the trie branches on raw characters alone: a short class
-    per node instead of every unit's escapes.
+    Exact because a body holds no raw quote: the look-ahead's quote is the lexeme's
+    last character. pda's DFA builder intersects the two (a trie of the names
+    against the unit loop), which is far cheaper than writing the complement of a
+    few hundred names out as one regex.
     """
     anything = f"(?:{er.ANY_UNIT})*"
     if not names:
         return anything
-    trie: dict[str, Any] = {}
-    for n in names:
-        node = trie
-        for ch in n:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-    single = all(er.intersect(((ord(c), ord(c)),), er.SINGLE_SPELLING) for n in names for c in n)
-
-    def alt(alts: list[str]) -> str:
-        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-
-    def leave(node: dict[str, Any]) -> str:
-        kids = sorted(k for k in node if k)
-        alts = [er.literal_body_regex(k) + leave(node[k]) for k in kids]
-        taken = er.normalize([(ord(k), ord(k)) for k in kids])
-        if single:
-            rest = er.subtract(er.RAW_CHARS, taken)
-            other = er.char_class(rest) if rest else None
-        else:
-            other = er.unit_regex(er.complement(taken))
-        if other is not None:
-            alts.append(other)
-        return alt(alts)
-
-    def stop(node: dict[str, Any]) -> str | None:
-        alts = [] if "" in node else [""]
-        for k in sorted(k for k in node if k):
-            rest = stop(node[k])
-            if rest is not None:
-                alts.append(er.literal_body_regex(k) + rest)
-        return alt(alts) if alts else None
-
-    stopped = stop(trie)
-    alts = [leave(trie) + anything] + ([stopped] if stopped is not None else [])
-    if single:
-        alts.append(f"{er.RAW_UNIT}*{er.ESCAPED_UNIT}{anything}")
-    return alt(alts)
+    spellings = "|".join(er.literal_body_regex(n) for n in sorted(set(names)))
+    return f'(?!(?:{spellings})")' + anything
 
 
 def _lower(schema: dict[str, Any] | bool | str, whitespace: str, strict: bool, property_order: str) -> _Compiler:
