@@ -71,7 +71,7 @@ class CompiledGrammar:
         self.recognizer = grammar.recognizer
         self.lexer = self.recognizer.lexer
         self.eos_ids = np.array(sorted(i for i in vocab.eos_ids if i < width), dtype=np.int64)
-        self.index = TokenIndex(self.lexer, vocabulary_trie(vocab), self.mask_words)
+        self.index = TokenIndex(self.lexer, vocabulary_trie(vocab), self.mask_words, vocab.content_hash)
         self.index.finite_sets = FiniteSetLookup(self.index, grammar.ir.terminals, vocab.content_hash)
         self._empty = np.zeros(self.mask_words, dtype=np.int32)
         eos_mask = np.zeros(self.mask_words * 32, dtype=bool)
@@ -117,7 +117,17 @@ class CompiledGrammar:
             self.text_mask(node, START)
             live_set = node.allowed | lexer.ignore
             lookup = self.index.finite_sets
-            for q in self._lexeme_states(live_set):
+            # A lexeme of one finite-set terminal alone is looked up in every state; what follows
+            # its ends is not: warm the suffixes of its boundary groups (a few, shared by its states).
+            if lookup is not None and lookup.answers_lexemes(live_set):
+                lexemes, scratch = [], self._empty.copy()
+                for group in lookup.boundary_groups(live_set):
+                    if time.perf_counter() >= deadline:
+                        break
+                    self._or_boundaries(scratch, node, [group])
+            else:
+                lexemes = self._lexeme_states(live_set)
+            for q in lexemes:
                 if time.perf_counter() >= deadline:
                     break
                 if lookup is None or lookup.state_of(q, live_set) is None:  # looked-up states are cheap anyway
@@ -160,6 +170,44 @@ class CompiledGrammar:
             self._recent.append(node)
         return mask
 
+    def step_mask(self, node: Node, q: int) -> np.ndarray:
+        """`text_mask` with EOS added where the text can end: what a matcher serves. Memoised (hot path)."""
+        key = (self._id, q, "eos")
+        mask = node.cache.get(key)
+        if mask is None:
+            mask = self.text_mask(node, q)
+            if self.can_end(node, q):
+                mask = mask | self.eos_mask
+            node.cache[key] = mask
+        return mask
+
+    def fill_row(self, node: Node, q: int, bitmask: np.ndarray, row: int) -> None:
+        """Write `step_mask(node, q)` into row `row` of an int32 array `mask_words` wide: a matcher's hot path.
+
+        A state inside a finite-set lexeme that neither ends nor is crossed is written from the
+        lookup's packed words (a zero row, then a scatter), memoised as those words: no
+        19 KB mask per enum state is allocated or kept (on a first visit the fresh pages
+        cost more than the rest of the step).
+        """
+        key = (self._id, q, "row")
+        source = node.cache.get(key)
+        if source is None:
+            source = self._row_source(node, q)
+            node.cache[key] = source
+        if type(source) is tuple:
+            bitmask[row] = self._empty  # a copy is faster than fill(0) here
+            bitmask[row][source[0]] = source[1]
+        else:
+            bitmask[row] = source
+
+    def _row_source(self, node: Node, q: int) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        lookup = self.index.finite_sets
+        if lookup is not None:
+            words = lookup.inside_words(q, node.allowed | self.lexer.ignore)
+            if words is not None:  # no boundary token and no lexeme end: EOS is not allowed either
+                return words
+        return self.step_mask(node, q)
+
     # Hot path on a cache miss: OR precomputed classifications; only boundary groups touch the parser.
     def _compute_mask(self, node: Node, q: int) -> np.ndarray:
         lexer, index = self.lexer, self.index
@@ -168,7 +216,20 @@ class CompiledGrammar:
         if not root.groups:  # nothing depends on the stack: the index's own mask, already shared
             return root.inside if root.inside is not None else self._empty
         acc = root.inside.copy() if root.inside is not None else self._empty.copy()
-        stack = [(node, root.groups)]
+        self._or_boundaries(acc, node, root.groups)
+        # A sample of the words keys the dedupe table cheaply; a hit is confirmed in full.
+        sample = acc[::16].tobytes()
+        shared = self._masks.get(sample)
+        if shared is not None and np.array_equal(shared, acc):
+            return shared
+        self._masks[sample] = acc
+        return acc
+
+    def _or_boundaries(self, acc: np.ndarray, node: Node, groups: list) -> None:
+        """OR into `acc` the tokens of boundary groups reached from `node`, following second boundaries."""
+        lexer, index = self.lexer, self.index
+        ignore = lexer.ignore
+        stack = [(node, groups)]
         while stack:
             at, groups = stack.pop()
             for group in groups:
@@ -181,13 +242,6 @@ class CompiledGrammar:
                     np.bitwise_or(acc, sub.inside, out=acc)
                 if sub.groups:
                     stack.append((after, sub.groups))
-        # A sample of the words keys the dedupe table cheaply; a hit is confirmed in full.
-        sample = acc[::16].tobytes()
-        shared = self._masks.get(sample)
-        if shared is not None and np.array_equal(shared, acc):
-            return shared
-        self._masks[sample] = acc
-        return acc
 
     def can_end(self, node: Node, q: int) -> bool:
         key = ("end", q)

@@ -17,6 +17,7 @@ from pda.errors import LimitExceeded, TokenRejected
 from pda.parser.earley import Node
 
 MAX_FORCED_BYTES = 4096
+_INT32 = np.dtype(np.int32)  # native int32 (the bitmask layout); other arrays take the general path
 
 
 class Matcher:
@@ -134,21 +135,27 @@ class Matcher:
             return compiled.eos_mask
         node, q = self._history[-1]
         try:
-            mask = compiled.text_mask(node, q)
+            return compiled.step_mask(node, q)
         except LimitExceeded as exc:
             self.error = exc
             return compiled.eos_mask
-        if compiled.can_end(node, q):
-            mask = mask | compiled.eos_mask
-        return mask
 
     def fill_bitmask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed-token mask into row `row` of an int32 `[batch, ceil(V/32)]` array or tensor.
 
         Bit `i % 32` of word `i // 32` is token i. Words past the compiled width are zeroed.
         """
-        mask = self._mask()
+        compiled = self.compiled
         width = bitmask.shape[1]
+        if (isinstance(bitmask, np.ndarray) and bitmask.dtype is _INT32 and width == compiled.mask_words
+                and not self._terminated and self.error is None):
+            node, q = self._history[-1]
+            try:
+                compiled.fill_row(node, q, bitmask, row)  # the usual case: straight into the row
+                return
+            except LimitExceeded as exc:
+                self.error = exc
+        mask = self._mask()
         n = min(width, len(mask))
         if isinstance(bitmask, np.ndarray):
             bitmask[row, :n] = mask[:n]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 
 import pda
 from pda.grammar.ir import TerminalDef
+from pda.index import token_index
 from pda.reference import mask_mismatches
 from pda.lexer import lexer as lexer_module
 from pda.regex import product
@@ -90,6 +92,17 @@ def test_detects_literal_alternations(pattern: str, expected: list[str]) -> None
 )
 def test_other_patterns_keep_the_regex_path(pattern: str, flags: str) -> None:
     assert literal_alternatives(pattern, flags) is None
+
+
+def test_detection_round_trips_escaped_values() -> None:
+    """`(?:re.escape(v)|...)` gives the values back: plain ones by the split fast path, the rest by the scan."""
+    rng = random.Random(5)
+    alphabet = "ab_\"9 .|()[]{}*+?^$\\-#é"
+    for _ in range(300):
+        values = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(1, 8))]
+        if rng.random() < 0.5:
+            values = ["".join(c for c in v if c.isalnum() or c in '_" ') for v in values]
+        assert literal_alternatives("(?:" + "|".join(map(re.escape, values)) + ")") == values
 
 
 def test_lark_terminals_route_to_the_trie() -> None:
@@ -216,10 +229,15 @@ def json_like_grammar(values: list[str]) -> str:
 
 @contextmanager
 def backend(finite_set: bool, cache_dir: Path):
-    """Compile under one backend: the finite-set hooks (trie DFA, per-state lookup) on or off, with caches of its own."""
+    """Compile under one backend: the finite-set hooks (trie DFA, per-state lookup) on or off, with caches of its own.
+
+    The token index's shared classifications are the backend's own too, so neither
+    backend is answered by walks the other one made.
+    """
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PDA_CACHE_DIR", str(cache_dir / ("finite" if finite_set else "general")))
         mp.setattr(product, "_memory", {})
+        mp.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
         if not finite_set:
             mp.setattr(product, "finite_set_dfa", lambda t, **kw: None)
             mp.setattr(lookup, "is_finite_set", lambda t: False)
@@ -287,6 +305,61 @@ def test_masks_equal_general_engine(k: int, walks: int, tmp_path: Path) -> None:
     assert fast.index.finite_sets.terminals and not general.index.finite_sets.terminals
     states = compare_walks(fast, general, values, walks, seed=k)
     assert states >= walks * 5
+
+
+def test_fill_bitmask_rows_equal_dense_masks(tmp_path: Path) -> None:
+    """Rows written straight from the lookup's packed words (plain enum states) equal the dense served mask.
+
+    Rows start as garbage (all ones) to catch a missing zeroing; the other row, a wider
+    array and a uint32 array (the general path) are checked too.
+    """
+    values = identifier_values(1000, seed=4)
+    fast = compile_fast(json_like_grammar(values), synthetic_vocabulary(values), tmp_path)
+    words = fast.mask_words
+    rng = random.Random(4)
+    plain = 0
+    for _ in range(100):
+        for m, _token in walk_tokens(fast, values, rng):
+            rows = np.full((2, words), -1, dtype=np.int32)
+            m.fill_bitmask(rows, 1)
+            dense = m._mask()
+            assert np.array_equal(rows[1], dense) and (rows[0] == -1).all()
+            wide = np.full((1, words + 3), -1, dtype=np.int32)
+            m.fill_bitmask(wide)
+            assert np.array_equal(wide[0, :words], dense) and not wide[0, words:].any()
+            unsigned = np.zeros((1, words), dtype=np.uint32)
+            m.fill_bitmask(unsigned)
+            assert np.array_equal(unsigned[0].view(np.int32), dense)
+            node, q = m._history[-1]
+            plain += type(node.cache.get((fast._id, q, "row"))) is tuple
+    assert plain > 100
+
+
+def test_second_enum_reuses_the_frame_after_warm_up(tmp_path: Path) -> None:
+    """Two enums in one frame compiled one after the other with `pda.compile`'s warm-up.
+
+    The second grammar finds the frame's walks (its literals, the count's INT) in the
+    shared classifications by content, and its warm-up only adds the suffixes of the
+    enum's boundary groups; its masks equal the general engine's.
+    """
+    first, second = identifier_values(1000, seed=1), identifier_values(1000, seed=2)
+    vocab = synthetic_vocabulary(first + second)
+    with backend(True, tmp_path):
+        compiled = []
+        for values in (first, second):
+            g = pda.Grammar.from_lark(json_like_grammar(values))
+            g.recognizer
+            if compiled:
+                hits = compiled[0].index.shared.hits
+            compiled.append(pda.CompiledGrammar(g, vocab, disk_cache=False))
+        fast = compiled[1]
+        assert fast.index.shared is compiled[0].index.shared
+        assert fast.index.shared.hits > hits, "the second enum's warm-up found none of the frame's walks"
+    with backend(False, tmp_path):
+        g = pda.Grammar.from_lark(json_like_grammar(second))
+        g.recognizer
+        general = pda.CompiledGrammar(g, vocab, warmup_seconds=0, disk_cache=False)
+    assert compare_walks(fast, general, second, 200, seed=12) >= 1000
 
 
 def test_masks_equal_general_engine_awkward_values(tmp_path: Path) -> None:

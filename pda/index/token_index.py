@@ -13,19 +13,49 @@ ended, grouped by `E`. Classifying a group's suffixes from the lexer's start
 state under the next live set `A2` is again independent of the stack, so it is
 cached on the group by `A2`. Only `node.advance(E)` at serve time depends on
 the stack. All walks are vectorised level by level over the vocabulary trie.
+
+A walk depends on the grammar only through the terminals live where it starts:
+their DFAs, their priorities and their states (contextual lexer). Walk results
+are therefore also kept by that *content* (`SharedClassifications`, one per
+vocabulary trie, in memory and, for walks worth it, on disk), with the
+terminals named by position instead of by the grammar's terminal ids: a second
+grammar with the same frame literals, string or number terminals (a JSON Schema
+with other properties, an enum with other values) finds them there. A walk
+where one terminal is live runs on that terminal's own DFA, so its tables are
+shared too.
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pda import cache
+from pda.grammar.ir import CONTEXTUAL
 from pda.index.trie import TokenTrie, concat_ranges
 from pda.lexer.lexer import START, Lexer, LexerTables
+from pda.parser.earley import iter_bits
+from pda.regex.dfa import LexerDFA
 
 if TYPE_CHECKING:
     from pda.trie.lookup import FiniteSetLookup
+
+
+# Shared classifications: at most this many bytes of masks and node arrays per vocabulary
+# (least recently used dropped first). A Qwen2 mask is 19 KB, so ~3,500 full entries.
+SHARED_MAX_BYTES = 64 * 2**20
+# Walks at least this slow are also written to the disk cache, one file each (reading one
+# back costs ~0.1 ms; a walk from the start state of a JSON value costs 1-50 ms on Qwen2).
+DISK_MIN_SECONDS = 0.002
+# Part of the disk-cache key: bump when a shared entry's layout or a walk's semantics changes.
+_FORMAT = "classes-1"
 
 
 class Classification:
@@ -47,64 +77,189 @@ class BoundaryGroup:
 
     __slots__ = ("terminals", "nodes", "key", "after")
 
-    def __init__(self, terminals: int, nodes: np.ndarray) -> None:
+    def __init__(self, terminals: int, nodes: np.ndarray, key: bytes | None = None) -> None:
         self.terminals = terminals
         self.nodes = nodes
-        self.key = nodes.tobytes()
+        self.key = nodes.tobytes() if key is None else key
         self.after: dict[int, Classification] = {}
 
 
 class _WalkTables:
-    """A candidate set's DFA as arrays for the walk: a stop state, liveness, lexeme ends."""
+    """A DFA as arrays for the walk: transitions, byte classes, liveness, lexeme ends.
 
-    __slots__ = ("tables", "trans", "node_class", "live", "stops", "ends_as", "sets")
+    `ends_as[q]` indexes `sets` (the terminal set a lexeme ending in q is handed as),
+    or is -1. `trans` must send every state that is not live to a state that is not
+    live (the candidate set's tables get a sink row; a terminal's own DFA has its dead state).
+    """
 
-    def __init__(self, lexer: Lexer, tables: LexerTables, trie: TokenTrie, shared: dict) -> None:
+    __slots__ = ("trans", "byte_class", "live", "stops", "ends_as", "sets", "__weakref__")
+
+    @classmethod
+    def of_candidates(cls, lexer: Lexer, tables: LexerTables, sinks: dict) -> "_WalkTables":
+        """The walk tables of one candidate set's DFA (one grammar's terminal ids in `sets`)."""
+        self = cls.__new__(cls)
         n = tables.n_states
-        self.tables = tables
-        # Views of one DFA share its transition table and byte classes.
-        arrays = shared.get(id(tables.trans))
+        # Views of one DFA share its transition table (with a sink row added).
+        arrays = sinks.get(id(tables.trans))
         if arrays is None:
             trans = np.vstack([tables.trans, np.full((1, tables.trans.shape[1]), n, dtype=np.int32)])
-            node_class = tables.byte_class.astype(np.uint8 if tables.trans.shape[1] <= 256 else np.int32)[trie.byte]
-            arrays = (tables.trans, trans, node_class)
-            shared[id(tables.trans)] = arrays
-        _, self.trans, self.node_class = arrays
-        self.live = np.array([bool(x) for x in tables.live] + [False])
+            arrays = (tables.trans, trans)
+            sinks[id(tables.trans)] = arrays
+        self.trans = arrays[1]
+        self.byte_class = tables.byte_class
+        # Rows are Python ints (terminal bitmasks): an object array converts them in C.
+        self.live = np.append(np.array(tables.live, dtype=object).astype(bool), False)
         # Where the lexeme cannot grow: only there may it end (basic mode: not merely "not live").
-        self.stops = ~np.array([bool(x) for x in tables.extends] + [False])
+        self.stops = ~np.append(np.array(tables.extends, dtype=object).astype(bool), False)
         self.ends_as = np.full(n + 1, -1, dtype=np.int32)
-        self.sets: list[int] = []
+        self.sets = []
+        accept = np.array(tables.accept, dtype=object)
+        ends = np.flatnonzero(accept.astype(bool))
         seen: dict[int, int] = {}
-        for q in range(1, n):
-            if tables.accept[q]:
-                e = lexer.best(tables.accept[q])
-                if e not in seen:
-                    seen[e] = len(self.sets)
-                    self.sets.append(e)
-                self.ends_as[q] = seen[e]
+        for q, matched in zip(ends.tolist(), accept[ends].tolist()):
+            if q == START:
+                continue
+            e = lexer.best(matched)
+            if e not in seen:
+                seen[e] = len(self.sets)
+                self.sets.append(e)
+            self.ends_as[q] = seen[e]
+        return self
+
+    @classmethod
+    def of_terminal(cls, dfa: LexerDFA) -> "_WalkTables":
+        """The walk tables of one terminal's own DFA (contextual mode; the set is position 0: `sets == [1]`)."""
+        self = cls.__new__(cls)
+        self.trans = np.asarray(dfa.trans, dtype=np.int32)
+        self.byte_class = np.asarray(dfa.byte_class, dtype=np.int32)
+        self.live = np.asarray(dfa.live, dtype=bool).any(axis=1)
+        self.stops = ~self.live
+        self.ends_as = np.where(np.asarray(dfa.accept, dtype=bool).any(axis=1), 0, -1).astype(np.int32)
+        self.sets = [1]
+        return self
+
+
+_digests: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def dfa_digest(dfa: LexerDFA) -> str:
+    """A content hash of one DFA, its state numbering included (memoised per DFA object)."""
+    found = _digests.get(id(dfa))
+    if found is not None and found[0]() is dfa:
+        return found[1]
+    h = hashlib.sha256()
+    for array in (dfa.trans, dfa.byte_class, dfa.accept, dfa.live):
+        h.update(np.ascontiguousarray(array).tobytes())
+    digest = h.hexdigest()[:32]
+    key = id(dfa)
+    _digests[key] = (weakref.ref(dfa, lambda _, key=key: _digests.pop(key, None)), digest)
+    return digest
+
+
+# A shared entry: the inside mask and the groups, each group's terminal set as a bitmask
+# over the positions of the signature's terminals (not over a grammar's terminal ids).
+SharedEntry = tuple[np.ndarray | None, tuple[tuple[int, np.ndarray], ...]]
+
+
+class SharedClassifications:
+    """Walk results of one vocabulary trie keyed by content, shared by every grammar (LRU by bytes).
+
+    A key is (mask words, roots, signature): the roots are the trie's root or a
+    boundary group's nodes; the signature lists the live terminals as
+    (DFA digest, priority, state) in sorted order, which is all a contextual walk reads.
+    Also holds each terminal DFA's walk tables by digest, weakly: the indexes that
+    use them keep them (a 100,000-value enum's are megabytes).
+    """
+
+    def __init__(self, max_bytes: int = SHARED_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.nbytes = 0
+        self.entries: OrderedDict[tuple, tuple[SharedEntry, int]] = OrderedDict()
+        self.terminal_tables: weakref.WeakValueDictionary[str, _WalkTables] = weakref.WeakValueDictionary()
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> SharedEntry | None:
+        with self._lock:  # grammars compiled for one vocabulary may serve from several threads
+            found = self.entries.get(key)
+            if found is None:
+                self.misses += 1
+                return None
+            self.entries.move_to_end(key)
+            self.hits += 1
+            return found[0]
+
+    def put(self, key: tuple, entry: SharedEntry) -> None:
+        size = (entry[0].nbytes if entry[0] is not None else 0) + sum(nodes.nbytes for _, nodes in entry[1])
+        with self._lock:
+            old = self.entries.pop(key, None)
+            if old is not None:
+                self.nbytes -= old[1]
+            self.entries[key] = (entry, size)
+            self.nbytes += size
+            while self.nbytes > self.max_bytes and len(self.entries) > 1:
+                _, (_, dropped) = self.entries.popitem(last=False)
+                self.nbytes -= dropped
+
+
+_shared: "weakref.WeakKeyDictionary[TokenTrie, SharedClassifications]" = weakref.WeakKeyDictionary()
+
+
+def shared_classifications(trie: TokenTrie) -> SharedClassifications:
+    """The content-keyed classifications of one vocabulary trie (created on first use)."""
+    found = _shared.get(trie)
+    if found is None:
+        found = SharedClassifications()
+        _shared[trie] = found
+    return found
 
 
 class TokenIndex:
-    """Classifications per lexer state, for one (grammar, vocabulary) pair."""
+    """Classifications per lexer state, for one (grammar, vocabulary) pair.
 
-    def __init__(self, lexer: Lexer, trie: TokenTrie, mask_words: int) -> None:
+    `vocab_key` (the vocabulary's content hash) enables the disk half of the shared
+    classifications; without it they are shared in memory only.
+    """
+
+    def __init__(self, lexer: Lexer, trie: TokenTrie, mask_words: int, vocab_key: str | None = None) -> None:
         self.lexer = lexer
         self.trie = trie
         self.mask_words = mask_words
+        self.vocab_key = vocab_key
         self.first_nodes = trie.child_ids[trie.child_ptr[0] : trie.child_ptr[1]]
         self._suffixes: dict[tuple[bytes, int], Classification] = {}
         self._walk_tables: dict[int, _WalkTables] = {}
-        self._shared: dict[int, tuple] = {}
+        self._trans_with_sink: dict[int, tuple] = {}
         self._roots: dict[tuple, Classification] = {}
+        self._digests: dict[int, str] = {}
+        self._own_tables: dict[int, _WalkTables] = {}
+        self.shared = shared_classifications(trie)
         # Issue 9: states inside a finite-set lexeme are looked up, not walked (set by pda.compile).
         self.finite_sets: FiniteSetLookup | None = None
 
-    def _tables(self, live_set: int) -> "_WalkTables":
+    def _tables(self, live_set: int) -> _WalkTables:
         found = self._walk_tables.get(live_set)
         if found is None:
-            found = _WalkTables(self.lexer, self.lexer.tables(live_set), self.trie, self._shared)
+            found = _WalkTables.of_candidates(self.lexer, self.lexer.tables(live_set), self._trans_with_sink)
             self._walk_tables[live_set] = found
+        return found
+
+    def _terminal_tables(self, j: int) -> _WalkTables:
+        found = self._own_tables.get(j)
+        if found is None:
+            digest = self._digest(j)
+            found = self.shared.terminal_tables.get(digest)
+            if found is None:
+                found = _WalkTables.of_terminal(self.lexer.dfas[j])
+                self.shared.terminal_tables[digest] = found
+            self._own_tables[j] = found
+        return found
+
+    def _digest(self, j: int) -> str:
+        found = self._digests.get(j)
+        if found is None:
+            found = self._digests[j] = dfa_digest(self.lexer.dfas[j])
         return found
 
     def _pack(self, token_ids: np.ndarray) -> np.ndarray | None:
@@ -121,18 +276,22 @@ class TokenIndex:
 
     # Compile-time work, paid once per (lexer state, live set) or (group, live set); cached.
     def _classify(self, roots: np.ndarray, root_state: int, live_set: int) -> Classification:
+        """Walk the trie from `roots` under the candidate set's DFA (no cache): the reference walk."""
+        return self._walk(self._tables(live_set), roots, root_state)
+
+    def _walk(self, tables: _WalkTables, roots: np.ndarray, root_state: int) -> Classification:
         """Walk the trie from `roots` level by level, expanding only nodes whose lexeme is still live."""
-        tables = self._tables(live_set)
         live, stops, ends_as, sets = tables.live, tables.stops, tables.ends_as, tables.sets
-        trans, node_class = tables.trans, tables.node_class
+        trans, byte_class = tables.trans, tables.byte_class
         trie = self.trie
+        node_byte = trie.byte
         inside = []
         boundary_nodes = []
         boundary_sets = []
         frontier = roots
         parent_state = np.full(len(frontier), root_state, dtype=np.int32)
         while len(frontier):
-            nxt = trans[parent_state, node_class[frontier]]
+            nxt = trans[parent_state, byte_class[node_byte[frontier]]]
             alive = live[nxt]
             if not alive.all():
                 ends = np.where(stops[nxt[~alive]], ends_as[parent_state[~alive]], -1)
@@ -149,9 +308,70 @@ class TokenIndex:
         if boundary_nodes:
             nodes = np.concatenate(boundary_nodes)
             which = np.concatenate(boundary_sets)
-            for k in np.unique(which):
+            # Set indices are small: bincount instead of np.unique (whose first plain call imports numpy.ma, ~18 ms).
+            for k in np.flatnonzero(np.bincount(which)):
                 groups.append(BoundaryGroup(sets[k], np.sort(nodes[which == k])))
         return Classification(self._pack(np.concatenate(inside)) if inside else None, groups)
+
+    def _signature(self, q: int, live_set: int) -> tuple[tuple, list[int]] | None:
+        """What the walk from lexer state q depends on: (content, the live terminals in its order).
+
+        The content is the live terminals' (DFA digest, priority, own state), sorted; a
+        group's terminal set is then a bitmask over positions in that order. None under
+        the basic lexer mode, where all terminals (live or not) cut the lexeme.
+        """
+        lexer = self.lexer
+        if lexer.mode != CONTEXTUAL:
+            return None
+        key = self.lexer.tables(live_set).key(q)
+        if key and key[0] == "all":  # a view of the all-terminal DFA: its per-terminal components
+            components = lexer._all._components[q]
+            pairs = [(j, int(components[j])) for j in iter_bits(key[2])]
+        else:
+            pairs = key
+        entries = sorted((self._digest(j), lexer.priority[j], s, j) for j, s in pairs)
+        return tuple(e[:3] for e in entries), [e[3] for e in entries]
+
+    def _shared_walk(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int) -> Classification:
+        """The walk from `roots` at lexer state q, through the shared classifications."""
+        found = self._signature(q, live_set)
+        if found is None:
+            return self._classify(roots, q, live_set)
+        content, order = found
+        key = (self.mask_words, roots_key, content)
+        entry = self.shared.get(key)
+        if entry is None:
+            path = self._disk_path(key)
+            loaded = cache.load(path) if path is not None else None
+            if isinstance(loaded, tuple) and len(loaded) == 2:
+                entry = loaded
+            else:
+                start = time.perf_counter()
+                if not order:  # nothing is live: every token dies at its first byte
+                    entry = (None, ())
+                elif len(order) == 1:  # one terminal live: its own DFA from its own state
+                    walked = self._walk(self._terminal_tables(order[0]), roots, content[0][2])
+                    entry = (walked.inside, tuple((g.terminals, g.nodes) for g in walked.groups))
+                else:
+                    walked = self._classify(roots, q, live_set)
+                    position = {j: i for i, j in enumerate(order)}
+                    entry = (walked.inside, tuple(
+                        (sum(1 << position[j] for j in iter_bits(g.terminals)), g.nodes) for g in walked.groups
+                    ))
+                if path is not None and time.perf_counter() - start >= DISK_MIN_SECONDS:
+                    cache.store(path, entry)
+            self.shared.put(key, entry)
+        inside, groups = entry
+        return Classification(inside, [
+            BoundaryGroup(sum(1 << order[i] for i in iter_bits(positions)), nodes) for positions, nodes in groups
+        ])
+
+    def _disk_path(self, key: tuple) -> Path | None:
+        """Where a shared entry lives on disk (keyed by the vocabulary too), or None without `vocab_key`."""
+        if self.vocab_key is None:
+            return None
+        digest = hashlib.sha256(repr(key[0::2]).encode() + key[1]).hexdigest()[:40]
+        return cache.cache_path("classes", _FORMAT, self.vocab_key[:24], digest)
 
     def snapshot(self) -> tuple[dict, dict]:
         """The cached classifications as flat tables of arrays, for the disk cache."""
@@ -177,17 +397,17 @@ class TokenIndex:
 
     def at_state(self, q: int, live_set: int) -> Classification:
         """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""
-        # From a state inside a lexeme only the terminals still live there matter, so the
-        # entry is keyed by their own DFA states and shared by every candidate set.
-        if q != START and self.finite_sets is not None:
+        if self.finite_sets is not None:
             # Answered from the finite-set tables in microseconds: not worth a cached mask per state.
             found = self.finite_sets.at_state(q, live_set)
             if found is not None:
                 return found
+        # From a state inside a lexeme only the terminals still live there matter, so the
+        # entry is keyed by their own DFA states and shared by every candidate set.
         key = (live_set, START) if q == START else self.lexer.tables(live_set).key(q)
         found = self._roots.get(key)
         if found is None:
-            found = self._classify(self.first_nodes, q, live_set)
+            found = self._shared_walk(self.first_nodes, b"", q, live_set)
             self._roots[key] = found
         return found
 
@@ -198,7 +418,7 @@ class TokenIndex:
             key = (group.key, live_set)
             found = self._suffixes.get(key)
             if found is None:
-                found = self._classify(group.nodes, START, live_set)
+                found = self._shared_walk(group.nodes, group.key, START, live_set)
                 self._suffixes[key] = found
             group.after[live_set] = found
         return found

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from pda.errors import LimitExceeded
-from pda.index.trie import sorted_trie
+from pda.index.trie import sorted_trie, stable_order
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 
 
@@ -46,7 +46,7 @@ class LiteralTrie:
         """Longest path from each node down to a leaf (a leaf has height 0)."""
         height = np.zeros(self.n_nodes, dtype=np.int64)
         # Children have larger depth; propagate deepest level first.
-        order = np.argsort(-self.depth[1:], kind="stable") + 1
+        order = stable_order(self.depth.max() - self.depth[1:]) + 1
         depth_sorted = self.depth[order]
         bounds = np.flatnonzero(np.diff(depth_sorted)) + 1
         for level in np.split(order, bounds):
@@ -90,7 +90,7 @@ def build_literal_dfa(
     for h in range(2):
         sig[h] = acc * block_w[h, 0]
     children = np.arange(1, n)
-    order = np.argsort(height, kind="stable")
+    order = stable_order(height)
     bounds = np.flatnonzero(np.diff(height[order])) + 1
     n_blocks = 0
     # A child's contribution to its parent's signature: mix(class, block of child).

@@ -24,12 +24,12 @@ All are CSR tables indexed by origin state.
 
 from __future__ import annotations
 
-import hashlib
 import weakref
 
 import numpy as np
 
 from pda import cache
+from pda.index.token_index import dfa_digest
 from pda.index.trie import TokenTrie, concat_ranges
 from pda.regex.dfa import LexerDFA
 
@@ -37,7 +37,7 @@ _child_keys: "weakref.WeakKeyDictionary[TokenTrie, tuple[np.ndarray, np.ndarray]
 # Tables alive in some compiled grammar, shared by any other that joins the same DFA.
 _memory: "weakref.WeakValueDictionary[tuple[str, str], EnumTokenTable]" = weakref.WeakValueDictionary()
 # Part of the disk-cache key: bump when `EnumTokenTable`'s layout changes.
-_FORMAT = "enum-table-2"
+_FORMAT = "enum-table-3"
 
 
 def child_keys(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:
@@ -79,13 +79,17 @@ class EnumTokenTable:
     state just before a closing `"` reaches v = `"` with tokens such as `"}` and
     `",`), and the suffix classification after a group, cached on it, is shared
     too. A state's boundary nodes are the union of its groups.
+
+    `plain[s]`: s is not accepting and has no boundary group, so the lexeme can
+    neither end nor be crossed from s: its inside tokens are the whole mask there.
     """
 
     __slots__ = ("inside_ptr", "inside_tokens", "word_ptr", "words", "bits",
-                 "group_ptr", "group_ids", "node_ptr", "nodes", "__weakref__")
+                 "group_ptr", "group_ids", "node_ptr", "nodes", "plain", "__weakref__")
 
     def __init__(self, inside_ptr: np.ndarray, inside_tokens: np.ndarray, group_ptr: np.ndarray,
-                 group_ids: np.ndarray, node_ptr: np.ndarray, nodes: np.ndarray) -> None:
+                 group_ids: np.ndarray, node_ptr: np.ndarray, nodes: np.ndarray, accepting: np.ndarray) -> None:
+        self.plain = ~accepting & (group_ptr[1:] == group_ptr[:-1])
         self.inside_ptr = inside_ptr
         self.inside_tokens = inside_tokens.astype(np.int32)
         self.group_ptr, self.group_ids = group_ptr, group_ids
@@ -97,7 +101,8 @@ class EnumTokenTable:
         one_bits = np.left_shift(np.uint32(1), (inside_tokens & 31).astype(np.uint32))
         # Distinct tokens of one word have distinct bits, so their sum is their OR.
         self.bits = (np.add.reduceat(one_bits, starts) if len(starts) else one_bits).astype(np.uint32).view(np.int32)
-        self.words = (word_key[starts] & 0xFFFFFFFF).astype(np.int32)
+        # Word indices as intp: a scatter with them needs no conversion (serve time, ~0.25 µs).
+        self.words = (word_key[starts] & 0xFFFFFFFF).astype(np.intp)
         self.word_ptr = np.searchsorted(starts, inside_ptr).astype(np.int64)
 
     @property
@@ -116,6 +121,11 @@ class EnumTokenTable:
         mask = np.zeros(mask_words, dtype=np.int32)
         mask.put(self.words[lo:hi], self.bits[lo:hi])
         return mask
+
+    def inside_words(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """`inside_mask(state)` as its nonzero words: (word indices, words), for a zero-then-scatter write."""
+        lo, hi = self.word_ptr[state : state + 2].tolist()
+        return self.words[lo:hi], self.bits[lo:hi]
 
     def groups(self, state: int) -> np.ndarray:
         """The boundary groups (ids) of `state`, ascending."""
@@ -140,7 +150,10 @@ def _edges(dfa: LexerDFA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n_classes = dfa.trans.shape[1]
     bytes_by_class = np.argsort(dfa.byte_class, kind="stable")
     class_ptr = np.concatenate(([0], np.cumsum(np.bincount(dfa.byte_class, minlength=n_classes))))
-    src, cls = np.nonzero(live[dfa.trans] & live[:, None])
+    if not live[dfa.dead] and np.count_nonzero(live) == dfa.n_states - 1:  # every state but the dead one (a trie DFA)
+        src, cls = np.nonzero(dfa.trans != dfa.dead)
+    else:
+        src, cls = np.nonzero(live[dfa.trans] & live[:, None])
     counts = class_ptr[cls + 1] - class_ptr[cls]
     byte = bytes_by_class[concat_ranges(np.arange(256), class_ptr[cls], class_ptr[cls + 1])]
     target = np.repeat(dfa.trans[src, cls], counts)
@@ -191,7 +204,10 @@ def join(dfa: LexerDFA, trie: TokenTrie) -> EnumTokenTable:
         if depth < 2:
             pos = near_root[256 if depth == 0 else trie.byte[parent], byte]
         else:
-            pos = np.searchsorted(keys, want)
+            # Sorted queries search ~3x faster (each starts where the last one ended, in cache).
+            order = np.argsort(want)
+            pos = np.empty_like(want)
+            pos[order] = np.searchsorted(keys, want[order])
         depth += 1
         hit = keys[pos] == want
         origin, state, node = origin[pair[hit]], edge_target[edges[hit]], kids[pos[hit]]
@@ -201,7 +217,7 @@ def join(dfa: LexerDFA, trie: TokenTrie) -> EnumTokenTable:
         inside_tokens.append(trie.token_ids[concat_ranges(trie.token_positions, tlo, thi)])
     inside_ptr, inside = _csr(_cat(inside_origin), _cat(inside_tokens), n)
     group_ptr, group_ids, node_ptr, nodes = _groups(trie, dfa, live, _cat(end_origin), _cat(end_node), _cat(end_state))
-    return EnumTokenTable(inside_ptr, inside, group_ptr, group_ids, node_ptr, nodes)
+    return EnumTokenTable(inside_ptr, inside, group_ptr, group_ids, node_ptr, nodes, accepting)
 
 
 def _cat(parts: list[np.ndarray]) -> np.ndarray:
@@ -234,17 +250,9 @@ def _groups(trie: TokenTrie, dfa: LexerDFA, live: np.ndarray, origin: np.ndarray
     return group_ptr, group_ids, node_ptr, children
 
 
-def dfa_hash(dfa: LexerDFA) -> str:
-    """A content hash of a DFA (its state numbering included: the table is indexed by it)."""
-    digest = hashlib.sha256()
-    for array in (dfa.trans, dfa.byte_class, dfa.accept, dfa.live):
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()[:32]
-
-
 def enum_token_table(dfa: LexerDFA, trie: TokenTrie, vocab_key: str) -> EnumTokenTable:
     """`join(dfa, trie)`, cached in memory and on disk by (DFA content, vocabulary key)."""
-    key = (dfa_hash(dfa), vocab_key)
+    key = (dfa_digest(dfa), vocab_key)
     table = _memory.get(key)
     if table is None:
         path = cache.cache_path("enum-table", _FORMAT, *key)

@@ -20,6 +20,8 @@ import re
 # escaped non-alphanumeric character, `(?:`, `)` or `|`. Anything else stops the scan.
 _ITEM = re.compile(r"[^\\|()\[\]{}.*+?^$]+|\\[^0-9A-Za-z]|\(\?:|[|)]", re.S)
 _ESCAPE = re.compile(r"\\(.)", re.S)
+# What may not appear inside a flat alternation for the fast path (`|` separates).
+_SPECIAL = re.compile(r"[\\()\[\]{}.*+?^$]")
 # Flags that do not change what a literal matches (`x` does: whitespace and `#`).
 _NEUTRAL_FLAGS = frozenset("smau")
 
@@ -40,6 +42,9 @@ def literal_alternatives(pattern: str, flags: str = "") -> list[str] | None:
 def _scan(pattern: str, flags: str) -> tuple[str, ...] | None:
     if not set(flags) <= _NEUTRAL_FLAGS:
         return None
+    # The usual case, `(?:v1|v2|...)` with no escape and no nested group, is a split (a C loop).
+    if pattern.startswith("(?:") and pattern.endswith(")") and not _SPECIAL.search(pattern, 3, len(pattern) - 1):
+        return tuple(pattern[3:-1].split("|"))
     out: list[str] = []
     current: list[str] = []  # pieces of the alternative being read
     depth = 0

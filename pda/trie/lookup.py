@@ -6,7 +6,9 @@ terminal j (an alternation of literal strings, see `pda.trie.literals`), the
 walk from q is the walk from q's own state s in j's DFA: the other candidates
 are dead at q and stay dead, and a lexeme that ends can only end as j. Its
 result is then read from j's `EnumTokenTable` (every state joined with the
-vocabulary at compile time, `pda.trie.join`) instead of walked.
+vocabulary at compile time, `pda.trie.join`) instead of walked. That includes
+the start state when j alone is a candidate (the first byte of a tool name): the
+join's row of j's start state is the walk from the trie root.
 
 Every other state (several terminals live, or a terminal that is not a finite
 set) returns None and keeps the general walk, so this is an accelerator with
@@ -23,9 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from pda.grammar.ir import CONTEXTUAL, TerminalDef
 from pda.index.token_index import BoundaryGroup, Classification, TokenIndex
-from pda.lexer.lexer import Lexer
+from pda.lexer.lexer import START, Lexer
 from pda.parser.earley import iter_bits
 from pda.trie import FINITE_SET_MIN_CHOICES
 from pda.trie.join import EnumTokenTable, enum_token_table
@@ -66,6 +70,7 @@ class FiniteSetLookup:
                 self.terminals |= 1 << j
         self.tables: dict[int, EnumTokenTable] = {}
         self._groups: dict[tuple[int, int], BoundaryGroup] = {}
+        self._columns: dict[tuple[int, int], np.ndarray] = {}
         for j in iter_bits(self.terminals):
             if lexer.dfas[j].n_states >= EAGER_MIN_STATES:
                 self._table(j)
@@ -83,16 +88,41 @@ class FiniteSetLookup:
 
     def state_of(self, q: int, live_set: int) -> tuple[int, int] | None:
         """(j, s): the finite-set terminal j alone live at lexer state q, and q's state in j's DFA; or None."""
-        tables = self.lexer.tables(live_set)
-        live = tables.live[q]
+        live = self.lexer.tables(live_set).live[q]
         if not live & self.terminals or live & (live - 1):
             return None
         j = live.bit_length() - 1
-        key = tables.key(q)
-        if key[0] == "all":  # a view of the all-terminal DFA: its per-terminal components
-            return j, int(self.lexer._all._components[q, j])
-        ((_, s),) = key
-        return j, s
+        return j, int(self._component(live_set, j)[q])
+
+    def answers_lexemes(self, live_set: int) -> bool:
+        """Whether `at_state` answers every state of a lexeme under `live_set` (START included).
+
+        So when one finite-set terminal alone is live at the start: terminals only die
+        as a lexeme grows, so it is then the only live one in every state.
+        """
+        live = self.lexer.tables(live_set).live[START]
+        return bool(live & self.terminals) and not live & (live - 1)
+
+    def boundary_groups(self, live_set: int) -> list[BoundaryGroup]:
+        """Every boundary group of the finite-set terminal alone live under `live_set` (see `answers_lexemes`)."""
+        j = self.lexer.tables(live_set).live[START].bit_length() - 1
+        return [self._group(j, g) for g in range(self._table(j).n_groups)]
+
+    def _component(self, live_set: int, j: int) -> np.ndarray:
+        """Per state of the candidate set's DFA, the state of j's DFA it stands for (a column, cached).
+
+        `LexerTables.key(q)` says the same per state, but builds a tuple on each first
+        visit (~3 µs); an enum's states are nearly all first visits.
+        """
+        found = self._columns.get((live_set, j))
+        if found is None:
+            tables = self.lexer.tables(live_set)
+            if tables._components is None:  # a view of the all-terminal DFA: its per-terminal components
+                found = self.lexer._all._components[:, j]
+            else:
+                found = tables._components[:, tables._columns.index(j)]
+            self._columns[(live_set, j)] = found
+        return found
 
     def at_state(self, q: int, live_set: int) -> Classification | None:
         """The classification from lexer state q (what the walk would give), or None to walk.
@@ -106,8 +136,9 @@ class FiniteSetLookup:
         if found is None:
             return None
         j, s = found
-        table = self._table(j)
-        groups = [self._group(j, int(g)) for g in table.groups(s)]
+        table = self.tables.get(j) or self._table(j)
+        lo, hi = table.group_ptr[s : s + 2].tolist()
+        groups = [self._group(j, g) for g in table.group_ids[lo:hi].tolist()] if lo != hi else []
         return Classification(table.inside_mask(s, self.index.mask_words), groups)
 
     def _group(self, j: int, g: int) -> BoundaryGroup:
@@ -116,3 +147,17 @@ class FiniteSetLookup:
             group = BoundaryGroup(1 << j, self.tables[j].group_nodes(g))
             self._groups[(j, g)] = group
         return group
+
+    def inside_words(self, q: int, live_set: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The whole text mask at lexer state q as (word indices, words), when q is a plain state; else None.
+
+        Plain (`EnumTokenTable.plain`): the lookup answers q, and from q's state the
+        lexeme can neither end nor be crossed by a token, so the mask is the inside
+        tokens alone whatever the parser node, and EOS is not allowed.
+        """
+        found = self.state_of(q, live_set)
+        if found is None:
+            return None
+        j, s = found
+        table = self.tables.get(j) or self._table(j)
+        return table.inside_words(s) if table.plain[s] else None

@@ -1,0 +1,198 @@
+"""The token index's content-keyed classifications, against fresh walks.
+
+A walk's result is kept by what it depends on (the live terminals' DFAs,
+priorities and states) and reused by any grammar with the same terminals, whatever
+their ids (`pda.index.token_index.SharedClassifications`). Every check here
+compiles one grammar to fill the shared store, then a second grammar whose
+terminals have other ids, and compares what the second one's index answers
+(shared hits, single-terminal walks on the terminal's own DFA, disk entries)
+with the reference walk `TokenIndex._classify` (the candidate set's DFA, no
+cache) and the masks with the slow reference path.
+"""
+
+from __future__ import annotations
+
+import random
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pda
+from pda.index import token_index
+from pda.lexer import lexer as lexer_module
+from pda.lexer.lexer import START
+from pda.reference import mask_mismatches, random_walk_states
+
+# One object frame, two string-ish terminals and a number; B renames nothing but
+# declares other terminals first and adds a list and ignored white space, so ids differ.
+GRAMMAR_A = r"""
+start: "{" "\"name\": " STRING ", \"age\": " NUMBER "}"
+STRING: /"[a-z ]*"/
+NUMBER: /-?[0-9]+(\.[0-9]+)?/
+"""
+GRAMMAR_B = r"""
+start: "[" item ("," item)* "]"
+item: NUMBER | STRING | TRUE | NULL | obj
+obj: "{" "\"name\": " STRING ", \"age\": " NUMBER "}"
+TRUE: "true"
+NULL: "null"
+NUMBER: /-?[0-9]+(\.[0-9]+)?/
+STRING: /"[a-z ]*"/
+%ignore " "
+"""
+# Ties and priorities: a keyword and a name match the same lexeme (a tie in C, the keyword wins in D).
+GRAMMAR_C = r"""
+start: (KW | NAME | ALSO)+
+KW: "if"
+NAME: /[a-z]+/
+ALSO: /i[a-z]/
+%ignore " "
+"""
+GRAMMAR_D = r"""
+start: (ALSO | NAME | KW | NUM)+
+NUM: /[0-9]+/
+ALSO: /i[a-z]/
+NAME: /[a-z]+/
+KW.2: "if"
+%ignore " "
+"""
+
+
+def vocabulary(seed: int = 3) -> pda.Vocabulary:
+    """Single bytes, JSON pieces and random pieces of sample texts (boundary tokens among them)."""
+    rng = random.Random(seed)
+    texts = ['{"name": "ada lovelace", "age": 36}', '[1, "x", true, null, {"name": "b", "age": -2.5}]',
+             "if iffy name if9 ix", '["ab c", 12, 3.25]']
+    tokens = {chr(c) for c in range(32, 127)} | {'{"', '": ', '", "', '"}', ', "', "[1", "],", " \"", "if", "ify", "é"}
+    for _ in range(800):
+        t = rng.choice(texts)
+        i = rng.randrange(len(t))
+        tokens.add(t[i : rng.randint(i + 1, min(len(t), i + 8))])
+    return pda.Vocabulary.from_tokens(sorted(tokens) + [None], eos_ids=[len(tokens)])
+
+
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """An empty shared store and disk cache, so the test sees only what it fills."""
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
+    return tmp_path / "cache"
+
+
+def compile_lark(text: str, vocab: pda.Vocabulary) -> pda.CompiledGrammar:
+    return pda.CompiledGrammar(pda.Grammar.from_lark(text), vocab, warmup_seconds=0, disk_cache=False)
+
+
+def parts(c) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """(inside mask, boundary nodes per terminal set): what masks depend on."""
+    inside = c.inside if c.inside is not None else np.zeros(0, np.int32)
+    nodes: dict[int, list[np.ndarray]] = {}
+    for g in c.groups:
+        nodes.setdefault(g.terminals, []).append(g.nodes)
+    return inside, {e: np.sort(np.concatenate(ps)) for e, ps in nodes.items()}
+
+
+def assert_same(got, want, where: str) -> None:
+    got_inside, got_nodes = parts(got)
+    want_inside, want_nodes = parts(want)
+    assert np.array_equal(got_inside, want_inside), f"inside tokens differ {where}"
+    assert got_nodes.keys() == want_nodes.keys(), f"boundary terminal sets differ {where}: {got_nodes.keys()} vs {want_nodes.keys()}"
+    for e in want_nodes:
+        assert np.array_equal(got_nodes[e], want_nodes[e]), f"boundary nodes differ {where}"
+
+
+def check_walks(compiled: pda.CompiledGrammar, n_walks: int, seed: int) -> int:
+    """Along random walks: every classification and suffix classification equals the fresh walk; masks equal the reference."""
+    index, lexer = compiled.index, compiled.lexer
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(n_walks):
+        for node, q, _token in random_walk_states(compiled, rng, max_steps=12):
+            live_set = node.allowed | lexer.ignore
+            got = index.at_state(q, live_set)
+            assert_same(got, index._classify(index.first_nodes, q, live_set), f"at lexer state {q}, live set {live_set:b}")
+            for group in got.groups:
+                after = node.advance(group.terminals) if group.terminals & node.allowed else node
+                if after is None:
+                    continue
+                nxt = after.allowed | lexer.ignore
+                assert_same(index.after_boundary(group, nxt), index._classify(group.nodes, START, nxt),
+                            f"after the boundary {group.terminals:b} at state {q}")
+            assert mask_mismatches(compiled, node, q) == [], f"mask differs from the reference at state {q}"
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("all_terminal_dfa", [True, False], ids=["all-terminal-dfa", "per-set-product"])
+@pytest.mark.parametrize("first, second", [(GRAMMAR_A, GRAMMAR_B), (GRAMMAR_C, GRAMMAR_D)], ids=["json-frame", "ties"])
+def test_a_second_grammar_reuses_walks_with_its_own_terminal_ids(
+    first: str, second: str, all_terminal_dfa: bool, fresh: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not all_terminal_dfa:
+        monkeypatch.setattr(lexer_module, "ALL_TERMINALS_MAX_STATES", 0)
+    vocab = vocabulary()
+    a = compile_lark(first, vocab)
+    assert check_walks(a, 30, seed=1) > 100
+    b = compile_lark(second, vocab)
+    assert (b.lexer._all is not None) == all_terminal_dfa
+    assert a.lexer.names != b.lexer.names  # other terminal ids: the entries are translated, not copied
+    shared = b.index.shared
+    assert shared is a.index.shared
+    hits = shared.hits
+    assert check_walks(b, 30, seed=2) > 100
+    assert shared.hits > hits, "the second grammar found none of the first one's walks"
+
+
+def test_disk_entries_equal_fresh_walks(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walks written to disk (here every walk) are read back by a new process's store and equal fresh ones."""
+    monkeypatch.setattr(token_index, "DISK_MIN_SECONDS", 0.0)
+    vocab = vocabulary()
+    a = compile_lark(GRAMMAR_A, vocab)
+    check_walks(a, 10, seed=3)
+    files = list((fresh / "classes").glob("*.pkl"))
+    assert files, "no classification was written to disk"
+    # A new process: an empty memory store, the same disk cache.
+    monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
+    b = compile_lark(GRAMMAR_B, vocab)
+    loaded = []
+    real_load = token_index.cache.load
+    monkeypatch.setattr(token_index.cache, "load", lambda path: loaded.append(path) or real_load(path))
+    check_walks(b, 20, seed=4)
+    assert set(loaded) & set(files), "no walk was read back from disk"
+
+
+def test_single_terminal_walk_runs_on_the_terminal_dfa(fresh: Path) -> None:
+    """A state where one terminal is live is walked on that terminal's own DFA, whose tables every grammar shares."""
+    vocab = vocabulary()
+    b = compile_lark(GRAMMAR_B, vocab)
+    lexer, index = b.lexer, b.index
+    string = lexer.names.index("STRING")
+    live_set = 1 << string
+    assert index.at_state(START, live_set) is not None
+    assert index._digest(string) in index.shared.terminal_tables
+    tables = lexer.tables(live_set)
+    for q in range(1, tables.n_states):
+        if tables.live[q]:
+            assert_same(index.at_state(q, live_set), index._classify(index.first_nodes, q, live_set), f"at state {q}")
+
+
+def test_basic_lexer_mode_is_not_shared(fresh: Path) -> None:
+    """Under the basic mode all terminals cut a lexeme, so walks stay per grammar (no signature)."""
+    vocab = vocabulary()
+    compiled = compile_lark("// pda: lexer=basic\n" + GRAMMAR_C, vocab)
+    assert compiled.lexer.mode == "basic"
+    live_set = compiled.root.allowed | compiled.lexer.ignore
+    assert compiled.index._signature(START, live_set) is None
+    assert check_walks(compiled, 10, seed=5) > 20
+    assert compiled.index.shared.hits == 0 and not compiled.index.shared.entries
+
+
+def test_store_is_bounded_by_bytes() -> None:
+    store = token_index.SharedClassifications(max_bytes=10_000)
+    mask = np.zeros(1000, np.int32)  # 4,000 bytes each
+    for k in range(5):
+        store.put(("k", k), (mask, ()))
+    assert store.nbytes <= 10_000 and len(store.entries) == 2
+    assert store.get(("k", 0)) is None and store.get(("k", 4)) is not None
