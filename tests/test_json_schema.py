@@ -89,6 +89,8 @@ CASES = [
     ({"type": "object", "properties": {"x-a": {"minLength": 2}}, "patternProperties": {"^x-": {"type": "string"}},
       "additionalProperties": False},
      [{"x-a": "ab"}, {"x-b": "s", "x-a": "ab"}, {}], [{"x-a": "a"}, {"x-a": 1}, {"y": 1}, Raw('{"x-a":"ab","x-a":"ab"}')]),
+    # Array keywords (even inexpressible uniqueItems) say nothing about string values.
+    ({"enum": ["a", "b"], "minItems": 1, "uniqueItems": True}, ["a", "b"], ["c", ["a"]]),
     # A look-ahead right after a leading `^` is the conjunction with (or without) that prefix.
     ({"type": "string", "pattern": "^(?!org\\.bukkit\\.)[a-z.]+$"}, ["org.x", "com.bukkit.a", "org.bukkit"],
      ["org.bukkit.x", "A"]),

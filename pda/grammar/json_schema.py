@@ -96,6 +96,13 @@ _SCALAR_CHECKS = {
     "multipleOf", _NOT_IN, _NOT_PATTERN, _PATTERNS, _NON_INTEGER,
 }
 
+# Keywords that only constrain values of some types (the others pass them untouched).
+_ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
+                   "minContains", "maxContains")
+_OBJECT_KEYWORDS = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+                    "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies")
+_KEYWORD_TYPE = {**{k: {"array"} for k in _ARRAY_KEYWORDS}, **{k: {"object"} for k in _OBJECT_KEYWORDS}}
+
 _ANNOTATIONS = {
     "$schema", "$id", "id", "$comment", "$anchor", "$vocabulary", "title", "description",
     "default", "examples", "example", "deprecated", "readOnly", "writeOnly", "$defs",
@@ -823,6 +830,8 @@ class _Compiler:
             values = [v for v in values if any(_canon(v) == _canon(e) for e in schema["enum"])]
         rest = {k: v for k, v in schema.items() if k not in ("const", "enum", "type", "nullable") and k not in _ANNOTATIONS}
         values = [v for v in values if _json_type(v) in types or (_json_type(v) == "integer" and "number" in types)]
+        present = {_json_type(v) for v in values}
+        rest = {k: v for k, v in rest.items() if k not in _KEYWORD_TYPE or _KEYWORD_TYPE[k] & present}
         if set(rest) - _SCALAR_CHECKS:
             # Keywords the scalar check does not read (items, properties, multipleOf, format...):
             # each value is parsed with the sibling keywords' own lowering.
