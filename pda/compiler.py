@@ -14,6 +14,7 @@ import threading
 import time
 import weakref
 from collections import deque
+from typing import Literal
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from pda.index.token_index import TokenIndex
 from pda.index.trie import TokenTrie
 from pda.lexer.lexer import START
 from pda.parser.earley import Node
-from pda.trie.lookup import FiniteSetLookup
+from pda.trie.lookup import FiniteSetLookup, PlainRows
 from pda.vocab import Vocabulary
 
 _tries: "weakref.WeakKeyDictionary[Vocabulary, TokenTrie]" = weakref.WeakKeyDictionary()
@@ -82,6 +83,8 @@ class CompiledGrammar:
         # Parser nodes are interned weakly, so their memoised masks die with the last matcher
         # holding them; the most recently served states are kept alive for the next request.
         self._recent: deque[Node] = deque(maxlen=RECENT_STATES)
+        # Per parser node's allowed terminals: the finite-set lookup's plain rows, or False (`plain_rows`).
+        self._plain: dict[int, PlainRows | Literal[False]] = {}
         self._id = next(_ids)
         self._snapshot_path = (
             cache.cache_path("index", self.lexer.content_hash[:24], grammar.ir.content_hash[:24], vocab.content_hash[:24], str(self.mask_words))
@@ -101,10 +104,11 @@ class CompiledGrammar:
             cache.store(self._snapshot_path, self.index.snapshot())
 
     def warm_up(self, *, seconds: float = DEFAULT_WARMUP_SECONDS, max_nodes: int = DEFAULT_WARMUP_NODES) -> int:
-        """Precompute the index for the states near the start of the grammar; returns nodes explored.
+        """Precompute the masks of the states near the start of the grammar; returns nodes explored.
 
-        Breadth-first over parser nodes: for each, every lexer state reachable inside
-        one lexeme is classified. Bounded by time and node count; the rest is lazy.
+        Breadth-first over parser nodes: for each, the mask of every lexer state reachable
+        inside one lexeme is computed and memoised (but plain finite-set states, which
+        `Matcher.fill_bitmask` writes from `plain_rows`). Bounded by time and node count; the rest is lazy.
         """
         deadline = time.perf_counter() + seconds
         lexer = self.lexer
@@ -114,24 +118,22 @@ class CompiledGrammar:
         while queue and explored < max_nodes and time.perf_counter() < deadline:
             node = queue.popleft()
             explored += 1
-            self.text_mask(node, START)
+            self.step_mask(node, START)
             live_set = node.allowed | lexer.ignore
             lookup = self.index.finite_sets
-            # A lexeme of one finite-set terminal alone is looked up in every state; what follows
-            # its ends is not: warm the suffixes of its boundary groups (a few, shared by its states).
-            if lookup is not None and lookup.answers_lexemes(live_set):
-                lexemes, scratch = [], self._empty.copy()
-                for group in lookup.boundary_groups(live_set):
-                    if time.perf_counter() >= deadline:
-                        break
-                    self._or_boundaries(scratch, node, [group])
+            # A lexeme of one finite-set terminal alone: its plain states are written from
+            # `plain_rows`; only the few where the lexeme can end need masks (and their boundary
+            # groups' suffixes, shared by the states).
+            if lookup.answers_lexemes(live_set):
+                lexemes = lookup.ending_states(live_set).tolist()
             else:
                 lexemes = self._lexeme_states(live_set)
+            plain = self.plain_rows(node.allowed)
             for q in lexemes:
                 if time.perf_counter() >= deadline:
                     break
-                if lookup is None or lookup.state_of(q, live_set) is None:  # looked-up states are cheap anyway
-                    self._compute_mask(node, q)
+                if not plain or plain.lo[q] < 0:
+                    self.step_mask(node, q)  # memoised: the first document's steps find it
             for t in range(len(lexer.names)):
                 if node.allowed >> t & 1:
                     nxt = node.advance(lexer.best(1 << t))
@@ -172,41 +174,28 @@ class CompiledGrammar:
 
     def step_mask(self, node: Node, q: int) -> np.ndarray:
         """`text_mask` with EOS added where the text can end: what a matcher serves. Memoised (hot path)."""
-        key = (self._id, q, "eos")
-        mask = node.cache.get(key)
+        steps = node.cache.get(self._id)  # {lexer state: mask}: two lookups cost less than hashing a key tuple
+        mask = steps.get(q) if steps is not None else None
         if mask is None:
             mask = self.text_mask(node, q)
             if self.can_end(node, q):
                 mask = mask | self.eos_mask
-            node.cache[key] = mask
+            if steps is None:
+                steps = node.cache[self._id] = {}
+            steps[q] = mask
         return mask
 
-    def fill_row(self, node: Node, q: int, bitmask: np.ndarray, row: int) -> None:
-        """Write `step_mask(node, q)` into row `row` of an int32 array `mask_words` wide: a matcher's hot path.
+    def plain_rows(self, allowed: int) -> PlainRows | Literal[False]:
+        """The finite-set lookup's plain rows for parser nodes allowing `allowed` (False: none); memoised.
 
-        A state inside a finite-set lexeme that neither ends nor is crossed is written from the
-        lookup's packed words (a zero row, then a scatter), memoised as those words: no
-        19 KB mask per enum state is allocated or kept (on a first visit the fresh pages
-        cost more than the rest of the step).
+        `Matcher.fill_bitmask` writes a plain state's row from them (zero, then scatter):
+        nothing is computed, allocated or memoised per state, so a first visit costs what
+        a repeat does, and no 19 KB mask per enum state is allocated or kept. Its hot path
+        reads `_plain` (this memo) and a node's `step_mask` memo directly.
         """
-        key = (self._id, q, "row")
-        source = node.cache.get(key)
-        if source is None:
-            source = self._row_source(node, q)
-            node.cache[key] = source
-        if type(source) is tuple:
-            bitmask[row] = self._empty  # a copy is faster than fill(0) here
-            bitmask[row][source[0]] = source[1]
-        else:
-            bitmask[row] = source
-
-    def _row_source(self, node: Node, q: int) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        lookup = self.index.finite_sets
-        if lookup is not None:
-            words = lookup.inside_words(q, node.allowed | self.lexer.ignore)
-            if words is not None:  # no boundary token and no lexeme end: EOS is not allowed either
-                return words
-        return self.step_mask(node, q)
+        rows = self.index.finite_sets.plain_rows(allowed | self.lexer.ignore) or False
+        self._plain[allowed] = rows
+        return rows
 
     # Hot path on a cache miss: OR precomputed classifications; only boundary groups touch the parser.
     def _compute_mask(self, node: Node, q: int) -> np.ndarray:

@@ -330,9 +330,81 @@ def test_fill_bitmask_rows_equal_dense_masks(tmp_path: Path) -> None:
             unsigned = np.zeros((1, words), dtype=np.uint32)
             m.fill_bitmask(unsigned)
             assert np.array_equal(unsigned[0].view(np.int32), dense)
-            node, q = m._history[-1]
-            plain += type(node.cache.get((fast._id, q, "row"))) is tuple
+            plain += served_from_plain_rows(fast, m)
     assert plain > 100
+
+
+def test_fill_bitmask_starts_no_garbage_collection(tmp_path: Path) -> None:
+    """Serving a state already seen creates no object that counts towards a garbage collection.
+
+    So a collection, which can take milliseconds in a large process, never starts inside a
+    mask step. Checked with a collection due at every counted allocation (objects of classes;
+    small tuples, lists and dicts come from CPython's free lists and are not counted).
+    """
+    import gc
+
+    values = identifier_values(1000, seed=7)
+    fast = compile_fast(json_like_grammar(values), synthetic_vocabulary(values), tmp_path)
+    rows = np.zeros((1, fast.mask_words), dtype=np.int32)
+    rng = random.Random(7)
+    walks = [[t for _m, t in walk_tokens(fast, values, rng)] for _ in range(30)]
+    started: list[int] = []
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    for measure in (False, True):  # the first pass computes and memoises what the second serves
+        steps = plain = 0
+        for tokens in walks:
+            m = pda.Matcher(fast)
+            for token in tokens:
+                if measure:
+                    threshold = gc.get_threshold()
+                    gc.callbacks.append(on_gc)
+                    gc.set_threshold(1)
+                    try:
+                        m.fill_bitmask(rows)
+                    finally:
+                        gc.set_threshold(*threshold)
+                        gc.callbacks.remove(on_gc)
+                    steps += 1
+                    plain += served_from_plain_rows(fast, m)
+                else:
+                    m.fill_bitmask(rows)
+                assert m.accept_token(token)
+    assert started == [], f"{len(started)} collections started in {steps} mask steps"
+    assert steps > 300 and plain > 100
+
+
+def served_from_plain_rows(compiled: pda.CompiledGrammar, m: pda.Matcher) -> bool:
+    """Whether `fill_bitmask` writes the matcher's state from the finite-set lookup's plain rows."""
+    node, q = m._history[-1]
+    rows = compiled.index.finite_sets.plain_rows(node.allowed | compiled.lexer.ignore)
+    return rows is not None and rows.lo[q] >= 0
+
+
+def test_rows_at_the_start_of_an_accepting_node_allow_eos(tmp_path: Path) -> None:
+    """At START only the enum is a candidate, and the text may end there (`TOOL*`): the row has EOS.
+
+    START is never a plain row: whether the text can end before a lexeme depends on the parser
+    node. (It was one: `fill_bitmask` left EOS out of the first row of such a grammar.) After a
+    value the lexeme may end (an accepting state): not plain either.
+    """
+    values = identifier_values(20, seed=3)
+    vocab = synthetic_vocabulary(values)
+    text = "start: TOOL*\nTOOL: " + " | ".join(lark_literal(v) for v in values) + "\n"
+    fast, general = compile_both(text, vocab, tmp_path)
+    eos = min(vocab.eos_ids)
+    for text in ("", values[0], values[0] + values[5]):
+        mf, mg = pda.Matcher(fast), pda.Matcher(general)
+        if text:
+            assert mf.accept_bytes(text) and mg.accept_bytes(text)
+        else:
+            assert mf._history[-1][1] == 0 and not served_from_plain_rows(fast, mf)
+        row = mask_of(mf, fast.mask_words)
+        assert row[eos >> 5] >> (eos & 31) & 1, f"EOS missing from the row after {text!r}"
+        assert np.array_equal(row, mask_of(mg, general.mask_words)) and np.array_equal(row, mf._mask())
 
 
 def test_second_enum_reuses_the_frame_after_warm_up(tmp_path: Path) -> None:
@@ -519,6 +591,96 @@ def test_lookup_equals_walk_at_every_state(k: int, all_terminal_dfa: bool, tmp_p
             assert lookup_matches_walk(compiled, live_set, range(n)) >= expected
         else:  # a sample: the walk costs ~1 ms a state
             assert lookup_matches_walk(compiled, live_set, random.Random(k).sample(range(n), 200)) >= 180
+
+
+@pytest.mark.parametrize("all_terminal_dfa", [True, False], ids=["all-terminal-dfa", "per-set-product"])
+def test_plain_rows_and_ending_states_at_every_state(all_terminal_dfa: bool, tmp_path: Path) -> None:
+    """`plain_rows` and `ending_states` against the lookup's classification, state by state.
+
+    A plain row is the state's inside mask exactly, where no boundary group and no lexeme
+    end exist; every other state the lookup answers (START aside) is an ending state.
+    """
+    values = identifier_values(300, seed=8)
+    with pytest.MonkeyPatch.context() as mp:
+        if not all_terminal_dfa:
+            mp.setattr(lexer_module, "ALL_TERMINALS_MAX_STATES", 0)
+        compiled = compile_fast(json_like_grammar(values), synthetic_vocabulary(values), tmp_path)
+    lexer, finite = compiled.lexer, compiled.index.finite_sets
+    tool = 1 << lexer.names.index("TOOL")
+    for live_set in (tool, tool | 1 << lexer.names.index("INT")):
+        tables = lexer.tables(live_set)
+        rows, ending = finite.plain_rows(live_set), set(finite.ending_states(live_set).tolist())
+        plain = 0
+        for q in range(tables.n_states):
+            found = finite.at_state(q, live_set)
+            if rows.lo[q] >= 0:
+                assert found is not None and not found.groups and not tables.accept[q] and q != 0
+                row = np.zeros(compiled.mask_words, dtype=np.int32)
+                row[rows.words[rows.lo[q]:rows.hi[q]]] = rows.bits[rows.lo[q]:rows.hi[q]]
+                assert np.array_equal(row, found.inside if found.inside is not None else row * 0)
+                assert q not in ending
+                plain += 1
+            elif q in ending:
+                assert found is not None and (found.groups or tables.accept[q])
+            else:
+                assert found is None or q == 0
+        assert plain >= tables.n_states // 2 and ending
+    assert finite.plain_rows(1 << lexer.names.index("INT")) is None
+
+
+def test_two_finite_sets_in_one_candidate_set(tmp_path: Path) -> None:
+    """Two enums allowed at the same place: each one's plain states are served from the rows (both tables).
+
+    Masks along random walks equal the general engine's.
+    """
+    first, second = identifier_values(40, seed=31), [v.upper() for v in identifier_values(40, seed=32)]
+    text = ("start: (A | B)+\nA: " + " | ".join(lark_literal(v) for v in first)
+            + "\nB: " + " | ".join(lark_literal(v) for v in second) + "\n")
+    vocab = synthetic_vocabulary(first + second)
+    fast, general = compile_both(text, vocab, tmp_path)
+    lexer, finite = fast.lexer, fast.index.finite_sets
+    both = 1 << lexer.names.index("A") | 1 << lexer.names.index("B")
+    rows, tables = finite.plain_rows(both), lexer.tables(both)
+    served = {tables.live[q] for q in range(tables.n_states) if rows.lo[q] >= 0}
+    assert served == {1 << lexer.names.index("A"), 1 << lexer.names.index("B")}
+    assert len(rows.words) == sum(len(t.words) for t in finite.tables.values())
+    rng = random.Random(31)
+    for _ in range(150):
+        mf, mg = pda.Matcher(fast), pda.Matcher(general)
+        for _ in range(15):
+            a = mask_of(mf, fast.mask_words)
+            assert np.array_equal(a, mask_of(mg, general.mask_words)) and np.array_equal(a, mf._mask())
+            allowed = [int(i) for i in mf.allowed_token_ids() if vocab.tokens[int(i)]]
+            if not allowed:
+                break
+            token = rng.choice(allowed)
+            assert mf.accept_token(token) and mg.accept_token(token)
+
+
+def test_warm_up_memoises_what_the_first_document_needs(tmp_path: Path) -> None:
+    """After `pda.compile`'s warm-up, every state of a document is a plain row or a memoised mask.
+
+    (The warm-up computed the frame's masks without keeping them, and not the enum's ending states.)
+    """
+    values = identifier_values(1000, seed=5)
+    vocab = synthetic_vocabulary(values)
+    with backend(True, tmp_path):
+        g = pda.Grammar.from_lark(json_like_grammar(values))
+        g.recognizer
+        compiled = pda.CompiledGrammar(g, vocab, disk_cache=False)
+    rng = random.Random(5)
+    for value in rng.sample(values, 20):
+        m = pda.Matcher(compiled)
+        text = f'{{"tool": "{value}", "count": 7}}'.encode()
+        pieces = {t: vocab.tokens[t] for t in range(vocab.size) if vocab.tokens[t]}
+        while text:
+            node, q = m._history[-1]
+            if not served_from_plain_rows(compiled, m):  # before anything here computes its mask
+                assert q in node.cache.get(compiled._id, {}), f"state {q} after {m.num_tokens} tokens was not warmed"
+            token = max((t for t in m.allowed_token_ids().tolist() if t in pieces and text.startswith(pieces[t])),
+                        key=lambda t: len(pieces[t]))
+            assert m.accept_token(token)
+            text = text[len(vocab.tokens[token]):]
 
 
 def test_lookup_equals_walk_values_that_prefix_others(tmp_path: Path) -> None:

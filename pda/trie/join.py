@@ -122,11 +122,6 @@ class EnumTokenTable:
         mask.put(self.words[lo:hi], self.bits[lo:hi])
         return mask
 
-    def inside_words(self, state: int) -> tuple[np.ndarray, np.ndarray]:
-        """`inside_mask(state)` as its nonzero words: (word indices, words), for a zero-then-scatter write."""
-        lo, hi = self.word_ptr[state : state + 2].tolist()
-        return self.words[lo:hi], self.bits[lo:hi]
-
     def groups(self, state: int) -> np.ndarray:
         """The boundary groups (ids) of `state`, ascending."""
         return self.group_ids[self.group_ptr[state] : self.group_ptr[state + 1]]

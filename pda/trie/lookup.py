@@ -23,7 +23,9 @@ all-terminal DFA's per-terminal states that the lookup needs to find s.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -71,13 +73,14 @@ class FiniteSetLookup:
         self.tables: dict[int, EnumTokenTable] = {}
         self._groups: dict[tuple[int, int], BoundaryGroup] = {}
         self._columns: dict[tuple[int, int], np.ndarray] = {}
+        self._by_set: dict[int, tuple[PlainRows | None, np.ndarray]] = {}
         for j in iter_bits(self.terminals):
             if lexer.dfas[j].n_states >= EAGER_MIN_STATES:
                 self._table(j)
                 # The candidate set where the terminal is the only one allowed (a JSON value
                 # with one possible key, a tool name) is the usual one: build its lexer DFA
-                # now, at compile time, rather than on the first mask that needs it.
-                lexer.tables(1 << j | lexer.ignore)
+                # and plain rows now, at compile time, rather than on the first mask that needs them.
+                self._states(1 << j | lexer.ignore)
 
     def _table(self, j: int) -> EnumTokenTable:
         table = self.tables.get(j)
@@ -102,11 +105,6 @@ class FiniteSetLookup:
         """
         live = self.lexer.tables(live_set).live[START]
         return bool(live & self.terminals) and not live & (live - 1)
-
-    def boundary_groups(self, live_set: int) -> list[BoundaryGroup]:
-        """Every boundary group of the finite-set terminal alone live under `live_set` (see `answers_lexemes`)."""
-        j = self.lexer.tables(live_set).live[START].bit_length() - 1
-        return [self._group(j, g) for g in range(self._table(j).n_groups)]
 
     def _component(self, live_set: int, j: int) -> np.ndarray:
         """Per state of the candidate set's DFA, the state of j's DFA it stands for (a column, cached).
@@ -148,16 +146,77 @@ class FiniteSetLookup:
             self._groups[(j, g)] = group
         return group
 
-    def inside_words(self, q: int, live_set: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """The whole text mask at lexer state q as (word indices, words), when q is a plain state; else None.
+    def plain_rows(self, live_set: int) -> PlainRows | None:
+        """Rows of the candidate set's DFA states that are plain finite-set states (cached per set); None if none is.
 
-        Plain (`EnumTokenTable.plain`): the lookup answers q, and from q's state the
-        lexeme can neither end nor be crossed by a token, so the mask is the inside
-        tokens alone whatever the parser node, and EOS is not allowed.
+        Plain (`EnumTokenTable.plain`): one finite-set terminal j alone is live at q, and
+        from q's state s of j's DFA the lexeme can neither end nor be crossed by a token,
+        so the text mask at q is s's inside tokens whatever the parser node, and EOS is
+        not allowed. START is left out: there the text may end before any lexeme, which
+        depends on the parser node. Vectorised over all states at once, so a first visit
+        of such a state costs what a repeat does.
         """
-        found = self.state_of(q, live_set)
-        if found is None:
-            return None
-        j, s = found
-        table = self.tables.get(j) or self._table(j)
-        return table.inside_words(s) if table.plain[s] else None
+        return self._states(live_set)[0]
+
+    def ending_states(self, live_set: int) -> np.ndarray:
+        """The other states but START where one finite-set terminal alone is live: a lexeme can end in or after them.
+
+        Their masks depend on the parser node (boundary tokens, EOS); an identifier enum has a
+        few (2 at 100 values, 28 at 10,000 on Qwen2), which the warm-up computes.
+        """
+        return self._states(live_set)[1]
+
+    def _states(self, live_set: int) -> tuple[PlainRows | None, np.ndarray]:
+        """`plain_rows` and `ending_states` of one candidate set, computed together and cached."""
+        found = self._by_set.get(live_set)
+        if found is not None:
+            return found
+        rows, ending = None, np.zeros(0, dtype=np.int64)
+        if live_set & self.terminals:
+            tables = self.lexer.tables(live_set)
+            if tables._components is None:  # a view of the all-terminal DFA: its per-terminal columns
+                every = self.lexer._all
+                columns = list(iter_bits(live_set))
+                live, components = every._live[:, columns], every._components[:, columns]
+            else:
+                columns, live, components = tables._columns, tables._live, tables._components
+            alone = live.sum(axis=1) == 1
+            alone[START] = False
+            lo = np.full(tables.n_states, -1, dtype=np.int64)
+            hi = np.zeros(tables.n_states, dtype=np.int64)
+            other = np.zeros(tables.n_states, dtype=bool)
+            parts: list[EnumTokenTable] = []
+            offset = 0
+            for i, j in enumerate(columns):
+                at = alone & live[:, i]
+                if not self.terminals >> j & 1 or not at.any():
+                    continue
+                table = self._table(j)
+                s = components[:, i]
+                other |= at & ~table.plain[s]
+                at &= table.plain[s]
+                lo[at] = table.word_ptr[s[at]] + offset
+                hi[at] = table.word_ptr[s[at] + 1] + offset
+                parts.append(table)
+                offset += len(table.words)
+            if parts:
+                words = parts[0].words if len(parts) == 1 else np.concatenate([t.words for t in parts])
+                bits = parts[0].bits if len(parts) == 1 else np.concatenate([t.bits for t in parts])
+                rows = PlainRows(array("q", lo.tobytes()), array("q", hi.tobytes()), words, bits)
+            ending = np.flatnonzero(other)
+        self._by_set[live_set] = rows, ending
+        return rows, ending
+
+
+class PlainRows(NamedTuple):
+    """Rows of plain finite-set states of one candidate set's DFA, ready to write (see `FiniteSetLookup.plain_rows`).
+
+    State q's row is zero but for words `words[lo[q]:hi[q]]`, which hold `bits[lo[q]:hi[q]]`;
+    `lo[q]` is -1 where q is not plain. `lo`/`hi` are `array`s: indexing one gives a
+    Python int without a numpy scalar (the serving hot path reads them on every step).
+    """
+
+    lo: array
+    hi: array
+    words: np.ndarray
+    bits: np.ndarray
