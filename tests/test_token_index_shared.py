@@ -6,8 +6,9 @@ their ids (`pda.index.token_index.SharedClassifications`). Every check here
 compiles one grammar to fill the shared store, then a second grammar whose
 terminals have other ids, and compares what the second one's index answers
 (shared hits, single-terminal walks on the terminal's own DFA, disk entries)
-with the reference walk `TokenIndex._classify` (the candidate set's DFA, no
-cache) and the masks with the slow reference path.
+with the reference walk `TokenIndex._classify(..., shortcuts=False)` (the
+candidate set's DFA, no cache, every trie node visited level by level) and the masks with the
+slow reference path.
 """
 
 from __future__ import annotations
@@ -112,13 +113,14 @@ def check_walks(compiled: pda.CompiledGrammar, n_walks: int, seed: int) -> int:
         for node, q, _token in random_walk_states(compiled, rng, max_steps=12):
             live_set = node.allowed | lexer.ignore
             got = index.at_state(q, live_set)
-            assert_same(got, index._classify(index.first_nodes, q, live_set), f"at lexer state {q}, live set {live_set:b}")
+            want = index._classify(index.first_nodes, q, live_set, shortcuts=False)
+            assert_same(got, want, f"at lexer state {q}, live set {live_set:b}")
             for group in got.groups:
                 after = node.advance(group.terminals) if group.terminals & node.allowed else node
                 if after is None:
                     continue
                 nxt = after.allowed | lexer.ignore
-                assert_same(index.after_boundary(group, nxt), index._classify(group.nodes, START, nxt),
+                assert_same(index.after_boundary(group, nxt), index._classify(group.nodes, START, nxt, shortcuts=False),
                             f"after the boundary {group.terminals:b} at state {q}")
             assert mask_mismatches(compiled, node, q) == [], f"mask differs from the reference at state {q}"
             checked += 1
@@ -175,7 +177,8 @@ def test_single_terminal_walk_runs_on_the_terminal_dfa(fresh: Path) -> None:
     tables = lexer.tables(live_set)
     for q in range(1, tables.n_states):
         if tables.live[q]:
-            assert_same(index.at_state(q, live_set), index._classify(index.first_nodes, q, live_set), f"at state {q}")
+            want = index._classify(index.first_nodes, q, live_set, shortcuts=False)
+            assert_same(index.at_state(q, live_set), want, f"at state {q}")
 
 
 def test_basic_lexer_mode_is_not_shared(fresh: Path) -> None:

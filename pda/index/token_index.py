@@ -12,7 +12,11 @@ Boundary tokens are kept as `BoundaryGroup`s: the trie nodes where the lexeme
 ended, grouped by `E`. Classifying a group's suffixes from the lexer's start
 state under the next live set `A2` is again independent of the stack, so it is
 cached on the group by `A2`. Only `node.advance(E)` at serve time depends on
-the stack. All walks are vectorised level by level over the vocabulary trie.
+the stack. All walks are vectorised level by level over the vocabulary trie,
+with two exact shortcuts: subtrees of plain string body in a state that keeps
+them live are taken whole (`pda.index.slices`), and a narrow frontier below such
+a state is finished token by token, skipping plain characters (`_walk_tail`).
+From inside a JSON string this walks a few thousand of Qwen2's 330k trie nodes.
 
 A walk depends on the grammar only through the terminals live where it starts:
 their DFAs, their priorities and their states (contextual lexer). Walk results
@@ -39,6 +43,7 @@ import numpy as np
 
 from pda import cache
 from pda.grammar.ir import CONTEXTUAL
+from pda.index.slices import PlainBody, SliceStates, plain_body
 from pda.index.trie import TokenTrie, concat_ranges
 from pda.lexer.lexer import START, Lexer, LexerTables
 from pda.parser.earley import iter_bits
@@ -54,6 +59,15 @@ SHARED_MAX_BYTES = 64 * 2**20
 # Walks at least this slow are also written to the disk cache, one file each (reading one
 # back costs ~0.1 ms; a walk from the start state of a JSON value costs 1-50 ms on Qwen2).
 DISK_MIN_SECONDS = 0.002
+# A walk whose frontier is down to this many nodes with at most TAIL_TOKENS tokens below them,
+# some in a state that is safe for plain string body, steps those tokens byte by byte, skipping
+# plain characters (deep subtrees such as runs of spaces inside a string end in a few steps).
+TAIL_NODES = 64
+TAIL_TOKENS = 2048
+# ... and looks for plain string body to cut or skip (`pda.index.slices`) every this many bytes.
+TAIL_CUT_EVERY = 4
+# From this many inside tokens on, a walk's mask is built from runs of sorted positions.
+PACK_RUNS_MIN = 8192
 # Part of the disk-cache key: bump when a shared entry's layout or a walk's semantics changes.
 _FORMAT = "classes-1"
 
@@ -92,12 +106,13 @@ class _WalkTables:
     live (the candidate set's tables get a sink row; a terminal's own DFA has its dead state).
     """
 
-    __slots__ = ("trans", "byte_class", "live", "stops", "ends_as", "sets", "__weakref__")
+    __slots__ = ("trans", "byte_class", "live", "stops", "ends_as", "sets", "slices", "__weakref__")
 
     @classmethod
     def of_candidates(cls, lexer: Lexer, tables: LexerTables, sinks: dict) -> "_WalkTables":
         """The walk tables of one candidate set's DFA (one grammar's terminal ids in `sets`)."""
         self = cls.__new__(cls)
+        self.slices = None
         n = tables.n_states
         # Views of one DFA share its transition table (with a sink row added).
         arrays = sinks.get(id(tables.trans))
@@ -130,6 +145,7 @@ class _WalkTables:
     def of_terminal(cls, dfa: LexerDFA) -> "_WalkTables":
         """The walk tables of one terminal's own DFA (contextual mode; the set is position 0: `sets == [1]`)."""
         self = cls.__new__(cls)
+        self.slices = None
         self.trans = np.asarray(dfa.trans, dtype=np.int32)
         self.byte_class = np.asarray(dfa.byte_class, dtype=np.int32)
         self.live = np.asarray(dfa.live, dtype=bool).any(axis=1)
@@ -137,6 +153,12 @@ class _WalkTables:
         self.ends_as = np.where(np.asarray(dfa.accept, dtype=bool).any(axis=1), 0, -1).astype(np.int32)
         self.sets = [1]
         return self
+
+    def slice_states(self, depth: int) -> SliceStates:
+        """Which states keep every plain-string-body path of up to `depth` bytes live (made on first use)."""
+        if self.slices is None or self.slices.depth < depth:
+            self.slices = SliceStates(self.trans, self.byte_class, self.live, depth)
+        return self.slices
 
 
 _digests: dict[int, tuple[weakref.ref, str]] = {}
@@ -228,6 +250,10 @@ class TokenIndex:
         self.mask_words = mask_words
         self.vocab_key = vocab_key
         self.first_nodes = trie.child_ids[trie.child_ptr[0] : trie.child_ptr[1]]
+        self._n_children = np.diff(trie.child_ptr)
+        self._rank: np.ndarray | None = None
+        # The vocabulary's plain-string-body slice (`pda.index.slices`): built with the first index of a vocabulary.
+        self.plain = plain_body(trie, vocab_key)
         self._suffixes: dict[tuple[bytes, int], Classification] = {}
         self._walk_tables: dict[int, _WalkTables] = {}
         self._trans_with_sink: dict[int, tuple] = {}
@@ -275,22 +301,58 @@ class TokenIndex:
         return np.packbits(bits, bitorder="little").view(np.int32)
 
     # Compile-time work, paid once per (lexer state, live set) or (group, live set); cached.
-    def _classify(self, roots: np.ndarray, root_state: int, live_set: int) -> Classification:
-        """Walk the trie from `roots` under the candidate set's DFA (no cache): the reference walk."""
-        return self._walk(self._tables(live_set), roots, root_state)
+    def _classify(self, roots: np.ndarray, root_state: int, live_set: int, *, shortcuts: bool = True) -> Classification:
+        """Walk the trie from `roots` under the candidate set's DFA (no cache).
 
-    def _walk(self, tables: _WalkTables, roots: np.ndarray, root_state: int) -> Classification:
-        """Walk the trie from `roots` level by level, expanding only nodes whose lexeme is still live."""
+        `shortcuts=False` is the reference walk: every live node, level by level.
+        """
+        return self._walk(self._tables(live_set), roots, root_state, shortcuts=shortcuts)
+
+    def _walk(
+        self, tables: _WalkTables, roots: np.ndarray, root_state: int, *, shortcuts: bool = True
+    ) -> Classification:
+        """Walk the trie from `roots` level by level, expanding only nodes whose lexeme is still live.
+
+        Two shortcuts, both exact (off: every live node is visited, level by level):
+        a node whose whole subtree is plain string body, reached in a state that keeps
+        every such path live (`pda.index.slices`), is inside with all its tokens and not
+        walked (most of the vocabulary inside a string); and a frontier down to a few
+        deep subtrees (runs of spaces, `////`) is finished token by token (`_walk_tail`).
+        """
         live, stops, ends_as, sets = tables.live, tables.stops, tables.ends_as, tables.sets
         trans, byte_class = tables.trans, tables.byte_class
         trie = self.trie
-        node_byte = trie.byte
-        inside = []
+        node_byte, child_ids, child_ptr, n_children = trie.byte, trie.child_ids, trie.child_ptr, self._n_children
+        plain = self.plain if shortcuts else None
+        slices = tables.slice_states(trie.max_depth) if shortcuts else None
+        inside = []  # nodes whose own tokens are inside
+        whole = []  # nodes whose subtree's tokens are all inside
+        inside_positions = []  # tokens (sorted positions) found inside by the tail walk
         boundary_nodes = []
         boundary_sets = []
         frontier = roots
         parent_state = np.full(len(frontier), root_state, dtype=np.int32)
+        parent_auto = None  # the slice automaton's state where tracked (None: all 0, a restart)
         while len(frontier):
+            # Slices are tracked on wide levels (where cuts save work); on a narrow level, the nodes
+            # below a state known to be safe go to the tail and the others are walked plainly (the
+            # automaton restarts below them, which is sound: see `PlainBody`).
+            track = plain is not None and len(frontier) > TAIL_NODES
+            if plain is not None and not track:
+                tail = slices.status[0, parent_state] == 1
+                if tail.any():
+                    lo, hi = trie.token_ptr[frontier[tail]], trie.token_ptr[trie.end[frontier[tail]]]
+                    if int((hi - lo).sum()) <= TAIL_TOKENS:
+                        self._walk_tail(tables, frontier[tail], parent_state[tail], inside_positions, boundary_nodes,
+                                        boundary_sets, plain, slices)
+                        rest = ~tail
+                        frontier, parent_state = frontier[rest], parent_state[rest]
+                        if parent_auto is not None:
+                            parent_auto = parent_auto[rest]
+                        if not len(frontier):
+                            break
+                    else:
+                        track = True
             nxt = trans[parent_state, byte_class[node_byte[frontier]]]
             alive = live[nxt]
             if not alive.all():
@@ -300,18 +362,140 @@ class TokenIndex:
                     boundary_nodes.append(frontier[~alive][ok])
                     boundary_sets.append(ends[ok])
                 frontier, nxt = frontier[alive], nxt[alive]
-            inside.append(trie.tokens_at(frontier))
-            lo, hi = trie.child_ptr[frontier], trie.child_ptr[frontier + 1]
-            parent_state = np.repeat(nxt, hi - lo)
-            frontier = concat_ranges(trie.child_ids, lo, hi)
+                if parent_auto is not None:
+                    parent_auto = parent_auto[alive]
+            if track:
+                auto = plain.step[0 if parent_auto is None else parent_auto, node_byte[frontier]]
+                safe = slices.safe(auto, nxt)
+                if safe.any():
+                    # In a safe state, a subtree of slice paths is inside whole: cut it.
+                    cut = safe & ((plain.below[frontier] >> auto) & 1).astype(bool)
+                    if cut.any():
+                        whole.append(frontier[cut])
+                        keep = ~cut
+                        frontier, nxt, auto, safe = frontier[keep], nxt[keep], auto[keep], safe[keep]
+            inside.append(frontier)
+            counts = n_children[frontier]
+            parent_state = np.repeat(nxt, counts)
+            if not len(parent_state):
+                break
+            offsets = np.repeat(child_ptr[frontier] - (np.cumsum(counts) - counts), counts)
+            offsets += np.arange(len(offsets))
+            frontier = child_ids[offsets]
+            if track:
+                parent_auto = np.repeat(auto, counts)
+                if safe.any():
+                    # Below a safe node, a child whose byte and subtree are slice paths is inside whole.
+                    cut = np.repeat(safe, counts) & ((plain.edge[frontier] >> parent_auto) & 1).astype(bool)
+                    if cut.any():
+                        whole.append(frontier[cut])
+                        keep = ~cut
+                        frontier, parent_state, parent_auto = frontier[keep], parent_state[keep], parent_auto[keep]
+            else:
+                parent_auto = None
         groups = []
         if boundary_nodes:
             nodes = np.concatenate(boundary_nodes)
             which = np.concatenate(boundary_sets)
             # Set indices are small: bincount instead of np.unique (whose first plain call imports numpy.ma, ~18 ms).
             for k in np.flatnonzero(np.bincount(which)):
-                groups.append(BoundaryGroup(sets[k], np.sort(nodes[which == k])))
-        return Classification(self._pack(np.concatenate(inside)) if inside else None, groups)
+                ended = np.sort(nodes[which == k])
+                # The tail walk reports a node once per token below it.
+                groups.append(BoundaryGroup(sets[k], ended[np.diff(ended, prepend=-1) != 0]))
+        # Token positions: those ending at the inside nodes, the ranges of the whole subtrees, the tail's.
+        nodes = np.concatenate(inside) if inside else roots[:0]
+        subtrees = np.concatenate(whole) if whole else roots[:0]
+        lo = np.concatenate((trie.token_ptr[nodes], trie.token_ptr[subtrees]))
+        hi = np.concatenate((trie.token_ptr[nodes + 1], trie.token_ptr[trie.end[subtrees]]))
+        return Classification(self._pack_ranges(lo, hi, inside_positions), groups)
+
+    def _pack_ranges(self, lo: np.ndarray, hi: np.ndarray, more: list[np.ndarray]) -> np.ndarray | None:
+        """The tokens at sorted positions `lo[i]:hi[i]` (disjoint ranges) and in `more`, packed as `_pack` does.
+
+        Many positions (inside a string: most of the vocabulary, in a few thousand ranges)
+        are marked as runs in sorted order, then read in id order through `_rank`.
+        """
+        trie = self.trie
+        total = int((hi - lo).sum()) + sum(len(m) for m in more)
+        if total < PACK_RUNS_MIN:
+            return self._pack(trie.token_ids[np.concatenate([concat_ranges(trie.token_positions, lo, hi), *more])])
+        n = len(trie.token_ids)
+        order = np.argsort(lo, kind="stable")
+        lo, hi = lo[order], hi[order]
+        runs = np.empty(2 * len(lo) + 1, dtype=np.int64)  # alternately out and in, from position 0
+        runs[0:-1:2] = lo - np.concatenate(([0], hi[:-1]))
+        runs[1::2] = hi - lo
+        runs[-1] = n - (hi[-1] if len(hi) else 0)
+        flags = np.zeros(len(runs), dtype=bool)
+        flags[1::2] = True
+        marked = np.repeat(flags, runs)
+        for m in more:
+            marked[m] = True
+        if self._rank is None:
+            # _rank[i]: token i's sorted position, or n (never marked) for ids without text.
+            self._rank = np.full(self.mask_words * 32, n, dtype=np.int64)
+            self._rank[trie.token_ids] = np.arange(n)
+        return np.packbits(np.append(marked, False)[self._rank], bitorder="little").view(np.int32)
+
+    def _walk_tail(self, tables: _WalkTables, frontier: np.ndarray, parent_state: np.ndarray, inside: list,
+                   boundary_nodes: list, boundary_sets: list, plain: PlainBody, slices: SliceStates) -> None:
+        """Finish a walk over the few tokens below `frontier` byte by byte; results appended to the lists.
+
+        Same semantics as the level walk: a token whose byte kills the lexeme ends it
+        there (a boundary at that byte's node, reported once per token) or is dead.
+        Every few bytes, a token whose rest is plain string body in a safe state is
+        inside, and one in a state that loops on plain characters skips to its next
+        other character (`pda.index.slices`): runs of spaces inside a string.
+        """
+        live, stops, ends_as = tables.live, tables.stops, tables.ends_as
+        trans, byte_class = tables.trans, tables.byte_class
+        trie = self.trie
+        paths = plain.paths
+        lo, hi = trie.token_ptr[frontier], trie.token_ptr[trie.end[frontier]]
+        counts = hi - lo
+        positions = concat_ranges(trie.token_positions, lo, hi)
+        state = np.repeat(parent_state, counts)
+        at = paths.start[positions] + np.repeat(trie.depth[frontier].astype(np.int64) - 1, counts)  # next byte
+        end = paths.start[positions] + paths.length[positions]
+        zeros = np.zeros(len(positions), dtype=np.int8)  # the slice automaton restarts at each check
+        step = 0
+        while len(positions):
+            done = at >= end
+            if done.any():
+                inside.append(positions[done])
+                keep = ~done
+                positions, state, at, end = positions[keep], state[keep], at[keep], end[keep]
+                if not len(positions):
+                    break
+            if step % TAIL_CUT_EVERY == 0:
+                safe = slices.safe(zeros[: len(state)], state) & plain.char_start[at]
+                if safe.any():
+                    rest = plain.next_dirty[at]
+                    cut = safe & (rest == end)
+                    if cut.any():
+                        inside.append(positions[cut])
+                        keep = ~cut
+                        positions, state, at, end, safe, rest = (
+                            positions[keep], state[keep], at[keep], end[keep], safe[keep], rest[keep])
+                        if not len(positions):
+                            break
+                    jump = safe & slices.loops(state)
+                    at = np.where(jump, rest, at)
+            nxt = trans[state, byte_class[paths.data[at]]]
+            alive = live[nxt]
+            if not alive.all():
+                dying = ~alive
+                ends = np.where(stops[nxt[dying]], ends_as[state[dying]], -1)
+                ok = ends >= 0
+                if ok.any():
+                    died = positions[dying][ok]
+                    depth = at[dying][ok] - paths.start[died] + 1
+                    boundary_nodes.append(paths.ancestors(paths.ends[died], depth))
+                    boundary_sets.append(ends[ok])
+                positions, nxt, at, end = positions[alive], nxt[alive], at[alive], end[alive]
+            state = nxt
+            at = at + 1
+            step += 1
 
     def _signature(self, q: int, live_set: int) -> tuple[tuple, list[int]] | None:
         """What the walk from lexer state q depends on: (content, the live terminals in its order).

@@ -117,3 +117,41 @@ def concat_ranges(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndar
     lo, lengths = lo[keep], lengths[keep]
     offsets = np.repeat(lo - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
     return values[offsets + np.arange(total)]
+
+
+class TokenPaths:
+    """Every token's bytes, concatenated in sorted order, and each node's ancestors: for walking few tokens.
+
+    A walk left with a handful of deep subtrees (runs of spaces, `////`) steps their
+    tokens column by column instead of paying a trie level per byte.
+    """
+
+    def __init__(self, trie: TokenTrie) -> None:
+        ends = trie.token_end.astype(np.int64)
+        self.length = trie.depth[ends].astype(np.int64)
+        self.start = np.cumsum(self.length) - self.length
+        self.data = np.empty(int(self.length.sum()), dtype=np.uint8)
+        node, at = ends, self.start + self.length - 1
+        while len(node):
+            self.data[at] = trie.byte[node]
+            node, at = trie.parent[node].astype(np.int64), at - 1
+            keep = node > 0
+            node, at = node[keep], at[keep]
+        self.ends = ends
+        self.by_depth = stable_order(trie.depth)  # ids ascending within each depth
+        self.depth_start = np.searchsorted(trie.depth[self.by_depth], np.arange(trie.max_depth + 2))
+
+    def ancestors(self, nodes: np.ndarray, depths: np.ndarray) -> np.ndarray:
+        """The ancestor of each node at the given depth (at most its own).
+
+        In preorder it is the last node of that depth whose id is not above the node's.
+        """
+        if len(depths) and depths.min() == depths.max():  # the usual case: one depth
+            level = self.by_depth[self.depth_start[depths[0]] : self.depth_start[depths[0] + 1]]
+            return level[np.searchsorted(level, nodes, side="right") - 1]
+        out = np.empty(len(nodes), dtype=np.int64)
+        for d in np.unique(depths).tolist():
+            at = depths == d
+            level = self.by_depth[self.depth_start[d] : self.depth_start[d + 1]]
+            out[at] = level[np.searchsorted(level, nodes[at], side="right") - 1]
+        return out

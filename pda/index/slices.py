@@ -1,0 +1,284 @@
+"""Plain string body in the vocabulary trie: subtrees a lexer state provably keeps whole, cut instead of walked.
+
+A JSON string body's DFA loops on almost every byte, so from a state inside a
+string nearly the whole vocabulary is inside; walking its ~330k trie nodes
+(Qwen2) cost ~25 ms for every such state of every new schema. A *slice*
+(llguidance's name) is a byte language `U` fixed per vocabulary; here `U` is the
+plain string body: UTF-8 of code points >= U+0020 other than `"` and `\\`
+(a token may end inside a character: any prefix of a string of `U` counts),
+read by an 8-state automaton (`PLAIN_BODY`; its state 0 is between characters).
+
+Two facts, one per side, make a cut exact:
+
+* the trie knows, per node `n` and automaton state `u`, whether every path below
+  `n` is a prefix of a string of `U` read from `u` (`clean_below`: bits per node,
+  once per vocabulary, with the disk cache), and per token byte, how far the
+  token stays plain (`next_dirty`);
+* the walk knows, per pair (`u`, DFA state `s`), whether every such path of up to
+  the longest token's length keeps the lexeme live from `s` (`SliceStates.safe`: a
+  bounded search of the product of the two automata, once per pair and DFA).
+
+When both hold at a node the walk reaches, every token of its subtree is inside
+(no byte below it can kill the lexeme, so none is a boundary nor dead): its
+tokens are one contiguous range, taken whole, and the subtree is not walked.
+Where a DFA state also returns to itself after every plain character
+(`SliceStates.loops`: a string body), a token's walk may skip to its next
+character that is not plain: the state there is known.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from pda import cache
+from pda.index.trie import TokenPaths, TokenTrie, stable_order
+
+# The plain string body as a UTF-8 automaton (Unicode Table 3-7): state 0 is between
+# characters; the others wait for continuation bytes. Every state of it is a prefix state.
+_DEAD = -1
+
+
+def _plain_body_automaton() -> np.ndarray:
+    """`next[u, b]` of the plain-string-body byte automaton (`_DEAD` where `b` is refused)."""
+    nxt = np.full((8, 256), _DEAD, dtype=np.int64)
+    ascii_ok = [b for b in range(0x20, 0x80) if b not in (0x22, 0x5C)]
+    nxt[0, ascii_ok] = 0
+    nxt[0, 0xC2:0xE0] = 1  # two-byte lead: one continuation left
+    nxt[0, 0xE0] = 2  # E0 A0..BF (no overlongs)
+    nxt[0, 0xE1:0xED] = 3
+    nxt[0, 0xEE:0xF0] = 3
+    nxt[0, 0xED] = 4  # ED 80..9F (no surrogates)
+    nxt[0, 0xF0] = 5  # F0 90..BF
+    nxt[0, 0xF1:0xF4] = 6
+    nxt[0, 0xF4] = 7  # F4 80..8F (up to U+10FFFF)
+    nxt[1, 0x80:0xC0] = 0
+    nxt[2, 0xA0:0xC0] = 1
+    nxt[3, 0x80:0xC0] = 1
+    nxt[4, 0x80:0xA0] = 1
+    nxt[5, 0x90:0xC0] = 3
+    nxt[6, 0x80:0xC0] = 3
+    nxt[7, 0x80:0x90] = 3
+    return nxt
+
+
+PLAIN_BODY = _plain_body_automaton()
+
+
+def clean_below(trie: TokenTrie, automaton: np.ndarray = PLAIN_BODY) -> tuple[np.ndarray, np.ndarray]:
+    """Per trie node, as bits of automaton states: from which states are all byte paths below it kept
+    alive (`below`), and from which states at its parent are its own byte and those paths (`edge`)?
+
+    Bottom-up by depth, with the automaton's states as bits of a byte (at most 8):
+    a node's edge passes the states `u` whose move on its byte lands in `below[n]`
+    (one table lookup per node); a parent keeps the states all its children pass.
+    """
+    n_states = automaton.shape[0]
+    assert n_states <= 8, "automaton states are bits of a byte"
+    # passes[b, m]: the states u whose move on byte b is not refused and lands in a state of the set m.
+    target = np.where(automaton >= 0, automaton, 0)  # [u, b]
+    lands = (np.arange(256)[None, :, None] >> target.T[:, None, :]) & 1  # [b, m, u]
+    lands &= (automaton.T >= 0)[:, None, :]
+    passes = (lands << np.arange(n_states)).sum(axis=2).astype(np.uint8)
+    below = np.full(trie.n_nodes, 255, dtype=np.uint8)
+    order = stable_order(trie.depth)  # ids ascending within a depth: parents ascending too (preorder)
+    bounds = np.searchsorted(trie.depth[order], np.arange(trie.max_depth + 2))
+    for d in range(trie.max_depth, 0, -1):
+        nodes = order[bounds[d] : bounds[d + 1]]
+        edge = passes[trie.byte[nodes], below[nodes]]
+        parents = trie.parent[nodes]
+        starts = np.flatnonzero(np.diff(parents, prepend=-1))
+        below[parents[starts]] = np.bitwise_and.reduceat(edge, starts)
+    return below, passes[trie.byte, below]
+
+
+def _second_byte_ranges() -> tuple[np.ndarray, np.ndarray]:
+    """Per lead byte: the range its first continuation byte must fall in (no overlongs, surrogates, > U+10FFFF)."""
+    lo, hi = np.full(256, 0x80, dtype=np.uint8), np.full(256, 0xBF, dtype=np.uint8)
+    for lead, first, last in ((0xE0, 0xA0, 0xBF), (0xED, 0x80, 0x9F), (0xF0, 0x90, 0xBF), (0xF4, 0x80, 0x8F)):
+        lo[lead], hi[lead] = first, last
+    return lo, hi
+
+
+def next_dirty(paths: TokenPaths) -> tuple[np.ndarray, np.ndarray]:
+    """Per byte of the concatenated tokens: does a character start there, and where is the first character
+    at or after it that is not plain body (the token's end if none)?
+
+    So from a character start `x`, the token's bytes up to `next_dirty[x]` are whole
+    plain characters, and the rest of the token is a slice path iff that is its end.
+    The same language as `PLAIN_BODY`, read per character (the tests check both
+    against Python's UTF-8 decoder).
+    """
+    data = paths.data
+    total = len(data)
+    index = np.arange(total, dtype=np.int32)
+    end = np.repeat((paths.start + paths.length).astype(np.int32), paths.length)
+    starts = (data & 0xC0) != 0x80
+    # A character's continuation run: up to the next character start or the token's end.
+    stop = np.where(starts, index, np.int32(total))
+    stop[paths.start] = paths.start
+    after = np.minimum.accumulate(np.append(stop[1:], np.int32(total))[::-1])[::-1]
+    np.minimum(after, end, out=after)
+    run = after - index - 1
+    size = np.zeros(256, dtype=np.int32)  # a plain character's length by its first byte (0: not plain)
+    size[[b for b in range(0x20, 0x80) if b not in (0x22, 0x5C)]] = 1
+    size[0xC2:0xE0], size[0xE0:0xF0], size[0xF0:0xF5] = 2, 3, 4
+    need = size[data] - 1  # continuation bytes a plain character needs (-1: not plain, never good)
+    lo, hi = _second_byte_ranges()
+    second = np.append(data[1:], np.uint8(0x80))
+    good = (run == need) | ((after == end) & (run < need))
+    good &= (run == 0) | ((second >= lo[data]) & (second <= hi[data]))
+    dirty = np.where(starts & ~good, index, np.int32(total))
+    return starts, np.minimum(np.minimum.accumulate(dirty[::-1])[::-1], end)
+
+
+class PlainBody:
+    """The plain-string-body slice of one trie: per node (`clean_below`) and per token byte (`next_dirty`).
+
+    `step[u, b]` is the automaton's move, except that a refused byte restarts it at
+    state 0: any state a walk assigns to a node is sound (a cut needs both the node's
+    bits and the DFA state's safety from that same automaton state); restarting lets
+    a subtree after a quote or an escape be cut again. `paths` are the trie's token bytes.
+    """
+
+    def __init__(self, trie: TokenTrie) -> None:
+        self.below, self.edge = clean_below(trie)
+        self.step = np.where(PLAIN_BODY >= 0, PLAIN_BODY, 0).astype(np.int8)
+        self.paths = TokenPaths(trie)
+        self.char_start, self.next_dirty = next_dirty(self.paths)
+
+
+_plain: "weakref.WeakKeyDictionary[TokenTrie, PlainBody]" = weakref.WeakKeyDictionary()
+# Part of the disk-cache key: bump when `PlainBody`'s layout or meaning changes.
+_FORMAT = "plain-body-1"
+
+
+def plain_body(trie: TokenTrie, vocab_key: str | None = None) -> PlainBody:
+    """The trie's `PlainBody`: once per trie (~50 ms for Qwen2), from the disk cache given the vocabulary's key."""
+    found = _plain.get(trie)
+    if found is None:
+        path = cache.cache_path("slices", _FORMAT, vocab_key[:24]) if vocab_key else None
+        found = cache.load(path) if path is not None else None
+        if not isinstance(found, PlainBody) or len(found.below) != trie.n_nodes:
+            found = PlainBody(trie)
+            if path is not None:
+                cache.store(path, found)
+        _plain[trie] = found
+    return found
+
+
+# A state whose product with the slice automaton reaches more pairs than this is not
+# proven safe (the walk just proceeds): bounds the check on huge DFAs. All searches on one
+# DFA together see at most SEARCH_BUDGET pairs (~5 us each); then its unknown states are
+# not proven either. Searches on JSON strings and keys see tens to hundreds; a long counter
+# (maxLength 500: each state a chain of up to 128 levels) would otherwise cost seconds.
+MAX_PAIRS = 1 << 11
+SEARCH_BUDGET = 1 << 12
+
+
+class SliceStates:
+    """For one walk DFA: from which (automaton state, DFA state) pairs every slice path of up to
+    `depth` bytes keeps the lexeme live.
+
+    `trans` must send every state that is not live to a state that is not live, as
+    the walk tables do. Answers are memoised per pair (`status`: -1 unknown, 0, 1).
+    """
+
+    __slots__ = ("trans", "live", "depth", "status", "loop", "moves", "budget")
+
+    def __init__(self, trans: np.ndarray, byte_class: np.ndarray, live: np.ndarray, depth: int,
+                 automaton: np.ndarray = PLAIN_BODY) -> None:
+        self.trans = trans
+        self.live = live
+        self.depth = depth
+        self.status = np.full((automaton.shape[0], trans.shape[0]), -1, dtype=np.int8)
+        # loop[s]: from (0, s) every whole character of the slice leads back to s (-1 unknown).
+        self.loop = np.full(trans.shape[0], -1, dtype=np.int8)
+        self.budget = SEARCH_BUDGET
+        # Per automaton state: its distinct (next automaton state, DFA byte class) moves.
+        n_classes = int(byte_class.max()) + 1
+        self.moves = []
+        for u in range(automaton.shape[0]):
+            ok = np.flatnonzero(automaton[u] != _DEAD)
+            codes = np.flatnonzero(np.bincount(automaton[u, ok] * n_classes + byte_class[ok]))
+            self.moves.append((codes // n_classes, codes % n_classes))
+
+    def safe(self, autos: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """A bool per pair (autos[i], states[i]): is every slice path from it proven to keep the lexeme live?"""
+        status = self.status
+        known = status[autos, states]
+        unknown = known < 0
+        if unknown.any():
+            n = self.trans.shape[0]
+            pairs = np.flatnonzero(np.bincount(autos[unknown].astype(np.int64) * n + states[unknown]))
+            for u in np.flatnonzero(np.bincount(pairs // n)).tolist():
+                todo = pairs[pairs // n == u] % n
+                # One byte deep for all of them at once: most states that are not safe fail here.
+                quick = self.live[self.trans[todo][:, self.moves[u][1]]].all(axis=1)
+                status[u, todo[~quick]] = 0
+                for s in todo[quick].tolist():
+                    self._search(u, s)
+            known = status[autos, states]
+        return known == 1
+
+    def loops(self, states: np.ndarray) -> np.ndarray:
+        """A bool per state: do slice paths from it stay live and return to it after every whole character?"""
+        known = self.loop[states]
+        unknown = known < 0
+        if unknown.any():
+            for s in np.flatnonzero(np.bincount(states[unknown])).tolist():
+                self._search(0, s)
+            known = self.loop[states]
+        return known == 1
+
+    def _search(self, u: int, s: int) -> None:
+        """Breadth-first over (automaton state, DFA state) pairs from (u, s), `depth` bytes deep; sets `status`.
+
+        A search that runs out of new pairs explored everything reachable from each pair
+        it saw, all live: those pairs are safe too. From automaton state 0 it also
+        settles `loop[s]`: whether state 0 only ever met DFA state s. A search cut short
+        by `depth` or `MAX_PAIRS` gives up the unknown pairs it saw (`_give_up`).
+        """
+        if u == 0:
+            self.loop[s] = 0
+        if self.budget <= 0:
+            self.status[u, s] = 0
+            return
+        n = self.trans.shape[0]
+        seen = {u * n + s}
+        frontier_u = np.array([u], dtype=np.int64)
+        frontier_s = np.array([s], dtype=np.int64)
+        for _ in range(self.depth):
+            next_codes = []
+            for v in np.flatnonzero(np.bincount(frontier_u)).tolist():
+                targets, classes = self.moves[v]
+                reached = self.trans[frontier_s[frontier_u == v]][:, classes]
+                if not self.live[reached].all():
+                    self.status[u, s] = 0
+                    return
+                next_codes.append((targets * n + reached).ravel())
+            fresh = set(np.concatenate(next_codes).tolist()) - seen
+            if not fresh:
+                codes = np.fromiter(seen, dtype=np.int64, count=len(seen))
+                self.status[codes // n, codes % n] = 1
+                if u == 0:
+                    self.loop[s] = all(c == s for c in seen if c < n)
+                return
+            seen |= fresh
+            self.budget -= len(fresh)
+            if len(seen) > MAX_PAIRS:
+                self._give_up(seen, n)
+                return
+            codes = np.fromiter(fresh, dtype=np.int64, count=len(fresh))
+            frontier_u, frontier_s = codes // n, codes % n
+        # Safe `depth` bytes deep but not proven beyond: a long chain of states (a counter such as
+        # maxLength). Its other pairs are given up rather than each searched as deep again.
+        self._give_up(seen, n)
+        self.status[u, s] = 1
+
+    def _give_up(self, seen: set[int], n: int) -> None:
+        """Mark the pairs of an unfinished search that are still unknown as not proven (sound: no cut there)."""
+        codes = np.fromiter(seen, dtype=np.int64, count=len(seen))
+        pairs = (codes // n, codes % n)
+        self.status[pairs] = np.where(self.status[pairs] < 0, 0, self.status[pairs])
