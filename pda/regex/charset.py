@@ -20,6 +20,8 @@ import numpy as np
 from re import _constants as C
 from re._casefix import _EXTRA_CASES
 
+from pda.regex.hashing import hash_weights
+
 CharSet = tuple[tuple[int, int], ...]
 
 MAX_CP = 0x10FFFF
@@ -292,8 +294,7 @@ class Alphabet:
 
     def _signature_atoms(self, distinct: list[CharSet], n_int: int, seed: int) -> np.ndarray:
         """Atom ids from two random linear hashes of each interval's set of containing sets."""
-        rng = np.random.default_rng(0xA70 + seed)
-        weights = rng.integers(1, 2**63, size=(max(len(distinct), 1), 2), dtype=np.uint64)
+        weights = hash_weights(0xA70 + seed, (max(len(distinct), 1), 2))
         diff = np.zeros((n_int + 1, 2), dtype=np.uint64)
         for j, s in enumerate(distinct):
             i0, i1 = self._ranges[s]

@@ -19,6 +19,7 @@ from pda import cache
 from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, compile_regex, literal_dfa
+from pda.regex.hashing import hash_weights
 from pda.trie import finite_set_dfa, literal_alternatives
 
 _memory: dict[str, LexerDFA] = {}
@@ -82,9 +83,8 @@ def combine(
     # Product states are identified by two 64-bit random linear hashes of their vectors
     # (a collision needs both to agree: about 2**-128 per pair). hashed[h][g, c] is
     # weight_h(terminal of g) * table[g, c], so a successor's hash is a sum of gathers.
-    rng = np.random.default_rng(0x5EED)
     owner = np.repeat(np.arange(n_terms), [d.n_states for d in dfas])
-    weights = rng.integers(1, 2**63, size=(2, max(n_terms, 1)), dtype=np.uint64) | np.uint64(1)
+    weights = hash_weights(0x5EED, (2, max(n_terms, 1)))
     # A terminal in its dead state stays there and adds a constant to every hash, so a
     # successor's hash is that constant plus the live components' terms: work in the
     # number of live terminals, not all of them (hundreds of JSON Schema key terminals,
@@ -157,8 +157,7 @@ def _minimise(
     n = len(trans)
     _, _, block = unique_rows(np.packbits(accept, axis=1))
     count = int(block.max()) + 1
-    rng = np.random.default_rng(0xB10C)
-    weights = rng.integers(1, 2**63, size=(trans.shape[1] + 1, 2), dtype=np.uint64) | np.uint64(1)
+    weights = hash_weights(0xB10C, (trans.shape[1] + 1, 2))
     while True:
         signature = np.concatenate([block[:, None], block[trans]], axis=1).astype(np.uint64) @ weights
         _, _, new_block = unique_rows(signature)

@@ -24,7 +24,7 @@ import numpy as np
 from pda.errors import LimitExceeded
 from pda.index.trie import sorted_trie, stable_order
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
-
+from pda.regex.hashing import hash_weights, mix
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -54,8 +54,6 @@ class LiteralTrie:
         return height
 
 
-def _hash_columns(rng: np.random.Generator, size: int) -> np.ndarray:
-    return rng.integers(1, 2**63, size=(2, size), dtype=np.uint64) | np.uint64(1)
 
 
 def build_literal_dfa(
@@ -81,9 +79,8 @@ def build_literal_dfa(
 
     # Bottom-up by height: block ids for all nodes of one height at a time.
     height = trie.heights()
-    rng = np.random.default_rng(0x7E1E)
-    class_w = _hash_columns(rng, n_classes)
-    block_w = _hash_columns(rng, 2)
+    class_w = hash_weights(0x7E1E, (2, n_classes))
+    block_w = hash_weights(0x7E1F, (2, 2))
     block = np.full(n, -1, dtype=np.int64)
     sig = np.zeros((2, n), dtype=np.uint64)
     acc = trie.accept.astype(np.uint64)
@@ -102,7 +99,7 @@ def build_literal_dfa(
         if len(kids):
             b = (block[kids].astype(np.uint64) + np.uint64(1)) * block_w[0, 1]
             for h in range(2):
-                term = _mix(b ^ class_w[h, edge_class[kids]])
+                term = mix(b ^ class_w[h, edge_class[kids]])
                 np.add.at(sig[h], trie.parent[kids], term)
     if n_blocks + 1 > max_states:
         raise LimitExceeded(
@@ -143,14 +140,3 @@ def _group(first: np.ndarray, second: np.ndarray) -> np.ndarray:
         return inverse
     _, inverse = np.unique(np.stack([first, second], axis=1), axis=0, return_inverse=True)
     return inverse.reshape(-1)
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: a bijective scramble, so sums of mixed terms rarely collide."""
-    x = x.copy()
-    x ^= x >> np.uint64(30)
-    x *= np.uint64(0xBF58476D1CE4E5B9)
-    x ^= x >> np.uint64(27)
-    x *= np.uint64(0x94D049BB133111EB)
-    x ^= x >> np.uint64(31)
-    return x
