@@ -28,6 +28,7 @@ from pda.regex.dfa import compile_regex
 from pda.trie import build_literal_dfa, finite_set_dfa, literal_alternatives, lookup
 from pda.trie.join import join
 from pda.trie.lookup import FiniteSetLookup
+from tests.classifications import assert_same_classification
 
 WORDS = ("get", "set", "user", "profile", "list", "create", "delete", "update", "item", "order",
          "account", "search", "file", "tool", "query", "data", "report", "send", "message", "fetch")
@@ -531,19 +532,6 @@ def test_masks_equal_general_engine_k10000(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the per-state lookup, against the walk
 
 
-def classification_parts(c) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-    """A classification as (inside mask, boundary nodes per terminal set): what masks depend on.
-
-    The walk puts a state's boundary nodes in one group per terminal set; the lookup
-    hands the same nodes as groups shared between states, so groups are compared by union.
-    """
-    inside = c.inside if c.inside is not None else np.zeros(0, np.int32)
-    nodes: dict[int, list[np.ndarray]] = {}
-    for g in c.groups:
-        nodes.setdefault(g.terminals, []).append(g.nodes)
-    return inside, {e: np.sort(np.concatenate(parts)) for e, parts in nodes.items()}
-
-
 def lookup_matches_walk(compiled: pda.CompiledGrammar, live_set: int, states) -> int:
     """At each lexer state the lookup answers, its classification equals the walk's; returns how many answered."""
     index = compiled.index
@@ -554,12 +542,7 @@ def lookup_matches_walk(compiled: pda.CompiledGrammar, live_set: int, states) ->
         if got is None:
             continue
         want = index._classify(index.first_nodes, q, live_set)
-        got_inside, got_nodes = classification_parts(got)
-        want_inside, want_nodes = classification_parts(want)
-        assert np.array_equal(got_inside, want_inside), f"inside tokens differ at lexer state {q}"
-        assert got_nodes.keys() == want_nodes.keys(), f"boundary terminal sets differ at lexer state {q}"
-        for e in want_nodes:
-            assert np.array_equal(got_nodes[e], want_nodes[e]), f"boundary nodes differ at lexer state {q}"
+        assert_same_classification(got, want, f"at lexer state {q}")
         answered += 1
     return answered
 

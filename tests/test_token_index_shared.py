@@ -25,6 +25,7 @@ from pda.index import token_index
 from pda.lexer import lexer as lexer_module
 from pda.lexer.lexer import START
 from pda.reference import mask_mismatches, random_walk_states
+from tests.classifications import assert_same_classification
 
 # One object frame, two string-ish terminals and a number; B renames nothing but
 # declares other terminals first and adds a list and ignored white space, so ids differ.
@@ -86,24 +87,6 @@ def compile_lark(text: str, vocab: pda.Vocabulary) -> pda.CompiledGrammar:
     return pda.CompiledGrammar(pda.Grammar.from_lark(text), vocab, warmup_seconds=0, disk_cache=False)
 
 
-def parts(c) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-    """(inside mask, boundary nodes per terminal set): what masks depend on."""
-    inside = c.inside if c.inside is not None else np.zeros(0, np.int32)
-    nodes: dict[int, list[np.ndarray]] = {}
-    for g in c.groups:
-        nodes.setdefault(g.terminals, []).append(g.nodes)
-    return inside, {e: np.sort(np.concatenate(ps)) for e, ps in nodes.items()}
-
-
-def assert_same(got, want, where: str) -> None:
-    got_inside, got_nodes = parts(got)
-    want_inside, want_nodes = parts(want)
-    assert np.array_equal(got_inside, want_inside), f"inside tokens differ {where}"
-    assert got_nodes.keys() == want_nodes.keys(), f"boundary terminal sets differ {where}: {got_nodes.keys()} vs {want_nodes.keys()}"
-    for e in want_nodes:
-        assert np.array_equal(got_nodes[e], want_nodes[e]), f"boundary nodes differ {where}"
-
-
 def check_walks(compiled: pda.CompiledGrammar, n_walks: int, seed: int) -> int:
     """Along random walks: every classification and suffix classification equals the fresh walk; masks equal the reference."""
     index, lexer = compiled.index, compiled.lexer
@@ -114,13 +97,13 @@ def check_walks(compiled: pda.CompiledGrammar, n_walks: int, seed: int) -> int:
             live_set = node.allowed | lexer.ignore
             got = index.at_state(q, live_set)
             want = index._classify(index.first_nodes, q, live_set, shortcuts=False)
-            assert_same(got, want, f"at lexer state {q}, live set {live_set:b}")
+            assert_same_classification(got, want, f"at lexer state {q}, live set {live_set:b}")
             for group in got.groups:
                 after = node.advance(group.terminals) if group.terminals & node.allowed else node
                 if after is None:
                     continue
                 nxt = after.allowed | lexer.ignore
-                assert_same(index.after_boundary(group, nxt), index._classify(group.nodes, START, nxt, shortcuts=False),
+                assert_same_classification(index.after_boundary(group, nxt), index._classify(group.nodes, START, nxt, shortcuts=False),
                             f"after the boundary {group.terminals:b} at state {q}")
             assert mask_mismatches(compiled, node, q) == [], f"mask differs from the reference at state {q}"
             checked += 1
@@ -178,7 +161,7 @@ def test_single_terminal_walk_runs_on_the_terminal_dfa(fresh: Path) -> None:
     for q in range(1, tables.n_states):
         if tables.live[q]:
             want = index._classify(index.first_nodes, q, live_set, shortcuts=False)
-            assert_same(index.at_state(q, live_set), want, f"at state {q}")
+            assert_same_classification(index.at_state(q, live_set), want, f"at state {q}")
 
 
 def test_basic_lexer_mode_is_not_shared(fresh: Path) -> None:

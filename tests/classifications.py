@@ -1,0 +1,29 @@
+"""Comparing two token-index classifications by what masks depend on (shared by the tests)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def classification_parts(c) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """A classification as (inside mask, boundary nodes per terminal set).
+
+    The walk puts a state's boundary nodes in one group per terminal set; the finite-set
+    lookup hands the same nodes as groups shared between states, so groups are compared
+    by union.
+    """
+    inside = c.inside if c.inside is not None else np.zeros(0, np.int32)
+    nodes: dict[int, list[np.ndarray]] = {}
+    for g in c.groups:
+        nodes.setdefault(g.terminals, []).append(g.nodes)
+    return inside, {e: np.sort(np.concatenate(parts)) for e, parts in nodes.items()}
+
+
+def assert_same_classification(got, want, where: str) -> None:
+    """Equal inside tokens and equal boundary nodes per terminal set."""
+    got_inside, got_nodes = classification_parts(got)
+    want_inside, want_nodes = classification_parts(want)
+    assert np.array_equal(got_inside, want_inside), f"inside tokens differ {where}"
+    assert got_nodes.keys() == want_nodes.keys(), f"boundary terminal sets differ {where}: {got_nodes.keys()} vs {want_nodes.keys()}"
+    for e in want_nodes:
+        assert np.array_equal(got_nodes[e], want_nodes[e]), f"boundary nodes differ {where}"
