@@ -509,3 +509,18 @@ def test_fast_mask_equals_reference_on_lowered_schemas(monkeypatch: pytest.Monke
             for node, q, _ in random_walk_states(compiled, rng, max_steps=50):
                 assert mask_mismatches(compiled, node, q) == [], states
                 states += 1
+
+
+def test_from_pydantic_models_and_adapted_types() -> None:
+    """A Pydantic model through its JSON Schema; a plain type through a TypeAdapter."""
+    from pydantic import BaseModel
+
+    class Pet(BaseModel):
+        name: str
+        age: int = 0
+
+    g = pda.Grammar.from_pydantic(Pet)
+    assert g.accepts('{"name":"Rex"}') and g.accepts('{"name":"Rex","age":3}')
+    assert not g.accepts('{"age":3}') and not g.accepts('{"name":1}')
+    ints = pda.Grammar.from_pydantic(list[int])
+    assert ints.accepts("[1,2]") and not ints.accepts('["a"]')

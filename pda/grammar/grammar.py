@@ -73,9 +73,11 @@ class Grammar:
     def from_pydantic(
         cls, model: Any, *, whitespace: str = "compact", strict: bool = True, property_order: str = "any"
     ) -> "Grammar":
-        """JSON for a Pydantic model, through its JSON Schema."""
+        """JSON for a Pydantic model (or any type a `TypeAdapter` takes), through its JSON Schema."""
+        from pda.grammar.json_schema import pydantic_to_schema
+
         return cls.from_json_schema(
-            model.model_json_schema(), whitespace=whitespace, strict=strict, property_order=property_order
+            pydantic_to_schema(model), whitespace=whitespace, strict=strict, property_order=property_order
         )
 
     @classmethod

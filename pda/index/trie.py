@@ -90,11 +90,6 @@ class TokenTrie:
         """The children of `nodes`, concatenated."""
         return concat_ranges(self.child_ids, self.child_ptr[nodes], self.child_ptr[nodes + 1])
 
-    def tokens_at(self, nodes: np.ndarray) -> np.ndarray:
-        """Token ids whose bytes end exactly at `nodes`."""
-        pos = concat_ranges(self.token_positions, self.token_ptr[nodes], self.token_ptr[nodes + 1])
-        return self.token_ids[pos]
-
 
 def stable_order(values: np.ndarray) -> np.ndarray:
     """`np.argsort(values, kind="stable")`, in linear time for small non-negative ints (depths, heights).

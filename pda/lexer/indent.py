@@ -187,17 +187,6 @@ def expand_ir(ir: GrammarIR, config: IndentConfig) -> GrammarIR:
     return replace(ir, terminals=tuple(terminals))
 
 
-def uses_indentation(ir: GrammarIR, config: IndentConfig) -> bool:
-    """Whether a grammar opts in: it declares the indent/dedent terminals and defines the newline."""
-    by_name = ir.terminal_by_name
-    return (
-        config.indent in by_name
-        and config.dedent in by_name
-        and config.newline in by_name
-        and by_name[config.indent].pattern == NEVER
-    )
-
-
 class Indenter:
     """Per-grammar tables for `IndentedNode`: terminal ids and the intern table."""
 

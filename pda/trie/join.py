@@ -105,10 +105,6 @@ class EnumTokenTable:
         self.words = (word_key[starts] & 0xFFFFFFFF).astype(np.intp)
         self.word_ptr = np.searchsorted(starts, inside_ptr).astype(np.int64)
 
-    @property
-    def n_groups(self) -> int:
-        return len(self.node_ptr) - 1
-
     def inside(self, state: int) -> np.ndarray:
         """Token ids allowed from `state` whatever follows the lexeme (ascending)."""
         return self.inside_tokens[self.inside_ptr[state] : self.inside_ptr[state + 1]]
