@@ -33,6 +33,7 @@ import functools
 import re
 import re._constants as C
 import re._parser as P
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from pda.errors import RegexError
@@ -896,6 +897,29 @@ def _classes(nfa: _NFA) -> tuple[list[Ranges], list[list[tuple[list[int], int]]]
     return classes, edges
 
 
+def _explore(start: Hashable, n_classes: int,
+             step: Callable[[Hashable, int], Hashable]) -> tuple[list[Hashable], list[list[int]]]:
+    """Breadth-first over the states reachable from `start` by `step(state, class)`: the
+    states in numbering order and the transition rows; `_TooBig` past the state limit."""
+    index = {start: 0}
+    order = [start]
+    trans: list[list[int]] = []
+    while len(trans) < len(order):
+        cur = order[len(trans)]
+        row = []
+        for c in range(n_classes):
+            nxt = step(cur, c)
+            j = index.get(nxt)
+            if j is None:
+                if len(order) >= MAX_PATTERN_DFA_STATES:
+                    raise _TooBig
+                j = index[nxt] = len(order)
+                order.append(nxt)
+            row.append(j)
+        trans.append(row)
+    return order, trans
+
+
 def _determinise(nfa: _NFA, start: int, end: int) -> _DFA:
     classes, edges = _classes(nfa)
 
@@ -908,22 +932,8 @@ def _determinise(nfa: _NFA, start: int, end: int) -> _DFA:
                     stack.append(t)
         return frozenset(seen)
 
-    first = closure({start})
-    index = {first: 0}
-    order = [first]
-    trans: list[list[int]] = []
-    while len(trans) < len(order):
-        cur = order[len(trans)]
-        row = []
-        for c in range(len(classes)):
-            nxt = closure({dst for s in cur for cs, dst in edges[s] if c in cs})
-            if nxt not in index:
-                if len(order) >= MAX_PATTERN_DFA_STATES:
-                    raise _TooBig
-                index[nxt] = len(order)
-                order.append(nxt)
-            row.append(index[nxt])
-        trans.append(row)
+    order, trans = _explore(closure({start}), len(classes),
+                            lambda cur, c: closure({dst for s in cur for cs, dst in edges[s] if c in cs}))
     return _DFA(classes, trans, [end in st for st in order])
 
 
@@ -931,22 +941,8 @@ def _product(dfas: list[_DFA], wanted: list[bool], lo: int, hi: int | None) -> _
     """Strings each DFA accepts iff `wanted` says so, of lo..hi units (all on one partition)."""
     classes = dfas[0].classes
     cap = hi + 1 if hi is not None else lo
-    start = tuple([0] * len(dfas) + [0])
-    index = {start: 0}
-    order = [start]
-    trans: list[list[int]] = []
-    while len(trans) < len(order):
-        cur = order[len(trans)]
-        row = []
-        for c in range(len(classes)):
-            nxt = tuple([d.trans[q][c] for d, q in zip(dfas, cur)] + [min(cur[-1] + 1, cap)])
-            if nxt not in index:
-                if len(order) >= MAX_PATTERN_DFA_STATES:
-                    raise _TooBig
-                index[nxt] = len(order)
-                order.append(nxt)
-            row.append(index[nxt])
-        trans.append(row)
+    order, trans = _explore(tuple([0] * len(dfas) + [0]), len(classes),
+                            lambda cur, c: tuple([d.trans[q][c] for d, q in zip(dfas, cur)] + [min(cur[-1] + 1, cap)]))
     accept = [all(d.accept[q] == w for d, q, w in zip(dfas, st, wanted))
               and st[-1] >= lo and (hi is None or st[-1] <= hi) for st in order]
     return _DFA(classes, trans, accept)
