@@ -95,6 +95,9 @@ CASES = [
     ({"type": "string", "pattern": "^(?!org\\.bukkit\\.)[a-z.]+$"}, ["org.x", "com.bukkit.a", "org.bukkit"],
      ["org.bukkit.x", "A"]),
     ({"type": "string", "pattern": "^(?=ab)[a-c]+$", "maxLength": 3}, ["abc", "ab"], ["ba", "a", "abca"]),
+    # An inline `(?i:...)` folds case only inside its group, rendered directly and through automata.
+    ({"type": "string", "pattern": "^(?i:ab)c$"}, ["ABc", "aBc"], ["abC", "ab"]),
+    ({"type": "string", "pattern": "^(?i:ab)c$", "maxLength": 3, "not": {"pattern": "^A"}}, ["aBc"], ["ABc", "abC"]),
     # Sibling keywords of enum/const apply to every value: scalar ones checked directly,
     # the others by parsing the value with their own lowering.
     ({"enum": [3, 4, 6, "2020-01-01", "x"], "multipleOf": 2, "format": "date"}, [4, 6, "2020-01-01"], [3, "x"]),

@@ -33,7 +33,8 @@ import functools
 import re
 import re._constants as C
 import re._parser as P
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pda.errors import RegexError
@@ -455,6 +456,18 @@ class _Renderer:
     def fail(self, what: str) -> RegexError:
         return RegexError(f"pattern {self.source!r}: {what} cannot be compiled to a finite automaton")
 
+    @contextmanager
+    def group_flags(self, add_flags: int, del_flags: int) -> Iterator[None]:
+        """Inside a group with inline flags: only `i` is supported, and it folds case there."""
+        if add_flags & ~re.IGNORECASE or del_flags:
+            raise self.fail("inline flags")
+        saved = self.ignore_case
+        self.ignore_case = saved or bool(add_flags & re.IGNORECASE)
+        try:
+            yield
+        finally:
+            self.ignore_case = saved
+
     def charset(self, op: object, av: object) -> Ranges | None:
         if op is C.LITERAL:
             r: Ranges = ((av, av),)  # type: ignore[assignment]
@@ -503,12 +516,8 @@ class _Renderer:
             return (u, 1, 1) if u is not None else (None, 0, 0)
         if op is C.SUBPATTERN:
             _group, add_flags, del_flags, sub = av  # type: ignore[misc]
-            if add_flags & ~re.IGNORECASE or del_flags:
-                raise self.fail("inline flags")
-            saved = self.ignore_case
-            self.ignore_case = saved or bool(add_flags & re.IGNORECASE)
-            text, lo, hi = self.seq(list(sub))
-            self.ignore_case = saved
+            with self.group_flags(add_flags, del_flags):
+                text, lo, hi = self.seq(list(sub))
             return (f"(?:{text})" if text is not None else None), lo, hi
         if op is C.BRANCH:
             alts = [self.seq(list(b)) for b in av[1]]  # type: ignore[index]
@@ -809,14 +818,8 @@ class _NFA:
             return a, b
         if op is C.SUBPATTERN:
             _group, add_flags, del_flags, sub = av  # type: ignore[misc]
-            if add_flags & ~re.IGNORECASE or del_flags:
-                raise r.fail("inline flags")
-            saved = r.ignore_case
-            r.ignore_case = saved or bool(add_flags & re.IGNORECASE)
-            try:
+            with r.group_flags(add_flags, del_flags):
                 return self.seq(r, list(sub))
-            finally:
-                r.ignore_case = saved
         if op is C.BRANCH:
             a, b = self.state(), self.state()
             for alt in av[1]:  # type: ignore[index]
