@@ -37,8 +37,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+import numpy as np
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -107,21 +110,28 @@ def run_pda(k: int, docs: list[list[int]], via_lark: bool, lazy: bool, collect: 
     values = enum_values(k, k + 1)
     docs = [tokenizer.encode(json.dumps({"tool": v}, separators=(",", ": "))) for v in
             random.Random(0).sample(values, min(len(values), len(docs)))]
-    return out | replay(lambda: pda.Matcher(compiled), docs, vocab.eos_ids, collect)
+
+    def session(bitmask: np.ndarray) -> tuple[Callable[[], Any], Callable[[int], bool]]:
+        m = pda.Matcher(compiled)
+        return partial(m.fill_bitmask, bitmask, 0), m.accept_token
+
+    return out | replay(session, docs, vocab.eos_ids, collect)
 
 
-def replay(new_matcher, docs: list[list[int]], eos_ids, collect: bool) -> dict[str, Any]:
+def replay(new_session: Callable[[np.ndarray], tuple[Callable[[], Any], Callable[[int], bool]]],
+           docs: list[list[int]], eos_ids, collect: bool) -> dict[str, Any]:
     """Per step: time the mask, check the document's token is allowed, accept it.
 
-    `collect`: a full garbage collection first, so that the one the compile's allocations
-    make due does not land in a timed step (4-8 ms in pda's process, seen in ~half the runs).
+    `new_session(bitmask)` gives a document's `fill()` and `accept(token)`: each engine's
+    own bound methods with their arguments bound (`functools.partial`), so every engine
+    is timed through the same one call and no adapter. `collect`: a full garbage
+    collection first, so that the one the compile's allocations make due does not land
+    in a timed step (4-8 ms in pda's process, seen in ~half the runs).
     """
     import gc
 
     if collect:
         gc.collect()
-    import numpy as np
-
     words = (QWEN2_LOGITS_SIZE + 31) // 32
     bitmask = np.zeros((1, words), dtype=np.int32)
     flat = bitmask.reshape(-1).view(np.uint32)
@@ -130,13 +140,13 @@ def replay(new_matcher, docs: list[list[int]], eos_ids, collect: bool) -> dict[s
     rejected = 0
     first_doc_steps = 0
     for n, doc in enumerate(docs):
-        m = new_matcher()
+        fill, accept = new_session(bitmask)
         for i, token in enumerate(doc + [eos]):
             t = time.perf_counter_ns()
-            m.fill_bitmask(bitmask, 0)
+            fill()
             dt = time.perf_counter_ns() - t
             (firsts if i == 0 else steps).append(dt)
-            if not (int(flat[token >> 5]) >> (token & 31)) & 1 or not m.accept_token(token):
+            if not (int(flat[token >> 5]) >> (token & 31)) & 1 or not accept(token):
                 rejected += 1
                 break
         if n == 0:
@@ -166,7 +176,13 @@ def run_peer(engine: str, k: int, n_docs: int, collect: bool) -> dict[str, Any]:
                     info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=QWEN2_LOGITS_SIZE)
                     compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
                 compiled = compiler.compile_json_schema(text, any_whitespace=True)
-                new_matcher = lambda: _XGR(xgr.GrammarMatcher(compiled))  # noqa: E731
+
+                def new_session(bitmask: np.ndarray) -> tuple[Callable[[], Any], Callable[[int], bool]]:
+                    import torch
+
+                    m = xgr.GrammarMatcher(compiled)
+                    # A torch view of the same buffer, made per document, outside the timed steps.
+                    return partial(m.fill_next_token_bitmask, torch.from_numpy(bitmask), 0), m.accept_token
             else:
                 import llguidance
                 import llguidance.hf
@@ -177,52 +193,16 @@ def run_peer(engine: str, k: int, n_docs: int, collect: bool) -> dict[str, Any]:
                 probe = llguidance.LLMatcher(lltok, grammar, log_level=0)
                 if probe.is_error():
                     return {"error": probe.get_error()[:200]}
-                new_matcher = lambda: _LLG(llguidance.LLMatcher(lltok, grammar, log_level=0))  # noqa: E731
+
+                def new_session(bitmask: np.ndarray) -> tuple[Callable[[], Any], Callable[[int], bool]]:
+                    m = llguidance.LLMatcher(lltok, grammar, log_level=0)
+                    return partial(m.unsafe_compute_mask_ptr, bitmask.ctypes.data, bitmask.nbytes), m.consume_token
             out[f"compile_{phase}_s"] = time.perf_counter() - t
         out[f"memory_{phase}_mib"] = mem.growth_mib
     values = enum_values(k, k + 1)
     docs = [tokenizer.encode(json.dumps({"tool": v}, separators=(",", ": "))) for v in
             random.Random(0).sample(values, min(len(values), n_docs))]
-    return out | replay(new_matcher, docs, [tokenizer.eos_token_id or 151643], collect)
-
-
-_TORCH_VIEWS: dict[int, tuple[Any, Any]] = {}
-
-
-class _XGR:
-    """XGrammar's matcher under the two method names the replay calls (torch view of the same buffer).
-
-    The view is made once per buffer, as a server holding a torch bitmask would:
-    `torch.from_numpy` per step would add ~0.65 µs to XGrammar's steps.
-    """
-
-    def __init__(self, matcher: Any) -> None:
-        self.m = matcher
-
-    def fill_bitmask(self, bitmask: Any, row: int) -> None:
-        found = _TORCH_VIEWS.get(id(bitmask))
-        if found is None or found[0] is not bitmask:
-            import torch
-
-            found = _TORCH_VIEWS[id(bitmask)] = (bitmask, torch.from_numpy(bitmask))
-        self.m.fill_next_token_bitmask(found[1], row)
-
-    def accept_token(self, token: int) -> bool:
-        return self.m.accept_token(token)
-
-
-class _LLG:
-    """llguidance's matcher under the two method names the replay calls."""
-
-    def __init__(self, matcher: Any) -> None:
-        self.m = matcher
-
-    def fill_bitmask(self, bitmask: Any, row: int) -> None:
-        r = bitmask[row]
-        self.m.unsafe_compute_mask_ptr(r.ctypes.data, r.nbytes)
-
-    def accept_token(self, token: int) -> bool:
-        return self.m.consume_token(token)
+    return out | replay(new_session, docs, [tokenizer.eos_token_id or 151643], collect)
 
 
 def worker(engine: str, k: int, docs: int, via_lark: bool, lazy: bool, collect: bool) -> None:

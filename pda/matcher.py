@@ -15,9 +15,19 @@ import numpy as np
 from pda.compiler import CompiledGrammar
 from pda.errors import LimitExceeded, TokenRejected
 from pda.parser.earley import Node
+from pda.rows import BitmaskLayoutError, copy_row, scatter_row
 
 MAX_FORCED_BYTES = 4096
-_INT32 = np.dtype(np.int32)  # native int32 (the bitmask layout); other arrays take the general path
+
+
+def _numpy_view(bitmask: Any) -> Any:
+    """A CPU torch tensor's numpy view (same memory), so that it takes the fast path; anything else as is."""
+    if getattr(getattr(bitmask, "device", None), "type", None) == "cpu":
+        try:
+            return bitmask.numpy()
+        except (RuntimeError, TypeError):  # a tensor that needs grad, or a dtype numpy lacks
+            pass
+    return bitmask
 
 
 class Matcher:
@@ -146,41 +156,50 @@ class Matcher:
         Bit `i % 32` of word `i // 32` is token i. Words past the compiled width are zeroed.
         """
         compiled = self.compiled
-        if (bitmask.dtype is _INT32 and bitmask.ndim == 2  # numpy's int32 (a tensor's dtype is torch's)
-                and bitmask.size == len(bitmask) * compiled.mask_words and not self._terminated and self.error is None):
-            # The usual case, straight into the row. Hot path (~1 µs a step, of which a function
-            # call would be a tenth): the compiled grammar's memos are read here, not through a method.
-            node, q = self._history[-1]
-            try:
+        if type(bitmask) is not np.ndarray:
+            bitmask = _numpy_view(bitmask)
+        try:
+            if type(bitmask) is np.ndarray:
+                # The usual case, one `pda.rows` call straight into the row. Hot path (~0.4 µs a step
+                # with the compiled writer): the compiled grammar's memos are read here, not through methods.
+                if self._terminated or self.error is not None:
+                    copy_row(bitmask, row, compiled.eos_mask)
+                    return
+                node, q = self._history[-1]
                 rows = compiled._plain.get(node.allowed)
                 if rows is None:
                     rows = compiled.plain_rows(node.allowed)
                 if rows:
                     lo = rows.lo[q]
-                    if lo >= 0:  # a plain finite-set state: a zero row, then its packed words
-                        hi = rows.hi[q]
-                        out = bitmask[row]
-                        out[...] = compiled._empty  # a copy is faster than fill(0)
-                        out[rows.words[lo:hi]] = rows.bits[lo:hi]
+                    if lo >= 0:  # a plain finite-set state: a zero row but for its packed words
+                        scatter_row(bitmask, row, rows.words, rows.bits, lo, rows.hi[q])
                         return
                 steps = node.cache.get(compiled._id)  # `step_mask`'s memo
                 mask = steps.get(q) if steps is not None else None
-                bitmask[row] = mask if mask is not None else compiled.step_mask(node, q)
+                copy_row(bitmask, row, mask if mask is not None else compiled.step_mask(node, q))
                 return
-            except LimitExceeded as exc:
-                self.error = exc
-        width = bitmask.shape[1]
+        except LimitExceeded as exc:
+            self.error = exc
+        except BitmaskLayoutError:  # strided, another dtype: the general path below
+            pass
+        self._fill_general(bitmask, row)
+
+    def _fill_general(self, bitmask: Any, row: int) -> None:
+        """`fill_bitmask` for any 2-D numpy array or torch tensor (any device or layout)."""
+        if bitmask.ndim != 2:
+            raise ValueError(f"the bitmask must be 2-D [batch, words], got shape {tuple(bitmask.shape)}")
         mask = self._mask()
+        width = bitmask.shape[1]
         n = min(width, len(mask))
         if isinstance(bitmask, np.ndarray):
             bitmask[row, :n] = mask[:n]
             bitmask[row, n:] = 0
-        else:
-            import torch
+            return
+        import torch
 
-            bitmask[row, :n].copy_(torch.from_numpy(mask[:n]))
-            if n < width:
-                bitmask[row, n:] = 0
+        bitmask[row, :n].copy_(torch.from_numpy(mask[:n]))
+        if n < width:
+            bitmask[row, n:] = 0
 
     def allowed_token_ids(self) -> np.ndarray:
         """The allowed token ids, ascending (EOS ids included where the text can end)."""

@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 
 import pda
+import pda.matcher
+from pda import rows as rows_module
 from pda.grammar.ir import TerminalDef
 from pda.index import token_index
 from pda.reference import mask_mismatches
@@ -308,12 +310,19 @@ def test_masks_equal_general_engine(k: int, walks: int, tmp_path: Path) -> None:
     assert states >= walks * 5
 
 
-def test_fill_bitmask_rows_equal_dense_masks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("writers", ["installed", "numpy"])
+def test_fill_bitmask_rows_equal_dense_masks(writers: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows written straight from the lookup's packed words (plain enum states) equal the dense served mask.
 
-    Rows start as garbage (all ones) to catch a missing zeroing; the other row, a wider
-    array and a uint32 array (the general path) are checked too.
+    Rows start as garbage (all ones) to catch a missing zeroing; the other row, a wider and
+    a narrower array, a CPU torch tensor (served through its numpy view), and a strided and a
+    uint32 array (the general path) are checked too.
     """
+    torch = pytest.importorskip("torch")
+    if writers == "numpy":  # the writers a build without a C compiler serves with
+        monkeypatch.setattr(pda.matcher, "copy_row", rows_module.numpy_copy_row)
+        monkeypatch.setattr(pda.matcher, "scatter_row", rows_module.numpy_scatter_row)
+        monkeypatch.setattr(pda.matcher, "BitmaskLayoutError", rows_module.NumpyBitmaskLayoutError)
     values = identifier_values(1000, seed=4)
     fast = compile_fast(json_like_grammar(values), synthetic_vocabulary(values), tmp_path)
     words = fast.mask_words
@@ -328,6 +337,15 @@ def test_fill_bitmask_rows_equal_dense_masks(tmp_path: Path) -> None:
             wide = np.full((1, words + 3), -1, dtype=np.int32)
             m.fill_bitmask(wide)
             assert np.array_equal(wide[0, :words], dense) and not wide[0, words:].any()
+            narrow = np.full((1, words - 2), -1, dtype=np.int32)
+            m.fill_bitmask(narrow)
+            assert np.array_equal(narrow[0], dense[:-2])
+            tensor = torch.full((2, words), -1, dtype=torch.int32)
+            m.fill_bitmask(tensor, 1)
+            assert np.array_equal(tensor[1].numpy(), dense) and (tensor[0] == -1).all()
+            strided = np.full((words, 2), -1, dtype=np.int32).T
+            m.fill_bitmask(strided, 1)
+            assert np.array_equal(strided[1], dense) and (strided[0] == -1).all()
             unsigned = np.zeros((1, words), dtype=np.uint32)
             m.fill_bitmask(unsigned)
             assert np.array_equal(unsigned[0].view(np.int32), dense)
