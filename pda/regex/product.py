@@ -84,6 +84,7 @@ def combine(
     # (a collision needs both to agree: about 2**-128 per pair). hashed[h][g, c] is
     # weight_h(terminal of g) * table[g, c], so a successor's hash is a sum of gathers.
     owner = np.repeat(np.arange(n_terms), [d.n_states for d in dfas])
+    dead_of = dead_ids[owner]  # per global id: its terminal's dead state
     weights = hash_weights(0x5EED, (2, max(n_terms, 1)))
     # A terminal in its dead state stays there and adds a constant to every hash, so a
     # successor's hash is that constant plus the live components' terms: work in the
@@ -96,33 +97,45 @@ def combine(
     def vector_hash(v: np.ndarray) -> tuple[int, int]:
         return tuple(int((w * v.astype(np.uint64)).sum()) for w in weights)
 
-    def successor_hashes(vectors: np.ndarray) -> np.ndarray:
-        """[len(vectors) * n_classes, 2] hashes of every successor (row = state * n_classes + class)."""
+    def successors(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every successor (row = state * n_classes + class): its hash pair, its number of live
+        components, and the sum of their global ids (the one id itself where one is live)."""
         rows_of, cols = np.nonzero(vectors != dead_ids)
         ids = vectors[rows_of, cols]
         ends = np.cumsum(np.bincount(rows_of, minlength=len(vectors)))
-        out = np.empty((len(vectors), n_classes, 2), dtype=np.uint64)
-        for h in range(2):
-            sums = np.zeros((len(ids) + 1, n_classes), dtype=np.uint64)
-            np.cumsum(delta[h][ids], axis=0, out=sums[1:])
-            starts = np.concatenate(([0], ends[:-1]))
-            out[:, :, h] = sums[ends] - sums[starts] + dead_total[h]
-        return out.reshape(-1, 2)
+        starts = np.concatenate(([0], ends[:-1]))
 
+        def segment_sums(values: np.ndarray, dtype: type) -> np.ndarray:
+            sums = np.zeros((len(ids) + 1, n_classes), dtype=dtype)
+            np.cumsum(values, axis=0, out=sums[1:])
+            return (sums[ends] - sums[starts]).reshape(-1)
+
+        hashes = np.stack([segment_sums(delta[h][ids], np.uint64) + dead_total[h] for h in range(2)], axis=1)
+        following = table[ids]
+        alive = following != dead_of[ids][:, None]
+        return hashes, segment_sums(alive, np.int64), segment_sums(np.where(alive, following, 0), np.int64)
+
+    # Mixed states (two or more live components, and the dead and start states) are found
+    # breadth-first, a layer at a time, by hash; only distinct successors reach the dictionary.
+    # A successor with ONE live component j in state s is "single": from there the product
+    # runs j's own DFA, so it is recorded as -(global id + 1) and not explored (enum tries and
+    # counted strings: most states, which would otherwise cost a layer each).
     index: dict[tuple[int, int], int] = {vector_hash(dead_ids): 0, vector_hash(start): 1}
     vectors = [dead_ids, start]
     rows: list[np.ndarray] = []
     frontier = np.stack(vectors)
-    # Breadth-first, a layer at a time; only distinct successors reach the dictionary.
     while len(frontier):
         # Blocks of states with at most ~2M gathered entries each.
-        alive = np.cumsum((frontier != dead_ids).sum(axis=1))
+        alive_count = np.cumsum((frontier != dead_ids).sum(axis=1))
         cuts = [0]
         while cuts[-1] < len(frontier):
-            done = int(alive[cuts[-1] - 1]) if cuts[-1] else 0
-            cuts.append(max(cuts[-1] + 1, int(np.searchsorted(alive, done + 2_000_000 // n_classes, side="right"))))
-        h = np.concatenate([successor_hashes(frontier[a:b]) for a, b in zip(cuts, cuts[1:])])
-        keys, first_row, inverse = unique_rows(h)
+            done = int(alive_count[cuts[-1] - 1]) if cuts[-1] else 0
+            cuts.append(max(cuts[-1] + 1, int(np.searchsorted(alive_count, done + 2_000_000 // n_classes, side="right"))))
+        parts = [successors(frontier[a:b]) for a, b in zip(cuts, cuts[1:])]
+        hashes, live_count, id_sum = (np.concatenate(x) for x in zip(*parts))
+        successor_ids = -(id_sum + 1)  # right for the single successors; the others are set below
+        mixed = np.flatnonzero(live_count != 1)
+        keys, first_row, inverse = unique_rows(hashes[mixed])
         ids = np.empty(len(keys), dtype=np.int64)
         new_rows = []
         for u, key in enumerate(map(tuple, keys.tolist())):
@@ -134,47 +147,82 @@ def combine(
                         f"combined lexer DFA of {n_terms} terminals exceeds max_states={max_states}"
                     )
                 index[key] = j
-                state, c = divmod(int(first_row[u]), n_classes)
+                state, c = divmod(int(mixed[first_row[u]]), n_classes)
                 vector = table[frontier[state], c]
                 vectors.append(vector)
                 new_rows.append(vector)
             ids[u] = j
-        rows.extend(ids[inverse.reshape(-1)].reshape(len(frontier), n_classes))
+        successor_ids[mixed] = ids[inverse]
+        rows.extend(successor_ids.reshape(len(frontier), n_classes))
         frontier = np.stack(new_rows) if new_rows else frontier[:0]
-    states = np.stack(vectors)
-    trans = np.stack(rows)
-    accept = acc_table[states] if n_terms else np.zeros((len(states), 0), bool)
-    live = live_table[states] if n_terms else np.zeros((len(states), 0), bool)
-    dfa, reps = _minimise(trans, accept, live, byte_class, tuple(names))
-    components = states[reps] - offsets[:-1] if n_terms else np.zeros((len(reps), 0), np.int64)
-    return dfa, components
+    mixed_states = np.stack(vectors)
+    mixed_trans = np.stack(rows)
+    singles = _reachable(table, dead_of, -mixed_trans[mixed_trans < 0] - 1)
+    n_mixed = len(mixed_states)
+    if n_mixed + len(singles) > max_states + 1:
+        raise LimitExceeded(f"combined lexer DFA of {n_terms} terminals exceeds max_states={max_states}")
+    # Final numbering: the mixed states, then the single ones in global-id order.
+    number = np.zeros(len(table), dtype=np.int64)  # dead components map to product state 0
+    number[singles] = n_mixed + np.arange(len(singles))
+    to_single = mixed_trans < 0
+    mixed_trans[to_single] = number[-mixed_trans[to_single] - 1]
+    single_next = table[singles]
+    trans = np.concatenate([mixed_trans, np.where(single_next != dead_of[single_next], number[single_next], 0)])
+    own = owner[singles]
+    components = np.concatenate([mixed_states, np.broadcast_to(dead_ids, (len(singles), n_terms))])
+    components[n_mixed + np.arange(len(singles)), own] = singles
+    accept = acc_table[components]
+    live = live_table[components]
+    dfa, reps = _minimise(trans, accept, live, byte_class, tuple(names), n_open=n_mixed)
+    return dfa, components[reps] - offsets[:-1]
+
+
+def _reachable(table: np.ndarray, dead_of: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """The global ids reachable from `seeds` in the terminals' own DFAs, dead states left out; sorted."""
+    reached = np.zeros(len(table), dtype=bool)
+    frontier = np.unique(seeds)
+    reached[frontier] = True
+    while len(frontier):
+        following = table[frontier].reshape(-1)
+        following = np.unique(following[(following != dead_of[following]) & ~reached[following]])
+        reached[following] = True
+        frontier = following
+    return np.flatnonzero(reached)
 
 
 def _minimise(
-    trans: np.ndarray, accept: np.ndarray, live: np.ndarray, byte_class: np.ndarray, names
+    trans: np.ndarray, accept: np.ndarray, live: np.ndarray, byte_class: np.ndarray, names, *, n_open: int
 ) -> tuple[LexerDFA, np.ndarray]:
-    """Moore's refinement from the accept rows; renumber so the start is 0 and dead is last."""
+    """Moore's refinement from the accept rows; renumber so the start is 0 and dead is last.
+
+    Only the first `n_open` states are refined: the others (a product's single states, each one
+    terminal's minimal DFA in one state) are pairwise inequivalent and inequivalent to those,
+    so each starts and stays a block of its own.
+    """
     n = len(trans)
-    _, _, block = unique_rows(np.packbits(accept, axis=1))
-    count = int(block.max()) + 1
+    _, _, open_block = unique_rows(np.packbits(accept[:n_open], axis=1))
+    count = int(open_block.max()) + 1
+    fixed = np.arange(n - n_open)
+    block = np.concatenate([open_block, count + fixed])
     weights = hash_weights(0xB10C, (trans.shape[1] + 1, 2))
+    open_trans = trans[:n_open]
     while True:
-        signature = np.concatenate([block[:, None], block[trans]], axis=1).astype(np.uint64) @ weights
-        _, _, new_block = unique_rows(signature)
-        new_count = int(new_block.max()) + 1
-        block = new_block
+        signature = np.concatenate([block[:n_open, None], block[open_trans]], axis=1).astype(np.uint64) @ weights
+        _, _, new_open = unique_rows(signature)
+        new_count = int(new_open.max()) + 1
+        block = np.concatenate([new_open, new_count + fixed])
         if new_count == count:
             break
         count = new_count
+    count += n - n_open
     # Start (product state 1) first, dead (product state 0) last, others by first appearance.
-    order = np.unique(block, return_index=True)[1]
-    firsts = sorted(order.tolist(), key=lambda q: (q != 1, q == 0, q))
-    if block[0] == block[1]:
-        firsts = [1] + [q for q in firsts if q not in (0, 1)]
+    order = np.sort(np.unique(block, return_index=True)[1])
+    middle = order[order > 1]
+    firsts = np.concatenate(([1], middle) if block[0] == block[1] else ([1], middle, [0]))
     new_id = np.empty(count, dtype=np.int64)
     new_id[block[firsts]] = np.arange(len(firsts))
     dead = int(new_id[block[0]])
-    reps = np.array(firsts)
+    reps = firsts
     out = new_id[block[trans[reps]]].astype(np.int32)
     dfa = LexerDFA(
         n_states=len(firsts),

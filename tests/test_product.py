@@ -1,0 +1,81 @@
+"""The product of terminal DFAs (`pda.regex.product.combine`): right language per terminal, right components, minimal.
+
+The product explores only states where two or more terminals are live and numbers the
+rest (one terminal's own DFA) directly; these tests check the result against the
+terminals' own DFAs on every state reached by short strings, and that a full
+refinement of the result merges nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from pda.grammar.ir import TerminalDef
+from pda.regex.product import _minimise, combine, terminal_dfa
+
+PATTERNS = [
+    r"\"(?:[^\"\\]|\\.)*\"",  # a JSON-like string
+    r"\"ab\"", r"\"abc\"", r"\"a[bc]{2,5}\"",  # keys and a counted body overlapping the string
+    r"[a-z_]+", r"select", r"sel(?:ect)?s", r"[0-9]+(?:\.[0-9]+)?", r"-?[0-9]{1,3}",
+    r"(?:get|set)_(?:user|item)_v[0-9]", r"get_user_v1", r"\s+", r"a{3,8}", r"(?:ab)*c",
+]
+ALPHABET = b'"abcegilmnorstuv_019.- \\'
+
+
+def dfas_of(patterns: list[str]):
+    return [terminal_dfa(TerminalDef(name=f"T{i}", pattern=p)) for i, p in enumerate(patterns)]
+
+
+def strings(max_len: int, rng: random.Random, n: int) -> list[bytes]:
+    """All strings up to length 3 over the alphabet, then random ones up to `max_len`."""
+    out = [bytes(t) for k in range(4) for t in itertools.product(ALPHABET, repeat=k)]
+    out += [bytes(rng.choice(ALPHABET) for _ in range(rng.randint(4, max_len))) for _ in range(n)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_product_agrees_with_each_terminal(seed: int) -> None:
+    rng = random.Random(seed)
+    chosen = rng.sample(PATTERNS, rng.randint(2, 6))
+    dfas = dfas_of(chosen)
+    product, components = combine(dfas, [f"T{i}" for i in range(len(dfas))])
+    assert product.start == 0 and product.dead == product.n_states - 1
+    for text in strings(12, rng, 3000):
+        q = product.run(product.start, text)
+        for j, d in enumerate(dfas):
+            s = d.run(d.start, text)
+            assert bool(product.accept[q, j]) == bool(d.accept[s, 0]), (chosen[j], text)
+            assert bool(product.live[q, j]) == bool(d.live[s, 0]), (chosen[j], text)
+            if q != product.dead:
+                assert components[q, j] == s, (chosen[j], text)
+    # Minimal: refining every state from scratch merges none.
+    again, _ = _minimise(product.trans, product.accept, product.live, product.byte_class, product.names,
+                         n_open=product.n_states)
+    assert again.n_states == product.n_states
+
+
+def test_enum_trie_beside_literals_is_the_trie_plus_the_shared_start() -> None:
+    """One finite set beside two literals (the enum benchmark's frame): the states past the first
+    byte are the trie's own, numbered without exploring them, and nothing is duplicated."""
+    values = [f"{a}_{b}_v{n}" for a in ("get", "set", "list") for b in ("user", "item", "order") for n in range(30)]
+    enum = TerminalDef(name="TOOL", pattern="(?:" + "|".join(f'"{v}"' for v in values) + ")")
+    dfas = [terminal_dfa(enum), *dfas_of([r"\{\"tool\": ", r"\}"])]
+    product, components = combine(dfas, ["TOOL", "OPEN", "CLOSE"])
+    # The trie (less its start) + the literals' states (less their starts) + one start; one dead.
+    expected = sum(d.n_states - 2 for d in dfas) + 2
+    assert product.n_states == expected
+    for v in values[::7]:
+        q = product.run(product.start, f'"{v}"'.encode())
+        assert product.accept[q, 0] and not product.accept[q, 1:].any()
+        assert components[q, 0] == dfas[0].run(dfas[0].start, f'"{v}"'.encode())
+    assert np.array_equal(product.accept.any(axis=0), [True, True, True])
+
+
+def test_no_terminals_is_one_dead_start() -> None:
+    """A grammar with no terminal (the fuzzer's shrinker makes them): one state, start and dead at once."""
+    product, components = combine([], [])
+    assert (product.n_states, product.start, product.dead) == (1, 0, 0) and components.shape == (1, 0)
