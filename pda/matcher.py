@@ -188,6 +188,10 @@ class Matcher:
         """`fill_bitmask` for any 2-D numpy array or torch tensor (any device or layout)."""
         if bitmask.ndim != 2:
             raise ValueError(f"the bitmask must be 2-D [batch, words], got shape {tuple(bitmask.shape)}")
+        if not 0 <= row < bitmask.shape[0]:
+            raise IndexError(f"row {row} is outside a bitmask of {bitmask.shape[0]} rows")
+        if isinstance(bitmask, np.ndarray) and not bitmask.flags.writeable:
+            raise ValueError("the bitmask is read-only")
         mask = self._mask()
         width = bitmask.shape[1]
         n = min(width, len(mask))

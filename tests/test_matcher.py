@@ -72,6 +72,29 @@ def test_forced_bytes(json_compiled: pda.CompiledGrammar) -> None:
     assert m.forced_bytes() == b""
 
 
+def test_fill_bitmask_bad_bitmasks_are_named(json_compiled: pda.CompiledGrammar) -> None:
+    """A bitmask fill_bitmask cannot write gets an error that says why, on every path, and leaves the matcher usable."""
+    torch = pytest.importorskip("torch")
+    m = pda.Matcher(json_compiled)
+    words = json_compiled.mask_words
+    read_only = np.zeros((1, words), dtype=np.int32)
+    read_only.flags.writeable = False
+    cases = [
+        (np.zeros((2, words), dtype=np.int32), 2, IndexError, "row 2 is outside a bitmask of 2 rows"),
+        (np.zeros((2, words), dtype=np.int32), -1, IndexError, "row -1 is outside"),
+        (np.zeros((2, 2 * words), dtype=np.int32)[:, ::2], 5, IndexError, "row 5 is outside"),  # strided
+        (torch.zeros((1, words), dtype=torch.int32), 1, IndexError, "row 1 is outside"),
+        (np.zeros(words, dtype=np.int32), 0, ValueError, "must be 2-D"),
+        (read_only, 0, ValueError, "read-only"),
+    ]
+    for bitmask, row, error, message in cases:
+        with pytest.raises(error, match=message):
+            m.fill_bitmask(bitmask, row)
+    good = np.zeros((1, words), dtype=np.int32)
+    m.fill_bitmask(good)
+    assert np.array_equal(good[0], m._mask())
+
+
 def test_fill_bitmask_numpy_and_torch_rows(json_compiled: pda.CompiledGrammar, vocab: pda.Vocabulary) -> None:
     torch = pytest.importorskip("torch")
     m = pda.Matcher(json_compiled)
