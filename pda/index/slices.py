@@ -97,6 +97,19 @@ def clean_below(trie: TokenTrie, automaton: np.ndarray = PLAIN_BODY) -> tuple[np
     return below, passes[trie.byte, below]
 
 
+def bytes_below(trie: TokenTrie) -> np.ndarray:
+    """Per trie node: the most bytes a token in its subtree has past the node (0 where none goes deeper)."""
+    rest = np.zeros(trie.n_nodes, dtype=np.int16)
+    order = stable_order(trie.depth)  # ids ascending within a depth: parents ascending too (preorder)
+    bounds = np.searchsorted(trie.depth[order], np.arange(trie.max_depth + 2))
+    for d in range(trie.max_depth, 0, -1):
+        nodes = order[bounds[d] : bounds[d + 1]]
+        parents = trie.parent[nodes]
+        starts = np.flatnonzero(np.diff(parents, prepend=-1))
+        rest[parents[starts]] = np.maximum.reduceat(rest[nodes] + 1, starts)
+    return rest
+
+
 def _second_byte_ranges() -> tuple[np.ndarray, np.ndarray]:
     """Per lead byte: the range its first continuation byte must fall in (no overlongs, surrogates, > U+10FFFF)."""
     lo, hi = np.full(256, 0x80, dtype=np.uint8), np.full(256, 0xBF, dtype=np.uint8)
@@ -140,14 +153,16 @@ def next_dirty(paths: TokenPaths) -> tuple[np.ndarray, np.ndarray]:
 class PlainBody:
     """The plain-string-body slice of one trie: per node (`clean_below`) and per token byte (`next_dirty`).
 
-    `step[u, b]` is the automaton's move, except that a refused byte restarts it at
-    state 0: any state a walk assigns to a node is sound (a cut needs both the node's
-    bits and the DFA state's safety from that same automaton state); restarting lets
-    a subtree after a quote or an escape be cut again. `paths` are the trie's token bytes.
+    `rest[n]` is the most bytes a token below node n has past it. `step[u, b]` is the
+    automaton's move, except that a refused byte restarts it at state 0: any state a
+    walk assigns to a node is sound (a cut needs both the node's bits and the DFA
+    state's proof from that same automaton state); restarting lets a subtree after a
+    quote or an escape be cut again. `paths` are the trie's token bytes.
     """
 
     def __init__(self, trie: TokenTrie) -> None:
         self.below, self.edge = clean_below(trie)
+        self.rest = bytes_below(trie)
         self.step = np.where(PLAIN_BODY >= 0, PLAIN_BODY, 0).astype(np.int8)
         self.continues = PLAIN_BODY >= 0  # [u, b]: does byte b continue a slice path from u (no restart)?
         self.paths = TokenPaths(trie)
@@ -156,7 +171,7 @@ class PlainBody:
 
 _plain: "weakref.WeakKeyDictionary[TokenTrie, PlainBody]" = weakref.WeakKeyDictionary()
 # Part of the disk-cache key: bump when `PlainBody`'s layout or meaning changes.
-_FORMAT = "plain-body-2"
+_FORMAT = "plain-body-3"
 
 
 def plain_body(trie: TokenTrie, vocab_key: str | None = None) -> PlainBody:
@@ -183,21 +198,23 @@ SEARCH_BUDGET = 1 << 15
 
 
 class SliceStates:
-    """For one walk DFA: from which (automaton state, DFA state) pairs every slice path of up to
-    `depth` bytes keeps the lexeme live.
+    """For one walk DFA: per (automaton state, DFA state) pair, how many bytes deep every slice path from it
+    is proven to keep the lexeme live (`proven`: -1 unknown, else 0 .. `depth`; `depth` = any token).
 
     `trans` must send every state that is not live to a state that is not live, as
-    the walk tables do. Answers are memoised per pair (`status`: -1 unknown, 0, 1).
+    the walk tables do. A pair proven to a depth at least the bytes a trie node has
+    below it lets the walk take that node's clean subtree whole (a short counter,
+    `maxLength: 20`, cuts its short tokens); `safe` is the full proof.
     """
 
-    __slots__ = ("trans", "live", "depth", "status", "loop", "moves", "budget")
+    __slots__ = ("trans", "live", "depth", "proven", "loop", "moves", "budget")
 
     def __init__(self, trans: np.ndarray, byte_class: np.ndarray, live: np.ndarray, depth: int,
                  automaton: np.ndarray = PLAIN_BODY) -> None:
         self.trans = trans
         self.live = live
         self.depth = depth
-        self.status = np.full((automaton.shape[0], trans.shape[0]), -1, dtype=np.int8)
+        self.proven = np.full((automaton.shape[0], trans.shape[0]), -1, dtype=np.int16)
         # loop[s]: from (0, s) every whole character of the slice leads back to s (-1 unknown).
         self.loop = np.full(trans.shape[0], -1, dtype=np.int8)
         self.budget = SEARCH_BUDGET
@@ -210,22 +227,26 @@ class SliceStates:
             self.moves.append((codes // n_classes, codes % n_classes))
 
     def safe(self, autos: np.ndarray, states: np.ndarray) -> np.ndarray:
-        """A bool per pair (autos[i], states[i]): is every slice path from it proven to keep the lexeme live?"""
-        status = self.status
-        known = status[autos, states]
+        """A bool per pair (autos[i], states[i]): is every slice path from it (any token's length) proven live?"""
+        return self.proven_depth(autos, states) >= self.depth
+
+    def proven_depth(self, autos: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """Per pair (autos[i], states[i]): how many bytes deep its slice paths are proven live (searching if unknown)."""
+        proven = self.proven
+        known = proven[autos, states]
         unknown = known < 0
         if unknown.any():
             n = self.trans.shape[0]
             pairs = np.flatnonzero(np.bincount(autos[unknown].astype(np.int64) * n + states[unknown]))
             for u in np.flatnonzero(np.bincount(pairs // n)).tolist():
                 todo = pairs[pairs // n == u] % n
-                # One byte deep for all of them at once: most states that are not safe fail here.
+                # One byte deep for all of them at once: a pair that a byte kills is proven to depth 0.
                 quick = self.live[self.trans[todo][:, self.moves[u][1]]].all(axis=1)
-                status[u, todo[~quick]] = 0
+                proven[u, todo[~quick]] = 0
                 for s in todo[quick].tolist():
                     self._search(u, s)
-            known = status[autos, states]
-        return known == 1
+            known = proven[autos, states]
+        return known
 
     def loops(self, states: np.ndarray) -> np.ndarray:
         """A bool per state: do slice paths from it stay live and return to it after every whole character?"""
@@ -244,21 +265,21 @@ class SliceStates:
         return known == 1
 
     def _search(self, u: int, s: int) -> None:
-        """Breadth-first over (automaton state, DFA state) pairs from (u, s), up to `2 * depth` bytes; sets `status`.
+        """Breadth-first over (automaton state, DFA state) pairs from (u, s), up to `2 * depth` bytes; sets `proven`.
 
-        A pair first met at level k is safe when every move the search checked up to level
-        k + depth was live: each of its slice paths is a path of the search's, its pairs met
-        no later than the path's length from the root. So a search settles the pairs of its
-        first `levels - depth` levels, where `levels` is how many levels it checked all live:
-        a counter (maxLength: a chain of states) is proven `depth` states at a time, not
-        searched again from each. A search that runs out of new pairs checked everything
-        reachable, all live: every pair it met is safe. From automaton state 0 it also
-        settles `loop[s]`: whether state 0 only ever met DFA state s.
+        A pair first met at level k has every slice path of up to m bytes among the
+        search's paths of k + m bytes, its pairs met no later than that: so when the search
+        checked `levels` levels all live, the pair is proven to depth `levels - k`. Near a
+        kill that is final (a short counter: each pair's distance to its end); cut by the
+        horizon or `MAX_PAIRS` (a long counter), only full proofs are kept and the rest stays
+        unknown, so that a walk rooted there searches on from it. A search that runs out of
+        new pairs checked everything reachable, all live: every pair it met is safe. From
+        automaton state 0 it also settles `loop[s]`: whether state 0 only ever met DFA state s.
         """
         if u == 0:
             self.loop[s] = 0
         if self.budget <= 0:
-            self.status[u, s] = 0
+            self.proven[u, s] = 0
             return
         n = self.trans.shape[0]
         root = u * n + s
@@ -272,38 +293,33 @@ class SliceStates:
                 targets, classes = self.moves[v]
                 reached = self.trans[frontier_s[frontier_u == v]][:, classes]
                 if not self.live[reached].all():
-                    self._settle(levels, checked, near_a_kill=True)
+                    self._settle(levels, checked, final=True)
                     return
                 next_codes.append((targets * n + reached).ravel())
             fresh = set(np.concatenate(next_codes).tolist()) - seen
             if not fresh:
                 codes = np.fromiter(seen, dtype=np.int64, count=len(seen))
-                self.status[codes // n, codes % n] = 1
+                self.proven[codes // n, codes % n] = self.depth
                 if u == 0:
                     self.loop[s] = all(c == s for c in seen if c < n)
                 return
             seen |= fresh
             self.budget -= len(fresh)
             if len(seen) > MAX_PAIRS:
-                self._settle(levels, checked + 1, near_a_kill=False)
+                self._settle(levels, checked + 1, final=False)
                 return
             codes = np.fromiter(fresh, dtype=np.int64, count=len(fresh))
             levels.append(codes)
             frontier_u, frontier_s = codes // n, codes % n
-        self._settle(levels, 2 * self.depth, near_a_kill=False)
+        self._settle(levels, 2 * self.depth, final=False)
 
-    def _settle(self, levels: list[np.ndarray], checked: int, *, near_a_kill: bool) -> None:
-        """After a search that checked `checked` levels all live: its first `checked - depth` levels are safe.
-
-        The pairs below are not proven. Near a kill they are given up (0: never cut, never
-        searched again); cut by the search's horizon or `MAX_PAIRS` (a long counter), they stay
-        unknown, so that a walk rooted there searches on from them (within the budget).
-        """
+    def _settle(self, levels: list[np.ndarray], checked: int, *, final: bool) -> None:
+        """After a search that checked `checked` levels all live: a pair first met at level k is proven to depth
+        `checked - k` (at most `depth`); kept where `final`, where that is the full proof, and for the root
+        (which is not searched again)."""
         n = self.trans.shape[0]
-        proven = checked - self.depth
         for k, codes in enumerate(levels):
-            if k <= proven:
-                self.status[codes // n, codes % n] = 1
-            elif near_a_kill:
+            depth = min(checked - k, self.depth)
+            if final or depth == self.depth or k == 0:
                 pairs = (codes // n, codes % n)
-                self.status[pairs] = np.where(self.status[pairs] < 0, 0, self.status[pairs])
+                self.proven[pairs] = np.maximum(self.proven[pairs], depth)

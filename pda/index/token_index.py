@@ -333,19 +333,21 @@ class TokenIndex:
         frontier = roots
         parent_state = np.full(len(frontier), root_state, dtype=np.int32)
         parent_auto = None  # the slice automaton's state where tracked (None: all 0, a restart)
-        parent_safe = None  # where tracked: was the parent's pair safe (see "Inherited" below)
-        if slices is not None and slices.safe(np.zeros(1, dtype=np.int8), np.array([root_state]))[0]:
-            # The root pair, between characters, is safe: so is every slice path from it (one
-            # search, instead of one per automaton state the first bytes lead to).
-            parent_auto = np.zeros(len(frontier), dtype=np.int8)
-            parent_safe = np.ones(len(frontier), dtype=bool)
+        parent_ok = None  # where tracked: how many bytes deep the parent's pair is proven (see "Inherited")
+        if slices is not None:
+            root_ok = slices.proven_depth(np.zeros(1, dtype=np.int8), np.array([root_state]))[0]
+            if root_ok > 0:
+                # The root pair, between characters, is proven: so is every slice path from it to
+                # that depth (one search, instead of one per automaton state the first bytes reach).
+                parent_auto = np.zeros(len(frontier), dtype=np.int8)
+                parent_ok = np.full(len(frontier), root_ok, dtype=np.int16)
         while len(frontier):
             # Slices are tracked on wide levels (where cuts save work); on a narrow level, the nodes
             # below a state known to be safe go to the tail and the others are walked plainly (the
             # automaton restarts below them, which is sound: see `PlainBody`).
             track = plain is not None and len(frontier) > TAIL_NODES
             if plain is not None and not track:
-                tail = slices.status[0, parent_state] == 1
+                tail = slices.proven[0, parent_state] >= slices.depth
                 if tail.any():
                     lo, hi = trie.token_ptr[frontier[tail]], trie.token_ptr[trie.end[frontier[tail]]]
                     if int((hi - lo).sum()) <= TAIL_TOKENS:
@@ -354,7 +356,7 @@ class TokenIndex:
                         rest = ~tail
                         frontier, parent_state = frontier[rest], parent_state[rest]
                         if parent_auto is not None:
-                            parent_auto, parent_safe = parent_auto[rest], parent_safe[rest]
+                            parent_auto, parent_ok = parent_auto[rest], parent_ok[rest]
                         if not len(frontier):
                             break
                     else:
@@ -369,29 +371,28 @@ class TokenIndex:
                     boundary_sets.append(ends[ok])
                 frontier, nxt = frontier[alive], nxt[alive]
                 if parent_auto is not None:
-                    parent_auto, parent_safe = parent_auto[alive], parent_safe[alive]
+                    parent_auto, parent_ok = parent_auto[alive], parent_ok[alive]
             if track:
                 byte = node_byte[frontier]
+                need = plain.rest[frontier]  # a node's clean subtree is cut where its pair is proven this deep
                 if parent_auto is None:
                     auto = plain.step[0, byte]
-                    safe = slices.safe(auto, nxt)
+                    proven = slices.proven_depth(auto, nxt)
                 else:
                     auto = plain.step[parent_auto, byte]
-                    # Inherited: the parent's pair was safe (every slice path of up to the longest
-                    # token's length from it stays live) and this byte continues a slice path, so
-                    # every slice path of the rest of any token below stays live too. A counter
-                    # (maxLength) is then proven once at the walk's root, not at every pair below.
-                    safe = parent_safe & plain.continues[parent_auto, byte]
-                    ask = ~safe
+                    # Inherited: the parent's pair is proven d bytes deep and this byte continues a
+                    # slice path, so this node's pair is proven d - 1 deep (its paths are the rest of
+                    # the parent's). A counter (maxLength) is then proven once at the walk's root.
+                    proven = np.where(plain.continues[parent_auto, byte], parent_ok - 1, -1).astype(np.int16)
+                    ask = proven < need
                     if ask.any():
-                        safe[ask] = slices.safe(auto[ask], nxt[ask])
-                if safe.any():
-                    # In a safe state, a subtree of slice paths is inside whole: cut it.
-                    cut = safe & ((plain.below[frontier] >> auto) & 1).astype(bool)
-                    if cut.any():
-                        whole.append(frontier[cut])
-                        keep = ~cut
-                        frontier, nxt, auto, safe = frontier[keep], nxt[keep], auto[keep], safe[keep]
+                        proven[ask] = np.maximum(proven[ask], slices.proven_depth(auto[ask], nxt[ask]))
+                cut = (proven >= need) & ((plain.below[frontier] >> auto) & 1).astype(bool)
+                if cut.any():
+                    # Every path below is a slice path the proof covers: the subtree is inside whole.
+                    whole.append(frontier[cut])
+                    keep = ~cut
+                    frontier, nxt, auto, proven = frontier[keep], nxt[keep], auto[keep], proven[keep]
             inside.append(frontier)
             counts = n_children[frontier]
             parent_state = np.repeat(nxt, counts)
@@ -401,17 +402,16 @@ class TokenIndex:
             offsets += np.arange(len(offsets))
             frontier = child_ids[offsets]
             if track:
-                parent_auto, parent_safe = np.repeat(auto, counts), np.repeat(safe, counts)
-                if safe.any():
-                    # Below a safe node, a child whose byte and subtree are slice paths is inside whole.
-                    cut = parent_safe & ((plain.edge[frontier] >> parent_auto) & 1).astype(bool)
-                    if cut.any():
-                        whole.append(frontier[cut])
-                        keep = ~cut
-                        frontier, parent_state = frontier[keep], parent_state[keep]
-                        parent_auto, parent_safe = parent_auto[keep], parent_safe[keep]
+                parent_auto, parent_ok = np.repeat(auto, counts), np.repeat(proven, counts)
+                # A child whose byte and subtree are slice paths, below a pair proven deep enough, is inside whole.
+                cut = (parent_ok > plain.rest[frontier]) & ((plain.edge[frontier] >> parent_auto) & 1).astype(bool)
+                if cut.any():
+                    whole.append(frontier[cut])
+                    keep = ~cut
+                    frontier, parent_state = frontier[keep], parent_state[keep]
+                    parent_auto, parent_ok = parent_auto[keep], parent_ok[keep]
             else:
-                parent_auto = parent_safe = None
+                parent_auto = parent_ok = None
         groups = []
         if boundary_nodes:
             nodes = np.concatenate(boundary_nodes)
