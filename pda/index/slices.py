@@ -12,19 +12,22 @@ Two facts, one per side, make a cut exact:
 
 * the trie knows, per node `n` and automaton state `u`, whether every path below
   `n` is a prefix of a string of `U` read from `u` (`clean_below`: bits per node,
-  once per vocabulary, with the disk cache), and per token byte, how far the
-  token stays plain (`next_dirty`);
-* the walk knows, per pair (`u`, DFA state `s`), whether every such path of up to
-  the longest token's length keeps the lexeme live from `s` (`SliceStates.safe`: a
-  bounded search of the product of the two automata, which also settles the pairs
-  it meets early on: a counter such as `maxLength` is a chain of states, proven a
-  token's length at a time). Below a safe pair, a node reached by a slice byte is
-  safe too (the rest of its tokens is part of a path the proof covered), so the
-  walk carries a proof down the trie instead of searching at every node.
+  once per vocabulary, with the disk cache), how many bytes the longest path below
+  `n` has (`bytes_below`), and per token byte, how far the token stays plain
+  (`next_dirty`);
+* the walk knows, per pair (`u`, DFA state `s`), how many bytes deep every such
+  path is proven to keep the lexeme live from `s` (`SliceStates.proven_depth`, up
+  to the longest token's length: a bounded search of the product of the two
+  automata, which also settles the pairs it meets: a counter such as `maxLength`
+  is a chain of states, each proven as deep as its count allows). Below a pair
+  proven d bytes deep, a node reached by a slice byte is proven d - 1 deep (its
+  paths are the rest of the parent's), so the walk carries a proof down the trie
+  instead of searching at every node.
 
-When both hold at a node the walk reaches, every token of its subtree is inside
-(no byte below it can kill the lexeme, so none is a boundary nor dead): its
-tokens are one contiguous range, taken whole, and the subtree is not walked.
+When both hold at a node the walk reaches, its pair proven at least as deep as
+its subtree goes, every token of its subtree is inside (no byte below it can kill
+the lexeme, so none is a boundary nor dead): its tokens are one contiguous range,
+taken whole, and the subtree is not walked.
 Where a DFA state also returns to itself after every plain character
 (`SliceStates.loops`: a string body), a token's walk may skip to its next
 character that is not plain: the state there is known.

@@ -314,9 +314,10 @@ class TokenIndex:
         """Walk the trie from `roots` level by level, expanding only nodes whose lexeme is still live.
 
         Two shortcuts, both exact (off: every live node is visited, level by level):
-        a node whose whole subtree is plain string body, reached in a state that keeps
-        every such path live (`pda.index.slices`), is inside with all its tokens and not
-        walked (most of the vocabulary inside a string); and a frontier down to a few
+        a node whose whole subtree is plain string body, reached in a state proven to keep
+        such paths live as deep as the subtree goes (`pda.index.slices`), is inside with all
+        its tokens and not walked (most of the vocabulary inside a string, the short tokens
+        inside a short `maxLength` string); and a frontier down to a few
         deep subtrees (runs of spaces, `////`) is finished token by token (`_walk_tail`).
         """
         live, stops, ends_as, sets = tables.live, tables.stops, tables.ends_as, tables.sets
