@@ -4,8 +4,11 @@ Determinising one NFA for all terminals costs time in the size of every
 terminal's NFA at once; instead each terminal is compiled (and minimised) on
 its own — cached in memory and on disk by its pattern — and the minimal DFAs
 are run in lockstep: a product state is the vector of per-terminal states.
-Transitions for all byte classes are one numpy gather per state; the result is
-minimised with Moore's partition refinement, also vectorised.
+Only states where two or more terminals are live are explored (breadth-first, by
+hash, a layer of numpy gathers at a time); a state where one terminal alone is
+live is that terminal's own minimal DFA from there, so its part of the product is
+numbered directly. The result is minimised with Moore's partition refinement,
+vectorised, over the explored states only.
 """
 
 from __future__ import annotations
