@@ -120,3 +120,36 @@ def test_fast_masks_equal_the_reference_path(name: str) -> None:
         for node, q, _ in random_walk_states(compiled, rng, max_steps=40):
             assert mask_mismatches(compiled, node, q) == [], (name, states)
             states += 1
+
+
+@pytest.mark.parametrize("budget", ["default", "evict every walk"])
+def test_classifications_filtered_from_one_walk_equal_the_walk_per_candidate_set(
+        budget: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Basic mode: a candidate set's classification is filtered from one walk under every terminal
+    (`TokenIndex._basic_classify`); it equals the level walk under that set, at lexer states and
+    after boundaries, also when the kept walks are evicted at once."""
+    from pda.index import token_index
+    from pda.lexer.lexer import START
+    from tests.test_token_index_slices import assert_same
+
+    if budget != "default":
+        monkeypatch.setattr(token_index, "BASIC_WALKS_MAX_BYTES", 0)
+    compiled = pda.CompiledGrammar(basic(SQLISH), synthetic_vocab(), warmup_seconds=0, disk_cache=False)
+    index, lexer = compiled.index, compiled.lexer
+    rng = random.Random(5)
+    sets, states = set(), 0
+    for _ in range(40):
+        for node, q, _token in random_walk_states(compiled, rng, max_steps=30):
+            live_set = node.allowed | lexer.ignore
+            got = index._basic_classify(index.first_nodes, b"", q, live_set)
+            assert_same(got, index._classify(index.first_nodes, q, live_set), f"at state {q}")
+            for group in got.groups:
+                after = node.advance(group.terminals) if group.terminals & node.allowed else node
+                if after is not None:
+                    nxt = after.allowed | lexer.ignore
+                    assert_same(index._basic_classify(group.nodes, group.key, START, nxt),
+                                index._classify(group.nodes, START, nxt), f"after a boundary at {q}")
+                    sets.add(nxt)
+            states += 1
+    assert states > 300 and len(sets) >= 3
+    assert (len(index._basic_walks) <= 1) == (budget != "default")

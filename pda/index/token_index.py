@@ -68,6 +68,9 @@ TAIL_TOKENS = 2048
 TAIL_CUT_EVERY = 4
 # From this many inside tokens on, a walk's mask is built from runs of sorted positions.
 PACK_RUNS_MIN = 8192
+# Basic lexer mode: the per-node walks kept to filter candidate sets' classifications from
+# (`TokenIndex._basic_classify`), at most this many bytes per index (~4 bytes a trie node walked).
+BASIC_WALKS_MAX_BYTES = 64 << 20
 # Part of the disk-cache key: bump when a shared entry's layout or a walk's semantics changes.
 _FORMAT = "classes-1"
 
@@ -261,6 +264,10 @@ class TokenIndex:
         self._digests: dict[int, str] = {}
         self._own_tables: dict[int, _WalkTables] = {}
         self.shared = shared_classifications(trie)
+        # Basic lexer mode: per (roots, lexer state), one walk under every terminal (`_walk_states`),
+        # the least recently used dropped past BASIC_WALKS_MAX_BYTES.
+        self._basic_walks: dict[tuple[bytes, int], tuple[np.ndarray, ...]] = {}
+        self._basic_bytes = 0
         # Issue 9: states inside a finite-set lexeme are looked up, not walked (set by pda.compile).
         self.finite_sets: FiniteSetLookup | None = None
 
@@ -540,7 +547,7 @@ class TokenIndex:
         """The walk from `roots` at lexer state q, through the shared classifications."""
         found = self._signature(q, live_set)
         if found is None:
-            return self._classify(roots, q, live_set)
+            return self._basic_classify(roots, roots_key, q, live_set)
         content, order = found
         key = (self.mask_words, roots_key, content)
         entry = self.shared.get(key)
@@ -569,6 +576,74 @@ class TokenIndex:
         return Classification(inside, [
             BoundaryGroup(sum(1 << order[i] for i in iter_bits(positions)), nodes) for positions, nodes in groups
         ])
+
+    def _basic_classify(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int) -> Classification:
+        """`_classify` under the basic lexer mode, filtered from one walk under every terminal.
+
+        There every terminal cuts the lexeme, so where a token's lexeme ends does not
+        depend on the candidate set; the set only decides whether the lexeme is still
+        live, and that only shrinks along a token (a state's reachable ends include its
+        successors'). So a token is inside for candidate set C iff its last state is live
+        under C, and crosses a boundary iff the lexeme it ends there is typed as a
+        candidate: both read off the per-node states of one walk (`_walk_states`, per
+        roots and lexer state), instead of walking the trie again for every set.
+        """
+        key = (roots_key, q)
+        walked = self._basic_walks.pop(key, None)  # re-inserted below: the dict's order is its recency
+        if walked is None:
+            walked = self._walk_states(roots, q)
+            self._basic_bytes += sum(a.nbytes for a in walked)
+            while self._basic_walks and self._basic_bytes > BASIC_WALKS_MAX_BYTES:
+                self._basic_bytes -= sum(a.nbytes for a in self._basic_walks.pop(next(iter(self._basic_walks))))
+        self._basic_walks[key] = walked
+        inside_nodes, inside_states, ended_nodes, ended_states = walked
+        tables = self._tables(live_set)
+        nodes = inside_nodes[tables.live[inside_states]]
+        trie = self.trie
+        mask = self._pack_ranges(trie.token_ptr[nodes], trie.token_ptr[nodes + 1], [])
+        groups = []
+        which = tables.ends_as[ended_states]
+        kept = which >= 0
+        ended_nodes, which = ended_nodes[kept], which[kept]
+        for k in np.flatnonzero(np.bincount(which)) if len(which) else ():
+            # Node ids as the level walk gives them (a group's key is their bytes).
+            groups.append(BoundaryGroup(tables.sets[k], np.unique(ended_nodes[which == k]).astype(trie.child_ids.dtype)))
+        return Classification(mask, groups)
+
+    def _walk_states(self, roots: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The plain walk from `roots` at lexer state q with every terminal a candidate, kept per node.
+
+        Returns the nodes where tokens end inside the lexeme with the state each ends in,
+        and the nodes whose byte ends the lexeme with the state it ended in (before that
+        byte); tokens that die are left out.
+        """
+        tables = self._tables((1 << len(self.lexer.dfas)) - 1)
+        live, stops, ends_as = tables.live, tables.stops, tables.ends_as
+        trans, byte_class = tables.trans, tables.byte_class
+        trie = self.trie
+        node_byte, child_ids, child_ptr, n_children = trie.byte, trie.child_ids, trie.child_ptr, self._n_children
+        inside, inside_state, ended, ended_state = [], [], [], []
+        frontier = roots
+        state = np.full(len(frontier), q, dtype=np.int32)
+        while len(frontier):
+            nxt = trans[state, byte_class[node_byte[frontier]]]
+            alive = live[nxt]
+            if not alive.all():
+                dying = ~alive
+                ends = stops[nxt[dying]] & (ends_as[state[dying]] >= 0)
+                ended.append(frontier[dying][ends].astype(np.int32))
+                ended_state.append(state[dying][ends])
+                frontier, nxt = frontier[alive], nxt[alive]
+            ends_here = trie.token_ptr[frontier + 1] > trie.token_ptr[frontier]
+            inside.append(frontier[ends_here].astype(np.int32))
+            inside_state.append(nxt[ends_here])
+            counts = n_children[frontier]
+            state = np.repeat(nxt, counts)
+            offsets = np.repeat(child_ptr[frontier] - (np.cumsum(counts) - counts), counts)
+            offsets += np.arange(len(offsets))
+            frontier = child_ids[offsets]
+        empty = np.zeros(0, dtype=np.int32)
+        return tuple(np.concatenate(parts) if parts else empty for parts in (inside, inside_state, ended, ended_state))
 
     def _disk_path(self, key: tuple) -> Path | None:
         """Where a shared entry lives on disk (keyed by the vocabulary too), or None without `vocab_key`."""
