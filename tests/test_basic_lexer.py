@@ -153,3 +153,16 @@ def test_classifications_filtered_from_one_walk_equal_the_walk_per_candidate_set
             states += 1
     assert states > 300 and len(sets) >= 3
     assert (len(index._basic_walks) <= 1) == (budget != "default")
+
+
+@pytest.mark.parametrize("name", ["sqlish", "sqlite", "postgresql", "python"])
+def test_under_every_terminal_a_lexeme_stops_live_where_it_cannot_grow(name: str) -> None:
+    """What `TokenIndex._basic_classify` relies on: with every terminal a candidate, a state is live (some
+    continuation ends typed as a terminal) exactly where the lexeme can grow, so the one walk under every
+    terminal records every place a lexeme can end, whatever the candidate set."""
+    import numpy as np
+
+    grammar = basic(SQLISH) if name == "sqlish" else pda.Grammar.load(name)
+    compiled = pda.CompiledGrammar(grammar, synthetic_vocab(), warmup_seconds=0, disk_cache=False)
+    tables = compiled.index._tables((1 << len(compiled.lexer.dfas)) - 1)
+    assert np.array_equal(tables.live, ~tables.stops)
