@@ -315,6 +315,13 @@ class TokenIndex:
         """
         return self._walk(self._tables(live_set), roots, root_state, shortcuts=shortcuts)
 
+    def _children(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The next level of a walk: every child of `nodes` in order, and how many each node has."""
+        counts = self._n_children[nodes]
+        offsets = np.repeat(self.trie.child_ptr[nodes] - (np.cumsum(counts) - counts), counts)
+        offsets += np.arange(len(offsets))
+        return self.trie.child_ids[offsets], counts
+
     def _walk(
         self, tables: _WalkTables, roots: np.ndarray, root_state: int, *, shortcuts: bool = True
     ) -> Classification:
@@ -330,7 +337,7 @@ class TokenIndex:
         live, stops, ends_as, sets = tables.live, tables.stops, tables.ends_as, tables.sets
         trans, byte_class = tables.trans, tables.byte_class
         trie = self.trie
-        node_byte, child_ids, child_ptr, n_children = trie.byte, trie.child_ids, trie.child_ptr, self._n_children
+        node_byte = trie.byte
         plain = self.plain if shortcuts else None
         slices = tables.slice_states(trie.max_depth) if shortcuts else None
         inside = []  # nodes whose own tokens are inside
@@ -402,13 +409,10 @@ class TokenIndex:
                     keep = ~cut
                     frontier, nxt, auto, proven = frontier[keep], nxt[keep], auto[keep], proven[keep]
             inside.append(frontier)
-            counts = n_children[frontier]
-            parent_state = np.repeat(nxt, counts)
-            if not len(parent_state):
+            frontier, counts = self._children(frontier)
+            if not len(frontier):
                 break
-            offsets = np.repeat(child_ptr[frontier] - (np.cumsum(counts) - counts), counts)
-            offsets += np.arange(len(offsets))
-            frontier = child_ids[offsets]
+            parent_state = np.repeat(nxt, counts)
             if track:
                 parent_auto, parent_ok = np.repeat(auto, counts), np.repeat(proven, counts)
                 # A child whose byte and subtree are slice paths, below a pair proven deep enough, is inside whole.
@@ -621,7 +625,7 @@ class TokenIndex:
         live, stops, ends_as = tables.live, tables.stops, tables.ends_as
         trans, byte_class = tables.trans, tables.byte_class
         trie = self.trie
-        node_byte, child_ids, child_ptr, n_children = trie.byte, trie.child_ids, trie.child_ptr, self._n_children
+        node_byte = trie.byte
         inside, inside_state, ended, ended_state = [], [], [], []
         frontier = roots
         state = np.full(len(frontier), q, dtype=np.int32)
@@ -637,11 +641,8 @@ class TokenIndex:
             ends_here = trie.token_ptr[frontier + 1] > trie.token_ptr[frontier]
             inside.append(frontier[ends_here].astype(np.int32))
             inside_state.append(nxt[ends_here])
-            counts = n_children[frontier]
+            frontier, counts = self._children(frontier)
             state = np.repeat(nxt, counts)
-            offsets = np.repeat(child_ptr[frontier] - (np.cumsum(counts) - counts), counts)
-            offsets += np.arange(len(offsets))
-            frontier = child_ids[offsets]
         empty = np.zeros(0, dtype=np.int32)
         return tuple(np.concatenate(parts) if parts else empty for parts in (inside, inside_state, ended, ended_state))
 
