@@ -4,13 +4,13 @@ The replay loop, the engines and the table are mask_bench's (`bench/mask_bench.p
 `bench/peers.py`); this file only builds the two code workloads:
 
 - `python`: files of ../shared/corpus/python/valid (CPython 3.11 stdlib) under
-  grammars/python.lark, whose `_NEWLINE`/`_INDENT`/`_DEDENT` come from pda's indenter;
+  pda/grammars/python.lark, whose `_NEWLINE`/`_INDENT`/`_DEDENT` come from pda's indenter;
 - `python-noindent`: the same files under the Python-like grammar a peer can take
   (`python_like_grammar`): python.lark without the indenter (`_INDENT`/`_DEDENT`
   dropped from the rules, indentation absorbed by `_NEWLINE`), templates
   instantiated, NAME a plain identifier regex. Every engine runs it, pda included:
   the like-for-like row;
-- `lua`: files of ../shared/corpus/lua (Lua 5.4.4's test suite) under grammars/lua.lark.
+- `lua`: files of ../shared/corpus/lua (Lua 5.4.4's test suite) under pda/grammars/lua.lark.
 
 What the peers cannot express: llguidance and XGrammar have no indenter, so
 python.lark (which `%declare`s the indenter's terminals) is refused by both (their
@@ -90,7 +90,7 @@ def expand_templates(text: str) -> str:
 
 def python_like_grammar() -> str:
     """python.lark as far as llguidance and XGrammar can take it (see the module docstring)."""
-    text = expand_templates((REPO_ROOT / "grammars" / "python.lark").read_text(encoding="utf-8"))
+    text = expand_templates((REPO_ROOT / "pda" / "grammars" / "python.lark").read_text(encoding="utf-8"))
     text = text.replace("%declare _INDENT _DEDENT", "")
     text = re.sub(r"[ \t]_(?:INDENT|DEDENT)\b", "", text)
     text, n = re.subn(r"(?m)^NAME: /.*/$", lambda _: _PLAIN_NAME, text)
@@ -109,10 +109,10 @@ def python_workload(n_docs: int) -> Workload:
     """The shipped grammar with pda's indenter."""
     docs = _python_docs(n_docs)
     # every engine's Lark loader starts at `start`
-    text = "start: file_input\n" + (REPO_ROOT / "grammars" / "python.lark").read_text(encoding="utf-8")
+    text = "start: file_input\n" + (REPO_ROOT / "pda" / "grammars" / "python.lark").read_text(encoding="utf-8")
     return Workload(
         name="python",
-        grammar=GrammarSpec(kind="lark", lark=text, lark_origin="grammars/python.lark"),
+        grammar=GrammarSpec(kind="lark", lark=text, lark_origin="pda/grammars/python.lark"),
         documents=docs,
         note=f"{len(docs)} files of corpus/python/valid ({sum(len(d.text) for d in docs):,} chars)",
     )
@@ -142,10 +142,10 @@ def lua_workload(n_docs: int) -> Workload:
         except UnicodeDecodeError:
             text = data.decode("latin-1")
         docs.append(Document(p.name, text))
-    text = "start: chunk\n" + (REPO_ROOT / "grammars" / "lua.lark").read_text(encoding="utf-8")
+    text = "start: chunk\n" + (REPO_ROOT / "pda" / "grammars" / "lua.lark").read_text(encoding="utf-8")
     return Workload(
         name="lua",
-        grammar=GrammarSpec(kind="lark", lark=text, lark_origin="grammars/lua.lark"),
+        grammar=GrammarSpec(kind="lark", lark=text, lark_origin="pda/grammars/lua.lark"),
         documents=docs,
         note=f"{len(docs)} files of corpus/lua ({sum(len(d.text) for d in docs):,} chars)",
     )

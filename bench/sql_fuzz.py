@@ -1,6 +1,6 @@
 """Soundness of the shipped SQL grammars by sampling (issue 7).
 
-Statements drawn from `grammars/sqlite.lark` (one `cmdx`) and `grammars/postgresql.lark`
+Statements drawn from `pda/grammars/sqlite.lark` (one `cmdx`) and `pda/grammars/postgresql.lark`
 (one `stmt`) with `pda.testing.GrammarSampler` (depth- and lexeme-bounded) must be
 accepted by the real parsers: SQLite through `sqlite3`, preparing `EXPLAIN <statement>`
 on an in-memory database, where only a syntax error counts as rejection ("no such
@@ -41,7 +41,7 @@ import pda  # noqa: E402
 from pda.testing import GrammarSampler, RandomChoices  # noqa: E402
 from pda.testing.equiv import ddmin, postgres_accepts  # noqa: E402
 
-GRAMMARS = ROOT / "grammars"
+GRAMMARS = ROOT / "pda" / "grammars"
 # Per dialect: the start symbol of one statement.
 STARTS = {"sqlite": "cmdx", "postgresql": "stmt"}
 SEPARATORS = ("WS", "LINE_COMMENT")

@@ -11,12 +11,12 @@ replays exactly the same steps.
 - `schema`      one fixed-structure JSON Schema (the record layout of the SQL corpus's Spider
                 rows: 8 required keys, an id pattern, enums, a nullable field, a string array)
                 over real rows of `sql_sqlite/valid.jsonl`, pretty and compact.
-- `sql`         pda's `grammars/sqlite.lark` (the corpus's sql_to_ibis grammar until it exists)
+- `sql`         pda's `pda/grammars/sqlite.lark` (the corpus's sql_to_ibis grammar until it exists)
                 over Spider queries from `sql_sqlite/valid.jsonl` that the grammar accepts
                 (checked with Lark's own Earley parser).
 - `sql-ibis`    the same, always with the corpus's sql_to_ibis SELECT grammar: a fixed point
                 of comparison while the shipped grammar changes.
-- `postgresql`  pda's `grammars/postgresql.lark` (basic lexer mode) over a seeded sample of
+- `postgresql`  pda's `pda/grammars/postgresql.lark` (basic lexer mode) over a seeded sample of
                 `sql_postgres/valid.jsonl` (pg_regress, Spider and sqlglot statements, all
                 accepted by PostgreSQL's own parser) that the grammar accepts.
 """
@@ -135,9 +135,9 @@ def _require_corpus(*parts: str) -> Path:
 
 def _json_lark() -> tuple[str | None, str | None]:
     """pda's shipped JSON grammar, when it exists."""
-    path = REPO_ROOT / "grammars" / "json.lark"
+    path = REPO_ROOT / "pda" / "grammars" / "json.lark"
     if path.exists():
-        return path.read_text(encoding="utf-8"), "grammars/json.lark"
+        return path.read_text(encoding="utf-8"), "pda/grammars/json.lark"
     return None, None
 
 
@@ -221,9 +221,9 @@ def _sql_lark(shipped: bool) -> tuple[str, str]:
     (ligurio's sqlite.lark in the corpus is a stub: IDENTIFIER is the literal
     word "identifier" and there is no whitespace, so no real query parses.)
     """
-    own = REPO_ROOT / "grammars" / "sqlite.lark"
+    own = REPO_ROOT / "pda" / "grammars" / "sqlite.lark"
     if shipped and own.exists():
-        return own.read_text(encoding="utf-8"), "grammars/sqlite.lark"
+        return own.read_text(encoding="utf-8"), "pda/grammars/sqlite.lark"
     path = _require_corpus("grammars", "sql_to_ibis", "sql.lark")
     return path.read_text(encoding="utf-8"), "corpus grammars/sql_to_ibis/sql.lark"
 
@@ -264,7 +264,7 @@ def sql_workload(n_docs: int, *, shipped: bool = True) -> Workload:
 
 
 def postgresql_workload(n_docs: int, *, seed: int = 20260401) -> Workload:
-    """`grammars/postgresql.lark` over `n_docs` statements of the PostgreSQL corpus.
+    """`pda/grammars/postgresql.lark` over `n_docs` statements of the PostgreSQL corpus.
 
     A seeded sample over the whole file (not its first rows, which are all Spider
     SELECTs) so DDL, COPY, JSON and the other pg_regress statements are replayed too;
@@ -273,7 +273,7 @@ def postgresql_workload(n_docs: int, *, seed: int = 20260401) -> Workload:
     """
     import pda
 
-    path = REPO_ROOT / "grammars" / "postgresql.lark"
+    path = REPO_ROOT / "pda" / "grammars" / "postgresql.lark"
     text = path.read_text(encoding="utf-8")
     grammar = pda.Grammar.from_lark(text)
     lines = _require_corpus("sql_postgres", "valid.jsonl").read_text(encoding="utf-8").splitlines()
@@ -289,9 +289,9 @@ def postgresql_workload(n_docs: int, *, seed: int = 20260401) -> Workload:
                 break
     return Workload(
         name="postgresql",
-        grammar=GrammarSpec(kind="lark", lark=text, lark_origin="grammars/postgresql.lark"),
+        grammar=GrammarSpec(kind="lark", lark=text, lark_origin="pda/grammars/postgresql.lark"),
         documents=documents,
-        note=f"{len(documents)} sql_postgres statements that grammars/postgresql.lark accepts (of {seen} read)",
+        note=f"{len(documents)} sql_postgres statements that pda/grammars/postgresql.lark accepts (of {seen} read)",
     )
 
 

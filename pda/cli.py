@@ -108,7 +108,7 @@ COMMANDS = {
     "sample": ("pda.testing.sampler", "sample_main"),
     "equiv": ("pda.testing.equiv", "equiv_main"),
     "generate": ("pda.generation", "generate_main"),
-    "demo": ("pda.demo", "demo_main"),
+    "demo": ("pda.demo.runner", "demo_main"),
     "bench": ("pda.bench_cli", "bench_main"),
 }
 

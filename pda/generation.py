@@ -469,7 +469,7 @@ def generate_main(argv: Sequence[str]) -> int:
     parser.add_argument("--stats", action="store_true", help="print token and forward-pass counts to stderr")
     args = parser.parse_args(argv)
 
-    from pda.models import load_model
+    from pda.demo.models import load_model
 
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     grammar = Grammar.load(args.grammar)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-GRAMMARS = REPO / "grammars"
+GRAMMARS = REPO / "pda" / "grammars"
 CORPUS = REPO.parent / "shared" / "corpus"
 
 

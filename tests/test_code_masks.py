@@ -46,7 +46,7 @@ class State:
 
 @pytest.fixture(scope="module")
 def compiled() -> pda.CompiledGrammar:
-    from pda.vocab import load_qwen2_tokenizer
+    from pda.demo.qwen import load_qwen2_tokenizer
 
     vocab = pda.Vocabulary.from_hf(load_qwen2_tokenizer())
     return pda.compile(pda.Grammar.load(str(GRAMMARS / "python.lark")), vocab)

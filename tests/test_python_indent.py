@@ -35,7 +35,7 @@ TOKENS_PER_STATE = 400
 
 @pytest.fixture(scope="module")
 def compiled() -> pda.CompiledGrammar:
-    from pda.vocab import load_qwen2_tokenizer
+    from pda.demo.qwen import load_qwen2_tokenizer
 
     vocab = pda.Vocabulary.from_hf(load_qwen2_tokenizer())
     return pda.compile(pda.Grammar.load(str(GRAMMARS / "python.lark")), vocab)

@@ -1,4 +1,4 @@
-"""The shipped SQL grammars (grammars/sqlite.lark, grammars/postgresql.lark).
+"""The shipped SQL grammars (pda/grammars/sqlite.lark, pda/grammars/postgresql.lark).
 
 Hand-written accept/reject lists per dialect feature, the NAME terminal's keyword
 exclusion, and the corpus rates (issue 7) with their floors: a deterministic sample

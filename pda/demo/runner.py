@@ -125,7 +125,7 @@ def demo_main(argv: Sequence[str]) -> int:
 
     import torch
 
-    from pda.models import load_model
+    from pda.demo.models import load_model
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -151,10 +151,10 @@ def demo_main(argv: Sequence[str]) -> int:
 
     n, budget, seed = args.samples, args.max_new_tokens, args.seed
     runs: list[GenerationResult] = []
-    runs += _run("JSON (grammars/json.lark), sampled at temperature 1", model, tokenizer, grammars["json"],
+    runs += _run("JSON (pda/grammars/json.lark), sampled at temperature 1", model, tokenizer, grammars["json"],
                  chat("Describe a cat as JSON."), json.loads, "json.loads", samples=n, max_new_tokens=budget,
                  seed=seed)
-    runs += _run("SQLite (grammars/sqlite.lark)", model, tokenizer, grammars["sqlite"],
+    runs += _run("SQLite (pda/grammars/sqlite.lark)", model, tokenizer, grammars["sqlite"],
                  chat("Write one SQLite statement."), _sqlite_check, "sqlite3 EXPLAIN", samples=n,
                  max_new_tokens=budget, seed=seed)
     runs += _run("SQL over the demo's schema (people, pets)", model, tokenizer, grammars["schema_sql"],

@@ -2,14 +2,14 @@
 
 Nothing here downloads. The tiny model is a Qwen2-architecture causal LM with
 small sizes (hidden 64, 2 layers, 4 heads), randomly initialised with a fixed
-seed, around the real Qwen2 tokenizer (`pda.vocab.load_qwen2_tokenizer`). Its
+seed, around the real Qwen2 tokenizer (`pda.demo.qwen.load_qwen2_tokenizer`). Its
 vocabulary is the tokenizer's full size (specials included) padded up to a
 multiple of 64, as real Qwen2 checkpoints pad theirs, so its logits are wider
 than the tokenizer: the padding ids must never be sampled. The weights say
 nothing about language; what the model shows is that every constrained output
 parses whatever the logits are, and what the constraint costs per token.
 
-The model is saved under `pda.vocab.qwen.cache_dir() / "models"` after the first
+The model is saved under `pda.demo.qwen.cache_dir() / "models"` after the first
 build and loaded from there afterwards (identical weights either way).
 """
 
@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pda.vocab.qwen import cache_dir, load_qwen2_tokenizer
+from pda.demo.qwen import cache_dir, load_qwen2_tokenizer
 
 TINY_SEED = 0
 TINY_SIZES = {
