@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml setup.py pda/_rows.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q "torch==2.13.0"
-	$(PY) -m pip install -q -e ".[transformers,test]"
+	$(PY) -m pip install -q -e ".[demo,test]"
 	touch $(STAMP)
 
 demo: $(STAMP)

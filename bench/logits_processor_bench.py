@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 import pda
-from pda.generation import _Forward, _sample, vocabulary_for
+from pda.generation import KVCachedForward, sample_token, vocabulary_for
 from pda.integrations.bitmask import apply_token_bitmask_inplace, unpack_bitmask
 from pda.integrations.transformers import GrammarLogitsProcessor, apply_packed_bitmask_
 from pda.demo.models import load_tiny_qwen2
@@ -104,7 +104,7 @@ def bench_apply(bitmask: np.ndarray, width: int, repeats: int = 50) -> dict[str,
 
 def model_step_times(model: Any, prompt: list[int], batch: int, steps: int) -> list[float]:
     """Unconstrained decoding: one batched forward + sampling per step."""
-    forward = _Forward(model)
+    forward = KVCachedForward(model)
     generator = torch.Generator().manual_seed(0)
     times = []
     with torch.inference_mode():
@@ -112,7 +112,7 @@ def model_step_times(model: Any, prompt: list[int], batch: int, steps: int) -> l
             scores = forward(prompt)
             for _ in range(steps):
                 s = time.perf_counter()
-                scores = forward([_sample(scores, 1.0, None, None, generator)])
+                scores = forward([sample_token(scores, 1.0, None, None, generator)])
                 times.append(time.perf_counter() - s)
             return times
         ids = torch.tensor([prompt] * batch)

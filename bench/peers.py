@@ -74,7 +74,7 @@ class Engine(ABC):
 
 
 class PdaEngine(Engine):
-    """pda through its public API (DESIGN.md "Public surface")."""
+    """pda through its public API (docs/design.md, "Public surface")."""
 
     name = "pda"
 

@@ -5,7 +5,7 @@ built for it, and one random constrained walk. At every state of the walk the
 fast mask (`CompiledGrammar.text_mask`, the token index and its caches) is
 compared with the reference path (`pda.reference`: every token's bytes fed one
 at a time through the lexer and parser) on every token id, EOS included. The
-two must be equal: sound and complete (DESIGN.md, "Correctness oracle").
+two must be equal: sound and complete (docs/design.md, "Correctness oracle").
 
 Vocabularies mix what real tokenizers have and what breaks engines: single
 bytes of the grammar's alphabet; terminal strings, fragments of them and

@@ -42,13 +42,11 @@ accepted EOS makes an output complete.
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import codecs
-import sys
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -248,7 +246,7 @@ def _heal(vocab: Vocabulary, ids: list[int], text_len: int, n: int) -> tuple[lis
     return ids[:-n], b"".join(pieces[-n:])  # type: ignore[arg-type]
 
 
-def _sample(scores: Any, temperature: float, top_k: int | None, top_p: float | None, generator: Any) -> int:
+def sample_token(scores: Any, temperature: float, top_k: int | None, top_p: float | None, generator: Any) -> int:
     """One token from masked scores: greedy when temperature is 0, else temperature/top-k/top-p sampling."""
     import torch
 
@@ -314,7 +312,7 @@ def generate(
         ids, literal, index = encoded, b"", None
     output = _Output(matcher, literal, index)
 
-    forward = _Forward(model)
+    forward = KVCachedForward(model)
     generator = torch.Generator().manual_seed(seed) if seed is not None else None
     width = logits_width(model)
     bitmask = np.empty((1, (width + 31) // 32), dtype=np.int32)
@@ -379,7 +377,7 @@ def generate(
             output.fill_bitmask(bitmask)
             _apply(scores, bitmask)
             spent += time.perf_counter() - started
-            x = _sample(scores, temperature, top_k, top_p, generator)
+            x = sample_token(scores, temperature, top_k, top_p, generator)
             started = time.perf_counter()
             if x in eos:
                 terminated = output.accept(x)
@@ -417,8 +415,12 @@ def generate(
     )
 
 
-class _Forward:
-    """One KV-cached forward pass at a time; speaks both cache keyword spellings of transformers."""
+class KVCachedForward:
+    """One KV-cached forward pass at a time; speaks both cache keyword spellings of transformers.
+
+    Public with `sample_token` so that an unconstrained baseline (`pda demo`, the
+    benchmarks) runs the very loop `generate` runs, minus the grammar.
+    """
 
     def __init__(self, model: Any) -> None:
         import inspect
@@ -444,59 +446,3 @@ def _apply(scores: Any, bitmask: np.ndarray) -> None:
     from pda.integrations.transformers import apply_packed_bitmask_
 
     apply_packed_bitmask_(scores.unsqueeze(0), bitmask)
-
-
-def generate_main(argv: Sequence[str]) -> int:
-    """`pda generate`: stream a constrained generation to stdout; exit 0 if complete, 3 if cut."""
-    parser = argparse.ArgumentParser(
-        prog="pda generate",
-        description="Generate text that belongs to a grammar, streaming it to stdout. "
-        "Exit status 0 when the output is a complete sentence (EOS), 3 when max-new-tokens cut it.",
-    )
-    parser.add_argument("grammar", help="a .lark/.gbnf/.json (JSON Schema) path or a shipped grammar name")
-    parser.add_argument("prompt", help="the prompt text ('-' reads standard input)")
-    parser.add_argument("--model", help="a local transformers model folder (default: pda's tiny random Qwen2)")
-    parser.add_argument("--device", help="torch device for the model (default: cpu)")
-    parser.add_argument("--max-new-tokens", type=int, default=256)
-    parser.add_argument("--temperature", type=float, default=1.0, help="0 for greedy decoding")
-    parser.add_argument("--top-k", type=int)
-    parser.add_argument("--top-p", type=float)
-    parser.add_argument("--seed", type=int)
-    parser.add_argument("--prefix", default="", help="text the output starts with (the grammar matches it)")
-    parser.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
-    parser.add_argument("--no-jump-forward", action="store_true", help="sample forced text token by token")
-    parser.add_argument("--no-heal", action="store_true", help="keep the prompt's last token as it is")
-    parser.add_argument("--stats", action="store_true", help="print token and forward-pass counts to stderr")
-    args = parser.parse_args(argv)
-
-    from pda.demo.models import load_model
-
-    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
-    grammar = Grammar.load(args.grammar)
-    model, tokenizer = load_model(args.model, device=args.device)
-    if args.chat:
-        prompt = tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
-        )
-
-    def stream(chunk: str) -> None:
-        sys.stdout.write(chunk)
-        sys.stdout.flush()
-
-    result = generate(
-        model, tokenizer, grammar, prompt,
-        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
-        top_p=args.top_p, seed=args.seed, jump_forward=not args.no_jump_forward,
-        heal=not args.no_heal, prefix=args.prefix, on_text=stream,
-    )
-    sys.stdout.write("\n")
-    if not result.terminated:
-        print(f"pda generate: output cut at --max-new-tokens {args.max_new_tokens}: not a complete sentence",
-              file=sys.stderr)
-    if args.stats:
-        print(
-            f"{len(result.token_ids)} tokens, {result.forward_passes} forward passes, "
-            f"{result.forced_tokens} forced by jump-forward, terminated={result.terminated}",
-            file=sys.stderr,
-        )
-    return 0 if result.terminated else 3

@@ -1,4 +1,4 @@
-"""The slow reference path: the correctness oracle for masks (DESIGN.md).
+"""The slow reference path: the correctness oracle for masks (docs/design.md).
 
 For a state and a token, feed the token's bytes one at a time through the
 lexer and parser, with no token index and no mask cache. The fast mask must

@@ -22,10 +22,10 @@ from pda.generation import (  # noqa: E402
     TokenPrefixIndex,
     _Output,
     generate,
-    generate_main,
     prefix_index,
     vocabulary_for,
 )
+from pda.cli import generate_main  # noqa: E402
 from pda.demo.models import load_tiny_qwen2  # noqa: E402
 
 PERSON = r"""
@@ -232,9 +232,20 @@ def test_a_prefix_the_grammar_rejects_is_a_parse_error(model_tok):
 
 
 def test_generate_command_streams_the_output(capsys, model_tok):
-    status = generate_main(["json", "JSON:", "--max-new-tokens", "6", "--seed", "0", "--stats"])
+    status = generate_main(["json", "JSON:", "--model", "tiny", "--max-new-tokens", "6", "--seed", "0", "--stats"])
     out, err = capsys.readouterr()
     assert status in (0, 3)
     assert "forward passes" in err
     assert pda.Grammar.load("json").accepts_prefix(out.rstrip("\n"))
     assert (status == 3) == ("cut at --max-new-tokens" in err)
+
+
+def test_generate_command_loads_a_local_model_folder(tmp_path, capsys, model_tok):
+    model, tok = model_tok
+    model.save_pretrained(tmp_path / "model")
+    tok.save_pretrained(tmp_path / "model")
+    grammar = tmp_path / "answer.lark"
+    grammar.write_text('start: "yes" | "no"\n')
+    status = generate_main([str(grammar), "Answer:", "--model", str(tmp_path / "model"), "--seed", "0"])
+    out, err = capsys.readouterr()
+    assert status == 0 and out in ("yes\n", "no\n") and err == ""

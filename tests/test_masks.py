@@ -1,4 +1,4 @@
-"""Exactness: the fast mask equals the reference path (DESIGN.md "Correctness oracle").
+"""Exactness: the fast mask equals the reference path (docs/design.md, "Correctness oracle").
 
 Small synthetic vocabularies are checked on every token of every sampled state;
 real vocabularies (Qwen2, cl100k, SentencePiece) in tests/test_masks_real.py.

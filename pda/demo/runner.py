@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pda.compiler import CompiledGrammar
-from pda.generation import GenerationResult, _Forward, _sample, compile_for, generate, vocabulary_for
+from pda.generation import GenerationResult, KVCachedForward, compile_for, generate, sample_token, vocabulary_for
 from pda.grammar.grammar import Grammar
 
 SCHEMA = """
@@ -67,14 +67,14 @@ def _unconstrained_ms_per_token(model: Any, prompt_ids: list[int], n: int, seed:
     """The same KV-cached forward + sample loop with no grammar: the baseline per token."""
     import torch
 
-    forward = _Forward(model)
+    forward = KVCachedForward(model)
     generator = torch.Generator().manual_seed(seed)
     with torch.inference_mode():
         pending = prompt_ids
         scores = forward(pending)
         started = time.perf_counter()
         for _ in range(n):
-            pending = [_sample(scores, 1.0, None, None, generator)]
+            pending = [sample_token(scores, 1.0, None, None, generator)]
             scores = forward(pending)
     return (time.perf_counter() - started) * 1000 / n
 
@@ -114,25 +114,31 @@ def _run(
 
 def demo_main(argv: Sequence[str]) -> int:
     """Run the demo; 0 when every complete output parsed and every cut one is a valid prefix."""
-    parser = argparse.ArgumentParser(prog="pda demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", help="a local transformers model folder (default: the tiny random Qwen2)")
-    parser.add_argument("--device", help="torch device (default: cpu)")
-    parser.add_argument("--samples", type=int, default=3, help="samples per grammar (default 3)")
-    parser.add_argument("--max-new-tokens", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's)")
-    args = parser.parse_args(argv)
+    from pda.cli import command_parser, positive_int, run_command
 
+    parser = command_parser("pda demo", __doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="tiny",
+                        help="a local transformers model folder (default: tiny, the tiny random Qwen2)")
+    parser.add_argument("--device", help="torch device (default: cpu)")
+    parser.add_argument("--samples", type=positive_int, default=3, help="samples per grammar (default 3)")
+    parser.add_argument("--max-new-tokens", type=positive_int, default=40)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=positive_int, help="torch intra-op threads (default: torch's)")
+    args = parser.parse_args(argv)
+    return run_command(parser.prog, lambda: _demo(args))
+
+
+def _demo(args: argparse.Namespace) -> int:
     import torch
 
-    from pda.demo.models import load_model
+    from pda.cli import load_model
 
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
     model, tokenizer = load_model(args.model, device=args.device)
     vocab = vocabulary_for(tokenizer)
-    print(f"model: {'tiny random Qwen2 (' + str(sum(p.numel() for p in model.parameters()) // 10**6) + 'M parameters)' if args.model is None else args.model}, "
+    print(f"model: {'tiny random Qwen2 (' + str(sum(p.numel() for p in model.parameters()) // 10**6) + 'M parameters)' if args.model == 'tiny' else args.model}, "
           f"logits width {model.config.vocab_size}; tokenizer: {vocab!r}  [{time.perf_counter() - started:.1f} s]")
     started = time.perf_counter()
     grammars = {

@@ -1,5 +1,23 @@
-"""Integrations with serving stacks: packed bitmask helpers (`bitmask`), transformers (`transformers`)."""
+"""Integrations with serving stacks: packed bitmask helpers (`bitmask`), transformers (`transformers`).
+
+`bitmask` needs only numpy and is imported with pda. `transformers` needs torch
+and transformers, so it is imported the first time `pda.integrations.transformers`
+is used: `import pda` stays light, and the attribute still works without an
+explicit `import pda.integrations.transformers`.
+"""
+
+import importlib
+from types import ModuleType
 
 from pda.integrations import bitmask
 
-__all__ = ["bitmask"]
+_LAZY = ("transformers",)
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _LAZY:
+        return importlib.import_module(f"pda.integrations.{name}")
+    raise AttributeError(f"module 'pda.integrations' has no attribute {name!r}")
+
+
+__all__ = ["bitmask", "transformers"]

@@ -15,20 +15,18 @@ difference, and the shortest per direction are reported.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import importlib
 import json
 import re
 import sqlite3
-import sys
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pda.errors import GrammarError, PdaError
+from pda.errors import GrammarError
 from pda.testing.sampler import GrammarSampler, RandomChoices, ReferenceRecognizer, grammar_ir
 
 # -- external recognisers ----------------------------------------------------------
@@ -320,32 +318,44 @@ def compare(
 
 def equiv_main(argv: list[str] | None = None) -> int:
     """`pda equiv A B`: exit 0 when no difference was found, 1 when one was, 2 on errors."""
-    parser = argparse.ArgumentParser(
-        prog="pda equiv",
-        description="Fuzz-test whether two grammars (or a grammar and a real parser) accept the same language.",
+    from pda.cli import (add_grammar_options, command_parser, load_grammar, non_negative_float, positive_int,
+                         run_command)
+
+    parser = command_parser(
+        "pda equiv",
+        "Fuzz-test whether two grammars (or a grammar and a real parser) accept the same language. "
+        "Exit status 0 when no difference was found, 1 when one was, 2 on an error.",
         epilog="A side is a grammar (.lark/.gbnf/.json file, shipped name, grammar:NAME) or a recogniser: "
         + ", ".join(BUILTIN_RECOGNISERS)
-        + ", python:module:function.",
+        + ", python:module:function. The grammar options apply to every grammar side.",
     )
     parser.add_argument("a", help="first grammar or recogniser")
     parser.add_argument("b", help="second grammar or recogniser")
-    parser.add_argument("--samples", type=int, default=1000, help="sentences drawn from each grammar side (default 1000)")
+    parser.add_argument("--samples", type=positive_int, default=1000,
+                        help="sentences drawn from each grammar side (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--time-limit", type=float, default=None, help="stop sampling after this many seconds")
-    parser.add_argument("--max-depth", type=int, default=40, help="derivation depth budget (default 40)")
-    parser.add_argument("--max-lexemes", type=int, default=60, help="lexeme budget per sentence (default 60)")
-    parser.add_argument("--keep", type=int, default=5, help="counterexamples kept per direction (default 5)")
+    parser.add_argument("--time-limit", type=non_negative_float, default=None,
+                        help="stop sampling after this many seconds")
+    parser.add_argument("--max-depth", type=positive_int, default=40, help="derivation depth budget (default 40)")
+    parser.add_argument("--max-lexemes", type=positive_int, default=60, help="lexeme budget per sentence (default 60)")
+    parser.add_argument("--keep", type=positive_int, default=5, help="counterexamples kept per direction (default 5)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_grammar_options(parser)
     args = parser.parse_args(argv)
-    try:
-        a = load_side(args.a, max_depth=args.max_depth, max_lexemes=args.max_lexemes)
-        b = load_side(args.b, max_depth=args.max_depth, max_lexemes=args.max_lexemes)
-        report = compare(a, b, samples=args.samples, seed=args.seed, time_limit=args.time_limit, keep=args.keep)
-    except PdaError as exc:
-        print(f"pda equiv: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(report.to_json(), indent=2, ensure_ascii=False) if args.json else report.to_text())
-    return 1 if report.differs else 0
+
+    def side(spec: str) -> Side:
+        budgets = {"max_depth": args.max_depth, "max_lexemes": args.max_lexemes}
+        if spec in BUILTIN_RECOGNISERS or spec.startswith("python:"):
+            return load_side(spec, **budgets)
+        return grammar_side(spec, load_grammar(spec.removeprefix("grammar:"), args), **budgets)
+
+    def run() -> int:
+        report = compare(side(args.a), side(args.b), samples=args.samples, seed=args.seed,
+                         time_limit=args.time_limit, keep=args.keep)
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False) if args.json else report.to_text())
+        return 1 if report.differs else 0
+
+    return run_command(parser.prog, run)
 
 
 __all__ = [

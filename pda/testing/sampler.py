@@ -726,25 +726,24 @@ class GrammarSampler:
 def sample_main(argv: list[str] | None = None) -> int:
     """`pda sample GRAMMAR -n N`: print sampled sentences (or near-misses), one JSON string
     per line with `--json`, else raw text separated by blank lines."""
-    import argparse
     import json
-    import sys
 
-    from pda.errors import PdaError
+    from pda.cli import GRAMMAR_HELP, add_grammar_options, command_parser, load_grammar, positive_int, run_command
 
-    parser = argparse.ArgumentParser(prog="pda sample", description="Print random sentences of a grammar.")
-    parser.add_argument("grammar", help="a .lark, .gbnf or .json (schema) file, or a shipped grammar's name")
-    parser.add_argument("-n", type=int, default=10, help="how many (default 10)")
+    parser = command_parser("pda sample", "Print random sentences of a grammar.")
+    parser.add_argument("grammar", help=GRAMMAR_HELP)
+    parser.add_argument("-n", type=positive_int, default=10, help="how many (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--near-misses", action="store_true", help="print mutated sentences instead")
-    parser.add_argument("--max-depth", type=int, default=40, help="derivation depth budget (default 40)")
-    parser.add_argument("--max-lexemes", type=int, default=60, help="lexeme budget per sentence (default 60)")
+    parser.add_argument("--max-depth", type=positive_int, default=40, help="derivation depth budget (default 40)")
+    parser.add_argument("--max-lexemes", type=positive_int, default=60, help="lexeme budget per sentence (default 60)")
     parser.add_argument("--json", action="store_true", help="one JSON-quoted string per line")
+    add_grammar_options(parser)
     args = parser.parse_args(argv)
-    try:
-        from pda.grammar.grammar import Grammar
 
-        sampler = GrammarSampler(Grammar.load(args.grammar), max_depth=args.max_depth, max_lexemes=args.max_lexemes)
+    def run() -> int:
+        grammar = load_grammar(args.grammar, args)
+        sampler = GrammarSampler(grammar, max_depth=args.max_depth, max_lexemes=args.max_lexemes)
         choices = RandomChoices(args.seed)
         for i in range(args.n):
             text = sampler.near_miss(choices) if args.near_misses else sampler.sample(choices)
@@ -752,10 +751,9 @@ def sample_main(argv: list[str] | None = None) -> int:
                 print(json.dumps(text, ensure_ascii=False))
             else:
                 print(("\n" if i else "") + text)
-    except PdaError as exc:
-        print(f"pda sample: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        return 0
+
+    return run_command(parser.prog, run)
 
 
 __all__ = [
