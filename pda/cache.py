@@ -1,19 +1,109 @@
-"""pda's on-disk cache folder and atomic writes into it.
+"""pda's on-disk cache: plain arrays and JSON, verified on every read, bounded in size.
 
-Compiled artefacts (vocabulary tries, token-index snapshots, the converted
-Qwen2 tokenizer, the demo model) are keyed by content hashes and pda's
-version, so a stale entry is never read; deleting the folder is always safe.
+Compiled artefacts (vocabulary tries, lexer DFAs, token-index snapshots, the
+converted Qwen2 tokenizer) are stored as one file per entry (docs/cache.md):
+
+    MAGIC | sha256 of the rest (32 bytes) | header length (8 bytes, little-endian) | header JSON | array bytes
+
+The header holds the format version, the entry's kind, its full key, a JSON
+`meta` dict and a table of the arrays (name, dtype, shape, offset). Invariants:
+
+* nothing is ever unpickled or evaluated: a file is bytes, JSON and numeric
+  arrays of a fixed set of dtypes (`DTYPES`), whatever its content;
+* a read returns an object only if the hash matches, the header names the very
+  (version, kind, key) asked for, every array lies inside the file, and the
+  caller's `decode` accepts the arrays (it checks shapes and index bounds and
+  raises `Invalid` otherwise). Anything else is a miss: the caller rebuilds and
+  overwrites the entry. A read never raises;
+* `VERSION` is a hash of pda's own source, so entries written by other code are
+  never read (they age out of the budget);
+* the entries' total size stays under `max_bytes()` (`PDA_CACHE_MAX_BYTES`, default
+  2 GiB): reads touch an entry's mtime, and a store that pushes this process's
+  running total over the budget scans the folder and deletes the least recently
+  used entries;
+* a folder that cannot be created or written means no disk cache (one logged
+  warning), never an error. `PDA_CACHE=0` or `set_enabled(False)` turns it off.
+
+The hash catches corruption and the key check catches a file copied over
+another key's name; neither is a signature against someone who may write the
+folder, which is why `decode` still bounds-checks every index it hands on.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import math
 import os
-import pickle
 import tempfile
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pda._version import __version__
+import numpy as np
+
+T = TypeVar("T")
+
+MAGIC = b"PDACACHE"
+_DIGEST_BYTES = 32
+_PREFIX = len(MAGIC) + _DIGEST_BYTES + 8
+SUFFIX = ".pdac"
+# The only dtypes an entry may hold: no objects, no structured or user types.
+DTYPES = frozenset(
+    np.dtype(t).str for t in (bool, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
+)
+DEFAULT_MAX_BYTES = 2 << 30
+# A store re-reads the folder's real size after this many stores even under the budget
+# (other processes write to it too).
+RESCAN_EVERY = 256
+# After an eviction the entries take at most this fraction of the budget, so the next
+# stores do not each trigger a scan.
+EVICT_TO = 0.9
+# A temporary file this old is a crashed writer's leftover.
+STALE_TMP_SECONDS = 3600
+
+_log = logging.getLogger("pda.cache")
+
+
+class Invalid(ValueError):
+    """A cache entry that is well-formed but inconsistent with what its reader needs (a miss)."""
+
+
+# Errors that reading or decoding a damaged entry can raise: all of them mean a miss.
+_BAD_ENTRY = (OSError, ValueError, KeyError, TypeError, IndexError, OverflowError, UnicodeError, RecursionError)
+
+
+def source_version(root: Path) -> str:
+    """A hash of every `.py` file under `root` (relative path and bytes), in sorted order.
+
+    The cache's format version: any change to the code that writes or reads an
+    entry changes it.
+    """
+    digest = hashlib.sha256(MAGIC)
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+VERSION = source_version(Path(__file__).resolve().parent)
+
+_enabled: bool | None = None
+
+
+def set_enabled(flag: bool | None) -> None:
+    """Turn the disk cache on or off for this process; None goes back to `$PDA_CACHE`."""
+    global _enabled
+    _enabled = flag
+
+
+def enabled() -> bool:
+    """Is the disk cache in use? `set_enabled`'s choice, else `$PDA_CACHE` (0/off/false/no: off)."""
+    if _enabled is not None:
+        return _enabled
+    return os.environ.get("PDA_CACHE", "1").strip().lower() not in ("0", "off", "false", "no")
 
 
 def cache_dir() -> Path:
@@ -24,30 +114,230 @@ def cache_dir() -> Path:
     return Path(base) / "pda"
 
 
-def cache_path(kind: str, *key: str) -> Path:
-    """Where an artefact of `kind` with this key lives (the key includes pda's version)."""
-    name = "-".join([__version__, *key])
-    return cache_dir() / kind / f"{name}.pkl"
-
-
-def load(path: Path) -> Any | None:
-    """The object stored at `path`, or None when absent or unreadable (a cache miss)."""
+def max_bytes() -> int:
+    """The size budget of all entries: $PDA_CACHE_MAX_BYTES, else 2 GiB."""
     try:
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError):
+        return max(0, int(os.environ.get("PDA_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES)))
+    except ValueError:
+        return DEFAULT_MAX_BYTES
+
+
+def _canonical(key: Mapping[str, Any]) -> str:
+    return json.dumps(key, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def entry_path(kind: str, key: Mapping[str, Any]) -> Path:
+    """Where the entry of `kind` with this key lives: its name is a hash of (version, kind, key)."""
+    name = hashlib.sha256(f"{VERSION}\0{kind}\0{_canonical(key)}".encode()).hexdigest()[:40]
+    return cache_dir() / kind / (name + SUFFIX)
+
+
+def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np.ndarray]], T]) -> T | None:
+    """`decode(meta, arrays)` of the verified entry, or None (absent, damaged, another key, or refused by `decode`).
+
+    `decode` raises `Invalid` (or any error a malformed meta dict causes) to refuse an entry.
+    """
+    if not enabled():
         return None
+    path = entry_path(kind, key)
+    try:
+        meta, arrays = _read(path, kind, key)
+        found = decode(meta, arrays)
+    except _BAD_ENTRY:
+        return None
+    try:
+        os.utime(path)  # recency for the budget's eviction
+    except OSError:
+        pass
+    return found
 
 
-def store(path: Path, obj: Any) -> None:
-    """Write `obj` at `path` atomically; a cache that cannot be written is skipped silently."""
+def _read(path: Path, kind: str, key: Mapping[str, Any]) -> tuple[dict, dict[str, np.ndarray]]:
+    """Parse and verify one entry file; raises one of `_BAD_ENTRY` on anything unexpected."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        buf = bytearray(size)  # writable, so the arrays are too (as freshly built ones are)
+        if f.readinto(buf) != size or size < _PREFIX or buf[: len(MAGIC)] != MAGIC:
+            raise Invalid("truncated or not an entry")
+    view = memoryview(buf)
+    if hashlib.sha256(view[len(MAGIC) + _DIGEST_BYTES :]).digest() != buf[len(MAGIC) : len(MAGIC) + _DIGEST_BYTES]:
+        raise Invalid("content hash mismatch")
+    header_len = int.from_bytes(buf[_PREFIX - 8 : _PREFIX], "little")
+    body = _PREFIX + header_len
+    if body > size:
+        raise Invalid("header past the end")
+    header = json.loads(bytes(view[_PREFIX:body]).decode("utf-8"))
+    if header["version"] != VERSION or header["kind"] != kind or header["key"] != json.loads(_canonical(key)):
+        raise Invalid("another version's or key's entry")
+    arrays = {}
+    for name, dtype, shape, offset in header["arrays"]:
+        if dtype not in DTYPES or not all(isinstance(n, int) and n >= 0 for n in shape) or offset < 0:
+            raise Invalid(f"array {name!r}: bad dtype or shape")
+        dt = np.dtype(dtype)
+        count = math.prod(shape)
+        if body + offset + count * dt.itemsize > size:
+            raise Invalid(f"array {name!r} past the end")
+        arrays[name] = np.frombuffer(buf, dtype=dt, count=count, offset=body + offset).reshape(shape)
+    meta = header["meta"]
+    if not isinstance(meta, dict):
+        raise Invalid("meta is not an object")
+    return meta, arrays
+
+
+def store(kind: str, key: Mapping[str, Any], meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+    """Write an entry atomically (a temporary file renamed into place), then keep the folder within budget.
+
+    A folder that cannot be written is skipped (one warning per folder and process).
+    """
+    if not enabled():
+        return
+    table, parts, offset = [], [], 0
+    for name, array in arrays.items():
+        array = np.ascontiguousarray(array)
+        if array.dtype.str not in DTYPES:
+            raise TypeError(f"cache entry array {name!r} has dtype {array.dtype}, not a plain numeric one")
+        pad = -offset % 16  # aligned arrays read faster
+        parts.append(bytes(pad))
+        offset += pad
+        table.append([name, array.dtype.str, list(array.shape), offset])
+        parts.append(array.data.cast("B") if array.size else b"")
+        offset += array.nbytes
+    header = json.dumps(
+        {"version": VERSION, "kind": kind, "key": json.loads(_canonical(key)), "meta": meta, "arrays": table},
+        separators=(",", ":"), ensure_ascii=True,
+    ).encode()
+    head = len(header).to_bytes(8, "little") + header
+    digest = hashlib.sha256(head)
+    for part in parts:
+        digest.update(part)
+    path = entry_path(kind, key)
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(MAGIC + digest.digest() + head)
+            for part in parts:
+                f.write(part)
         os.replace(tmp, path)
-    except (OSError, pickle.PicklingError, RecursionError):
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+        tmp = None
+    except OSError as e:
+        _unwritable(path.parent, e)
+        return
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    _account(len(MAGIC) + _DIGEST_BYTES + len(head) + offset)
+
+
+_warned: set[str] = set()
+
+
+def _unwritable(folder: Path, error: OSError) -> None:
+    if str(folder) not in _warned:
+        _warned.add(str(folder))
+        _log.warning("pda: cannot write the cache folder %s (%s); continuing without a disk cache", folder, error)
+
+
+# Per cache folder: (this process's estimate of its entries' bytes, stores since the last scan).
+_usage: dict[str, tuple[int, int]] = {}
+
+
+def _account(written: int) -> None:
+    """Add a store to the running total; past the budget (or every RESCAN_EVERY stores), scan and evict."""
+    root = cache_dir()
+    total, stores = _usage.get(str(root), (-1, 0))
+    budget = max_bytes()
+    if total >= 0 and total + written <= budget and stores + 1 < RESCAN_EVERY:
+        _usage[str(root)] = (total + written, stores + 1)
+        return
+    _usage[str(root)] = (evict(root, budget), 0)
+
+
+def usage(root: Path | None = None) -> int:
+    """The bytes the entries under `root` (default `cache_dir()`) take now."""
+    return sum(size for _, size, _ in _entries(root or cache_dir()))
+
+
+def _entries(root: Path) -> list[tuple[Path, int, float]]:
+    """(path, size, mtime) of every entry under `root`; deletes stale temporary files on the way."""
+    found = []
+    now = time.time()
+    try:
+        kinds = [d for d in os.scandir(root) if d.is_dir(follow_symlinks=False)]
+    except OSError:
+        return found
+    for kind in kinds:
+        try:
+            files = list(os.scandir(kind.path))
+        except OSError:
+            continue
+        for f in files:
+            try:
+                st = f.stat(follow_symlinks=False)
+                if f.name.endswith(SUFFIX):
+                    found.append((Path(f.path), st.st_size, st.st_mtime))
+                elif f.name.endswith(".tmp") and now - st.st_mtime > STALE_TMP_SECONDS:
+                    os.unlink(f.path)
+            except OSError:
+                continue
+    return found
+
+
+def evict(root: Path, budget: int) -> int:
+    """Delete the least recently used entries under `root` until they fit `EVICT_TO * budget`; returns the bytes left.
+
+    Nothing happens while the entries fit the budget itself.
+    """
+    entries = _entries(root)
+    total = sum(size for _, size, _ in entries)
+    if total <= budget:
+        return total
+    target = int(budget * EVICT_TO)
+    for path, size, _ in sorted(entries, key=lambda e: e[2]):
+        if total <= target:
+            break
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        total -= size
+    return total
+
+
+def take(
+    arrays: Mapping[str, np.ndarray],
+    name: str,
+    dtype: Any,
+    shape: tuple[int | None, ...],
+    bounds: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """`arrays[name]`, checked: exactly this dtype, this shape (None: any length), values in [lo, hi) if given.
+
+    For `decode` functions; raises `Invalid` (a cache miss) otherwise.
+    """
+    array = arrays.get(name)
+    if array is None or array.dtype != np.dtype(dtype) or array.ndim != len(shape):
+        raise Invalid(f"array {name!r} is missing or has the wrong dtype or rank")
+    if any(want is not None and got != want for got, want in zip(array.shape, shape)):
+        raise Invalid(f"array {name!r} has shape {array.shape}, expected {shape}")
+    if bounds is not None and array.size and (array.min() < bounds[0] or array.max() >= bounds[1]):
+        raise Invalid(f"array {name!r} has values outside [{bounds[0]}, {bounds[1]})")
+    return array
+
+
+def int_to_json(value: int) -> str:
+    """A Python int of any size (a terminal bitset) as a hex string, losslessly."""
+    return format(value, "x") if value >= 0 else "-" + format(-value, "x")
+
+
+def int_from_json(text: str) -> int:
+    """The inverse of `int_to_json`; raises ValueError or TypeError (a miss) on anything else."""
+    if not isinstance(text, str):
+        raise Invalid("expected a hex string")
+    return int(text, 16)

@@ -136,14 +136,14 @@ def test_disk_entries_equal_fresh_walks(fresh: Path, monkeypatch: pytest.MonkeyP
     vocab = vocabulary()
     a = compile_lark(GRAMMAR_A, vocab)
     check_walks(a, 10, seed=3)
-    files = list((fresh / "classes").glob("*.pkl"))
+    files = list((fresh / "classes").glob("*.pdac"))
     assert files, "no classification was written to disk"
     # A new process: an empty memory store, the same disk cache.
     monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
     b = compile_lark(GRAMMAR_B, vocab)
     loaded = []
     real_load = token_index.cache.load
-    monkeypatch.setattr(token_index.cache, "load", lambda path: loaded.append(path) or real_load(path))
+    monkeypatch.setattr(token_index.cache, "load", lambda kind, key, decode: loaded.append(token_index.cache.entry_path(kind, key)) or real_load(kind, key, decode))
     check_walks(b, 20, seed=4)
     assert set(loaded) & set(files), "no walk was read back from disk"
 

@@ -151,7 +151,7 @@ def test_plain_body_is_read_back_from_the_disk_cache(tmp_path: Path, monkeypatch
     monkeypatch.setattr(slices, "_plain", weakref.WeakKeyDictionary())
     trie = vocabulary_trie(vocabulary())
     built = slices.plain_body(trie, "k" * 40)
-    assert list((tmp_path / "slices").glob("*.pkl"))
+    assert list((tmp_path / "slices").glob("*.pdac"))
     monkeypatch.setattr(slices, "_plain", weakref.WeakKeyDictionary())
     loaded = slices.plain_body(trie, "k" * 40)
     assert loaded is not built

@@ -171,22 +171,47 @@ class PlainBody:
         self.paths = TokenPaths(trie)
         self.char_start, self.next_dirty = next_dirty(self.paths)
 
+    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(meta, arrays) for the disk cache; `step` and `continues` are rebuilt from `PLAIN_BODY`."""
+        arrays = {f"paths.{name}": a for name, a in self.paths.to_arrays().items()}
+        arrays.update(below=self.below, edge=self.edge, rest=self.rest, char_start=self.char_start,
+                      next_dirty=self.next_dirty)
+        return {}, arrays
+
+    @classmethod
+    def from_arrays(cls, meta: dict, arrays: dict[str, np.ndarray], trie: TokenTrie) -> "PlainBody":
+        """The slice `to_arrays` wrote for `trie`, checked against its sizes; raises `cache.Invalid`."""
+        self = cls.__new__(cls)
+        n = trie.n_nodes
+        self.below = cache.take(arrays, "below", np.uint8, (n,))
+        self.edge = cache.take(arrays, "edge", np.uint8, (n,))
+        self.rest = cache.take(arrays, "rest", np.int16, (n,), (0, trie.max_depth + 1))
+        self.step = np.where(PLAIN_BODY >= 0, PLAIN_BODY, 0).astype(np.int8)
+        self.continues = PLAIN_BODY >= 0
+        prefix = "paths."
+        self.paths = TokenPaths.from_arrays(
+            {name[len(prefix):]: a for name, a in arrays.items() if name.startswith(prefix)}, trie
+        )
+        total = len(self.paths.data)
+        self.char_start = cache.take(arrays, "char_start", bool, (total,))
+        self.next_dirty = cache.take(arrays, "next_dirty", np.int32, (total,), (0, total + 1))
+        return self
+
 
 _plain: "weakref.WeakKeyDictionary[TokenTrie, PlainBody]" = weakref.WeakKeyDictionary()
-# Part of the disk-cache key: bump when `PlainBody`'s layout or meaning changes.
-_FORMAT = "plain-body-3"
 
 
 def plain_body(trie: TokenTrie, vocab_key: str | None = None) -> PlainBody:
     """The trie's `PlainBody`: once per trie (~50 ms for Qwen2), from the disk cache given the vocabulary's key."""
     found = _plain.get(trie)
     if found is None:
-        path = cache.cache_path("slices", _FORMAT, vocab_key[:24]) if vocab_key else None
-        found = cache.load(path) if path is not None else None
-        if not isinstance(found, PlainBody) or len(found.below) != trie.n_nodes:
+        key = {"vocab": vocab_key, "nodes": trie.n_nodes}
+        if vocab_key:
+            found = cache.load("slices", key, lambda meta, arrays: PlainBody.from_arrays(meta, arrays, trie))
+        if found is None:
             found = PlainBody(trie)
-            if path is not None:
-                cache.store(path, found)
+            if vocab_key:
+                cache.store("slices", key, *found.to_arrays())
         _plain[trie] = found
     return found
 

@@ -36,7 +36,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -71,8 +71,6 @@ PACK_RUNS_MIN = 8192
 # Basic lexer mode: the per-node walks kept to filter candidate sets' classifications from
 # (`TokenIndex._basic_classify`), at most this many bytes per index (~4 bytes a trie node walked).
 BASIC_WALKS_MAX_BYTES = 64 << 20
-# Part of the disk-cache key: bump when a shared entry's layout or a walk's semantics changes.
-_FORMAT = "classes-1"
 
 
 class Classification:
@@ -238,6 +236,84 @@ def shared_classifications(trie: TokenTrie) -> SharedClassifications:
         found = SharedClassifications()
         _shared[trie] = found
     return found
+
+
+def entries_to_arrays(
+    entries: Sequence[tuple[np.ndarray | None, Sequence[tuple[int, np.ndarray]]]], mask_words: int
+) -> tuple[dict, dict[str, np.ndarray]]:
+    """Classifications (inside mask or None, groups of (terminal bitset, trie nodes)) as flat tables.
+
+    `masks[mask_row[e]]` is entry e's mask (-1: none); its groups are
+    `group_ptr[e]:group_ptr[e + 1]`, group g's nodes `nodes[node_ptr[g]:node_ptr[g + 1]]`
+    (int32 unless `wide[g]`: a group's key is its nodes' bytes, so the dtype is kept);
+    terminal bitsets, which can exceed 64 bits, are hex strings in the meta.
+    """
+    masks = [inside for inside, _ in entries if inside is not None]
+    rows, n = [], 0
+    for inside, _ in entries:
+        rows.append(-1 if inside is None else n)
+        n += inside is not None
+    groups = [group for _, gs in entries for group in gs]
+    meta = {"terminals": [cache.int_to_json(terminals) for terminals, _ in groups]}
+    arrays = {
+        "masks": np.stack(masks).astype(np.int32) if masks else np.zeros((0, mask_words), np.int32),
+        "mask_row": np.array(rows, dtype=np.int64),
+        "group_ptr": np.cumsum([0] + [len(gs) for _, gs in entries], dtype=np.int64),
+        "node_ptr": np.cumsum([0] + [len(nodes) for _, nodes in groups], dtype=np.int64),
+        "nodes": np.concatenate([nodes.astype(np.int64) for _, nodes in groups]) if groups else np.zeros(0, np.int64),
+        "wide": np.array([nodes.dtype == np.int64 for _, nodes in groups], dtype=bool),
+    }
+    return meta, arrays
+
+
+def entries_from_arrays(
+    meta: dict, arrays: dict[str, np.ndarray], mask_words: int, n_nodes: int, n_terminals: int
+) -> list[tuple[np.ndarray | None, list[tuple[int, np.ndarray]]]]:
+    """The inverse of `entries_to_arrays`, checked: masks of `mask_words` words, nodes of the trie, bitsets
+    over `n_terminals` terminals; raises `cache.Invalid`."""
+    take = cache.take
+    masks = take(arrays, "masks", np.int32, (None, mask_words))
+    rows = take(arrays, "mask_row", np.int64, (None,), (-1, len(masks))).tolist()
+    terminals = [cache.int_from_json(x) for x in meta["terminals"]]
+    if any(not 0 <= t < 1 << n_terminals for t in terminals):
+        raise cache.Invalid("a group's terminal set is outside the grammar's terminals")
+    group_ptr = take(arrays, "group_ptr", np.int64, (len(rows) + 1,), (0, len(terminals) + 1)).tolist()
+    nodes = take(arrays, "nodes", np.int64, (None,), (0, n_nodes))
+    node_ptr = take(arrays, "node_ptr", np.int64, (len(terminals) + 1,), (0, len(nodes) + 1)).tolist()
+    wide = take(arrays, "wide", bool, (len(terminals),)).tolist()
+    groups = []
+    for g, t in enumerate(terminals):
+        part = nodes[node_ptr[g] : node_ptr[g + 1]]
+        groups.append((t, part if wide[g] else part.astype(np.int32)))
+    return [
+        (None if row < 0 else masks[row], groups[group_ptr[e] : group_ptr[e + 1]])
+        for e, row in enumerate(rows)
+    ]
+
+
+def key_to_json(key: object) -> object:
+    """A lexer-state key (nested tuples of ints and strings) as JSON, losslessly.
+
+    Tuples become lists, ints "i<hex>" (any size), strings "s<text>".
+    """
+    if isinstance(key, tuple):
+        return [key_to_json(k) for k in key]
+    if isinstance(key, str):
+        return "s" + key
+    if isinstance(key, (int, np.integer)):
+        return "i" + cache.int_to_json(int(key))
+    raise TypeError(f"not a lexer-state key: {key!r}")
+
+
+def key_from_json(value: object) -> object:
+    """The inverse of `key_to_json`; raises `cache.Invalid` on anything else."""
+    if isinstance(value, list):
+        return tuple(key_from_json(v) for v in value)
+    if isinstance(value, str) and value[:1] == "s":
+        return value[1:]
+    if isinstance(value, str) and value[:1] == "i":
+        return cache.int_from_json(value[1:])
+    raise cache.Invalid("not a lexer-state key")
 
 
 class TokenIndex:
@@ -556,11 +632,9 @@ class TokenIndex:
         key = (self.mask_words, roots_key, content)
         entry = self.shared.get(key)
         if entry is None:
-            path = self._disk_path(key)
-            loaded = cache.load(path) if path is not None else None
-            if isinstance(loaded, tuple) and len(loaded) == 2:
-                entry = loaded
-            else:
+            disk_key = self._disk_key(key)
+            entry = cache.load("classes", disk_key, self._decode_shared(len(order))) if disk_key else None
+            if entry is None:
                 start = time.perf_counter()
                 if not order:  # nothing is live: every token dies at its first byte
                     entry = (None, ())
@@ -573,8 +647,8 @@ class TokenIndex:
                     entry = (walked.inside, tuple(
                         (sum(1 << position[j] for j in iter_bits(g.terminals)), g.nodes) for g in walked.groups
                     ))
-                if path is not None and time.perf_counter() - start >= DISK_MIN_SECONDS:
-                    cache.store(path, entry)
+                if disk_key and time.perf_counter() - start >= DISK_MIN_SECONDS:
+                    cache.store("classes", disk_key, *entries_to_arrays([entry], self.mask_words))
             self.shared.put(key, entry)
         inside, groups = entry
         return Classification(inside, [
@@ -646,34 +720,61 @@ class TokenIndex:
         empty = np.zeros(0, dtype=np.int32)
         return tuple(np.concatenate(parts) if parts else empty for parts in (inside, inside_state, ended, ended_state))
 
-    def _disk_path(self, key: tuple) -> Path | None:
-        """Where a shared entry lives on disk (keyed by the vocabulary too), or None without `vocab_key`."""
+    def _disk_key(self, key: tuple) -> dict | None:
+        """The disk-cache key of a shared entry (the vocabulary's too), or None without `vocab_key`."""
         if self.vocab_key is None:
             return None
-        digest = hashlib.sha256(repr(key[0::2]).encode() + key[1]).hexdigest()[:40]
-        return cache.cache_path("classes", _FORMAT, self.vocab_key[:24], digest)
+        mask_words, roots_key, content = key
+        return {
+            "vocab": self.vocab_key,
+            "mask_words": mask_words,
+            "roots": hashlib.sha256(roots_key).hexdigest(),
+            "content": [[digest, int(priority), int(state)] for digest, priority, state in content],
+        }
 
-    def snapshot(self) -> tuple[dict, dict]:
-        """The cached classifications as flat tables of arrays, for the disk cache."""
+    def _decode_shared(self, n_live: int) -> Callable[[dict, dict], SharedEntry]:
+        """Reads one shared entry back; its groups' terminal sets are bits over the `n_live` live terminals."""
 
-        def flat(c: Classification) -> tuple:
-            return c.inside, [(g.terminals, g.nodes) for g in c.groups]
+        def decode(meta: dict, arrays: dict) -> SharedEntry:
+            entries = entries_from_arrays(meta, arrays, self.mask_words, self.trie.n_nodes, n_live)
+            if len(entries) != 1:
+                raise cache.Invalid("a shared entry holds one classification")
+            inside, groups = entries[0]
+            return inside, tuple(groups)
 
-        return (
-            {key: flat(c) for key, c in self._roots.items()},
-            {key: flat(c) for key, c in self._suffixes.items()},
-        )
+        return decode
 
-    def restore(self, snapshot: tuple[dict, dict]) -> None:
-        """Adopt classifications from a snapshot of the same (grammar, vocabulary)."""
+    def snapshot(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """The cached classifications as (meta, arrays) for the disk cache (`restore` reads them back)."""
+        roots = list(self._roots.items())
+        suffixes = list(self._suffixes.items())
+        entries = [(c.inside, [(g.terminals, g.nodes) for g in c.groups]) for _, c in roots + suffixes]
+        meta, arrays = entries_to_arrays(entries, self.mask_words)
+        meta["roots"] = [key_to_json(key) for key, _ in roots]
+        meta["suffix_live"] = [cache.int_to_json(live_set) for (_, live_set), _ in suffixes]
+        group_keys = [group_key for (group_key, _), _ in suffixes]
+        arrays["suffix_key_ptr"] = np.cumsum([0] + [len(k) for k in group_keys], dtype=np.int64)
+        arrays["suffix_keys"] = np.frombuffer(b"".join(group_keys), dtype=np.uint8)
+        return meta, arrays
 
-        def build(entry: tuple) -> Classification:
-            inside, groups = entry
-            return Classification(inside, [BoundaryGroup(e, nodes) for e, nodes in groups])
+    def restore(self, meta: dict, arrays: dict[str, np.ndarray]) -> bool:
+        """Adopt the classifications of a `snapshot` of the same (grammar, vocabulary); True when adopted.
 
-        roots, suffixes = snapshot
-        self._roots.update((key, build(entry)) for key, entry in roots.items())
-        self._suffixes.update((key, build(entry)) for key, entry in suffixes.items())
+        Everything is checked before anything is adopted: raises `cache.Invalid` (or an
+        error of a malformed `meta`) and adopts nothing when the snapshot is inconsistent.
+        """
+        entries = entries_from_arrays(meta, arrays, self.mask_words, self.trie.n_nodes, len(self.lexer.dfas))
+        root_keys = [key_from_json(k) for k in meta["roots"]]
+        live_sets = [cache.int_from_json(x) for x in meta["suffix_live"]]
+        key_bytes = cache.take(arrays, "suffix_keys", np.uint8, (None,)).tobytes()
+        ptr = cache.take(arrays, "suffix_key_ptr", np.int64, (len(live_sets) + 1,), (0, len(key_bytes) + 1)).tolist()
+        if len(root_keys) + len(live_sets) != len(entries):
+            raise cache.Invalid("keys and classifications differ in number")
+        built = [Classification(inside, [BoundaryGroup(e, nodes) for e, nodes in groups]) for inside, groups in entries]
+        suffix_keys = [(key_bytes[ptr[i] : ptr[i + 1]], live_set) for i, live_set in enumerate(live_sets)]
+        self._roots.update(zip(root_keys, built))
+        self._suffixes.update(zip(suffix_keys, built[len(root_keys) :]))
+        return True
 
     def at_state(self, q: int, live_set: int) -> Classification:
         """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""

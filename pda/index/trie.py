@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pda.cache import take
 from pda.vocab import Vocabulary
 
 
@@ -86,6 +87,31 @@ class TokenTrie:
         self.token_ptr = np.concatenate(([0], np.cumsum(ends_here))).astype(np.int64)
         self.token_positions = np.arange(len(self.token_end), dtype=np.int64)
 
+    _ARRAYS = ("parent", "byte", "depth", "token_ids", "token_end", "end", "child_ids", "child_ptr", "token_ptr")
+
+    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(meta, arrays) for the disk cache (`from_arrays` reads them back)."""
+        return {}, {name: getattr(self, name) for name in self._ARRAYS}
+
+    @classmethod
+    def from_arrays(cls, meta: dict, arrays: dict[str, np.ndarray], vocab_size: int) -> "TokenTrie":
+        """The trie `to_arrays` wrote, checked so that no walk indexes out of bounds; raises `cache.Invalid`."""
+        self = cls.__new__(cls)
+        n = len(take(arrays, "parent", np.int32, (None,)))
+        self.n_nodes = n
+        self.parent = take(arrays, "parent", np.int32, (n,), (0, n))
+        self.byte = take(arrays, "byte", np.uint8, (n,))
+        self.depth = take(arrays, "depth", np.int32, (n,), (0, n))
+        self.token_ids = take(arrays, "token_ids", np.int64, (None,), (0, vocab_size))
+        self.token_end = take(arrays, "token_end", np.int32, (len(self.token_ids),), (0, n))
+        self.end = take(arrays, "end", np.int32, (n,), (1, n + 1))
+        self.child_ids = take(arrays, "child_ids", np.int64, (max(n - 1, 0),), (1, n))
+        self.child_ptr = take(arrays, "child_ptr", np.int64, (n + 1,), (0, n))
+        self.token_ptr = take(arrays, "token_ptr", np.int64, (n + 1,), (0, len(self.token_ids) + 1))
+        self.max_depth = int(self.depth.max(initial=0))
+        self.token_positions = np.arange(len(self.token_end), dtype=np.int64)
+        return self
+
     def children(self, nodes: np.ndarray) -> np.ndarray:
         """The children of `nodes`, concatenated."""
         return concat_ranges(self.child_ids, self.child_ptr[nodes], self.child_ptr[nodes + 1])
@@ -135,6 +161,23 @@ class TokenPaths:
         self.ends = ends
         self.by_depth = stable_order(trie.depth)  # ids ascending within each depth
         self.depth_start = np.searchsorted(trie.depth[self.by_depth], np.arange(trie.max_depth + 2))
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays for the disk cache that the trie does not give at once (`from_arrays` reads them back)."""
+        return {"data": self.data, "by_depth": self.by_depth, "depth_start": self.depth_start}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], trie: TokenTrie) -> "TokenPaths":
+        """The paths `to_arrays` wrote for `trie`, checked against its sizes; raises `cache.Invalid`."""
+        self = cls.__new__(cls)
+        n = trie.n_nodes
+        self.ends = trie.token_end.astype(np.int64)
+        self.length = trie.depth[self.ends].astype(np.int64)
+        self.start = np.cumsum(self.length) - self.length
+        self.data = take(arrays, "data", np.uint8, (int(self.length.sum()),))
+        self.by_depth = take(arrays, "by_depth", np.int64, (n,), (0, n))
+        self.depth_start = take(arrays, "depth_start", np.int64, (trie.max_depth + 2,), (0, n + 1))
+        return self
 
     def ancestors(self, nodes: np.ndarray, depths: np.ndarray) -> np.ndarray:
         """The ancestor of each node at the given depth (at most its own).

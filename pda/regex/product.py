@@ -33,14 +33,16 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) ->
     key = hashlib.sha256(repr((t.pattern, t.flags, t.lazy)).encode()).hexdigest()[:32]
     dfa = _memory.get(key)
     if dfa is None:
-        path = cache.cache_path("dfa", key)
-        dfa = cache.load(path)
-        if not isinstance(dfa, LexerDFA):
+        # The pattern by its hash: an enum's can be megabytes, and the key is in every file's header.
+        disk_key = {"pattern_sha256": hashlib.sha256(t.pattern.encode("utf-8", "surrogatepass")).hexdigest(),
+                    "flags": t.flags, "lazy": t.lazy}
+        dfa = cache.load("dfa", disk_key, LexerDFA.from_arrays)
+        if dfa is None:
             # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
             dfa = finite_set_dfa(t, max_states=max_states) or _single_literal_dfa(t) or compile_regex(
                 t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
             )
-            cache.store(path, dfa)
+            cache.store("dfa", disk_key, *dfa.to_arrays())
         _memory[key] = dfa
     return dfa
 

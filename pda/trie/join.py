@@ -36,8 +36,6 @@ from pda.regex.dfa import LexerDFA
 _child_keys: "weakref.WeakKeyDictionary[TokenTrie, tuple[np.ndarray, np.ndarray]]" = weakref.WeakKeyDictionary()
 # Tables alive in some compiled grammar, shared by any other that joins the same DFA.
 _memory: "weakref.WeakValueDictionary[tuple[str, str], EnumTokenTable]" = weakref.WeakValueDictionary()
-# Part of the disk-cache key: bump when `EnumTokenTable`'s layout changes.
-_FORMAT = "enum-table-3"
 
 
 def child_keys(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:
@@ -104,6 +102,32 @@ class EnumTokenTable:
         # Word indices as intp: a scatter with them needs no conversion (serve time, ~0.25 µs).
         self.words = (word_key[starts] & 0xFFFFFFFF).astype(np.intp)
         self.word_ptr = np.searchsorted(starts, inside_ptr).astype(np.int64)
+
+    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(meta, arrays) for the disk cache: every table as it is (`from_arrays` reads them back)."""
+        return {}, {name: getattr(self, name) for name in self.__slots__ if name != "__weakref__"}
+
+    @classmethod
+    def from_arrays(
+        cls, meta: dict, arrays: dict[str, np.ndarray], n_states: int, trie: TokenTrie
+    ) -> "EnumTokenTable":
+        """The table `to_arrays` wrote for a DFA of `n_states` states and `trie`, checked so that every
+        pointer, token and node is in range (`inside_mask` scatters `words` into a mask as wide as the
+        vocabulary); raises `cache.Invalid`."""
+        self = cls.__new__(cls)
+        take = cache.take
+        n_tokens = int(trie.token_ids.max(initial=-1)) + 1
+        self.inside_tokens = take(arrays, "inside_tokens", np.int32, (None,), (0, n_tokens))
+        self.inside_ptr = take(arrays, "inside_ptr", np.int64, (n_states + 1,), (0, len(self.inside_tokens) + 1))
+        self.words = take(arrays, "words", np.intp, (None,), (0, (n_tokens + 31) >> 5))
+        self.bits = take(arrays, "bits", np.int32, (len(self.words),))
+        self.word_ptr = take(arrays, "word_ptr", np.int64, (n_states + 1,), (0, len(self.words) + 1))
+        self.nodes = take(arrays, "nodes", np.int64, (None,), (0, trie.n_nodes))
+        self.node_ptr = take(arrays, "node_ptr", np.int64, (None,), (0, len(self.nodes) + 1))
+        self.group_ids = take(arrays, "group_ids", np.int64, (None,), (0, max(len(self.node_ptr) - 1, 0)))
+        self.group_ptr = take(arrays, "group_ptr", np.int64, (n_states + 1,), (0, len(self.group_ids) + 1))
+        self.plain = take(arrays, "plain", bool, (n_states,))
+        return self
 
     def inside(self, state: int) -> np.ndarray:
         """Token ids allowed from `state` whatever follows the lexeme (ascending)."""
@@ -246,10 +270,11 @@ def enum_token_table(dfa: LexerDFA, trie: TokenTrie, vocab_key: str) -> EnumToke
     key = (dfa_digest(dfa), vocab_key)
     table = _memory.get(key)
     if table is None:
-        path = cache.cache_path("enum-table", _FORMAT, *key)
-        table = cache.load(path)
-        if not isinstance(table, EnumTokenTable):
+        disk_key = {"dfa": key[0], "vocab": vocab_key, "states": dfa.n_states, "nodes": trie.n_nodes}
+        table = cache.load("enum-table", disk_key,
+                           lambda meta, arrays: EnumTokenTable.from_arrays(meta, arrays, dfa.n_states, trie))
+        if table is None:
             table = join(dfa, trie)
-            cache.store(path, table)
+            cache.store("enum-table", disk_key, *table.to_arrays())
         _memory[key] = table
     return table
