@@ -258,3 +258,18 @@ def test_errors_name_the_line(text: str, line: int | None, fragment: str) -> Non
         gbnf_to_lark(text)
     assert info.value.line == line
     assert fragment in str(info.value)
+
+
+def test_deep_groups_become_rules_within_lark_nesting_limit() -> None:
+    """Lark's loader recurses per bracket: deep GBNF groups are emitted as `_groupN` rules."""
+    from pda.grammar.lark_frontend import MAX_LARK_NESTING
+
+    depth = 1000
+    text = gbnf_to_lark("root ::= " + '("a" ' * depth + '"b"' + ")" * depth)
+    assert "_group" in text
+    deepest = level = 0
+    for c in re.sub(r'"(?:[^"\\]|\\.)*"', "", text):
+        level += (c == "(") - (c == ")")
+        deepest = max(deepest, level)
+    assert deepest <= MAX_LARK_NESTING
+    assert pda.Grammar.from_gbnf("root ::= " + '("a" ' * depth + '"b"' + ")" * depth).accepts("a" * depth + "b")

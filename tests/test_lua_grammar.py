@@ -1,9 +1,8 @@
 """pda/grammars/lua.lark is Lua 5.4: the Lua test suite is accepted, hand-written errors are refused.
 
 The corpus is Lua 5.4.4's own test scripts (every file passes `luac5.4 -p`). Three of
-them hold Latin-1 bytes inside strings; pda's terminals are over UTF-8 characters, so
-those files are fed as Latin-1 text (one character per byte), which is what the lua
-lexer sees.
+them hold Latin-1 bytes inside strings, which are not UTF-8; the string and comment
+terminals are byte-mode terminals, so every file is fed as its raw bytes, as luac reads it.
 """
 
 from __future__ import annotations
@@ -25,14 +24,6 @@ def grammar() -> pda.Grammar:
     return pda.Grammar.load(str(GRAMMARS / "lua.lark"))
 
 
-def lua_text(path: Path) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("latin-1")
-
-
 def corpus_files() -> list[str]:
     folder = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "lua"
     return sorted(p.name for p in folder.glob("*.lua")) or ["<corpus absent>"]
@@ -41,7 +32,57 @@ def corpus_files() -> list[str]:
 @pytest.mark.parametrize("name", corpus_files())
 def test_corpus_file_accepted(grammar: pda.Grammar, name: str) -> None:
     path = corpus_path("lua", name)
-    grammar.check(lua_text(path))
+    grammar.check(path.read_bytes())
+
+
+def test_corpus_has_non_utf8_files() -> None:
+    """The raw-bytes claim is exercised: some corpus files are not UTF-8 (Latin-1 strings)."""
+    corpus_path("lua")
+    names = corpus_files()
+    not_utf8 = []
+    for name in names:
+        try:
+            corpus_path("lua", name).read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            not_utf8.append(name)
+    assert not_utf8, "expected Latin-1 files in the Lua corpus"
+
+
+BYTES_ACCEPT = [
+    b"x = 'isto \xe9 assim'",
+    b'x = "\xff\xfe\x80"',
+    b"x = [[\xc3(\xa0\xed\xa0\x80]]",
+    b"x = [==[ \xf5 ]==]",
+    b"-- coment\xe1rio\nx = 1",
+    b"--[[ \x80\x81 ]] x = 1",
+    b"#!/usr/bin/lua \xe9\nx = 1",
+    "x = 'isto \u00e9 assim'".encode("utf-8"),
+]
+
+
+@pytest.mark.parametrize("data", BYTES_ACCEPT)
+def test_any_bytes_inside_strings_and_comments(grammar: pda.Grammar, data: bytes) -> None:
+    grammar.check(data)
+
+
+BYTES_REJECT = [
+    b"x\xe9 = 1",  # a name is ASCII
+    b"x = 1 \xe9",  # outside strings and comments the text is UTF-8 (and here no lexeme at all)
+    b"x = '\xe9\n'",  # a short string still cannot hold a line break
+    b"x = '\xe9",  # nor run to the end
+]
+
+
+@pytest.mark.parametrize("data", BYTES_REJECT)
+def test_bytes_outside_strings_refused(grammar: pda.Grammar, data: bytes) -> None:
+    assert not grammar.accepts(data)
+
+
+def test_byte_strings_as_prefixes(grammar: pda.Grammar) -> None:
+    """A string cut inside a multi-byte character or after a stray byte is still a viable prefix."""
+    assert grammar.accepts_prefix(b"x = '\xe9")
+    assert grammar.accepts_prefix(b"x = '\xc3")
+    assert grammar.accepts_prefix("x = [[ é".encode("utf-8")[:-1])
 
 
 def test_start_symbol_is_chunk(grammar: pda.Grammar) -> None:

@@ -356,3 +356,151 @@ def test_single_literal_terminal_dfa_equals_the_regex_path(literal: str, others:
         data = text.encode("utf-8")
         assert fast.accepts(data) == slow.accepts(data) == (text == literal)
         assert (fast.run(fast.start, data) == fast.dead) == (slow.run(slow.start, data) == slow.dead)
+
+
+# ---------------------------------------------------------------- Unicode properties
+
+GENERAL_CATEGORIES = (
+    "Lu Ll Lt Lm Lo Mn Mc Me Nd Nl No Pc Pd Ps Pe Pi Pf Po Sm Sc Sk So Zs Zl Zp Cc Cf Co Cn".split()
+)
+PROPERTIES = GENERAL_CATEGORIES + list("LMNPSZC") + ["Letter", "Greek", "Script=Latin", "Han", "Alphabetic"]
+
+
+@functools.lru_cache(maxsize=1)
+def _every_code_point() -> str:
+    return np.arange(cs.N_CP, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def regex_members(prop: str) -> np.ndarray:
+    """Per code point: does the `regex` package's `\\p{prop}` match it (surrogates left out)?"""
+    import regex
+
+    mask = np.zeros(cs.N_CP, dtype=bool)
+    mask[[m.start() for m in regex.finditer(rf"\p{{{prop}}}", _every_code_point())]] = True
+    mask[0xD800:0xE000] = False
+    return mask
+
+
+@pytest.mark.parametrize("prop", PROPERTIES)
+def test_unicode_property_sets_equal_the_regex_package(prop: str) -> None:
+    from pda.regex.unicode_props import property_set
+
+    members = regex_members(prop)
+    assert np.array_equal(cs.to_mask(property_set(prop)), members)
+    outside = ~members
+    outside[0xD800:0xE000] = False
+    assert np.array_equal(cs.to_mask(property_set(prop, negated=True)), outside)
+
+
+@pytest.mark.parametrize(
+    "pattern, members",
+    [
+        (r"\p{L}", lambda m: m["L"]),
+        (r"\pN", lambda m: m["N"]),
+        (r"\P{Lu}", lambda m: ~m["Lu"]),
+        (r"[\p{Lu}\p{Nd}_]", lambda m: m["Lu"] | m["Nd"] | (np.arange(cs.N_CP) == ord("_"))),
+        (r"[^\p{L}a]", lambda m: ~m["L"] & (np.arange(cs.N_CP) != ord("a"))),
+        (r"[^\P{Greek}]", lambda m: m["Greek"]),
+    ],
+)
+def test_unicode_property_dfa_on_every_code_point(pattern: str, members) -> None:
+    """End to end (parse, sets, DFA, UTF-8): the terminal accepts exactly the property's code points."""
+    masks = {p: regex_members(p) for p in ("L", "N", "Lu", "Nd", "Greek")}
+    expected = members(masks)
+    cps = [c for c in range(cs.N_CP) if not 0xD800 <= c <= 0xDFFF]
+    got = compile_regex(pattern).accepts_many([chr(c).encode("utf-8") for c in cps])
+    assert np.array_equal(got, expected[cps])
+
+
+def test_unicode_property_in_sequences_and_repeats() -> None:
+    dfa = agree(r"\p{Lu}\p{Ll}+|\p{N}{2}", [])
+    assert dfa.accepts("Ñandú".encode())
+    assert dfa.accepts("٣4".encode())
+    assert not dfa.accepts("ñandú".encode())
+    assert compile_regex(r"\p{L}+", "i").accepts("aÉ".encode())
+
+
+@pytest.mark.parametrize(
+    "pattern, message",
+    [(r"\p{NoSuchProperty}", "unknown Unicode property"), (r"[a-\p{L}]", "range endpoint"), (r"\p{L\}", "malformed")],
+)
+def test_bad_unicode_property_is_a_regex_error(pattern: str, message: str) -> None:
+    with pytest.raises(RegexError, match=message) as info:
+        build_lexer_dfa([TerminalDef("WORD", pattern, line=7)])
+    assert info.value.terminal == "WORD" and info.value.line == 7
+
+
+def test_escaped_backslash_p_is_not_a_property() -> None:
+    dfa = compile_regex(r"\\p{L}")
+    assert dfa.accepts(b"\\p{L}") and not dfa.accepts(b"a")
+
+
+# ---------------------------------------------------------------- nesting depth
+
+
+@pytest.mark.parametrize("depth", [49, 50, 51, 500, 5000])
+def test_deeply_nested_groups_compile(depth: int) -> None:
+    """re's own parser recurses per group; pda parses any depth (and walks its IR on a heap stack)."""
+    pattern = "(?:" * depth + "[ab]c" + ")?" * depth
+    dfa = compile_regex(pattern)
+    assert dfa.accepts(b"") and dfa.accepts(b"ac") and dfa.accepts(b"bc")
+    assert not dfa.accepts(b"acac") and not dfa.accepts(b"c")
+
+
+def test_deep_nesting_keeps_flags_lookahead_and_alternation() -> None:
+    depth = 300
+    pattern = "(?i:" + "(?:x|" * depth + "y" + ")" * depth + ")"
+    assert agree(pattern, ["x", "X", "Y", "xy", ""]).accepts(b"Y")
+    guarded = "(?!ab)" + "(" * 120 + "[a-c]+" + ")" * 120
+    dfa = agree(guarded, ["a", "ab", "abc", "ba", "c"])
+    assert dfa.accepts(b"ba") and not dfa.accepts(b"abc")
+    verbose = "(?x)" + "( " * 60 + "a # a comment with a ( paren\n" + ") " * 60
+    assert agree(verbose, ["a", " a", "", "aa"], "").accepts(b"a")
+
+
+def test_deep_lazy_and_unbalanced_patterns() -> None:
+    assert has_lazy_quantifier("(?:" * 2000 + "a+?" + ")" * 2000)
+    with pytest.raises(RegexError, match="missing \\)"):
+        compile_regex("(" * 3000 + "a")
+    with pytest.raises(RegexError):
+        compile_regex("(" * 3000 + "a" + ")" * 3001)
+
+
+# ---------------------------------------------------------------- byte mode
+
+
+def bytes_terminal(pattern: str, flags: str = "b") -> LexerDFA:
+    return build_lexer_dfa([TerminalDef("RAW", pattern, flags=flags)])
+
+
+def test_byte_mode_reads_raw_bytes() -> None:
+    """Flag `b`: code points 0..255 are bytes; `.` and negated classes range over all bytes."""
+    dfa = bytes_terminal(r"'[^'\n]*'")
+    assert dfa.accepts(b"'isto \xe9 assim'")
+    assert dfa.accepts("'é'".encode("utf-8"))
+    assert dfa.accepts(b"'\xff\xc0\x80'")
+    assert not dfa.accepts(b"'a\nb'")
+    every_byte = [bytes([b]) for b in range(256)]
+    assert bytes_terminal(".").accepts_many(every_byte).tolist() == [b != 10 for b in range(256)]
+    assert bytes_terminal(r"\xe9").accepts_many(every_byte).tolist() == [b == 0xE9 for b in range(256)]
+    assert bytes_terminal(r"\w").accepts_many(every_byte).tolist() == [
+        re.fullmatch(rb"\w", bytes([b])) is not None for b in range(256)
+    ]
+    assert bytes_terminal("k", "bi").accepts_many(every_byte).tolist() == [b in b"kK" for b in range(256)]
+
+
+def test_without_byte_mode_invalid_utf8_still_never_matches() -> None:
+    assert not compile_regex(r"'[^'\n]*'").accepts(b"'isto \xe9 assim'")
+
+
+def test_byte_mode_refuses_characters_above_ff() -> None:
+    for pattern in ("\u0100", "[a-\u0101]", "\u20ac+"):
+        with pytest.raises(RegexError, match="byte-mode"):
+            bytes_terminal(pattern)
+    with pytest.raises(RegexError, match="u flag"):
+        bytes_terminal("a", "bu")
+
+
+def test_byte_and_utf8_terminals_are_compiled_apart() -> None:
+    with pytest.raises(ValueError, match="byte-mode"):
+        build_lexer_dfa([TerminalDef("A", "a", flags="b"), TerminalDef("B", "b")])

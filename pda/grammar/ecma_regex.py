@@ -32,13 +32,14 @@ from __future__ import annotations
 import functools
 import re
 import re._constants as C
-import re._parser as P
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Generator, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from pda.errors import RegexError
 from pda.regex.charset import merge_ranges
+from pda.regex.syntax import drive, parse_pattern
 
 MAX_CP = 0x10FFFF
 Ranges = tuple[tuple[int, int], ...]
@@ -146,6 +147,9 @@ def ecma_to_python(pattern: str) -> str:
         }
         if c in sets:
             return "", j + 2, sets[c]
+        if c in "pP" and pattern.startswith("{", j + 2) and "}" in pattern[j + 3:]:
+            # a Unicode property (`\\p{L}`, `\\p{Script=Greek}`): pda's parser reads it as is
+            return pattern[j:pattern.index("}", j) + 1], pattern.index("}", j) + 1, None
         if c == "c" and j + 2 < n and pattern[j + 2].isalpha():
             return _py_char(ord(pattern[j + 2]) % 32), j + 3, None
         if c == "u" and j + 2 < n and pattern[j + 2] == "{":
@@ -499,9 +503,16 @@ class _Renderer:
 
     def seq(self, items: list) -> tuple[str | None, int, int | None]:
         """Render a sequence; None means it matches nothing."""
+        return drive(self._seq(items))
+
+    def node(self, op: object, av: object) -> tuple[str | None, int, int | None]:
+        return drive(self._node(op, av))
+
+    # `_seq`/`_node` are generators run by `drive`: a pattern may nest groups thousands deep.
+    def _seq(self, items: list) -> Generator[Any, Any, tuple[str | None, int, int | None]]:
         out, lo, hi = [], 0, 0
         for op, av in items:
-            text, a, b = self.node(op, av)
+            text, a, b = yield self._node(op, av)
             if text is None:
                 return None, 0, 0
             out.append(text)
@@ -509,18 +520,20 @@ class _Renderer:
             hi = None if hi is None or b is None else hi + b
         return "".join(out), lo, hi
 
-    def node(self, op: object, av: object) -> tuple[str | None, int, int | None]:
+    def _node(self, op: object, av: Any) -> Generator[Any, Any, tuple[str | None, int, int | None]]:
         cs = self.charset(op, av)
         if cs is not None:
             u = unit_regex(cs)
             return (u, 1, 1) if u is not None else (None, 0, 0)
         if op is C.SUBPATTERN:
-            _group, add_flags, del_flags, sub = av  # type: ignore[misc]
+            _group, add_flags, del_flags, sub = av
             with self.group_flags(add_flags, del_flags):
-                text, lo, hi = self.seq(list(sub))
+                text, lo, hi = yield self._seq(list(sub))
             return (f"(?:{text})" if text is not None else None), lo, hi
         if op is C.BRANCH:
-            alts = [self.seq(list(b)) for b in av[1]]  # type: ignore[index]
+            alts = []
+            for b in av[1]:
+                alts.append((yield self._seq(list(b))))
             live = [a for a in alts if a[0] is not None]
             if not live:
                 return None, 0, 0
@@ -528,8 +541,8 @@ class _Renderer:
             return ("(?:" + "|".join(a[0] for a in live) + ")",  # type: ignore[misc]
                     min(a[1] for a in live), None if None in hi_vals else max(hi_vals))  # type: ignore[type-var]
         if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
-            lo, hi, sub = av  # type: ignore[misc]
-            text, a, b = self.seq(list(sub))
+            lo, hi, sub = av
+            text, a, b = yield self._seq(list(sub))
             if text is None:
                 return ("", 0, 0) if lo == 0 else (None, 0, 0)
             top = None if hi is C.MAXREPEAT else hi
@@ -583,7 +596,7 @@ def python_pattern_body(pattern: str, *, search: bool, source: str | None = None
     """
     src = source if source is not None else pattern
     try:
-        tree = P.parse(pattern)
+        tree = parse_pattern(pattern)
     except re.error as exc:
         raise RegexError(f"pattern {src!r} is not a valid regex: {exc}") from None
     r = _Renderer(src)
@@ -663,7 +676,7 @@ def ecma_pattern_body(pattern: str, *, min_len: int = 0, max_len: int | None = N
     if (min_len, max_len) == (0, None):
         return python_pattern_body(python, search=True, source=pattern)
     try:
-        items = list(P.parse(python))
+        items = list(parse_pattern(python))
     except re.error as exc:
         raise RegexError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
     r = _Renderer(pattern)
@@ -753,23 +766,52 @@ def _expand_branches(pieces: list, limit: int = 64) -> list[list | None]:
 def _inline_groups(items: list) -> list:
     """Splice flag-free groups into the sequence around them, so their pieces count separately."""
     out: list = []
-    for op, av in items:
+    pending = list(reversed(items))  # an explicit stack: groups may nest deep
+    while pending:
+        op, av = pending.pop()
         if op is C.SUBPATTERN and not av[1] and not av[2]:
-            out += _inline_groups(list(av[3]))
+            pending.extend(reversed(list(av[3])))
         else:
             out.append((op, av))
     return out
 
 
+_HEX_ESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8}))")
+
+
 def _lark_regex(regex: str) -> str:
-    """Quote a Python regex as a Lark `/.../` literal."""
-    return "/" + re.sub(r"(?<!\\)((?:\\\\)*)/", r"\1\\/", regex) + "/"
+    """Quote a Python regex as a Lark `/.../` literal that Lark reads back as the same regex.
+
+    Lark's loader (`eval_escaping`) evaluates `\\x..`, `\\u....`, `\\U........` into
+    the characters themselves and turns `\\\\"` into `\\"`. So: every `"` is written
+    `\\x22` (Lark makes it a plain `"`), `/` is written `\\/`, and a hex escape of
+    ASCII punctuation becomes a backslash-escaped character (`\\x5d` → `\\]`), so a
+    `]` or `\\` it stood for stays literal once Lark has evaluated it.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\" and i + 1 < len(regex):
+            hex_escape = _HEX_ESCAPE.match(regex, i)
+            if hex_escape:
+                ch = chr(int(next(g for g in hex_escape.groups() if g), 16))
+                punctuation = ch.isascii() and ch.isprintable() and not ch.isalnum()
+                out.append("\\x22" if ch == '"' else "\\" + ch if punctuation else hex_escape.group())
+                i = hex_escape.end()
+                continue
+            out.append("\\x22" if regex[i + 1] == '"' else regex[i : i + 2])
+            i += 2
+            continue
+        out.append("\\x22" if c == '"' else "\\/" if c == "/" else c)
+        i += 1
+    return "/" + "".join(out) + "/"
 
 
 def regex_to_lark(pattern: str) -> str:
     """A Lark grammar whose language is the strings that fully match Python regex `pattern`."""
     try:
-        re.compile(pattern)
+        parse_pattern(pattern)
     except re.error as exc:
         raise RegexError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
     return f"start: REGEX\nREGEX: {_lark_regex(pattern)}\n"
@@ -803,14 +845,18 @@ class _NFA:
         return len(self.eps) - 1
 
     def seq(self, r: _Renderer, items: list) -> tuple[int, int]:
+        return drive(self._seq(r, items))
+
+    # `_seq`/`_node` are generators run by `drive` (no recursion, whatever the nesting).
+    def _seq(self, r: _Renderer, items: list) -> Generator[Any, Any, tuple[int, int]]:
         start = end = self.state()
         for op, av in items:
-            a, b = self.node(r, op, av)
+            a, b = yield self._node(r, op, av)
             self.eps[end].append(a)
             end = b
         return start, end
 
-    def node(self, r: _Renderer, op: object, av: object) -> tuple[int, int]:
+    def _node(self, r: _Renderer, op: object, av: Any) -> Generator[Any, Any, tuple[int, int]]:
         cs = r.charset(op, av)
         if cs is not None:
             a, b = self.state(), self.state()
@@ -819,23 +865,23 @@ class _NFA:
         if op is C.SUBPATTERN:
             _group, add_flags, del_flags, sub = av  # type: ignore[misc]
             with r.group_flags(add_flags, del_flags):
-                return self.seq(r, list(sub))
+                return (yield self._seq(r, list(sub)))
         if op is C.BRANCH:
             a, b = self.state(), self.state()
-            for alt in av[1]:  # type: ignore[index]
-                s, e = self.seq(r, list(alt))
+            for alt in av[1]:
+                s, e = yield self._seq(r, list(alt))
                 self.eps[a].append(s)
                 self.eps[e].append(b)
             return a, b
         if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
-            lo, hi, sub = av  # type: ignore[misc]
+            lo, hi, sub = av
             start = end = self.state()
             for _ in range(lo):
-                s, e = self.seq(r, list(sub))
+                s, e = yield self._seq(r, list(sub))
                 self.eps[end].append(s)
                 end = e
             if hi is C.MAXREPEAT:
-                s, e = self.seq(r, list(sub))
+                s, e = yield self._seq(r, list(sub))
                 self.eps[end].append(s)
                 self.eps[e].append(s)
                 last = self.state()
@@ -844,7 +890,7 @@ class _NFA:
                 return start, last
             last = self.state()
             for _ in range(hi - lo):
-                s, e = self.seq(r, list(sub))
+                s, e = yield self._seq(r, list(sub))
                 self.eps[end].append(s)
                 self.eps[end].append(last)
                 end = e
@@ -857,7 +903,7 @@ def _pattern_nfa(nfa: _NFA, pattern: str) -> tuple[int, int]:
     """NFA states (start, end) of the strings an ECMA `pattern` matches (search semantics)."""
     python = ecma_to_python(pattern)
     try:
-        items = list(P.parse(python))
+        items = list(parse_pattern(python))
     except re.error as exc:
         raise RegexError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
     r = _Renderer(pattern)

@@ -21,9 +21,12 @@ llama.cpp rejects, is accepted: pda's Earley parser handles it.
 from __future__ import annotations
 
 import re
+from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
 
 from pda.errors import GrammarError
+from pda.regex.syntax import drive
 
 # -- AST ---------------------------------------------------------------------
 
@@ -80,7 +83,11 @@ _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 
 
 class _Parser:
-    """Recursive-descent parser mirroring llama.cpp's `grammar-parser.cpp`."""
+    """Recursive-descent parser mirroring llama.cpp's `grammar-parser.cpp`.
+
+    `_alternates` and `_sequence` recurse into each other at every `(`; they are
+    generators run by `drive`, so any depth of nesting parses without Python recursion.
+    """
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -173,7 +180,7 @@ class _Parser:
             raise self._error(f"expecting ::= after rule name {name!r}")
         self.pos += 3
         self._space(True)
-        body = self._alternates(nested=False)
+        body = drive(self._alternates(nested=False))
         if self._peek() == "\r":
             self.pos += 2 if self._peek(1) == "\n" else 1
         elif self._peek() == "\n":
@@ -187,15 +194,15 @@ class _Parser:
         self.rules[name] = (body, line)
         self._space(True)
 
-    def _alternates(self, nested: bool) -> _Alt:
-        options = [self._sequence(nested)]
+    def _alternates(self, nested: bool) -> Generator[Any, Any, _Alt]:
+        options = [(yield self._sequence(nested))]
         while self._peek() == "|":
             self.pos += 1
             self._space(True)
-            options.append(self._sequence(nested))
+            options.append((yield self._sequence(nested)))
         return _Alt(tuple(options))
 
-    def _sequence(self, nested: bool) -> _Seq:
+    def _sequence(self, nested: bool) -> Generator[Any, Any, _Seq]:
         items: list[_Node] = []
         while self.pos < len(self.text):
             c = self._peek()
@@ -220,7 +227,7 @@ class _Parser:
                 open_pos = self.pos
                 self.pos += 1
                 self._space(True)
-                inner = self._alternates(nested=True)
+                inner = yield self._alternates(nested=True)
                 if self._peek() != ")":
                     if self._peek():
                         raise self._error("expecting ')' or '|'")
@@ -330,8 +337,16 @@ def _hex_escape(cp: int) -> str:
     return f"\\U{cp:08x}"
 
 
+# Groups nested this deep become rules of their own (`_group1: ...`), so the Lark text
+# never nests deeper than Lark's recursive loader allows (`lark_frontend.MAX_LARK_NESTING`).
+_HOIST_DEPTH = 50
+
+
 class _Emitter:
+    """GBNF AST → Lark rule bodies; generators run by `drive` (no recursion at any depth)."""
+
     def __init__(self, rules: dict[str, tuple[_Alt, int]]) -> None:
+        self.hoisted: list[str] = []  # `_groupN: body` lines for deeply nested groups
         self.names: dict[str, str] = {}
         taken = {"root"}
         self.names["root"] = "root"
@@ -347,9 +362,14 @@ class _Emitter:
             taken.add(candidate)
             self.names[name] = candidate
 
-    def alt(self, node: _Alt) -> str:
+    def rule_body(self, node: _Alt) -> str:
+        return drive(self.alt(node, 0))
+
+    def alt(self, node: _Alt, depth: int) -> Generator[Any, str, str]:
         """An alternation; empty options make the whole group optional."""
-        parts = [self.seq(option) for option in node.options]
+        parts = []
+        for option in node.options:
+            parts.append((yield self.seq(option, depth)))
         nonempty = list(dict.fromkeys(p for p in parts if p))
         if not nonempty:
             return ""
@@ -358,10 +378,13 @@ class _Emitter:
             return f"({body})?"
         return body
 
-    def seq(self, node: _Seq) -> str:
-        return " ".join(s for s in (self.item(i) for i in node.items) if s)
+    def seq(self, node: _Seq, depth: int) -> Generator[Any, str, str]:
+        texts = []
+        for item in node.items:
+            texts.append((yield self.item(item, depth + 1)))
+        return " ".join(s for s in texts if s)
 
-    def item(self, node: _Node) -> str:
+    def item(self, node: _Node, depth: int) -> Generator[Any, str, str]:
         if isinstance(node, _Literal):
             return " ".join(f'"{_escape_for_string(ord(c))}"' for c in node.text)
         if isinstance(node, _CharClass):
@@ -378,11 +401,15 @@ class _Emitter:
             return "/./s"
         if isinstance(node, _Ref):
             return self.names[node.name]
-        if isinstance(node, _Seq):
-            return self.group(self.seq(node))
-        if isinstance(node, _Alt):
-            return self.group(self.alt(node))
-        inner = self.group(self.item(node.item))
+        if isinstance(node, (_Seq, _Alt)):
+            if depth >= _HOIST_DEPTH:
+                body = yield (self.seq(node, 0) if isinstance(node, _Seq) else self.alt(node, 0))
+                if not body:
+                    return ""
+                self.hoisted.append(f"_group{len(self.hoisted) + 1}: {body}")
+                return f"_group{len(self.hoisted)}"
+            return self.group((yield (self.seq(node, depth) if isinstance(node, _Seq) else self.alt(node, depth))))
+        inner = self.group((yield self.item(node.item, depth + 1)))
         if not inner or node.max == 0:
             return ""
         if (node.min, node.max) == (0, None):
@@ -451,8 +478,8 @@ def gbnf_to_lark(text: str) -> str:
     lines = [f"// translated from GBNF by pda.grammar.gbnf ({len(rules)} rules)"]
     for name, (body, line) in rules.items():
         lines.append(f"// {name} (GBNF line {line})")
-        lines.append(f"{emitter.names[name]}: {emitter.alt(body)}")
-    return "\n".join(lines) + "\n"
+        lines.append(f"{emitter.names[name]}: {emitter.rule_body(body)}")
+    return "\n".join(lines + emitter.hoisted) + "\n"
 
 
 __all__ = ["gbnf_to_lark"]

@@ -13,6 +13,8 @@ from pda.grammar.ir import GrammarIR, Rule, TerminalDef
 from pda.grammar.lark_frontend import lark_to_ir
 
 SHIPPED_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
+# Leading global inline flags of a regex, `(?i)(?s)`.
+_GLOBAL_FLAGS = re.compile(r"(?:\(\?[aiLmsux]+\))*")
 
 
 def _as_bytes(text: str | bytes) -> bytes:
@@ -82,10 +84,27 @@ class Grammar:
 
     @classmethod
     def from_regex(cls, pattern: str) -> "Grammar":
-        """Text that fully matches a regular expression (Python `re` syntax)."""
-        from pda.grammar.ecma_regex import regex_to_lark
+        """Text that fully matches a regular expression (Python `re` syntax, plus `\\p{..}`).
 
-        return cls(lark_to_ir(regex_to_lark(pattern), source="<regex>"))
+        The IR is built here, not through Lark text (whose `/.../` quoting would have
+        to be reversed exactly). A lexeme is never empty, so a regex that matches the
+        empty string becomes `start: REGEX | ε` with REGEX the non-empty matches
+        (a look-ahead for one character in front). Under fullmatch a lazy quantifier
+        means what the greedy one means, so the terminal is not lazy.
+        """
+        from pda.grammar.ir import NEVER
+        from pda.regex.syntax import EMPTY, nullable, translate
+
+        node = translate(pattern, name="REGEX")
+        empty_ok = nullable(node)
+        if node == EMPTY:
+            pattern = NEVER
+        elif empty_ok:
+            flags = _GLOBAL_FLAGS.match(pattern).group()  # they must stay at the very start
+            pattern = f"{flags}(?=[\\s\\S])(?:{pattern[len(flags):]})"
+        rules = (Rule("start", ("REGEX",)),) + ((Rule("start", ()),) if empty_ok else ())
+        ir = GrammarIR(terminals=(TerminalDef("REGEX", pattern),), rules=rules, start="start", source="<regex>")
+        return cls(ir)
 
     @classmethod
     def from_choices(cls, choices: list[str]) -> "Grammar":

@@ -19,8 +19,9 @@ from functools import cached_property
 class TerminalDef:
     """A regular terminal.
 
-    `pattern` is regex source in Python's `re` syntax; `flags` a string of
-    inline-flag letters (`i`, `s`, `m`, `x`, `a`, `u`). A terminal whose
+    `pattern` is regex source in Python's `re` syntax (plus `\\p{..}` property
+    classes); `flags` a string of inline-flag letters (`i`, `s`, `m`, `x`, `a`, `u`,
+    and pda's own `b`: the pattern reads raw bytes, docs/semantics.md). A terminal whose
     pattern came from a string literal has `literal` set (its `pattern` is
     then `re.escape`d). Higher `priority` wins when one lexeme matches
     several terminals. `lazy` terminals end at their first match.

@@ -4,6 +4,11 @@ Lark already expands `?`, `*`, `+`, `[...]`, ranges, templates, `%import`
 (including `common.lark`) and `%ignore`; we only translate its compiled
 terminals and rules. Rule shaping (`?rule`, `_rule`, aliases) changes trees,
 not languages, so it is kept only as alias information for messages.
+
+pda adds two comment-line directives Lark ignores (`// pda: lexer=basic`,
+`// pda: bytes=NAME ...`), and turns every failure of Lark's loader (syntax,
+missing `%import` file, bad escapes, nesting too deep for its recursion) into a
+`GrammarError` with the line and column where known.
 """
 
 from __future__ import annotations
@@ -12,17 +17,29 @@ import os
 import re
 from collections.abc import Sequence
 
-from lark.exceptions import LarkError
+from lark.exceptions import LarkError, VisitError
 from lark.load_grammar import load_grammar
 from lark.lexer import PatternStr
 
 from pda.errors import GrammarError
 from pda.grammar.ir import BASIC, CONTEXTUAL, LEXER_MODES, NEVER, GrammarIR, IndentConfig, Rule, TerminalDef
 from pda.regex import has_lazy_quantifier
+from pda.regex.syntax import BYTE_MODE
 
 _TERMINAL_DEF = re.compile(r"^\s*([A-Z_][A-Z_0-9]*)\s*(?:\.\s*-?\d+\s*)?:", re.MULTILINE)
 # A grammar file picks its lexer mode with a comment line Lark itself ignores.
 _LEXER_DIRECTIVE = re.compile(r"^\s*//\s*pda:\s*lexer\s*=\s*(\S+)\s*$", re.MULTILINE)
+# ... and its byte-mode terminals (docs/semantics.md, "Bytes") with `// pda: bytes=NAME NAME`.
+_BYTES_DIRECTIVE = re.compile(r"^\s*//\s*pda:\s*bytes\s*=([^\n]*)$", re.MULTILINE)
+
+MAX_LARK_NESTING = 200
+"""Deepest `( )`/`[ ]` nesting of a Lark grammar's rules and terminals.
+
+Lark's grammar loader recurses once per level (it fails near 450 levels); a
+grammar nested deeper is refused up front with a GrammarError at the opening
+bracket. Regexes inside `/.../` do not count: pda parses them itself, at any depth.
+"""
+_LARK_TOKEN = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"i?|/(?!/)(?:\\.|[^/\\\n])+/[imslux]*|[(\[]|[)\]]|\n')
 
 
 def lexer_directive(text: str, source: str = "<grammar>") -> str | None:
@@ -41,7 +58,7 @@ def _definition_lines(text: str) -> dict[str, int]:
     """Line numbers of terminal definitions, for error messages."""
     lines: dict[str, int] = {}
     for match in _TERMINAL_DEF.finditer(text):
-        lines.setdefault(match.group(1), text.count("\n", 0, match.start()) + 1)
+        lines.setdefault(match.group(1), text.count("\n", 0, match.start(1)) + 1)
     return lines
 
 
@@ -70,25 +87,42 @@ def lark_to_ir(
     if mode not in LEXER_MODES:
         raise GrammarError(f"{source}: unknown lexer mode {mode!r}; expected one of {', '.join(LEXER_MODES)}")
     lines = _definition_lines(text)
+    byte_terminals = _byte_terminals(text, source)
     paths = list(import_paths)
     if os.path.sep in source or os.path.exists(source):
         paths.insert(0, os.path.dirname(os.path.abspath(source)))
+    _check_nesting(text, source)
     try:
         grammar, _ = load_grammar(text, source, paths, False)
         terminals, rules, ignore = grammar.compile([start], set(lines) if mode == BASIC else set())
     except LarkError as exc:
         line = getattr(exc, "line", None)
         column = getattr(exc, "column", None)
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise GrammarError(f"{source}: cannot load Lark grammar: {message}", line=line, column=column) from None
+        raise GrammarError(f"{source}: cannot load Lark grammar: {_lark_message(exc)}", line=line, column=column) from None
+    except FileNotFoundError as exc:
+        module = os.path.splitext(os.path.basename(exc.filename or ""))[0]
+        found = re.search(rf"^\s*%import\s+\.?{re.escape(module)}\b", text, re.MULTILINE) if module else None
+        raise GrammarError(
+            f"{source}: %import of {module or '?'!r}: no file {exc.filename!r} in the grammar's folder, "
+            "the import paths or Lark's own grammars",
+            line=text.count("\n", 0, found.start()) + 1 if found else None,
+        ) from None
+    except RecursionError:
+        raise GrammarError(
+            f"{source}: Lark's grammar loader ran out of stack (nesting too deep); "
+            "split deeply nested rules or terminals into named ones"
+        ) from None
     except (KeyError, ValueError, TypeError, AssertionError) as exc:
         raise GrammarError(f"{source}: cannot load Lark grammar: {exc!r}") from None
 
     defs = []
     for term in terminals:
         pattern = term.pattern
-        flags = "".join(sorted(pattern.flags))
+        flags = "".join(sorted(set(pattern.flags) | ({BYTE_MODE} if term.name in byte_terminals else set())))
         regex = re.escape(pattern.value) if isinstance(pattern, PatternStr) else pattern.value
+        line = lines.get(term.name)
+        if isinstance(pattern, PatternStr) and BYTE_MODE not in flags:
+            _check_encodable(pattern.value, term.name, line)
         defs.append(
             TerminalDef(
                 name=term.name,
@@ -96,11 +130,17 @@ def lark_to_ir(
                 flags=flags,
                 priority=term.priority,
                 literal=isinstance(pattern, PatternStr),
-                lazy=has_lazy_quantifier(regex, flags),
-                line=lines.get(term.name),
+                lazy=has_lazy_quantifier(regex, flags, name=term.name, line=line),
+                line=line,
             )
         )
     defined = {t.name for t in defs}
+    for name in sorted(byte_terminals - defined):
+        raise GrammarError(
+            f"{source}: '// pda: bytes=' names {name}, which is not a terminal of the compiled grammar "
+            "(name the terminal the rules use, not one inlined into it)",
+            terminal=name,
+        )
     declared = sorted({sym.name for rule in rules for sym in rule.expansion if sym.is_term} - defined)
     if indent is None and {"_INDENT", "_DEDENT"} <= set(declared):
         indent = IndentConfig()
@@ -129,4 +169,56 @@ def lark_to_ir(
     )
 
 
-__all__ = ["lark_to_ir", "lexer_directive"]
+def _byte_terminals(text: str, source: str) -> set[str]:
+    """The terminals named by `// pda: bytes=NAME ...` lines (their patterns read raw bytes)."""
+    names = {name for m in _BYTES_DIRECTIVE.finditer(text) for name in re.split(r"[\s,]+", m.group(1)) if name}
+    for name in names:
+        if not re.fullmatch(r"[A-Z_][A-Z_0-9]*", name):
+            raise GrammarError(f"{source}: '// pda: bytes=' takes terminal names, not {name!r}")
+    return names
+
+
+def _check_nesting(text: str, source: str) -> None:
+    """Refuse brackets nested deeper than MAX_LARK_NESTING before Lark's recursive loader sees them."""
+    depth, line, line_start = 0, 1, 0
+    for m in _LARK_TOKEN.finditer(text):
+        token = m.group()
+        if token == "\n":
+            line, line_start = line + 1, m.end()
+        elif token in "([":
+            depth += 1
+            if depth > MAX_LARK_NESTING:
+                raise GrammarError(
+                    f"{source}: brackets nested more than {MAX_LARK_NESTING} deep (Lark's grammar loader "
+                    "recurses per level); move inner groups into rules of their own",
+                    line=line,
+                    column=m.start() - line_start + 1,
+                )
+        elif token in ")]":
+            depth = max(depth - 1, 0)
+
+
+def _check_encodable(value: str, name: str, line: int | None) -> None:
+    """A literal with a surrogate (`"\\ud800"`) has no UTF-8 spelling: it could never match."""
+    for c in value:
+        if 0xD800 <= ord(c) <= 0xDFFF:
+            raise GrammarError(
+                f"the literal {value!r} contains the surrogate U+{ord(c):04X}, which has no UTF-8 "
+                "encoding, so the terminal could never match",
+                terminal=name,
+                line=line,
+            )
+
+
+def _lark_message(exc: BaseException) -> str:
+    """The first line of what Lark reports, with its wrapped cause (VisitError, bad escapes) spelled out."""
+    if isinstance(exc, VisitError):
+        return _lark_message(exc.orig_exc)
+    if len(exc.args) == 2 and isinstance(exc.args[1], SyntaxError):
+        detail = str(exc.args[1].msg).split(": ")[-1]
+        return f"bad escape in the literal {exc.args[0]}: {detail}"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+__all__ = ["MAX_LARK_NESTING", "lark_to_ir", "lexer_directive"]

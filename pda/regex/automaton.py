@@ -23,13 +23,14 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from typing import Any
 
 import numpy as np
 
 from pda.errors import LimitExceeded
 from pda.regex import charset as cs
-from pda.regex.syntax import Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq
+from pda.regex.syntax import Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, drive
 
 
 class NFA:
@@ -50,6 +51,10 @@ class NFA:
         return len(self.eps) - 1
 
     def build(self, node: Node, s: int, e: int) -> None:
+        drive(self._build(node, s, e))
+
+    def _build(self, node: Node, s: int, e: int) -> Generator[Any, None, None]:
+        """`build` as a generator that yields its sub-builds (run by `drive`: no recursion)."""
         if isinstance(node, Chars):
             atoms = self.alphabet.atoms(node.chars)
             if atoms:
@@ -61,32 +66,32 @@ class NFA:
             cur = s
             for i, item in enumerate(node.items):
                 nxt = e if i == len(node.items) - 1 else self.state()
-                self.build(item, cur, nxt)
+                yield self._build(item, cur, nxt)
                 cur = nxt
         elif isinstance(node, Alt):
             for item in node.items:
-                self.build(item, s, e)
+                yield self._build(item, s, e)
         elif isinstance(node, Repeat):
-            self.repeat(node, s, e)
+            yield from self._repeat(node, s, e)
         elif isinstance(node, (FirstMatch, Guard)):
             trans, accept = self.subdfa(node)
             self.embed(trans, accept, s, e)
         else:  # pragma: no cover - the IR is closed
             raise TypeError(node)
 
-    def repeat(self, node: Repeat, s: int, e: int) -> None:
+    def _repeat(self, node: Repeat, s: int, e: int) -> Generator[Any, None, None]:
         item, lo, hi = node.item, node.lo, node.hi
         cur = s
         mandatory = lo if hi is not None else max(lo - 1, 0)
         for _ in range(mandatory):
             nxt = self.state()
-            self.build(item, cur, nxt)
+            yield self._build(item, cur, nxt)
             cur = nxt
         if hi is None:
             # (lo-1) copies then X+ (or X* when lo == 0), with fresh hub states.
             a, b = self.state(), self.state()
             self.eps[cur].append(a)
-            self.build(item, a, b)
+            yield self._build(item, a, b)
             self.eps[b].append(a)
             self.eps[b].append(e)
             if lo == 0:
@@ -100,7 +105,7 @@ class NFA:
         for i in range(hi - lo):
             nxt = e if i == hi - lo - 1 else self.state()
             self.eps[cur].append(e)
-            self.build(item, cur, nxt)
+            yield self._build(item, cur, nxt)
             cur = nxt
 
     def embed(self, trans: np.ndarray, accept: np.ndarray, s: int, e: int) -> None:

@@ -82,6 +82,11 @@ def union(*sets: CharSet) -> CharSet:
     return normalise([r for s in sets for r in s])
 
 
+def intersect(a: CharSet, b: CharSet) -> CharSet:
+    """The code points in both sets."""
+    return complement(union(complement(a), complement(b)))
+
+
 def from_mask(mask: np.ndarray) -> CharSet:
     """Ranges of the True entries of a boolean array over all code points."""
     m = np.concatenate(([False], mask.astype(bool), [False]))

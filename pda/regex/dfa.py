@@ -6,7 +6,8 @@ far are a whole lexeme of terminal j. `live[s, j]`: some continuation (maybe
 the empty one) reaches `accept[., j]`. A byte string is accepted for terminal
 j iff it is valid UTF-8 and its decoding `re.fullmatch`es j's pattern (for
 lazy terminals and the escaped-string idiom: iff `re.match` returns exactly
-it; see `pda.regex.syntax`).
+it; see `pda.regex.syntax`). A byte-mode terminal (flag `b`) reads the bytes
+themselves, as a Python bytes regex would (`utf8.expand_bytes`).
 
 Pipeline: regex → IR (`syntax`) → NFA over atoms, the classes of code points
 that all of the regex's character classes treat alike (`charset.Alphabet`) →
@@ -23,12 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pda.cache import Invalid, take
 from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
 from pda.regex import charset as cs
 from pda.regex import utf8
 from pda.regex.automaton import NFA, coaccessible, determinise, hopcroft
-from pda.regex.syntax import Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, translate
+from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, translate
 
 # A lexer DFA this large costs ~1-2 s to build and ~1 MB per 1,000 states of
 # per-state token-index work later; callers serving many grammars pass less.
@@ -91,33 +93,57 @@ class LexerDFA:
         """`accepts` for many byte strings at once: a bool array."""
         return self.accept[self.run_many(data), terminal]
 
+    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(meta, arrays) for the disk cache (`from_arrays` reads them back, dtypes included)."""
+        meta = {"n_states": self.n_states, "start": self.start, "dead": self.dead, "names": list(self.names)}
+        return meta, {"byte_class": self.byte_class, "trans": self.trans, "accept": self.accept, "live": self.live}
+
+    @classmethod
+    def from_arrays(cls, meta: dict, arrays: dict[str, np.ndarray]) -> "LexerDFA":
+        """The DFA `to_arrays` wrote, checked so that every transition stays in the table; raises `cache.Invalid`."""
+        n, start, dead, names = meta["n_states"], meta["start"], meta["dead"], meta["names"]
+        if not (isinstance(n, int) and isinstance(start, int) and isinstance(dead, int) and 0 <= start < n and 0 <= dead < n):
+            raise Invalid("bad state counts")
+        if not (isinstance(names, list) and all(isinstance(x, str) for x in names)):
+            raise Invalid("bad terminal names")
+        trans, byte_class = arrays.get("trans"), arrays.get("byte_class")
+        if trans is None or byte_class is None or trans.dtype.kind not in "iu" or byte_class.dtype.kind not in "iu":
+            raise Invalid("missing or non-integer tables")
+        trans = take(arrays, "trans", trans.dtype, (n, None), (0, n))
+        byte_class = take(arrays, "byte_class", byte_class.dtype, (256,), (0, trans.shape[1]))
+        accept = take(arrays, "accept", bool, (n, None))
+        live = take(arrays, "live", bool, accept.shape)
+        return cls(n_states=n, start=start, dead=dead, byte_class=byte_class, trans=trans, accept=accept, live=live,
+                   names=tuple(names))
+
 
 def _freeze(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
 
 
-def _charsets(node: Node, out: list) -> list:
-    """Every character set in the IR tree (sub-automata included)."""
-    if isinstance(node, Chars):
-        out.append(node.chars)
-    elif isinstance(node, (Seq, Alt)):
-        for item in node.items:
-            _charsets(item, out)
-    elif isinstance(node, (Repeat, FirstMatch)):
-        _charsets(node.item, out)
-    else:
-        _charsets(node.look, out)
-        _charsets(node.body, out)
+def _charsets(root: Node, out: list) -> list:
+    """Every character set in the IR tree (sub-automata included); an explicit stack, as trees nest deep."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Chars):
+            out.append(node.chars)
+        elif isinstance(node, (Seq, Alt)):
+            stack.extend(reversed(node.items))
+        elif isinstance(node, (Repeat, FirstMatch)):
+            stack.append(node.item)
+        else:
+            stack += [node.body, node.look]
     return out
 
 
 def _compile_nodes(
-    nodes: Sequence[Node], lazy: Sequence[bool], names: Sequence[str], max_states: int
+    nodes: Sequence[Node], lazy: Sequence[bool], names: Sequence[str], max_states: int, byte_mode: bool = False
 ) -> LexerDFA:
     alphabet = cs.Alphabet([c for node in nodes for c in _charsets(node, [])])
     trans, accept = _atom_dfa(nodes, lazy, names, max_states, alphabet)
-    byte_trans = utf8.expand(trans, alphabet)
+    byte_trans = utf8.expand_bytes(trans, alphabet) if byte_mode else utf8.expand(trans, alphabet)
     if len(byte_trans) >= max_states:
         raise LimitExceeded(
             f"lexer DFA for terminal(s) {', '.join(names)} exceeds max_states={max_states} "
@@ -274,11 +300,18 @@ def _subdfa(
 def build_lexer_dfa(
     terminals: Sequence[TerminalDef], *, max_states: int = DEFAULT_MAX_DFA_STATES
 ) -> LexerDFA:
-    """The minimised DFA of all `terminals` (column j of accept/live is terminals[j])."""
+    """The minimised DFA of all `terminals` (column j of accept/live is terminals[j]).
+
+    Byte-mode terminals (flag `b`, `pda.regex.syntax.BYTE_MODE`) read raw bytes, the
+    others UTF-8; one call takes terminals of one kind (`pda.regex.product` combines DFAs).
+    """
     names = [t.name for t in terminals]
-    nodes = [translate(t.pattern, t.flags, name=t.name) for t in terminals]
+    byte_mode = {BYTE_MODE in t.flags for t in terminals}
+    if len(byte_mode) > 1:
+        raise ValueError("build_lexer_dfa: byte-mode and UTF-8 terminals are compiled separately")
+    nodes = [translate(t.pattern, t.flags, name=t.name, line=t.line) for t in terminals]
     try:
-        return _compile_nodes(nodes, [t.lazy for t in terminals], names, max_states)
+        return _compile_nodes(nodes, [t.lazy for t in terminals], names, max_states, byte_mode == {True})
     except LimitExceeded as e:
         raise LimitExceeded(f"{e} (terminals: {', '.join(names)})") from None
 

@@ -1,5 +1,11 @@
 """A terminal's regex, parsed by Python's own `re._parser`, as a small regular IR.
 
+Two additions to `re`'s syntax and one to its reach: Unicode property classes
+(`\\p{L}`, `[^\\P{Lu}x]`, from `unicode_props`); the byte-mode flag `b` (BYTE_MODE);
+and any depth of group nesting (`re._parser` recurses per group, so deep groups are
+parsed apart and spliced back, `_parse`). Every walk here runs on an explicit stack
+(`drive`), never on Python's call stack.
+
 The IR has only what a DFA can do: code-point sets (`Chars`), concatenation,
 alternation, bounded/unbounded repetition, and two nodes that the automaton
 builder turns into sub-DFAs:
@@ -31,12 +37,17 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Generator
 from dataclasses import dataclass
 from re import _constants as C
 from re import _parser as sre_parse
+from typing import Any, TypeVar
 
 from pda.errors import RegexError
 from pda.regex import charset as cs
+from pda.regex.unicode_props import property_set
+
+T = TypeVar("T")
 
 MAXREPEAT = C.MAXREPEAT
 
@@ -88,41 +99,307 @@ FLAG_LETTERS = {
 }
 
 
+# pda's own flag (not a `re` one): the pattern reads bytes, as a Python bytes regex does.
+# Code points 0..255 of the pattern stand for the bytes of those values (`\\xe9` is
+# the byte E9, not the UTF-8 of é), `.`/`[^...]`/`\\W` range over all 256 bytes, and
+# `\\w`, `\\d`, `\\s` and case folding are ASCII-only. A Lark grammar sets it per
+# terminal with a `// pda: bytes=NAME ...` line (docs/semantics.md, "Bytes").
+BYTE_MODE = "b"
+BYTES: cs.CharSet = ((0, 0xFF),)
+
+
 def flags_value(flags: str, *, name: str) -> int:
+    """The `re` flags of a terminal's flag letters (the byte-mode letter adds ASCII)."""
     value = 0
     for letter in flags:
+        if letter == BYTE_MODE:
+            if "u" in flags:
+                raise RegexError("the byte-mode flag excludes the u flag", terminal=name)
+            value |= re.ASCII
+            continue
         if letter not in FLAG_LETTERS:
             raise RegexError(f"unknown regex flag {letter!r}", terminal=name)
         value |= FLAG_LETTERS[letter]
     return value
 
 
+# ---------------------------------------------------------------- running recursions on a heap stack
+
+
+def drive(root: Generator[Any, Any, T]) -> T:
+    """Run a recursive computation written as generators, on an explicit stack.
+
+    A user's grammar or regex can nest thousands deep; Python's own call stack
+    stops at about a thousand frames. So the walkers here (and in the GBNF and
+    regex front ends) are generators that *yield* a sub-call (another generator)
+    instead of calling it; this loop runs the innermost one, sends its result
+    back into the caller, and re-raises an exception in the caller, so the
+    walker reads like the recursive function it replaces.
+    """
+    stack: list[Generator[Any, Any, Any]] = [root]
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            if error is not None:
+                pending, error = error, None
+                call = stack[-1].throw(pending)
+            else:
+                call = stack[-1].send(value)
+        except StopIteration as stop:
+            stack.pop()
+            if not stack:
+                return stop.value
+            value = stop.value
+            continue
+        except Exception as exc:
+            stack.pop()
+            if not stack:
+                raise
+            error = exc
+            continue
+        stack.append(call)
+        value = None
+
+
+# ---------------------------------------------------------------- parsing
+
+
+# Groups nested this deep are parsed by `re._parser` separately (it recurses per group).
+_CHUNK_DEPTH = 50
+# Placeholders stand for a separately parsed group or a Unicode property: private-use
+# code points that do not occur in the pattern.
+_PLACEHOLDERS = (range(0xF0000, 0xFFFFE), range(0x100000, 0x10FFFE))
+
+
+@dataclass
+class _Scan:
+    """Where a pattern has Unicode properties and deep groups (spans into the pattern)."""
+
+    props: list[tuple[int, int, str, bool]]  # start, end, name, negated
+    groups: list[tuple[int, int, bool]]  # start, end, verbose mode around the group
+
+
+def _class_end(pattern: str, i: int) -> int:
+    """The index after the `]` closing the class that opens at pattern[i] (re's rules)."""
+    j = i + 1
+    if pattern.startswith("^", j):
+        j += 1
+    if pattern.startswith("]", j):
+        j += 1
+    while j < len(pattern):
+        if pattern[j] == "\\":
+            j += 2
+        elif pattern[j] == "]":
+            return j + 1
+        else:
+            j += 1
+    return len(pattern)
+
+
+_PROPERTY = re.compile(r"\\([pP])(?:\{([^}]*)\}|([A-Za-z]))")
+_INLINE_FLAGS = re.compile(r"\(\?([aiLmsux]*)(?:-([imsx]*))?([:)])")
+
+
+def _scan(pattern: str, verbose: bool, name: str, line: int | None) -> _Scan:
+    """One pass over the pattern: its `\\p{..}` escapes and the groups at depths 50, 100, ..."""
+    found = _Scan([], [])
+    open_groups: list[tuple[int, bool]] = []
+    deepest = 0
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            prop = _PROPERTY.match(pattern, i)
+            if prop:
+                found.props.append((i, prop.end(), prop.group(2) or prop.group(3), prop.group(1) == "P"))
+                i = prop.end()
+            else:
+                i += 2
+        elif c == "[":
+            end = _class_end(pattern, i)
+            first = i + 1 + pattern.startswith("^", i + 1)  # a `-` here is a literal
+            j, after_range_dash = first, False
+            while j < end - 1:
+                prop = _PROPERTY.match(pattern, j) if pattern[j] == "\\" else None
+                if prop:
+                    if after_range_dash or (pattern.startswith("-", prop.end()) and prop.end() < end - 2):
+                        raise RegexError(
+                            f"a Unicode property cannot be a range endpoint in /{pattern}/", terminal=name, line=line
+                        )
+                    found.props.append((j, prop.end(), prop.group(2) or prop.group(3), prop.group(1) == "P"))
+                    j = prop.end()
+                    after_range_dash = False
+                else:
+                    after_range_dash = pattern[j] == "-" and j > first
+                    j += 2 if pattern[j] == "\\" else 1
+            i = end
+        elif c == "#" and verbose:
+            newline = pattern.find("\n", i)
+            i = n if newline < 0 else newline + 1
+        elif c == "(":
+            if pattern.startswith("(?#", i):
+                while i < n and pattern[i] != ")":
+                    i += 2 if pattern[i] == "\\" else 1
+                i += 1
+                continue
+            flags = _INLINE_FLAGS.match(pattern, i)
+            if flags and flags.group(3) == ")":  # (?x): global flags, not a group
+                verbose = verbose or "x" in flags.group(1)
+                i = flags.end()
+                continue
+            open_groups.append((i, verbose))
+            deepest = max(deepest, len(open_groups))
+            if flags:
+                verbose = (verbose or "x" in flags.group(1)) and "x" not in (flags.group(2) or "")
+            i += 1
+        elif c == ")" and open_groups:
+            start, verbose = open_groups.pop()
+            if (len(open_groups) + 1) % _CHUNK_DEPTH == 0:
+                found.groups.append((start, i + 1, verbose))
+            i += 1
+        else:
+            i += 1
+    if open_groups and deepest >= _CHUNK_DEPTH:
+        raise RegexError(f"invalid regex /{pattern[:60]}.../: missing ), unterminated subpattern", terminal=name, line=line)
+    return found
+
+
+def _subpatterns(op: object, av: Any) -> list[sre_parse.SubPattern]:
+    """The sub-patterns directly inside one parsed item (as `re._parser` objects)."""
+    if op in (C.MIN_REPEAT, C.MAX_REPEAT, C.POSSESSIVE_REPEAT):
+        return [av[2]]
+    if op is C.SUBPATTERN:
+        return [av[3]]
+    if op is C.BRANCH:
+        return list(av[1])
+    if op in (C.ASSERT, C.ASSERT_NOT):
+        return [av[1]]
+    if op is C.ATOMIC_GROUP:
+        return [av]
+    if op is C.GROUPREF_EXISTS:
+        return [x for x in av[1:] if x is not None]
+    return []
+
+
+def _parse(pattern: str, flags: int, name: str, line: int | None) -> sre_parse.SubPattern:
+    """`re._parser`'s parse of the pattern, for any nesting depth and with `\\p{..}` classes.
+
+    `re._parser` recurses once per group, so groups at every 50th level of
+    nesting are cut out, parsed on their own, and spliced back; each Unicode
+    property escape is parsed as a placeholder character and then replaced by
+    its code-point ranges (`unicode_props`). A pattern without either is
+    parsed by `re._parser` alone.
+    """
+    found = _scan(pattern, bool(flags & re.VERBOSE), name, line)
+    if not found.props and not found.groups:
+        return sre_parse.parse(pattern, flags)
+    used = set(map(ord, pattern))
+    free = (cp for block in _PLACEHOLDERS for cp in block if cp not in used)
+    # Spans in order of their start; a group contains the spans up to its end.
+    spans = sorted([(a, b, "group", v) for a, b, v in found.groups] + [(a, b, "prop", None) for a, b, _, _ in found.props])
+    placeholder = {span[:2]: next(free) for span in spans}
+    ranges: dict[int, cs.CharSet] = {}
+    for a, b, prop_name, negated in found.props:
+        try:
+            ranges[placeholder[a, b]] = property_set(prop_name, negated)
+        except ValueError as e:
+            raise RegexError(f"{e} in /{pattern}/", terminal=name, line=line) from None
+    # Each chunk's text: the pattern between its direct children, each child as its placeholder.
+    children: dict[tuple[int, int], list[tuple[int, int, str]]] = {(0, len(pattern)): []}
+    enclosing = [(0, len(pattern))]
+    for a, b, kind, _ in spans:
+        while enclosing[-1][1] < b:
+            enclosing.pop()
+        children[enclosing[-1]].append((a, b, kind))
+        if kind == "group":
+            children[a, b] = []
+            enclosing.append((a, b))
+    texts: dict[tuple[int, int], str] = {}
+    for (lo, hi), inside in children.items():
+        pieces, at = [], lo
+        for a, b, kind in inside:
+            z = chr(placeholder[a, b])
+            # a capturing group: `re._parser` unwraps `(?:z)` and may merge `x|z` into a class
+            pieces += [pattern[at:a], f"({z})" if kind == "group" else z]
+            at = b
+        texts[lo, hi] = "".join(pieces) + pattern[at:hi]
+    root = sre_parse.parse(texts.pop((0, len(pattern))), flags)
+    verbose_at = {(a, b): v for a, b, v in found.groups}
+    groups: dict[int, tuple] = {}
+    for span, text in texts.items():
+        chunk_flags = (flags & ~re.VERBOSE) | (re.VERBOSE if verbose_at[span] else 0)
+        chunk = sre_parse.parse(text, chunk_flags)
+        # `re._parser` unwraps a plain `(?:...)`: its items are then the group's sequence.
+        groups[placeholder[span]] = chunk.data[0] if len(chunk.data) == 1 else (C.SUBPATTERN, (None, 0, 0, chunk))
+    _splice(root, groups, ranges)
+    return root
+
+
+def _splice(root: sre_parse.SubPattern, groups: dict[int, tuple], ranges: dict[int, cs.CharSet]) -> None:
+    """Replace placeholder literals by their groups and property classes, in place (explicit stack)."""
+    def as_class(cp: int, negate: bool) -> tuple:
+        items = [(C.RANGE, r) for r in ranges[cp]]
+        return (C.IN, ([(C.NEGATE, None)] if negate else []) + items)
+
+    stack = [root]
+    while stack:
+        sub = stack.pop()
+        for i, (op, av) in enumerate(sub.data):
+            while op is C.LITERAL and av in groups:
+                op, av = sub.data[i] = groups[av]
+            if op in (C.LITERAL, C.NOT_LITERAL) and av in ranges:
+                op, av = sub.data[i] = as_class(av, op is C.NOT_LITERAL)
+            elif op is C.IN and any(sop is C.LITERAL and sav in ranges for sop, sav in av):
+                items = []
+                for sop, sav in av:
+                    items += as_class(sav, False)[1] if sop is C.LITERAL and sav in ranges else [(sop, sav)]
+                sub.data[i] = (C.IN, items)
+            stack.extend(_subpatterns(op, av))
+
+
+def parse_pattern(pattern: str, flags: int = 0) -> sre_parse.SubPattern:
+    """`re._parser.parse` for any nesting depth and with Unicode properties (raises `re.error`)."""
+    return _parse(pattern, flags, "<regex>", None)
+
+
 @functools.lru_cache(maxsize=1024)
-def _parsed(pattern: str, flags: int) -> sre_parse.SubPattern:
-    """`re`'s parse of a pattern; memoised, as a terminal is parsed by several passes (read-only)."""
-    return sre_parse.parse(pattern, flags)
+def _parsed(pattern: str, flags: int, name: str, line: int | None) -> sre_parse.SubPattern:
+    """The parse of a pattern; memoised, as a terminal is parsed by several passes (read-only)."""
+    return _parse(pattern, flags, name, line)
 
 
-def parse_sre(pattern: str, flags: str, *, name: str) -> sre_parse.SubPattern:
+def parse_sre(pattern: str, flags: str, *, name: str, line: int | None = None) -> sre_parse.SubPattern:
+    """`re._parser`'s tree of a terminal's pattern (any depth, Unicode properties resolved)."""
     try:
-        return _parsed(pattern, flags_value(flags, name=name))
+        return _parsed(pattern, flags_value(flags, name=name), name, line)
     except re.error as e:
-        raise RegexError(f"invalid regex /{pattern}/: {e}", terminal=name) from None
+        raise RegexError(f"invalid regex /{pattern}/: {e}", terminal=name, line=line) from None
 
 
 def nullable(node: Node) -> bool:
     """Does the node match the empty string?"""
+    return drive(_nullable(node))
+
+
+def _nullable(node: Node) -> Generator[Any, bool, bool]:
     if isinstance(node, Chars):
         return False
     if isinstance(node, Seq):
-        return all(nullable(x) for x in node.items)
+        for x in node.items:
+            if not (yield _nullable(x)):
+                return False
+        return True
     if isinstance(node, Alt):
-        return any(nullable(x) for x in node.items)
+        for x in node.items:
+            if (yield _nullable(x)):
+                return True
+        return False
     if isinstance(node, Repeat):
-        return node.lo == 0 or nullable(node.item)
+        return node.lo == 0 or (yield _nullable(node.item))
     if isinstance(node, FirstMatch):
-        return nullable(node.item)
-    return nullable(node.body) and (nullable(node.look) != node.negate)
+        return (yield _nullable(node.item))
+    return (yield _nullable(node.body)) and ((yield _nullable(node.look)) != node.negate)
 
 
 # ---------------------------------------------------------------- the escaped-string idiom
@@ -158,15 +435,16 @@ def idiom_length(items: list, i: int) -> int:
     return 3 if ok else 0
 
 
-def has_lazy_quantifier(pattern: str, flags: str = "") -> bool:
+def has_lazy_quantifier(pattern: str, flags: str = "", *, name: str = "<regex>", line: int | None = None) -> bool:
     """Whether the pattern has a lazy quantifier outside the escaped-string idiom.
 
     Such a terminal only means what `re.match` means if it is lexed with
     first-match semantics (`TerminalDef.lazy=True`); the idiom is already
     translated to its first-match form and needs no flag.
     """
-    def walk(items: list) -> bool:
-        items = list(items)
+    stack = [list(parse_sre(pattern, flags, name=name, line=line))]
+    while stack:
+        items = stack.pop()
         i = 0
         while i < len(items):
             n = idiom_length(items, i)
@@ -176,57 +454,60 @@ def has_lazy_quantifier(pattern: str, flags: str = "") -> bool:
             op, av = items[i]
             if op is C.MIN_REPEAT:
                 return True
-            for sub in _children(op, av):
-                if walk(sub):
-                    return True
+            stack.extend(_children(op, av))
             i += 1
-        return False
-
-    return walk(list(parse_sre(pattern, flags, name="<regex>")))
+    return False
 
 
 def has_string_idiom(pattern: str, flags: str = "") -> bool:
     """Whether the pattern uses the escaped-string idiom (its DFA then follows `re.match`)."""
-    def walk(items: list) -> bool:
-        items = list(items)
-        return any(idiom_length(items, i) for i in range(len(items))) or any(
-            walk(sub) for op, av in items for sub in _children(op, av)
-        )
-
-    return walk(list(parse_sre(pattern, flags, name="<regex>")))
+    stack = [list(parse_sre(pattern, flags, name="<regex>"))]
+    while stack:
+        items = stack.pop()
+        if any(idiom_length(items, i) for i in range(len(items))):
+            return True
+        stack.extend(sub for op, av in items for sub in _children(op, av))
+    return False
 
 
 def _children(op: object, av: object) -> list[list]:
-    if op in (C.MIN_REPEAT, C.MAX_REPEAT, C.POSSESSIVE_REPEAT):
-        return [list(av[2])]
-    if op is C.SUBPATTERN:
-        return [list(av[3])]
-    if op is C.BRANCH:
-        return [list(b) for b in av[1]]
-    if op in (C.ASSERT, C.ASSERT_NOT):
-        return [list(av[1])]
-    if op is C.ATOMIC_GROUP:
-        return [list(av)]
-    if op is C.GROUPREF_EXISTS:
-        return [list(x) for x in av[1:] if x is not None]
-    return []
+    return [list(sub) for sub in _subpatterns(op, av)]
 
 
 # ---------------------------------------------------------------- translation
 
 
 class _Translator:
-    def __init__(self, pattern: str, name: str) -> None:
+    """`re._parser` tree → IR. The methods are generators run by `drive` (no recursion)."""
+
+    def __init__(self, pattern: str, name: str, line: int | None, byte_mode: bool) -> None:
         self.pattern = pattern
         self.name = name
+        self.line = line
+        self.byte_mode = byte_mode
 
     def refuse(self, construct: str, rewrite: str) -> RegexError:
         return RegexError(
             f"{construct} in /{self.pattern}/ cannot be expressed by a finite automaton; {rewrite}",
             terminal=self.name,
+            line=self.line,
         )
 
-    def seq(self, items: list, flags: int, head: bool, tail: bool, before: tuple = ()) -> Node:
+    def chars(self, cset: cs.CharSet) -> Chars:
+        """A character set; in byte mode, the bytes it contains (code points 0..255 are bytes)."""
+        return Chars(cs.intersect(cset, BYTES) if self.byte_mode else cset)
+
+    def byte_literal(self, c: int) -> None:
+        if self.byte_mode and c > 0xFF:
+            raise RegexError(
+                f"a byte-mode terminal can only name bytes \\x00-\\xff, not {chr(c)!r}, in /{self.pattern}/",
+                terminal=self.name,
+                line=self.line,
+            )
+
+    def seq(
+        self, items: list, flags: int, head: bool, tail: bool, before: tuple = ()
+    ) -> Generator[Any, Node, Node]:
         """Translate a sequence; `before` holds the items that precede it (for the idiom)."""
         out: list[Node] = []
         i = 0
@@ -236,7 +517,7 @@ class _Translator:
             last = i == n - 1
             k = idiom_length(items, i)
             if k:
-                out.append(self.idiom(list(before) + items[:i], items[i:], k, flags, tail))
+                out.append((yield self.idiom(list(before) + items[:i], items[i:], k, flags, tail)))
                 break
             if op in (C.ASSERT, C.ASSERT_NOT):
                 direction, sub = av
@@ -257,17 +538,18 @@ class _Translator:
                         "drop it and let the greedy lexer and terminal priorities decide, "
                         "or move the condition into the grammar rules",
                     )
-                look = self.seq(list(sub), flags, False, False)
-                body = self.seq(items[i + 1 :], flags, False, tail, tuple(before) + tuple(items[:i]))
+                look = yield self.seq(list(sub), flags, False, False)
+                # a look-ahead reads nothing: what follows one at the start is still at the start
+                body = yield self.seq(items[i + 1 :], flags, head and i == 0, tail, tuple(before) + tuple(items[:i]))
                 out.append(Guard(op is C.ASSERT_NOT, look, body))
                 break
-            out.append(self.item(op, av, flags, head and i == 0, tail and last))
+            out.append((yield self.item(op, av, flags, head and i == 0, tail and last)))
             i += 1
         if len(out) == 1:
             return out[0]
         return Seq(tuple(out))
 
-    def idiom(self, before: list, items: list, k: int, flags: int, tail: bool) -> Node:
+    def idiom(self, before: list, items: list, k: int, flags: int, tail: bool) -> Generator[Any, Node, Node]:
         before = [x for x in before if x[0] not in (C.ASSERT, C.ASSERT_NOT)]
         if not before or before[-1][0] is not C.LITERAL or before[-1][1] == 92:
             raise self.refuse(
@@ -279,7 +561,7 @@ class _Translator:
         while j < len(items) and items[j][0] is C.LITERAL:
             delim.append(items[j])
             j += 1
-        rest = self.seq(items[j:], flags, False, tail) if j < len(items) else EMPTY
+        rest = (yield self.seq(items[j:], flags, False, tail)) if j < len(items) else EMPTY
         if not delim or not tail or not nullable(rest):
             raise self.refuse(
                 "a lazy `.*?` with a look-behind not followed by a closing delimiter",
@@ -288,34 +570,40 @@ class _Translator:
         dot = cs.any_set(bool(flags & re.DOTALL))
         unit = Alt(
             (
-                Chars(_minus(dot, 92)),
-                Seq((Chars(((92, 92),)), Chars(dot))),
+                self.chars(_minus(dot, 92)),
+                Seq((Chars(((92, 92),)), self.chars(dot))),
             )
         )
-        closing = self.seq(delim, flags, False, False)
+        closing = yield self.seq(delim, flags, False, False)
         body = FirstMatch(Seq((Repeat(unit, 0, None), closing)))
         return body if rest == EMPTY else Seq((body, rest))
 
-    def item(self, op: object, av: object, flags: int, head: bool, tail: bool) -> Node:
+    def item(self, op: object, av: Any, flags: int, head: bool, tail: bool) -> Generator[Any, Node, Node]:
         ignorecase = bool(flags & re.IGNORECASE)
-        ascii_only = bool(flags & re.ASCII)
-        if op is C.LITERAL:
-            return Chars(cs.literal_set(av, ignorecase, ascii_only))
-        if op is C.NOT_LITERAL:
-            return Chars(cs.complement(cs.literal_set(av, ignorecase, ascii_only)))
+        ascii_only = bool(flags & re.ASCII) or self.byte_mode
+        if op in (C.LITERAL, C.NOT_LITERAL):
+            self.byte_literal(av)
+            chars = cs.literal_set(av, ignorecase, ascii_only)
+            return self.chars(chars if op is C.LITERAL else cs.complement(chars))
         if op is C.IN:
-            return Chars(cs.class_set(list(av), ignorecase, ascii_only))
+            for sop, sav in av:
+                if sop is C.LITERAL or sop is C.RANGE:
+                    self.byte_literal(sav if sop is C.LITERAL else sav[1])
+            return self.chars(cs.class_set(list(av), ignorecase, ascii_only))
         if op is C.ANY:
-            return Chars(cs.any_set(bool(flags & re.DOTALL)))
+            return self.chars(cs.any_set(bool(flags & re.DOTALL)))
         if op in (C.MAX_REPEAT, C.MIN_REPEAT):
             lo, hi, sub = av
-            inner = self.seq(list(sub), flags, False, False)
+            inner = yield self.seq(list(sub), flags, False, False)
             return Repeat(inner, lo, None if hi == MAXREPEAT else hi)
         if op is C.SUBPATTERN:
             _, add, dele, sub = av
-            return self.seq(list(sub), _combine_flags(flags, add, dele), head, tail)
+            return (yield self.seq(list(sub), _combine_flags(flags, add, dele), head, tail))
         if op is C.BRANCH:
-            return Alt(tuple(self.seq(list(b), flags, head, tail) for b in av[1]))
+            branches = []
+            for b in av[1]:
+                branches.append((yield self.seq(list(b), flags, head, tail)))
+            return Alt(tuple(branches))
         if op is C.AT:
             if av in (C.AT_BEGINNING, C.AT_BEGINNING_STRING) and head:
                 return EMPTY
@@ -358,7 +646,11 @@ def _combine_flags(flags: int, add: int, dele: int) -> int:
     return (flags | add) & ~dele
 
 
-def translate(pattern: str, flags: str = "", *, name: str = "<regex>") -> Node:
-    """Parse `pattern` with `re`'s parser and return its regular IR (or raise RegexError)."""
-    parsed = parse_sre(pattern, flags, name=name)
-    return _Translator(pattern, name).seq(list(parsed), parsed.state.flags, True, True)
+def translate(pattern: str, flags: str = "", *, name: str = "<regex>", line: int | None = None) -> Node:
+    """Parse `pattern` with `re`'s parser and return its regular IR (or raise RegexError).
+
+    With the byte-mode flag `b` the IR's sets hold bytes, not code points (see BYTE_MODE).
+    """
+    parsed = parse_sre(pattern, flags, name=name, line=line)
+    translator = _Translator(pattern, name, line, BYTE_MODE in flags)
+    return drive(translator.seq(list(parsed), parsed.state.flags, True, True))

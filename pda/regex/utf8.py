@@ -155,6 +155,11 @@ def expand(trans: np.ndarray, alphabet: Alphabet) -> np.ndarray:
     return np.vstack([outer, inner])
 
 
+def expand_bytes(trans: np.ndarray, alphabet: Alphabet) -> np.ndarray:
+    """Byte transitions [n, 256] of a byte-mode atom DFA, whose code points 0..255 are bytes."""
+    return trans[:, alphabet.atom_of(np.arange(256))]
+
+
 def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(index of one row per distinct row, distinct-row number of every row)."""
     packed = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1])))
