@@ -1,7 +1,7 @@
 """pda: constrain a language model's output to a context-free grammar, exactly and fast.
 
 The public surface (DESIGN.md): `Grammar`, `Vocabulary`, `compile`, `Matcher`,
-the error types, and `pda.integrations`.
+`Limits`, the error types, and `pda.integrations`.
 """
 
 from pda._version import __version__
@@ -9,6 +9,7 @@ from pda.compiler import CompiledGrammar, compile
 from pda.errors import GrammarError, LimitExceeded, ParseError, PdaError, RegexError, TokenRejected
 from pda import integrations
 from pda.grammar.grammar import Grammar
+from pda.limits import Limits
 from pda.matcher import Matcher
 from pda.vocab import Vocabulary
 
@@ -28,6 +29,7 @@ __all__ = [
     "Grammar",
     "GrammarError",
     "LimitExceeded",
+    "Limits",
     "Matcher",
     "ParseError",
     "PdaError",

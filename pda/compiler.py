@@ -5,6 +5,13 @@ and the token index, and computes masks for (parser node, lexer state) pairs.
 Masks are memoised on the parser node, which is the parser's whole
 configuration, so a mask is computed once per distinct state and reused by
 every matcher that reaches it.
+
+Invariants:
+* A compiled grammar is fixed by (grammar IR, vocabulary, mask width, `Limits`):
+  `compile` memoises on exactly that, and pickling ships exactly that (`__reduce__`
+  rebuilds through `compile`, so the receiving process hits its caches).
+* Its recogniser is `Grammar.recognizer` under the default parser and lexer
+  limits, else one built for those limits (shared by compiles with equal ones).
 """
 
 from __future__ import annotations
@@ -14,27 +21,31 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from pda import cache
+from pda.errors import LimitExceeded
 from pda.grammar.grammar import Grammar
 from pda.index.token_index import TokenIndex
 from pda.index.trie import TokenTrie
 from pda.lexer.lexer import START
+from pda.limits import DEFAULT_LIMITS, Limits
 from pda.parser.earley import Node
+from pda.recognizer import Recognizer
 from pda.trie.lookup import FiniteSetLookup, PlainRows
 from pda.vocab import Vocabulary
 
 _tries: "weakref.WeakKeyDictionary[Vocabulary, TokenTrie]" = weakref.WeakKeyDictionary()
-_compiled: dict[tuple[str, str, int], "CompiledGrammar"] = {}
+_compiled: dict[tuple[str, str, int, Limits], "CompiledGrammar"] = {}
+_recognizers: dict[tuple[str, Limits], Recognizer] = {}
 _lock = threading.Lock()
 _ids = itertools.count()
 
 
-DEFAULT_WARMUP_SECONDS = 1.0
-DEFAULT_WARMUP_NODES = 64
+DEFAULT_WARMUP_SECONDS = DEFAULT_LIMITS.warmup_seconds
+# Parser nodes whose memoised masks are kept alive after their last matcher (a tuning constant).
 RECENT_STATES = 4096
 
 
@@ -43,17 +54,53 @@ def vocabulary_trie(vocab: Vocabulary) -> TokenTrie:
     with _lock:
         trie = _tries.get(vocab)
         if trie is None:
-            path = cache.cache_path("tries", vocab.content_hash[:32])
-            trie = cache.load(path)
-            if not isinstance(trie, TokenTrie):
+            key = {"vocab": vocab.content_hash}
+            trie = cache.load("trie", key, lambda meta, arrays: TokenTrie.from_arrays(meta, arrays, vocab.size))
+            if trie is None:
                 trie = TokenTrie(vocab)
-                cache.store(path, trie)
+                cache.store("trie", key, *trie.to_arrays())
             _tries[vocab] = trie
         return trie
 
 
+def _recognizer(grammar: Grammar, limits: Limits) -> Recognizer:
+    """The grammar's recogniser under `limits`' parser and lexer budgets (built once per distinct budgets)."""
+    own = limits.recognizer_limits()
+    if own == DEFAULT_LIMITS:
+        return grammar.recognizer
+    key = (grammar.ir.content_hash, own)
+    with _lock:
+        found = _recognizers.get(key)
+    if found is None:
+        found = Recognizer(grammar.ir, limits=own)
+        with _lock:
+            found = _recognizers.setdefault(key, found)
+    return found
+
+
+def _checked_arguments(grammar: Any, vocab: Any, mask_width: Any, limits: Any) -> int | None:
+    """Check `compile`'s arguments (TypeError/ValueError naming the bad one); the mask width as an int or None."""
+    if not isinstance(grammar, Grammar):
+        raise TypeError(f"grammar must be a pda.Grammar, got {type(grammar).__name__}")
+    if not isinstance(vocab, Vocabulary):
+        raise TypeError(f"vocab must be a pda.Vocabulary, got {type(vocab).__name__}")
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a pda.Limits, got {type(limits).__name__}")
+    if mask_width is None:
+        return None
+    if isinstance(mask_width, (bool, np.bool_)) or not isinstance(mask_width, (int, np.integer)):
+        raise TypeError(f"mask_width must be an int or None, got {type(mask_width).__name__}")
+    if mask_width < 0:
+        raise ValueError(f"mask_width must be >= 0, got {mask_width}")
+    return int(mask_width)
+
+
 class CompiledGrammar:
-    """A grammar bound to a vocabulary: immutable from the outside, shareable by matchers."""
+    """A grammar bound to a vocabulary: immutable from the outside, shareable by matchers.
+
+    Copies are the object itself; pickling ships (grammar, vocabulary, mask width, limits)
+    and rebuilds with `pda.compile` on the other side.
+    """
 
     def __init__(
         self,
@@ -61,15 +108,22 @@ class CompiledGrammar:
         vocab: Vocabulary,
         *,
         mask_width: int | None = None,
-        warmup_seconds: float = DEFAULT_WARMUP_SECONDS,
+        limits: Limits = DEFAULT_LIMITS,
+        warmup_seconds: float | None = None,
         disk_cache: bool = True,
     ) -> None:
+        """`warmup_seconds` overrides `limits.warmup_seconds` (0: no warm-up, e.g. in tests)."""
+        mask_width = _checked_arguments(grammar, vocab, mask_width, limits)
         width = max(vocab.size, mask_width or 0)
         self.grammar = grammar
         self.vocab = vocab
+        self.mask_width = mask_width
+        self.limits = limits
+        if warmup_seconds is None:
+            warmup_seconds = limits.warmup_seconds
         self.vocab_size = width
         self.mask_words = (width + 31) // 32
-        self.recognizer = grammar.recognizer
+        self.recognizer = _recognizer(grammar, limits)
         self.lexer = self.recognizer.lexer
         self.eos_ids = np.array(sorted(i for i in vocab.eos_ids if i < width), dtype=np.int64)
         self.index = TokenIndex(self.lexer, vocabulary_trie(vocab), self.mask_words, vocab.content_hash)
@@ -86,61 +140,84 @@ class CompiledGrammar:
         # Per parser node's allowed terminals: the finite-set lookup's plain rows, or False (`plain_rows`).
         self._plain: dict[int, PlainRows | Literal[False]] = {}
         self._id = next(_ids)
-        self._snapshot_path = (
-            cache.cache_path("index", self.lexer.content_hash[:24], grammar.ir.content_hash[:24], vocab.content_hash[:24], str(self.mask_words))
+        self._snapshot_key = (
+            {"lexer": self.lexer.content_hash, "grammar": grammar.ir.content_hash, "vocab": vocab.content_hash,
+             "mask_words": self.mask_words}
             if disk_cache
             else None
         )
-        snapshot = cache.load(self._snapshot_path) if self._snapshot_path else None
-        if snapshot is not None:
-            self.index.restore(snapshot)
-        elif warmup_seconds > 0:
+        restored = self._snapshot_key is not None and cache.load("index", self._snapshot_key, self.index.restore)
+        if not restored and warmup_seconds > 0:
             self.warm_up(seconds=warmup_seconds)
             self.save_index()
 
     def save_index(self) -> None:
         """Write the token index's classifications to the disk cache (a warm start next time)."""
-        if self._snapshot_path is not None:
-            cache.store(self._snapshot_path, self.index.snapshot())
+        if self._snapshot_key is not None:
+            cache.store("index", self._snapshot_key, *self.index.snapshot())
 
-    def warm_up(self, *, seconds: float = DEFAULT_WARMUP_SECONDS, max_nodes: int = DEFAULT_WARMUP_NODES) -> int:
+    def __reduce__(self) -> tuple:
+        return _rebuild, (Grammar(self.grammar.ir), self.vocab, self.mask_width, self.limits)
+
+    def __copy__(self) -> "CompiledGrammar":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "CompiledGrammar":
+        return self
+
+    def warm_up(self, *, seconds: float | None = None, max_nodes: int | None = None) -> int:
         """Precompute the masks of the states near the start of the grammar; returns nodes explored.
 
         Breadth-first over parser nodes: for each, the mask of every lexer state reachable
         inside one lexeme is computed and memoised (but plain finite-set states, which
-        `Matcher.fill_bitmask` writes from `plain_rows`). Bounded by time and node count; the rest is lazy.
+        `Matcher.fill_bitmask` writes from `plain_rows`). Bounded by time and node count
+        (`Limits.warmup_seconds`, `Limits.warmup_nodes` unless given); the rest is lazy.
         """
+        seconds = self.limits.warmup_seconds if seconds is None else seconds
+        max_nodes = self.limits.warmup_nodes if max_nodes is None else max_nodes
         deadline = time.perf_counter() + seconds
-        lexer = self.lexer
         seen = {id(self.root)}
         queue = deque([self.root])
         explored = 0
         while queue and explored < max_nodes and time.perf_counter() < deadline:
             node = queue.popleft()
             explored += 1
-            self.step_mask(node, START)
-            live_set = node.allowed | lexer.ignore
-            lookup = self.index.finite_sets
-            # A lexeme of one finite-set terminal alone: its plain states are written from
-            # `plain_rows`; only the few where the lexeme can end need masks (and their boundary
-            # groups' suffixes, shared by the states).
-            if lookup.answers_lexemes(live_set):
-                lexemes = lookup.ending_states(live_set).tolist()
-            else:
-                lexemes = self._lexeme_states(live_set)
-            plain = self.plain_rows(node.allowed)
-            for q in lexemes:
-                if time.perf_counter() >= deadline:
-                    break
-                if not plain or plain.lo[q] < 0:
-                    self.step_mask(node, q)  # memoised: the first document's steps find it
-            for t in range(len(lexer.names)):
-                if node.allowed >> t & 1:
-                    nxt = node.advance(lexer.best(1 << t))
-                    if nxt is not None and id(nxt) not in seen:
-                        seen.add(id(nxt))
-                        queue.append(nxt)
+            try:
+                successors = self._warm_node(node, deadline)
+            except LimitExceeded:  # left to serve time, where it puts the matcher in its error state
+                continue
+            for nxt in successors:
+                if id(nxt) not in seen:
+                    seen.add(id(nxt))
+                    queue.append(nxt)
         return explored
+
+    def _warm_node(self, node: Node, deadline: float) -> list[Node]:
+        """`warm_up`'s work on one parser node: memoise its masks; its successors, one per terminal."""
+        lexer = self.lexer
+        self.step_mask(node, START)
+        live_set = node.allowed | lexer.ignore
+        lookup = self.index.finite_sets
+        # A lexeme of one finite-set terminal alone: its plain states are written from
+        # `plain_rows`; only the few where the lexeme can end need masks (and their boundary
+        # groups' suffixes, shared by the states).
+        if lookup.answers_lexemes(live_set):
+            lexemes = lookup.ending_states(live_set).tolist()
+        else:
+            lexemes = self._lexeme_states(live_set)
+        plain = self.plain_rows(node.allowed)
+        for q in lexemes:
+            if time.perf_counter() >= deadline:
+                break
+            if not plain or plain.lo[q] < 0:
+                self.step_mask(node, q)  # memoised: the first document's steps find it
+        successors = []
+        for t in range(len(lexer.names)):
+            if node.allowed >> t & 1:
+                nxt = node.advance(lexer.best(1 << t))
+                if nxt is not None:
+                    successors.append(nxt)
+        return successors
 
     def _lexeme_states(self, live_set: int) -> list[int]:
         """States of the candidate set's DFA reachable from the start inside one lexeme, nearest first."""
@@ -223,7 +300,7 @@ class CompiledGrammar:
             at, groups = stack.pop()
             for group in groups:
                 terminals = group.terminals
-                after = at.advance(terminals) if terminals & at.allowed else at
+                after = at.probe(terminals) if terminals & at.allowed else at
                 if after is None:
                     continue
                 sub = index.after_boundary(group, after.allowed | ignore)
@@ -244,18 +321,26 @@ class CompiledGrammar:
         return self.recognizer.root, START
 
 
-def compile(grammar: Grammar, vocab: Vocabulary, *, mask_width: int | None = None) -> CompiledGrammar:
-    """Compile `grammar` for `vocab` (memoised on the grammar's and vocabulary's content).
+def compile(
+    grammar: Grammar, vocab: Vocabulary, *, mask_width: int | None = None, limits: Limits = DEFAULT_LIMITS
+) -> CompiledGrammar:
+    """Compile `grammar` for `vocab` (memoised on the grammar's and vocabulary's content, the width and `limits`).
 
     The vocabulary trie and the token index are cached on disk (see `pda.cache`),
     so a second process compiles the same pair from the cache.
     """
-    key = (grammar.ir.content_hash, vocab.content_hash, mask_width or 0)
+    mask_width = _checked_arguments(grammar, vocab, mask_width, limits)
+    key = (grammar.ir.content_hash, vocab.content_hash, mask_width or 0, limits)
     with _lock:
         found = _compiled.get(key)
     if found is not None:
         return found
-    compiled = CompiledGrammar(grammar, vocab, mask_width=mask_width)
+    compiled = CompiledGrammar(grammar, vocab, mask_width=mask_width, limits=limits)
     with _lock:
-        _compiled[key] = compiled
+        compiled = _compiled.setdefault(key, compiled)
     return compiled
+
+
+def _rebuild(grammar: Grammar, vocab: Vocabulary, mask_width: int | None, limits: Limits) -> CompiledGrammar:
+    """Unpickling a `CompiledGrammar`: `compile` again (a memo or disk-cache hit where it was built before)."""
+    return compile(grammar, vocab, mask_width=mask_width, limits=limits)

@@ -1,13 +1,25 @@
 """`pda.Matcher`: the per-sequence state machine and the public serving API.
 
 A matcher's state is the history of (parser node, lexer state) pairs, one per
-accepted token, so rollback is popping and a copy is a list copy. Masks come
+accepted step, so rollback is popping and a copy is a list copy. Masks come
 from the compiled grammar's memo; accepting a token feeds its bytes through
 the same lexer step function the reference path uses.
+
+Invariants:
+* `_history` has one entry more than there are non-EOS steps; `_steps` holds every
+  step in order: a token id, or the bytes of an `accept_bytes` call. A pickled
+  matcher is its compiled grammar and `_steps`, replayed on unpickling.
+* `error` (sticky until `reset`/`rollback`) is the `LimitExceeded` a step hit. While
+  it is set the matcher behaves as a finished text: the mask is EOS only, `can_end()`
+  is True, `accept_token(EOS)` terminates, `forced_bytes()` is empty; nothing raises.
+* Public methods check their arguments at the boundary: ids are ints (numpy and
+  torch integers too; never bool, float or str) inside the compiled width, bitmasks
+  int32/uint32. The common case costs one `type(x) is int` test.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -17,7 +29,21 @@ from pda.errors import LimitExceeded, TokenRejected
 from pda.parser.earley import Node
 from pda.rows import BitmaskLayoutError, copy_row, scatter_row
 
-MAX_FORCED_BYTES = 4096
+_BITMASK_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
+
+
+class BitmaskRowError(IndexError, ValueError):
+    """`fill_bitmask`'s row is outside the bitmask: a bad argument value (ValueError) and an index (IndexError)."""
+
+
+def _as_int(value: Any, what: str) -> int:
+    """`value` as a Python int: ints, numpy and torch integers; TypeError for bool, float, str and the rest."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, got a bool ({value!r})")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__} ({value!r})") from None
 
 
 def _numpy_view(bitmask: Any) -> Any:
@@ -30,14 +56,37 @@ def _numpy_view(bitmask: Any) -> Any:
     return bitmask
 
 
+def _restore(compiled: CompiledGrammar, steps: list[int | bytes], error: LimitExceeded | None) -> "Matcher":
+    """Unpickling a `Matcher`: replay its steps on the compiled grammar, then restore its sticky error."""
+    m = Matcher(compiled)
+    eos = compiled.vocab.eos_ids
+    for step in steps:
+        if error is not None and type(step) is int and step in eos:
+            m.error = error  # EOS ended a matcher after its error: the error comes first
+        ok = m.accept_bytes(step) if type(step) is bytes else m.accept_token(step)
+        if not ok:
+            if m.error is None:
+                raise ValueError(f"cannot replay step {step!r} of a pickled matcher on this compiled grammar")
+            return m  # the replay hit a limit: the matcher is in the error state there
+    if error is not None:
+        m.error = error
+    return m
+
+
 class Matcher:
-    """Tracks one generated sequence against a compiled grammar."""
+    """Tracks one generated sequence against a compiled grammar.
+
+    `copy.copy`, `copy.deepcopy` and `copy()` give independent matchers sharing the
+    compiled grammar; pickling ships the compiled grammar and the accepted steps.
+    """
 
     def __init__(self, compiled: CompiledGrammar) -> None:
+        if not isinstance(compiled, CompiledGrammar):
+            raise TypeError(f"Matcher needs a pda.CompiledGrammar (from pda.compile), got {type(compiled).__name__}")
         self.compiled = compiled
         self._history: list[tuple[Node, int]] = [compiled.initial_state()]
         self._terminated = False
-        self._tokens: list[int] = []
+        self._steps: list[int | bytes] = []
         self.error: LimitExceeded | None = None
 
     # --- state ------------------------------------------------------------------------
@@ -45,7 +94,7 @@ class Matcher:
     def reset(self) -> None:
         """Back to the start of the grammar."""
         del self._history[1:]
-        self._tokens.clear()
+        self._steps.clear()
         self._terminated = False
         self.error = None
 
@@ -55,58 +104,80 @@ class Matcher:
         other.compiled = self.compiled
         other._history = list(self._history)
         other._terminated = self._terminated
-        other._tokens = list(self._tokens)
+        other._steps = list(self._steps)
         other.error = self.error
         return other
+
+    def __copy__(self) -> "Matcher":
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> "Matcher":
+        return self.copy()  # parser nodes are interned and immutable: sharing them is the deep copy
+
+    def __reduce__(self) -> tuple:
+        return _restore, (self.compiled, list(self._steps), self.error)
 
     def is_terminated(self) -> bool:
         """True once EOS has been accepted."""
         return self._terminated
 
     def can_end(self) -> bool:
-        """Whether the text so far is a whole sentence (EOS is allowed now)."""
+        """Whether the text so far is a whole sentence (EOS is allowed now); True in the error state."""
         if self._terminated:
             return False
+        if self.error is not None:
+            return True
         node, q = self._history[-1]
-        return self.compiled.can_end(node, q)
+        try:
+            return self.compiled.can_end(node, q)
+        except LimitExceeded as exc:
+            self.error = exc
+            return True
 
     @property
     def num_tokens(self) -> int:
-        return len(self._tokens)
+        """Steps accepted: tokens, EOS and `accept_bytes` calls."""
+        return len(self._steps)
 
     def rollback(self, n: int = 1) -> None:
-        """Undo the last `n` accepted tokens (EOS included), e.g. after a rejected speculation."""
-        if n < 0 or n > len(self._tokens):
-            raise ValueError(f"cannot roll back {n} tokens: {len(self._tokens)} accepted")
+        """Undo the last `n` accepted steps (EOS included), e.g. after a rejected speculation."""
+        n = n if type(n) is int else _as_int(n, "rollback count")
+        if n < 0 or n > len(self._steps):
+            raise ValueError(f"cannot roll back {n} tokens: {len(self._steps)} accepted")
         self.error = None
         for _ in range(n):
-            tok = self._tokens.pop()
-            if self._terminated and tok in self.compiled.vocab.eos_ids:
+            step = self._steps.pop()
+            if self._terminated and type(step) is int and step in self.compiled.vocab.eos_ids:
                 self._terminated = False
             else:
                 self._history.pop()
 
     # --- tokens -----------------------------------------------------------------------
 
-    def _check_id(self, token_id: int) -> None:
+    def _token_id(self, token_id: Any) -> int:
+        """A token id checked at the boundary: an int (TypeError otherwise) inside the compiled width."""
+        if type(token_id) is not int:
+            token_id = _as_int(token_id, "token id")
         if not 0 <= token_id < self.compiled.vocab_size:
             raise TokenRejected(
                 f"token id {token_id} is outside the vocabulary (0..{self.compiled.vocab_size - 1})"
             )
+        return token_id
 
     def accept_token(self, token_id: int) -> bool:
         """Advance by one token. False (state unchanged) if the grammar does not allow it here.
 
-        Raises `TokenRejected` for an id outside the vocabulary or a special token other than EOS.
+        Raises `TokenRejected` for an id outside the vocabulary or a special token other
+        than EOS, TypeError for an id that is not an integer. In the error state EOS is
+        accepted and ends the text; any other token is refused.
         """
-        token_id = int(token_id)
-        self._check_id(token_id)
+        token_id = self._token_id(token_id)
         vocab = self.compiled.vocab
         if token_id in vocab.eos_ids:
             if not self.can_end():
                 return False
             self._terminated = True
-            self._tokens.append(token_id)
+            self._steps.append(token_id)
             return True
         if token_id >= vocab.size or vocab.tokens[token_id] is None:
             raise TokenRejected(f"token {vocab.describe(token_id) if token_id < vocab.size else token_id} is a special or unused id, never part of the text")
@@ -114,10 +185,16 @@ class Matcher:
 
     def accept_bytes(self, data: bytes | str) -> bool:
         """Advance by raw text (e.g. forced bytes) as one step; False (unchanged) if not viable."""
-        return self._advance(data.encode("utf-8") if isinstance(data, str) else data, -1)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        elif not isinstance(data, bytes):
+            if not isinstance(data, (bytearray, memoryview)):
+                raise TypeError(f"accept_bytes takes bytes or str, got {type(data).__name__}")
+            data = bytes(data)
+        return self._advance(data, data)
 
-    def _advance(self, data: bytes, token_id: int) -> bool:
-        """Feed a step's bytes; on success record it (as `token_id`, -1 for raw bytes)."""
+    def _advance(self, data: bytes, step: int | bytes) -> bool:
+        """Feed a step's bytes; on success record it (a token id, or the bytes themselves)."""
         if self._terminated or self.error is not None or not data:
             return False
         node, q = self._history[-1]
@@ -129,7 +206,7 @@ class Matcher:
         if nxt is None:
             return False
         self._history.append(nxt)
-        self._tokens.append(token_id)
+        self._steps.append(step)
         return True
 
     # --- masks ------------------------------------------------------------------------
@@ -151,11 +228,15 @@ class Matcher:
             return compiled.eos_mask
 
     def fill_bitmask(self, bitmask: Any, row: int = 0) -> None:
-        """Write the allowed-token mask into row `row` of an int32 `[batch, ceil(V/32)]` array or tensor.
+        """Write the allowed-token mask into row `row` of an int32 or uint32 `[batch, ceil(V/32)]` array or tensor.
 
         Bit `i % 32` of word `i // 32` is token i. Words past the compiled width are zeroed.
+        TypeError for another dtype or a row that is not an integer; `BitmaskRowError` (a ValueError
+        and an IndexError) for a row outside.
         """
         compiled = self.compiled
+        if type(row) is not int:
+            row = _as_int(row, "row")
         if type(bitmask) is not np.ndarray:
             bitmask = _numpy_view(bitmask)
         try:
@@ -180,27 +261,39 @@ class Matcher:
                 return
         except LimitExceeded as exc:
             self.error = exc
-        except BitmaskLayoutError:  # strided, another dtype: the general path below
+        except (BitmaskLayoutError, IndexError):  # strided, uint32, read-only, a bad row...: the general path
             pass
         self._fill_general(bitmask, row)
 
     def _fill_general(self, bitmask: Any, row: int) -> None:
-        """`fill_bitmask` for any 2-D numpy array or torch tensor (any device or layout)."""
+        """`fill_bitmask` for any 2-D int32/uint32 numpy array or torch tensor (any device or layout)."""
+        torch = None
+        if isinstance(bitmask, np.ndarray):
+            if bitmask.dtype not in _BITMASK_DTYPES:
+                raise TypeError(f"the bitmask must be int32 or uint32, got {bitmask.dtype}")
+            unsigned = bitmask.dtype == np.uint32
+            if not bitmask.flags.writeable:
+                raise ValueError("the bitmask is read-only")
+        else:
+            torch = _torch_of(bitmask)
+            if torch is None:
+                raise TypeError(f"the bitmask must be a numpy array or a torch tensor, got {type(bitmask).__name__}")
+            unsigned = bitmask.dtype == getattr(torch, "uint32", None)
+            if bitmask.dtype != torch.int32 and not unsigned:
+                raise TypeError(f"the bitmask must be int32 or uint32, got {bitmask.dtype}")
         if bitmask.ndim != 2:
             raise ValueError(f"the bitmask must be 2-D [batch, words], got shape {tuple(bitmask.shape)}")
         if not 0 <= row < bitmask.shape[0]:
-            raise IndexError(f"row {row} is outside a bitmask of {bitmask.shape[0]} rows")
-        if isinstance(bitmask, np.ndarray) and not bitmask.flags.writeable:
-            raise ValueError("the bitmask is read-only")
+            raise BitmaskRowError(f"row {row} is outside a bitmask of {bitmask.shape[0]} rows")
         mask = self._mask()
+        if unsigned:
+            mask = mask.view(np.uint32)  # the same bits in the caller's dtype
         width = bitmask.shape[1]
         n = min(width, len(mask))
-        if isinstance(bitmask, np.ndarray):
+        if torch is None:
             bitmask[row, :n] = mask[:n]
             bitmask[row, n:] = 0
             return
-        import torch
-
         bitmask[row, :n].copy_(torch.from_numpy(mask[:n]))
         if n < width:
             bitmask[row, n:] = 0
@@ -211,32 +304,44 @@ class Matcher:
         return np.flatnonzero(bits[: self.compiled.vocab_size])
 
     def is_allowed(self, token_id: int) -> bool:
-        """Whether one token is allowed now (reads the mask; no state change)."""
+        """Whether one token is allowed now (reads the mask; no state change).
+
+        `TokenRejected` for an id outside the compiled width, TypeError for a non-integer.
+        """
+        token_id = self._token_id(token_id)
         mask = self._mask()
         return bool((int(mask[token_id >> 5]) >> (token_id & 31)) & 1)
 
     def forced_bytes(self) -> bytes:
         """The bytes that must come next whatever is generated (jump-forward), possibly empty.
 
-        Stops where two or more bytes are possible, or where the text may end.
+        Stops where two or more bytes are possible, where the text may end, after
+        `Limits.max_forced_bytes`, or at a limit (which sets the error state): empty
+        after EOS and in the error state.
         """
-        if self._terminated:
+        if self._terminated or self.error is not None:
             return b""
         lexer = self.compiled.lexer
+        budget = self.compiled.limits.max_forced_bytes
         node, q = self._history[-1]
         out = bytearray()
-        while len(out) < MAX_FORCED_BYTES and not lexer.can_end(node, q):
-            only = None
-            count = 0
-            for byte in range(256):
-                nxt = lexer.step(node, q, byte)
-                if nxt is not None:
-                    count += 1
-                    if count > 1:
-                        break
-                    only = (byte, nxt)
-            if count != 1 or only is None:
-                break
-            out.append(only[0])
-            node, q = only[1]
+        try:
+            while len(out) < budget and not lexer.can_end(node, q):
+                only = lexer.only_byte(node, q)
+                if only is None:
+                    break
+                out.append(only[0])
+                node, q = only[1]
+        except LimitExceeded as exc:
+            self.error = exc
+            return b""
         return bytes(out)
+
+
+def _torch_of(bitmask: Any) -> Any:
+    """The torch module if `bitmask` is a torch tensor (torch imported only then), else None."""
+    if type(bitmask).__module__.split(".")[0] != "torch":
+        return None
+    import torch
+
+    return torch if isinstance(bitmask, torch.Tensor) else None

@@ -1,4 +1,8 @@
-"""A grammar ready to recognise text: parser tables, Earley parser and lexer, wired together."""
+"""A grammar ready to recognise text: parser tables, Earley parser and lexer, wired together.
+
+A recogniser is built for one `Limits` (its parser and lexer budgets); `Grammar.recognizer`
+uses the defaults and `pda.compile` builds another for other limits.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pda.errors import ParseError
 from pda.grammar.ir import BASIC, GrammarIR
 from pda.lexer.indent import IndentedNode, Indenter, expand_ir
 from pda.lexer.lexer import START, Lexer
+from pda.limits import DEFAULT_LIMITS, Limits
 from pda.parser.earley import EarleyParser, Node
 from pda.regex.dfa import LexerDFA
 from pda.parser.tables import build_tables
@@ -35,17 +40,22 @@ def shortest_string(dfa: LexerDFA) -> bytes:
 class Recognizer:
     """Decides membership and viable prefixes for one grammar, byte by byte."""
 
-    def __init__(self, ir: GrammarIR) -> None:
+    def __init__(self, ir: GrammarIR, *, limits: Limits = DEFAULT_LIMITS) -> None:
         self.ir = ir
+        self.limits = limits
         if ir.indent is not None:
             ir = expand_ir(ir, ir.indent)
         self.tables = build_tables(ir)
-        self.parser = EarleyParser(self.tables)
-        self.lexer = Lexer(ir)
+        self.parser = EarleyParser(self.tables, limits=limits)
+        self.lexer = Lexer(ir, max_states=limits.max_lexer_states)
         self.root: Node | IndentedNode = (
             Indenter(ir, ir.indent).root(self.parser.root) if ir.indent is not None else self.parser.root
         )
         self._examples: dict[int, str] | None = None
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its IR and limits, rebuilt on loading (so a `Grammar` pickles by value)."""
+        return _rebuild, (self.ir, self.limits)
 
     def initial(self) -> tuple[Node, int]:
         return self.root, START
@@ -118,3 +128,8 @@ class Recognizer:
         names = self.tables.names_of(lexer.could_end_as(q2))
         shown = " or ".join(names[:3]) + (" or ..." if len(names) > 3 else "")
         return f" (basic lexer mode: the byte extends the lexeme, which could then only be {shown})"
+
+
+def _rebuild(ir: GrammarIR, limits: Limits) -> Recognizer:
+    """Unpickling a `Recognizer`: build it again (its lexer's DFAs come from the disk cache)."""
+    return Recognizer(ir, limits=limits)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -134,15 +136,14 @@ def test_special_token_is_a_clear_error(json_compiled: pda.CompiledGrammar) -> N
 
 def test_limit_exceeded_is_sticky_not_a_crash(vocab: pda.Vocabulary) -> None:
     grammar = pda.Grammar.from_lark('start: s\ns: s s | "a"\n')
-    compiled = pda.compile(grammar, vocab)
-    compiled.recognizer.parser.max_kernel_items = 20
+    compiled = pda.compile(grammar, vocab, limits=pda.Limits(max_node_items=20))
     m = pda.Matcher(compiled)
     a = ids(b"a")[0]
     for _ in range(200):  # past the nodes compile-time warm-up already built
         if not m.accept_token(a):
             break
     assert isinstance(m.error, pda.LimitExceeded)
-    assert "max_kernel_items" in str(m.error)
+    assert "max_node_items" in str(m.error)
     assert m.allowed_token_ids().tolist() == [EOS]
     m.reset()
     assert m.error is None and m.accept_token(a)
@@ -156,3 +157,33 @@ def test_one_grammar_compiled_for_two_vocabularies_keeps_masks_apart(vocab: pda.
     assert first.allowed_token_ids().tolist() != second.allowed_token_ids().tolist()
     assert second.allowed_token_ids().tolist() == [0, 1]
     assert ids(b"[")[0] in first.allowed_token_ids()
+
+
+def _only_byte_by_steps(lexer, node, q):  # the definition: every byte through `Lexer.step`
+    viable = [(b, nxt) for b in range(256) if (nxt := lexer.step(node, q, b)) is not None]
+    return viable[0] if len(viable) == 1 else None
+
+
+@pytest.mark.parametrize(
+    "grammar, texts",
+    [
+        (str(GRAMMARS / "json.lark"), ['{"a": [1, tr', '{"a"', "[1", '{"ab": nul', "[]"]),
+        ('// pda: lexer=basic\nstart: "select" NAME ";"\nNAME: /[a-z]+/\n%ignore " "\n', ["", "selec", "select x", "select x "]),
+        ('start: "abc" ("def" | "dg") "!"\n', ["", "ab", "abc", "abcd", "abcde", "abcdg"]),
+    ],
+)
+def test_only_byte_is_step_over_every_byte(grammar: str, texts: list[str]) -> None:
+    g = pda.Grammar.load(grammar) if grammar.endswith(".lark") else pda.Grammar.from_lark(grammar)
+    lexer = g.recognizer.lexer
+    for text in texts:
+        state = lexer.feed(g.recognizer.root, 0, text.encode())
+        assert state is not None, text
+        assert lexer.only_byte(*state) == _only_byte_by_steps(lexer, *state), text
+
+
+def test_forced_bytes_of_a_long_literal_is_fast(vocab: pda.Vocabulary) -> None:
+    grammar = pda.Grammar.from_lark('start: "' + "x" * 4000 + '" "y"\n')
+    m = pda.Matcher(pda.compile(grammar, vocab, limits=pda.Limits(warmup_seconds=0)))
+    started = time.perf_counter()
+    assert m.forced_bytes() == b"x" * 4000 + b"y"
+    assert time.perf_counter() - started < 0.5  # ~20 us a byte; stepping all 256 bytes took ~220

@@ -10,13 +10,23 @@ from typing import Any
 import numpy as np
 
 
+def _count(value: Any, what: str) -> int:
+    """A size argument as an int >= 0: TypeError for bool, float and the like, ValueError if negative."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{what} must be >= 0, got {value}")
+    return int(value)
+
+
 def bitmask_width(vocab_size: int) -> int:
     """Words per row for a vocabulary (or logits) of `vocab_size`."""
-    return (vocab_size + 31) // 32
+    return (_count(vocab_size, "vocab_size") + 31) // 32
 
 
 def allocate_token_bitmask(batch_size: int, vocab_size: int, *, torch_tensor: bool = False) -> Any:
     """A fresh bitmask with every token allowed (all ones), numpy or torch."""
+    batch_size = _count(batch_size, "batch_size")
     if torch_tensor:
         import torch
 

@@ -398,6 +398,10 @@ class IndentedNode:
         self._next[terminals] = result
         return result
 
+    # Masks' probes (`Node.probe`) memoise here: an indented node's own memo is small, and
+    # the Earley node it wraps is built by `Node.advance`, shared with the matcher's steps.
+    probe = advance
+
     def _after_line_break(self, terminals: int) -> "IndentedNode | None":
         ind = self.indenter
         if self.depth > 0:

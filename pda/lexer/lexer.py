@@ -196,8 +196,8 @@ def _all_terminal_dfa(
     key = hashlib.sha256(repr((dfas_digest, names, limit)).encode()).hexdigest()[:32]
     if key in _combined:
         return _combined[key]
-    path = cache.cache_path("lexer", key)
-    found = cache.load(path)
+    disk_key = {"dfas": dfas_digest, "names": list(names), "limit": limit}
+    found = cache.load("lexer", disk_key, lambda meta, arrays: _combined_from_arrays(meta, arrays, dfas))
     if found is None:
         try:
             if max((d.n_states for d in dfas), default=0) > limit:
@@ -205,18 +205,50 @@ def _all_terminal_dfa(
             found = combine(dfas, names, max_states=limit)
         except LimitExceeded:
             found = "too big"
-        cache.store(path, found)
+        cache.store("lexer", disk_key, *_combined_to_arrays(found))
     _combined[key] = None if found == "too big" else found
     return _combined[key]
+
+
+def _combined_to_arrays(found: tuple[LexerDFA, np.ndarray] | str) -> tuple[dict, dict[str, np.ndarray]]:
+    """`_all_terminal_dfa`'s result for the disk cache: the product DFA and its components, or "too big"."""
+    if found == "too big":
+        return {"too_big": True}, {}
+    dfa, components = found
+    meta, arrays = dfa.to_arrays()
+    return {"too_big": False, "dfa": meta}, {**arrays, "components": components}
+
+
+def _combined_from_arrays(
+    meta: dict, arrays: dict[str, np.ndarray], dfas: list[LexerDFA]
+) -> tuple[LexerDFA, np.ndarray] | str:
+    """The inverse of `_combined_to_arrays`, checked: each component is a state of its terminal's DFA."""
+    if meta["too_big"] is True:
+        return "too big"
+    dfa = LexerDFA.from_arrays(meta["dfa"], arrays)
+    components = cache.take(arrays, "components", np.int64, (dfa.n_states, len(dfas)), (0, 1 << 62))
+    if (components.max(axis=0, initial=0) >= [d.n_states for d in dfas]).any():
+        raise cache.Invalid("a component is not a state of its terminal's DFA")
+    return dfa, components
 
 
 class Lexer:
     """The grammar's terminals, their DFAs, priorities and ignore set; candidate-set tables on demand."""
 
-    def __init__(self, ir: GrammarIR) -> None:
+    def __init__(self, ir: GrammarIR, *, max_states: int = DEFAULT_MAX_DFA_STATES) -> None:
+        """`max_states` (`Limits.max_lexer_states`) bounds every DFA.
+
+        That is each terminal's, each candidate set's product and the basic mode's all-terminal DFA.
+        """
         self.names = [t.name for t in ir.terminals]
         self.priority = [t.priority for t in ir.terminals]
-        self.dfas = [terminal_dfa(t) for t in ir.terminals]
+        self.max_states = max_states
+        self.dfas = [terminal_dfa(t, max_states=max_states) for t in ir.terminals]
+        for t, d in zip(ir.terminals, self.dfas):
+            if d.n_states > max_states:  # a DFA cached under a larger limit
+                raise LimitExceeded(
+                    f"the DFA of terminal {t.name} has {d.n_states} states, over Limits.max_lexer_states={max_states}"
+                )
         index = {t.name: i for i, t in enumerate(ir.terminals)}
         self.ignore = 0
         for name in ir.ignore:
@@ -239,7 +271,7 @@ class Lexer:
         self.mode = ir.lexer
         self._all: LexerTables | None = None
         everything = (1 << len(self.dfas)) - 1
-        limit = DEFAULT_MAX_DFA_STATES if self.mode == BASIC else ALL_TERMINALS_MAX_STATES
+        limit = max_states if self.mode == BASIC else min(max_states, ALL_TERMINALS_MAX_STATES)
         combined = _all_terminal_dfa(self.dfas, self.names, limit, dfas_digest)
         if combined is None and self.mode == BASIC:
             raise LimitExceeded(
@@ -260,7 +292,9 @@ class Lexer:
         elif found is None:
             columns = list(iter_bits(candidates))
             if columns:
-                dfa, components = combine([self.dfas[j] for j in columns], [self.names[j] for j in columns])
+                dfa, components = combine(
+                    [self.dfas[j] for j in columns], [self.names[j] for j in columns], max_states=self.max_states
+                )
             else:  # nothing can be lexed: one state that every byte leaves for a dead one
                 dfa = LexerDFA(
                     n_states=2, start=START, dead=1, byte_class=np.zeros(256, np.int32),
@@ -330,6 +364,38 @@ class Lexer:
     def step(self, node: Node, q: int, byte: int) -> tuple[Node, int] | None:
         """Feed one byte."""
         return self.feed(node, q, bytes((byte,)))
+
+    def only_byte(self, node: Node, q: int) -> tuple[int, tuple[Node, int]] | None:
+        """The one byte that can come next at (node, q) and the state after it; None if none or several can.
+
+        `step` for every byte, as `scan` decides one (the same branches), with the
+        lexeme's commit done once: jump-forward asks this for every forced byte.
+        """
+        ignore = self.ignore
+        tables = self.tables(node.allowed | ignore)
+        row, cls, live, extends = tables.rows[q], tables.cls, tables.live, tables.extends
+        after: Node | None | bool = False  # the commit, once needed
+        found = None
+        for byte in range(256):
+            q2 = row[cls[byte]]
+            if live[q2]:
+                nxt = (node, q2)
+            elif q == START or extends[q2]:
+                continue
+            else:
+                if after is False:
+                    after = self.commit(node, q)
+                if after is None:
+                    continue
+                next_tables = self.tables(after.allowed | ignore)
+                q3 = next_tables.rows[START][next_tables.cls[byte]]
+                if not next_tables.live[q3]:
+                    continue
+                nxt = (after, q3)
+            if found is not None:
+                return None
+            found = (byte, nxt)
+        return found
 
     def can_end(self, node: Node, q: int) -> bool:
         """Whether the text may end here: the pending lexeme commits and the parser accepts."""

@@ -16,19 +16,26 @@ Invariants (see DESIGN.md, "The parser"):
 * Right recursion uses Leo's deterministic-reduction memo, so a chain of
   10,000 right-recursive completions costs O(1) per step. Nothing recurses in
   Python: completion is a work list, Leo chains are walked in a loop.
+* Building one node is bounded (`Limits.max_node_items`, `max_node_work`,
+  `max_node_seconds`): over a budget it raises `LimitExceeded` before the node
+  is interned or memoised (the Leo and waiting memos it filled on older nodes
+  stay valid), so a failed step can be retried or rolled back.
 """
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Iterator
 
 from pda.errors import LimitExceeded
+from pda.limits import DEFAULT_LIMITS, Limits
 from pda.parser.tables import ParserTables
 
 Item = tuple[int, "Node"]
 
-DEFAULT_MAX_KERNEL_ITEMS = 100_000
+# The clock is read once per this many work units while building a node (~1 ms of work).
+CLOCK_EVERY_WORK = 16_384
 
 
 def iter_bits(mask: int) -> Iterator[int]:
@@ -179,13 +186,31 @@ class Node:
         self._next[terminals] = nxt
         return nxt
 
+    def probe(self, terminals: int) -> "Node | None":
+        """`advance` that does not memoise a node it builds: for masks, which look past the next lexeme.
+
+        A mask probes every boundary its tokens may cross; memoised, those nodes would live
+        as long as this one and, on a long text, make up most of the garbage collector's heap
+        (100k-deep JSON: 13 nodes a token, 10M tracked objects, 2.9 s collections). Unmemoised
+        they are freed as soon as the mask is done; the one a matcher then steps into is built again.
+        """
+        terminals &= self.allowed
+        if not terminals:
+            return None
+        nxt = self._next.get(terminals, False)
+        if nxt is not False:
+            return nxt
+        return self.parser._advance(self, terminals)
+
 
 class EarleyParser:
     """Owns the tables, the intern table and the root node of one grammar."""
 
-    def __init__(self, tables: ParserTables, *, max_kernel_items: int = DEFAULT_MAX_KERNEL_ITEMS) -> None:
+    def __init__(self, tables: ParserTables, *, limits: Limits = DEFAULT_LIMITS) -> None:
         self.tables = tables
-        self.max_kernel_items = max_kernel_items
+        self.max_items = limits.max_node_items
+        self.max_work = limits.max_node_work
+        self.max_seconds = limits.max_node_seconds
         self._predictions: dict[frozenset[int], Prediction] = {}
         self._nodes: weakref.WeakValueDictionary[frozenset[Item], Node] = weakref.WeakValueDictionary()
         self.root = Node(self, frozenset(), self._prediction(frozenset([tables.lhs[tables.start_rule]])))
@@ -197,12 +222,32 @@ class EarleyParser:
             self._predictions[seeds] = pred
         return pred
 
+    def _check_budget(self, work: int, items: int, started: float) -> int:
+        """Raise `LimitExceeded` if building a node went over a budget; else the work at which to check again."""
+        if work > self.max_work:
+            raise LimitExceeded(
+                f"building one Earley item set took over {self.max_work} steps (Limits.max_node_work); "
+                "the grammar is too ambiguous for this input"
+            )
+        if items > self.max_items:
+            raise LimitExceeded(
+                f"Earley item set has {items} items, over the limit of {self.max_items} "
+                "(Limits.max_node_items); the grammar is too ambiguous for this input"
+            )
+        if time.perf_counter() - started > self.max_seconds:
+            raise LimitExceeded(
+                f"building one Earley item set took over {self.max_seconds} s (Limits.max_node_seconds)"
+            )
+        return min(work + CLOCK_EVERY_WORK, self.max_work + 1)
+
     # Hot path: runs once per new parser node.
     def _advance(self, node: Node, terminals: int) -> Node | None:
         tables = self.tables
         step, is_end, lhs, pos_rule = tables.step, tables.is_end, tables.lhs, tables.pos_rule
         items: set[Item] = set()
         complete: list[Item] = []
+        started = time.perf_counter()
+        check_at = min(CLOCK_EVERY_WORK, self.max_work + 1)
         kernel_scan = node._kernel_scan()
         pred_scan = node.prediction.scan
         for t in iter_bits(terminals):
@@ -220,27 +265,33 @@ class EarleyParser:
                         items.add(item)
                         if is_end[p2]:
                             complete.append(item)
+        # Work: the items scanned, then one per completion popped and per waiting item it advances.
+        work = len(items)
+        if work >= check_at:
+            check_at = self._check_budget(work, work, started)
         while complete:
             p, o = complete.pop()
             sym = lhs[pos_rule[p]]
             top = o.leo_top(sym)
             if top is not None:
+                work += 1
                 if top not in items:
                     items.add(top)
                     complete.append(top)
                 continue
-            for p1, o1 in o.waiting(sym):
+            waiting = o.waiting(sym)
+            work += 1 + len(waiting)
+            if work >= check_at:
+                check_at = self._check_budget(work, len(items), started)
+            for p1, o1 in waiting:
                 for p2 in step[p1]:
                     item = (p2, o1)
                     if item not in items:
                         items.add(item)
                         if is_end[p2]:
                             complete.append(item)
-        if len(items) > self.max_kernel_items:
-            raise LimitExceeded(
-                f"Earley item set has {len(items)} items, over the limit of {self.max_kernel_items} "
-                "(max_kernel_items); the grammar is too ambiguous for this input"
-            )
+        if len(items) > self.max_items:
+            self._check_budget(work, len(items), started)
         kernel = frozenset(items)
         found = self._nodes.get(kernel)
         if found is not None:

@@ -77,6 +77,8 @@ class Vocabulary:
         The ids of `special_names` count as special too.
         """
         size = len(tokens)
+        if size == 0:
+            raise VocabularyError("a vocabulary needs at least one token; got an empty token list")
         eos = frozenset(_checked_ids(eos_ids, size, "EOS"))
         special = frozenset(_checked_ids(special_ids, size, "special")) | eos
         special |= frozenset(_checked_ids(special_names or {}, size, "special"))
