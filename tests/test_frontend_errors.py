@@ -179,3 +179,14 @@ def test_deep_json_schema_pattern_and_unicode_property() -> None:
     assert g.accepts('"aaa"') and not g.accepts('"b"')
     g = G.from_json_schema({"type": "string", "pattern": "^\\p{L}+$"})
     assert g.accepts('"Ωé"') and not g.accepts('"1"')
+
+
+def test_from_choices_checks_its_values() -> None:
+    """A choice that is not a str is a TypeError; one UTF-8 cannot encode is a GrammarError naming it."""
+    with pytest.raises(TypeError, match="choice 1 is a int"):
+        G.from_choices(["x", 1])
+    with pytest.raises(TypeError, match="not one string"):
+        G.from_choices("abc")
+    with pytest.raises(GrammarError, match=r"choice 0 .*not valid Unicode"):
+        G.from_choices(["a\ud800"])
+    assert G.from_choices(["a", "b", "a"]).accepts("b")

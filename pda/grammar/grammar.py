@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -107,13 +108,26 @@ class Grammar:
         return cls(ir)
 
     @classmethod
-    def from_choices(cls, choices: list[str]) -> "Grammar":
+    def from_choices(cls, choices: Sequence[str]) -> "Grammar":
         """Exactly one of the given strings.
 
         The choices become one terminal, an alternation of literals, which the
         finite-set engine (`pda.trie`) compiles directly to a trie DFA; the IR is
         built here rather than through Lark's loader, which is slow for 100k values.
         """
+        if isinstance(choices, (str, bytes)):
+            raise TypeError("from_choices takes a list of strings, not one string")
+        choices = list(choices)
+        try:
+            "".join(choices).encode("utf-8")  # one pass over all of them; the loop below names the culprit
+        except (TypeError, UnicodeEncodeError):
+            for i, v in enumerate(choices):
+                if not isinstance(v, str):
+                    raise TypeError(f"from_choices: choice {i} is a {type(v).__name__}, not a str ({v!r})") from None
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise GrammarError(f"from_choices: choice {i} ({v!r}) is not valid Unicode text: {exc.reason}") from None
         values = list(dict.fromkeys(choices))
         words = [v for v in values if v]
         if not words:

@@ -27,9 +27,11 @@ each one either raises `GrammarError` (``strict=True``) or warns with
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
 import re
+import reprlib
 import sys
 import warnings
 from decimal import Decimal
@@ -82,6 +84,33 @@ MAX_LITERAL_SPELLINGS = 8
 
 MAX_SUBSCHEMAS = 10_000
 """Distinct subschemas one lowering may visit: `anyOf`s under `allOf` multiply out."""
+
+MAX_JSON_DEPTH = 128
+"""Deepest nesting of arrays and objects in a schema document (`_validate` checks it first):
+the lowering and `json.dumps` recurse on the document, and Python's stack is bounded."""
+
+MAX_NESTING = 64
+"""Deepest nesting of subschemas the lowering follows (`_Compiler.nest`; through `$ref`s
+too, which the document depth does not bound). Measured: a level costs at most 7 Python
+frames, so 64 levels stay far below Python's default recursion limit of 1,000 with room
+for the caller and the leaves; without the limit 175 nested arrays raised RecursionError."""
+
+MAX_STEPS = 200_000
+"""Most subschemas one lowering may enter (`_Compiler.nest`, summed over the whole lowering):
+negation and `anyOf` products grow exponentially with nesting (six nested
+`{"not": {"properties": {"a": S, "b": S}}}` ran for minutes). Measured on 360 corpus
+schemas: those that compile enter at most 3,476; 200,000 take about 5 s."""
+
+MAX_SCHEMA_NODES = 1_000_000
+"""Most values in a schema document (`_validate`); a Python dict that shares subschemas can
+hold exponentially many."""
+
+MAX_COUNT = 2**128
+"""Largest length, item or property count (`minLength`, `maxItems`...): repetitions are
+rules of depth log2(count)."""
+
+MAX_NUMBER_DIGITS = 1000
+"""Most digits of an integer anywhere in a schema (Python's int-to-text conversion stops at 4,300)."""
 
 # Internal keywords that negation produces: numbers with a non-zero fraction, and
 # strings outside a finite set.
@@ -188,6 +217,151 @@ def _json_type(v: Any) -> str:
     return "array" if isinstance(v, list) else "object"
 
 
+# ------------------------------------------------------------ schema validation
+#
+# Before lowering, `_validate` checks every keyword value the lowering reads against
+# the JSON Schema meta-schema's types and ranges (`minLength` a non-negative integer,
+# `enum` an array, `multipleOf` above 0...), so a malformed schema fails with a
+# GrammarError naming the keyword's JSON pointer instead of being misread or raising
+# a raw Python error half-way through the lowering.
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_count(v: Any) -> bool:
+    """A non-negative integer as the meta-schema means it (`2.0` is an integer)."""
+    return _is_number(v) and v >= 0 and (isinstance(v, int) or v.is_integer())
+
+
+def _is_type(v: Any) -> bool:
+    if isinstance(v, list):
+        return bool(v) and all(isinstance(t, str) and t in _TYPES for t in v)
+    return isinstance(v, str) and v in _TYPES
+
+
+def _is_string_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _is_schema(v: Any) -> bool:
+    return isinstance(v, (dict, bool))
+
+
+# How a keyword's value holds subschemas: as itself, as the items of an array, as the
+# values of an object; "items" may be either a schema or an array of them (draft <= 2019-09).
+_SCHEMA, _SCHEMA_LIST, _SCHEMA_MAP, _SCHEMA_OR_LIST, _DEPENDENCIES = range(5)
+
+_COUNT = (_is_count, "a non-negative integer", None)
+_KEYWORD_RULES: dict[str, tuple[Any, str, int | None]] = {
+    "type": (_is_type, f"a type name or a non-empty array of type names ({', '.join(_TYPES)})", None),
+    "enum": (lambda v: isinstance(v, list), "an array", None),
+    "required": (_is_string_list, "an array of strings", None),
+    **{k: _COUNT for k in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+                           "minContains", "maxContains")},
+    "minimum": (_is_number, "a number", None),
+    "maximum": (_is_number, "a number", None),
+    "exclusiveMinimum": (lambda v: _is_number(v) or isinstance(v, bool), "a number (a boolean in draft 4)", None),
+    "exclusiveMaximum": (lambda v: _is_number(v) or isinstance(v, bool), "a number (a boolean in draft 4)", None),
+    "multipleOf": (lambda v: _is_number(v) and v > 0, "a number greater than 0", None),
+    **{k: (lambda v: isinstance(v, str), "a string", None) for k in ("pattern", "format", "$ref", "$schema",
+                                                                      "$anchor", "$id", "$dynamicRef")},
+    **{k: (lambda v: isinstance(v, bool), "a boolean", None) for k in ("uniqueItems", "nullable")},
+    **{k: (_is_schema, "a schema (an object or a boolean)", _SCHEMA)
+       for k in ("additionalProperties", "propertyNames", "contains", "not", "if", "then", "else",
+                 "additionalItems", "unevaluatedItems", "unevaluatedProperties")},
+    "items": (lambda v: _is_schema(v) or isinstance(v, list), "a schema or an array of schemas", _SCHEMA_OR_LIST),
+    **{k: (lambda v: isinstance(v, list) and bool(v), "a non-empty array of schemas", _SCHEMA_LIST)
+       for k in ("allOf", "anyOf", "oneOf", "prefixItems")},
+    **{k: (lambda v: isinstance(v, dict), "an object whose values are schemas", _SCHEMA_MAP)
+       for k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")},
+    "dependentRequired": (lambda v: isinstance(v, dict) and all(map(_is_string_list, v.values())),
+                          "an object whose values are arrays of strings", None),
+    "dependencies": (lambda v: isinstance(v, dict) and all(_is_schema(d) or _is_string_list(d) for d in v.values()),
+                     "an object whose values are schemas or arrays of strings", _DEPENDENCIES),
+}
+_COUNT_KEYWORDS = {k for k, rule in _KEYWORD_RULES.items() if rule is _COUNT}
+_TOO_MANY_DIGITS = 10**MAX_NUMBER_DIGITS
+
+
+def _show(v: Any) -> str:
+    """A short rendering of a bad value for an error message."""
+    try:
+        return reprlib.repr(v)
+    except ValueError:  # an int past Python's int-to-text limit somewhere inside
+        return f"a {type(v).__name__}"
+
+
+def _validate(root: Any) -> None:
+    """Raise GrammarError, naming the JSON pointer, at the first malformed part of a schema.
+
+    The document must be JSON (objects with string keys, arrays, strings, finite
+    numbers of at most `MAX_NUMBER_DIGITS` digits, booleans, null) nested at most
+    `MAX_JSON_DEPTH` deep; every subschema an object or a boolean; every keyword
+    in `_KEYWORD_RULES` of the type and range the meta-schema gives it. Unknown
+    keywords and annotations may hold any JSON value. The walk is an explicit
+    stack, so no nesting reaches Python's recursion limit here.
+    """
+    stack: list[tuple[Any, tuple[str, ...], bool]] = [(root, (), True)]
+    nodes = 0
+    while stack:
+        node, path, is_schema = stack.pop()
+        nodes += 1
+        if nodes > MAX_SCHEMA_NODES:
+            raise GrammarError(f"{_pointer(path)}: the schema holds more than MAX_SCHEMA_NODES = "
+                               f"{MAX_SCHEMA_NODES:,} values")
+        if len(path) > MAX_JSON_DEPTH:
+            raise GrammarError(f"{_pointer(path)}: the schema nests deeper than MAX_JSON_DEPTH = "
+                               f"{MAX_JSON_DEPTH} arrays and objects")
+        _check_json(node, path)
+        if is_schema and not _is_schema(node):
+            raise GrammarError(f"{_pointer(path)}: must be a schema (an object or a boolean), got {_show(node)}")
+        if isinstance(node, list):
+            stack.extend((v, path + (str(i),), False) for i, v in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, v in node.items():
+            rule = _KEYWORD_RULES.get(key) if is_schema else None
+            where = path + (key,)
+            if rule is None:
+                stack.append((v, where, False))
+                continue
+            ok, expected, holds = rule
+            _check_json(v, where)  # a list or map of subschemas is not walked as a node itself
+            if not ok(v):
+                raise GrammarError(f"{_pointer(where)}: must be {expected}, got {_show(v)}")
+            if key in _COUNT_KEYWORDS and v > MAX_COUNT:
+                raise GrammarError(f"{_pointer(where)}: {_show(v)} is above the largest supported count, "
+                                   f"MAX_COUNT = 2**{MAX_COUNT.bit_length() - 1}")
+            if holds == _SCHEMA or holds == _SCHEMA_OR_LIST and _is_schema(v):
+                stack.append((v, where, True))
+            elif holds in (_SCHEMA_LIST, _SCHEMA_OR_LIST):
+                stack.extend((x, where + (str(i),), True) for i, x in enumerate(v))
+            elif holds == _SCHEMA_MAP:
+                stack.extend((x, where + (name,), True) for name, x in v.items())
+            elif holds == _DEPENDENCIES:
+                stack.extend((x, where + (name,), _is_schema(x)) for name, x in v.items())
+            else:
+                stack.append((v, where, False))
+
+
+def _check_json(v: Any, path: tuple[str, ...]) -> None:
+    """One node of the document is JSON: no NaN, no infinity, no non-string key, no foreign type."""
+    if isinstance(v, float) and not math.isfinite(v):
+        raise GrammarError(f"{_pointer(path)}: {v!r} is not a JSON number")
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= _TOO_MANY_DIGITS:
+        raise GrammarError(f"{_pointer(path)}: an integer of more than MAX_NUMBER_DIGITS = "
+                           f"{MAX_NUMBER_DIGITS} digits is not supported")
+    if isinstance(v, dict):
+        for key in v:
+            if not isinstance(key, str):
+                raise GrammarError(f"{_pointer(path)}: object keys must be strings, got {_show(key)}")
+    elif v is not None and not isinstance(v, (str, int, float, list)):
+        raise GrammarError(f"{_pointer(path)}: {type(v).__name__} is not a JSON value")
+
+
 class _Compiler:
     """One schema's lowering: rules and terminals accumulate as subschemas are visited."""
 
@@ -203,11 +377,16 @@ class _Compiler:
         self.rule_by_body: dict[str, str] = {}
         self.terminals: dict[str, tuple[str, int]] = {}
         self.terminal_by_regex: dict[tuple[str, int], str] = {}
+        self.upto_memo: dict[tuple[str, int], str] = {}
         self.memo: dict[str, str | None] = {}
         self.negating: set[str] = set()
         # Exact lowerings of subschemas that enum values are checked against, by schema.
         self.checkers: dict[str, tuple[Any, bool] | None] = {}
         self.count = 0
+        # Subschemas being lowered, flattened or negated inside one another, and entered
+        # in all (`nest`).
+        self.depth = 0
+        self.steps = 0
         self.used: set[str] = set()
         self._any: str | None = None
         self.chunking = True
@@ -240,6 +419,18 @@ class _Compiler:
         elif isinstance(node, list):
             for v in node:
                 self._scan_ids(v)
+
+    def nest(self, path: tuple[str, ...]) -> None:
+        """Enter one more level of subschema nesting: the lowering recurses per level, and
+        `$ref` chains can nest far deeper than the document (`MAX_NESTING`)."""
+        self.depth += 1
+        self.steps += 1
+        if self.depth > MAX_NESTING:
+            raise GrammarError(f"{_pointer(path)}: the schema nests deeper than MAX_NESTING = {MAX_NESTING} "
+                               "subschemas (counting through $ref)")
+        if self.steps > MAX_STEPS:
+            raise GrammarError(f"{_pointer(path)}: the lowering entered more than MAX_STEPS = {MAX_STEPS:,} "
+                               "subschemas (nested not/anyOf multiply out); the schema is too complex")
 
     def unsupported(self, keyword: str, path: tuple[str, ...], relaxation: str) -> None:
         msg = f"JSON Schema keyword {keyword!r} at {_pointer(path)} is not supported"
@@ -406,6 +597,13 @@ class _Compiler:
         """Inline `$ref` (with its siblings) and `allOf` into one schema, one level deep."""
         if not isinstance(schema, dict):
             return schema
+        self.nest(path)
+        try:
+            return self._flatten(schema, path, seen)
+        finally:
+            self.depth -= 1
+
+    def _flatten(self, schema: dict[str, Any], path: tuple[str, ...], seen: frozenset[str]) -> Any:
         if "$ref" in schema and isinstance(schema["$ref"], str):
             ref = schema["$ref"]
             if ref in seen:
@@ -488,6 +686,7 @@ class _Compiler:
         if key not in self.checkers:
             checker = _Compiler(self.root, "compact", True, "any")
             checker.checkers = self.checkers
+            checker.depth, checker.steps = self.depth, self.steps
             found: tuple[Any, bool] | None = None
             try:
                 with warnings.catch_warnings():
@@ -498,6 +697,7 @@ class _Compiler:
                 found = (None if checker.top is None else Grammar(checker.ir()), checker.order_bound)
             except (PdaError, JsonSchemaWarning):
                 pass
+            self.steps = checker.steps
             self.checkers[key] = found
         found = self.checkers[key]
         if found is None:
@@ -533,10 +733,12 @@ class _Compiler:
         if key in self.negating:
             return None  # a recursive schema's negation would be an infinite schema
         self.negating.add(key)
+        self.nest(path)
         try:
             return self._negate(self.flatten(schema, path), path)
         finally:
             self.negating.discard(key)
+            self.depth -= 1
 
     def _negate(self, schema: Any, path: tuple[str, ...]) -> Any:
         if schema is True or schema == {}:
@@ -673,6 +875,13 @@ class _Compiler:
 
     def value(self, schema: Any, path: tuple[str, ...]) -> str | None:
         """The rule for instances of `schema`; None when no instance exists."""
+        self.nest(path)
+        try:
+            return self._memo_value(schema, path)
+        finally:
+            self.depth -= 1
+
+    def _memo_value(self, schema: Any, path: tuple[str, ...]) -> str | None:
         if schema is True or schema == {}:
             return self.any_value()
         if schema is False:
@@ -1250,7 +1459,17 @@ class _Compiler:
         return [half, half] + ([item] if k % 2 else [])
 
     def upto(self, item: str, n: int) -> str:
-        """item{0,n}: odd n = item? (item item){0,(n-1)/2}; even n = (item item){0,n/2} | item (item item){0,n/2-1}."""
+        """item{0,n}: odd n = item? (item item){0,(n-1)/2}; even n = (item item){0,n/2} | item (item item){0,n/2-1}.
+
+        Memoised: both alternatives of an even n recurse, so without it the calls
+        number O(n), not O(log n) (`maxLength: 2**31` took minutes).
+        """
+        name = self.upto_memo.get((item, n))
+        if name is None:
+            name = self.upto_memo[(item, n)] = self._upto(item, n)
+        return name
+
+    def _upto(self, item: str, n: int) -> str:
         if n == 0:
             return self.rule([[]]) or ""
         if n == 1:
@@ -1421,20 +1640,29 @@ class _Compiler:
         memo: dict[tuple[int, int, bool], str | None] = {}
         sep_extra = self.rule([[*ws, comma, *ws, extra]]) if extra else None
 
-        def body(i: int, c: int, started: bool) -> str | None:
-            if (i, c, started) in memo:
-                return memo[(i, c, started)]
+        def reads(key: tuple[int, int, bool]) -> list[tuple[bool, tuple[int, int, bool]]]:
+            """The states `build(key)` continues with: (True, after writing property i),
+            (False, after skipping it)."""
+            i, c, started = key
+            if i == len(names):
+                return []
+            out = []
+            if member_syms[i] is not None and (max_p is None or c + 1 <= max_p):
+                out.append((True, (i + 1, min(c + 1, cap) if track else 0, True)))
+            if names[i] not in req:
+                out.append((False, (i + 1, c, started)))
+            return out
+
+        def build(key: tuple[int, int, bool]) -> str | None:
+            """The rule of members from property i on, its successors already in `memo`."""
+            i, c, started = key
             alts: list[list[str]] = []
             if i < len(names):
-                m = member_syms[i]
-                nc = min(c + 1, cap) if track else 0
-                if m is not None and (max_p is None or c + 1 <= max_p):
-                    nxt = body(i + 1, nc, True)
-                    if nxt is not None:
-                        alts.append(([*ws, comma, *ws] if started else []) + [m, nxt])
-                if names[i] not in req:
-                    nxt = body(i + 1, c, started)
-                    if nxt is not None:
+                for wrote, after in reads(key):
+                    nxt = memo[after]
+                    if nxt is not None and wrote:
+                        alts.append(([*ws, comma, *ws] if started else []) + [member_syms[i] or "", nxt])
+                    elif nxt is not None:
                         alts.append([nxt])
             else:
                 need = max(min_p - c, 0) if track else 0
@@ -1447,14 +1675,30 @@ class _Compiler:
                     else:
                         alts.append([extra, *self.repeat(sep_extra, max(need - 1, 0),
                                                          None if room is None else room - 1)])
-            memo[(i, c, started)] = r = self.rule(alts)
-            return r
+            return self.rule(alts)
+
+        def body(start: tuple[int, int, bool]) -> str | None:
+            """`build` over every state reachable from `start`, successors first, on an explicit
+            stack: an object of 1,000 properties must not recurse 1,000 deep. States are
+            built in the order a depth-first recursion would build them."""
+            stack = [start]
+            while stack:
+                key = stack[-1]
+                if key in memo:
+                    stack.pop()
+                    continue
+                todo = [after for _, after in reads(key) if after not in memo]
+                if todo:
+                    stack.extend(reversed(todo))
+                else:
+                    memo[stack.pop()] = build(key)
+            return memo[start]
 
         if self.any_order and not track and 0 < len(names) <= MAX_ANY_ORDER_PROPERTIES:
             first = self.members_any_order(member_syms, [n in req for n in names], extra)
         else:
             self.order_bound |= len(names) > 1
-            first = body(0, 0, False)
+            first = body((0, 0, False))
         open_, close = self.literal("{"), self.literal("}")
         alts = []
         if not req and min_p == 0:
@@ -1666,7 +1910,8 @@ def _number_literal_regex(d: Decimal) -> str:
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and float(v).is_integer()
+    """A positive integer (`3` or `3.0`); ints too large for a float included."""
+    return _is_number(v) and v > 0 and (isinstance(v, int) or v.is_integer())
 
 
 def _num(d: Decimal) -> int | float:
@@ -1727,6 +1972,16 @@ def _lower(schema: dict[str, Any] | bool | str, whitespace: str, strict: bool, p
             schema = json.loads(schema)
         except json.JSONDecodeError as exc:
             raise GrammarError(f"schema is not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+        except RecursionError:
+            raise GrammarError(f"schema text nests deeper than MAX_JSON_DEPTH = {MAX_JSON_DEPTH}") from None
+    _validate(schema)
+    # Bounds and multiples are exact decimals: enough precision for every integer a schema
+    # may hold (`MAX_NUMBER_DIGITS`) divided by the smallest float.
+    with decimal.localcontext(decimal.Context(prec=4 * MAX_NUMBER_DIGITS)):
+        return _lower_valid(schema, whitespace, strict, property_order)
+
+
+def _lower_valid(schema: Any, whitespace: str, strict: bool, property_order: str) -> _Compiler:
     compiler = _Compiler(schema, whitespace, strict, property_order)
     compiler.build()
     if compiler.heads and compiler.competing_heads():
