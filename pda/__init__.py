@@ -1,6 +1,6 @@
 """pda: constrain a language model's output to a context-free grammar, exactly and fast.
 
-The public surface (DESIGN.md): `Grammar`, `Vocabulary`, `compile`, `Matcher`,
+The public surface (docs/design.md): `Grammar`, `Vocabulary`, `compile`, `Matcher`,
 `Limits`, the error types, and `pda.integrations`.
 """
 

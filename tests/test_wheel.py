@@ -74,6 +74,7 @@ def test_installed_wheel_loads_compiles_and_masks(dists: tuple[Path, Path], tmp_
     elsewhere.mkdir()
     script = """
 import json
+from importlib.metadata import version
 from pathlib import Path
 import pda
 from pda.integrations.bitmask import allocate_token_bitmask, unpack_bitmask
@@ -92,7 +93,7 @@ for t in (0, 2, 3, 4, 1):
     assert m.accept_token(t)
 shipped = sorted(p.name for p in (Path(pda.__file__).parent / "grammars").glob("*.lark"))
 print(json.dumps({"file": pda.__file__, "c_rows": c_rows, "first": first, "can_end": m.can_end(),
-                  "shipped": shipped}))
+                  "shipped": shipped, "versions": [version("pda"), pda.__version__]}))
 """
     cache = {"PDA_CACHE_DIR": str(tmp_path / "cache")}
     done = _run([python, "-c", script], cwd=elsewhere, env=cache)
@@ -100,6 +101,7 @@ print(json.dumps({"file": pda.__file__, "c_rows": c_rows, "first": first, "can_e
     assert Path(report["file"]).is_relative_to(venv), report["file"]  # not the editable install
     assert report["first"] == [0, 2, 4]  # `{`, a string or a number; `}`, `:`, `x` and EOS cannot start
     assert report["can_end"] and report["shipped"] == SHIPPED
+    assert report["versions"][0] == report["versions"][1]  # the wheel's metadata reads pda/_version.py
     if shutil.which("cc") or shutil.which("gcc"):
         assert report["c_rows"], "the C extension was not built although a C compiler is present"
     compiled = _run([venv / "bin" / "pda", "compile", "sqlite"], cwd=elsewhere, env=cache).stdout
