@@ -261,7 +261,7 @@ class Matcher:
                 return
         except LimitExceeded as exc:
             self.error = exc
-        except (BitmaskLayoutError, IndexError):  # strided, uint32, read-only, a bad row...: the general path
+        except (BitmaskLayoutError, IndexError, OverflowError):  # strided, uint32, read-only, a bad or huge row: the general path
             pass
         self._fill_general(bitmask, row)
 

@@ -1,4 +1,4 @@
-"""The per-lexer-state token index (DESIGN.md, "The token index").
+"""The per-lexer-state token index (docs/design.md, "The token index").
 
 From a lexer state `q` with live terminal set `A`, every token is one of:
 
@@ -36,7 +36,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -74,13 +74,17 @@ BASIC_WALKS_MAX_BYTES = 64 << 20
 
 
 class Classification:
-    """Tokens allowed outright (a packed int32 mask, or None) and the boundary groups."""
+    """Tokens allowed outright (a packed int32 mask, or None) and the boundary groups.
+
+    `groups` is a tuple: a classification without groups (a quarter of them) then holds
+    the empty tuple, which the garbage collector does not track, rather than a list.
+    """
 
     __slots__ = ("inside", "groups")
 
-    def __init__(self, inside: np.ndarray | None, groups: list["BoundaryGroup"]) -> None:
+    def __init__(self, inside: np.ndarray | None, groups: Iterable["BoundaryGroup"]) -> None:
         self.inside = inside
-        self.groups = groups
+        self.groups = tuple(groups)
 
 
 class BoundaryGroup:

@@ -37,26 +37,28 @@ from pda import cache
 from pda.errors import GrammarError, LimitExceeded
 from pda.grammar.ir import BASIC, GrammarIR
 from pda.parser.earley import Node, iter_bits
+from pda.regex import release_parses
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.product import combine, terminal_dfa
 
 START = 0
 # Above this size the all-terminal DFA is not built; each candidate set gets its own.
 ALL_TERMINALS_MAX_STATES = 20_000
-# DFAs up to this size keep their rows as Python lists (fastest for the byte loop);
-# bigger ones (a 100,000-value enum) stay numpy, which costs the loop little and
-# spares compile time and the garbage collector a list per state.
-ROWS_AS_LISTS_MAX_STATES = 10_000
+# DFAs up to this size keep their rows as tuples of Python ints (fastest for the byte
+# loop; unlike lists, tuples of ints stop being tracked by the garbage collector after
+# its first pass over them); bigger ones (a 100,000-value enum) stay numpy, which costs
+# the loop little and spares compile time a tuple per state.
+ROWS_AS_TUPLES_MAX_STATES = 10_000
 
 
-def _bitmask_rows(matrix: np.ndarray, columns: list[int]) -> list[int]:
+def _bitmask_rows(matrix: np.ndarray, columns: list[int]) -> tuple[int, ...]:
     """Each row of a bool matrix as a Python int with bit `columns[i]` for column i."""
     out = [0] * matrix.shape[0]
     for i, j in enumerate(columns):
         bit = 1 << j
         for q in np.flatnonzero(matrix[:, i]).tolist():
             out[q] |= bit
-    return out
+    return tuple(out)
 
 
 class LexerTables:
@@ -89,8 +91,10 @@ class LexerTables:
         self.n_states = trans.shape[0]
         self.trans = trans
         self.byte_class = np.asarray(dfa.byte_class, dtype=np.int32)
-        self.rows: list[list[int]] | np.ndarray = trans.tolist() if trans.shape[0] <= ROWS_AS_LISTS_MAX_STATES else trans
-        self.cls: list[int] = self.byte_class.tolist()
+        self.rows: tuple[tuple[int, ...], ...] | np.ndarray = (
+            tuple(map(tuple, trans.tolist())) if trans.shape[0] <= ROWS_AS_TUPLES_MAX_STATES else trans
+        )
+        self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())
         self.accept = _bitmask_rows(accept, columns)
         self.live = _bitmask_rows(live, columns)
         self.extends = self.live
@@ -136,8 +140,8 @@ class LexerTables:
             self.n_states, self.trans, self.byte_class, self.rows, self.cls
         )
         view.accept = _bitmask_rows(typed, list(range(n_terms)))
-        view.live = [int.from_bytes(row.tobytes(), "little") for row in reach]
-        view.extends = [bool(x) for x in self.live]
+        view.live = tuple(int.from_bytes(row.tobytes(), "little") for row in reach)
+        view.extends = tuple(bool(x) for x in self.live)
         view._live = view._components = view._columns = None
         view._keys = {}
         return view
@@ -149,8 +153,8 @@ class LexerTables:
         view.n_states, view.trans, view.byte_class, view.rows, view.cls = (
             self.n_states, self.trans, self.byte_class, self.rows, self.cls
         )
-        view.accept = [a & candidates for a in self.accept]
-        view.live = [x & candidates for x in self.live]
+        view.accept = tuple(a & candidates for a in self.accept)
+        view.live = tuple(x & candidates for x in self.live)
         view.extends = view.live if self.extends is self.live else self.extends
         view._live = view._components = view._columns = None
         view._keys = {}
@@ -244,6 +248,7 @@ class Lexer:
         self.priority = [t.priority for t in ir.terminals]
         self.max_states = max_states
         self.dfas = [terminal_dfa(t, max_states=max_states) for t in ir.terminals]
+        release_parses()  # the terminals' regex parses served lowering and these DFAs; nothing reads them again
         for t, d in zip(ir.terminals, self.dfas):
             if d.n_states > max_states:  # a DFA cached under a larger limit
                 raise LimitExceeded(

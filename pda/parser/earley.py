@@ -1,6 +1,6 @@
 """Earley recogniser over terminal sets, with hash-consed item sets.
 
-Invariants (see DESIGN.md, "The parser"):
+Invariants (see docs/design.md, "The parser"):
 
 * An item is `(p, origin)`: `p` a dot position (a rule and how much of it is
   read, flattened to one integer by `ParserTables`), `origin` the interned
@@ -16,17 +16,23 @@ Invariants (see DESIGN.md, "The parser"):
 * Right recursion uses Leo's deterministic-reduction memo, so a chain of
   10,000 right-recursive completions costs O(1) per step. Nothing recurses in
   Python: completion is a work list, Leo chains are walked in a loop.
+* A node keeps few Python objects alive: a long text holds one node per position, and
+  every tracked object is work for each of the garbage collector's full collections.
+  Which kernel items scan a terminal or wait for a nonterminal is found by walking the
+  kernel (a few items; only a kernel over `INDEX_KERNEL_ITEMS` is indexed, once), and
+  predicted items are never materialised as `(p, node)` tuples (their positions live
+  in the shared `Prediction`).
 * Building one node is bounded (`Limits.max_node_items`, `max_node_work`,
   `max_node_seconds`): over a budget it raises `LimitExceeded` before the node
-  is interned or memoised (the Leo and waiting memos it filled on older nodes
-  stay valid), so a failed step can be retried or rolled back.
+  is interned or memoised (the Leo memos and kernel indexes it filled on
+  older nodes stay valid), so a failed step can be retried or rolled back.
 """
 
 from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from pda.errors import LimitExceeded
 from pda.limits import DEFAULT_LIMITS, Limits
@@ -36,6 +42,9 @@ Item = tuple[int, "Node"]
 
 # The clock is read once per this many work units while building a node (~1 ms of work).
 CLOCK_EVERY_WORK = 16_384
+# Kernels above this many items are indexed by the symbol after each item's dot, once;
+# smaller ones (nearly all: json 3, python 5, sqlite 17 at the median) are walked.
+INDEX_KERNEL_ITEMS = 32
 
 
 def iter_bits(mask: int) -> Iterator[int]:
@@ -87,8 +96,7 @@ class Node:
         "prediction",
         "allowed",
         "accepting",
-        "_scan",
-        "_waiting",
+        "_by_sym",
         "_leo",
         "_next",
         "cache",
@@ -110,8 +118,7 @@ class Node:
                 accepting = True
         self.allowed = allowed
         self.accepting = accepting
-        self._scan: dict[int, list[Item]] | None = None
-        self._waiting: dict[int, list[Item]] | None = None
+        self._by_sym: dict[int, tuple[Item, ...]] | None = None
         self._leo: dict[int, Item | None] = {}
         self._next: dict[int, Node | None] = {}
         self.cache: dict = {}
@@ -119,32 +126,38 @@ class Node:
     def __repr__(self) -> str:
         return f"<Node {len(self.kernel)} kernel items, allowed={self.parser.tables.names_of(self.allowed)}>"
 
-    def _kernel_scan(self) -> dict[int, list[Item]]:
-        if self._scan is None:
-            next_sym = self.parser.tables.next_sym
-            t = self.parser.tables.n_terminals
-            scan: dict[int, list[Item]] = {}
-            for item in self.kernel:
-                sym = next_sym[item[0]]
-                if 0 <= sym < t:
-                    scan.setdefault(sym, []).append(item)
-            self._scan = scan
-        return self._scan
+    def kernel_waiting(self, sym: int) -> Sequence[Item]:
+        """Kernel items with nonterminal `sym` after the dot (the predicted ones: `prediction.waiting`)."""
+        if len(self.kernel) > INDEX_KERNEL_ITEMS:
+            return self._kernel_index().get(sym, ())
+        next_sym = self.parser.tables.next_sym
+        return [item for item in self.kernel if next_sym[item[0]] == sym]
 
-    def waiting(self, sym: int) -> list[Item]:
-        """Items of this set with nonterminal `sym` after the dot, origins resolved."""
-        if self._waiting is None:
+    def kernel_scanning(self, terminals: int) -> list[Item]:
+        """Kernel items with one of `terminals` (a bitmask) after the dot."""
+        if len(self.kernel) > INDEX_KERNEL_ITEMS:
+            by_sym = self._kernel_index()
+            return [item for t in iter_bits(terminals) for item in by_sym.get(t, ())]
+        term_bit = self.parser.tables.term_bit
+        return [item for item in self.kernel if term_bit[item[0]] & terminals]
+
+    def _kernel_index(self) -> dict[int, tuple[Item, ...]]:
+        """A large kernel's items by the symbol after the dot (built once)."""
+        if self._by_sym is None:
             next_sym = self.parser.tables.next_sym
-            t = self.parser.tables.n_terminals
-            waiting: dict[int, list[Item]] = {}
+            by_sym: dict[int, list[Item]] = {}
             for item in self.kernel:
-                s = next_sym[item[0]]
-                if s >= t:
-                    waiting.setdefault(s, []).append(item)
-            for s, positions in self.prediction.waiting.items():
-                waiting.setdefault(s, []).extend((p, self) for p in positions)
-            self._waiting = waiting
-        return self._waiting.get(sym, [])
+                by_sym.setdefault(next_sym[item[0]], []).append(item)
+            self._by_sym = {sym: tuple(items) for sym, items in by_sym.items()}
+        return self._by_sym
+
+    def _only_waiting(self, sym: int) -> Item | None:
+        """The one item (kernel or predicted) waiting for `sym`; None if there are none or several."""
+        predicted = self.prediction.waiting.get(sym, ())
+        waiting = self.kernel_waiting(sym)
+        if len(waiting) + len(predicted) != 1:
+            return None
+        return waiting[0] if waiting else (predicted[0], self)
 
     def leo_top(self, sym: int) -> Item | None:
         """The topmost item of a deterministic completion chain for `sym`, or None."""
@@ -159,9 +172,9 @@ class Node:
             if s in node._leo:
                 top = node._leo[s]
                 break
-            waiting = node.waiting(s)
-            if len(waiting) == 1 and penultimate[waiting[0][0]]:
-                p, o = waiting[0]
+            only = node._only_waiting(s)
+            if only is not None and penultimate[only[0]]:
+                p, o = only
                 chain.append((node, s, (p + 1, o)))
                 node, s = o, lhs[pos_rule[p]]
             else:
@@ -248,16 +261,15 @@ class EarleyParser:
         complete: list[Item] = []
         started = time.perf_counter()
         check_at = min(CLOCK_EVERY_WORK, self.max_work + 1)
-        kernel_scan = node._kernel_scan()
+        for p, o in node.kernel_scanning(terminals):
+            for p2 in step[p]:
+                item = (p2, o)
+                if item not in items:
+                    items.add(item)
+                    if is_end[p2]:
+                        complete.append(item)
         pred_scan = node.prediction.scan
         for t in iter_bits(terminals):
-            for p, o in kernel_scan.get(t, ()):
-                for p2 in step[p]:
-                    item = (p2, o)
-                    if item not in items:
-                        items.add(item)
-                        if is_end[p2]:
-                            complete.append(item)
             for p in pred_scan.get(t, ()):
                 for p2 in step[p]:
                     item = (p2, node)
@@ -279,13 +291,21 @@ class EarleyParser:
                     items.add(top)
                     complete.append(top)
                 continue
-            waiting = o.waiting(sym)
-            work += 1 + len(waiting)
+            waiting = o.kernel_waiting(sym)
+            predicted = o.prediction.waiting.get(sym, ())
+            work += 1 + len(waiting) + len(predicted)
             if work >= check_at:
                 check_at = self._check_budget(work, len(items), started)
             for p1, o1 in waiting:
                 for p2 in step[p1]:
                     item = (p2, o1)
+                    if item not in items:
+                        items.add(item)
+                        if is_end[p2]:
+                            complete.append(item)
+            for p1 in predicted:
+                for p2 in step[p1]:
+                    item = (p2, o)
                     if item not in items:
                         items.add(item)
                         if is_end[p2]:

@@ -12,7 +12,7 @@ from pda.regex.dfa import (
     compile_regex,
     sample_from_dfa,
 )
-from pda.regex.syntax import has_lazy_quantifier
+from pda.regex.syntax import has_lazy_quantifier, release_parses
 
 __all__ = [
     "DEFAULT_MAX_DFA_STATES",
@@ -20,5 +20,6 @@ __all__ = [
     "build_lexer_dfa",
     "compile_regex",
     "has_lazy_quantifier",
+    "release_parses",
     "sample_from_dfa",
 ]

@@ -365,8 +365,18 @@ def parse_pattern(pattern: str, flags: int = 0) -> sre_parse.SubPattern:
 
 @functools.lru_cache(maxsize=1024)
 def _parsed(pattern: str, flags: int, name: str, line: int | None) -> sre_parse.SubPattern:
-    """The parse of a pattern; memoised, as a terminal is parsed by several passes (read-only)."""
+    """The parse of a pattern; memoised, as a terminal is parsed by several passes (read-only).
+
+    The passes are a grammar's lowering (`has_lazy_quantifier`) and its lexer's DFA
+    construction (`translate`); the lexer calls `release_parses` once its DFAs exist.
+    """
     return _parse(pattern, flags, name, line)
+
+
+def release_parses() -> None:
+    """Forget the memoised parses: they are lists the garbage collector would scan on
+    every full collection (python.lark's: ~90k objects) and no later pass reads them."""
+    _parsed.cache_clear()
 
 
 def parse_sre(pattern: str, flags: str, *, name: str, line: int | None = None) -> sre_parse.SubPattern:
