@@ -20,7 +20,7 @@ import itertools
 import threading
 import time
 import weakref
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Any, Literal
 
 import numpy as np
@@ -38,8 +38,14 @@ from pda.trie.lookup import FiniteSetLookup, PlainRows
 from pda.vocab import Vocabulary
 
 _tries: "weakref.WeakKeyDictionary[Vocabulary, TokenTrie]" = weakref.WeakKeyDictionary()
-_compiled: dict[tuple[str, str, int, Limits], "CompiledGrammar"] = {}
-_recognizers: dict[tuple[str, Limits], Recognizer] = {}
+# The compile memo holds every live compiled grammar weakly (one nobody uses is freed) and
+# the COMPILED_KEPT most recently asked for strongly, so a server that compiles the same
+# schema per request and drops it still hits the memo. Recognizers for non-default limits
+# live as long as a compiled grammar uses them.
+COMPILED_KEPT = 8
+_compiled: "weakref.WeakValueDictionary[tuple[str, str, int, Limits], CompiledGrammar]" = weakref.WeakValueDictionary()
+_kept: "OrderedDict[tuple[str, str, int, Limits], CompiledGrammar]" = OrderedDict()
+_recognizers: "weakref.WeakValueDictionary[tuple[str, Limits], Recognizer]" = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 _ids = itertools.count()
 
@@ -333,12 +339,16 @@ def compile(
     key = (grammar.ir.content_hash, vocab.content_hash, mask_width or 0, limits)
     with _lock:
         found = _compiled.get(key)
-    if found is not None:
-        return found
-    compiled = CompiledGrammar(grammar, vocab, mask_width=mask_width, limits=limits)
+    if found is None:
+        built = CompiledGrammar(grammar, vocab, mask_width=mask_width, limits=limits)
+        with _lock:
+            found = _compiled.setdefault(key, built)
     with _lock:
-        compiled = _compiled.setdefault(key, compiled)
-    return compiled
+        _kept[key] = found
+        _kept.move_to_end(key)
+        while len(_kept) > COMPILED_KEPT:
+            _kept.popitem(last=False)
+    return found
 
 
 def _rebuild(grammar: Grammar, vocab: Vocabulary, mask_width: int | None, limits: Limits) -> CompiledGrammar:

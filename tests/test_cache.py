@@ -14,6 +14,7 @@ import pickle
 import random
 import shutil
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,8 +78,9 @@ def fresh_process() -> Iterator[None]:
         mp.setattr(product, "_memory", {})
         mp.setattr(lexer_module, "_combined", {})
         mp.setattr(compiler, "_tries", weakref.WeakKeyDictionary())
-        mp.setattr(compiler, "_compiled", {})
-        mp.setattr(compiler, "_recognizers", {}, raising=False)
+        mp.setattr(compiler, "_compiled", weakref.WeakValueDictionary())
+        mp.setattr(compiler, "_kept", OrderedDict())
+        mp.setattr(compiler, "_recognizers", weakref.WeakValueDictionary())
         mp.setattr(slices, "_plain", weakref.WeakKeyDictionary())
         mp.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
         mp.setattr(token_index, "DISK_MIN_SECONDS", 0.0)  # every walk is written: the classes kind

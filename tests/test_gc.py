@@ -63,3 +63,21 @@ def test_a_loaded_grammar_keeps_no_regex_parses() -> None:
     grammar = pda.Grammar.load("python")
     assert grammar.recognizer.lexer.dfas
     assert tracked_objects() - before <= 20_000
+
+
+def test_the_compile_memo_frees_grammars_nobody_holds() -> None:
+    """`pda.compile` keeps the COMPILED_KEPT most recent strongly, the rest only while used."""
+    import weakref
+
+    from pda.compiler import COMPILED_KEPT
+
+    vocab = pda.Vocabulary.from_tokens(TOKENS, eos_ids=[EOS])
+    limits = pda.Limits(warmup_seconds=0)
+    held = pda.compile(pda.Grammar.from_choices(["held"]), vocab, limits=limits)
+    dropped = weakref.ref(pda.compile(pda.Grammar.from_choices(["dropped"]), vocab, limits=limits))
+    assert pda.compile(pda.Grammar.from_choices(["dropped"]), vocab, limits=limits) is dropped()  # a recent one: kept
+    for i in range(COMPILED_KEPT):
+        pda.compile(pda.Grammar.from_choices([f"other{i}"]), vocab, limits=limits)
+    gc.collect()
+    assert dropped() is None
+    assert pda.compile(pda.Grammar.from_choices(["held"]), vocab, limits=limits) is held
