@@ -188,15 +188,11 @@ class Node:
         return leo[sym]
 
     def advance(self, terminals: int) -> "Node | None":
-        """The node after scanning a lexeme that matched `terminals` (a bitmask); None if dead."""
+        """The node after scanning a lexeme that matched `terminals` (a bitmask); None if dead. Memoised."""
         terminals &= self.allowed
-        if not terminals:
-            return None
         nxt = self._next.get(terminals, False)
-        if nxt is not False:
-            return nxt
-        nxt = self.parser._advance(self, terminals)
-        self._next[terminals] = nxt
+        if nxt is False:
+            nxt = self._next[terminals] = self.probe(terminals)
         return nxt
 
     def probe(self, terminals: int) -> "Node | None":
@@ -211,9 +207,7 @@ class Node:
         if not terminals:
             return None
         nxt = self._next.get(terminals, False)
-        if nxt is not False:
-            return nxt
-        return self.parser._advance(self, terminals)
+        return self.parser._advance(self, terminals) if nxt is False else nxt
 
 
 class EarleyParser:
