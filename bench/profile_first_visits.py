@@ -431,15 +431,7 @@ def memory_census() -> dict[str, Any]:
     out["walk tables MiB (per candidate set)"] = walk_b / 2**20
     out["lexer tables MiB (numpy) + rows as Python lists/tuples (estimate)"] = (
         f"{lex_b / 2**20:.1f} + {lex_rows / 2**20:.1f}")
-    dfa_b = 0
-    for d in list(pp._memory.values()):
-        for name in ("trans", "byte_class", "accept", "live"):
-            dfa_b += nbytes(getattr(d, name))
-    for found in list(pl._combined.values()):
-        if found is not None:
-            d, comps = found
-            dfa_b += nbytes(comps) + sum(nbytes(getattr(d, n)) for n in ("trans", "byte_class", "accept", "live"))
-    out["terminal + all-terminal DFAs MiB (module memos, unbounded)"] = dfa_b / 2**20
+    out["terminal + all-terminal DFAs MiB (module memos, 256 MiB each at most)"] = (pp._memory.nbytes + pl._combined.nbytes) / 2**20
     out["terminal DFAs memoised"] = len(pp._memory)
     out["gc-tracked objects"] = len(gc.get_objects())
     out["RSS MiB at census"] = _rss_mib()

@@ -29,6 +29,7 @@ from pda import cache, compiler
 from pda.index import slices, token_index
 from pda.integrations.bitmask import allocate_token_bitmask
 from pda.lexer import lexer as lexer_module
+from pda.lru import ByteLRU
 from pda.regex import product
 from pda.trie import join
 
@@ -75,8 +76,8 @@ VOCAB_B = vocabulary(["alphabet", '"gamma"}'])
 def fresh_process() -> Iterator[None]:
     """Forget every in-memory cache, as a new process would: only the disk cache remains."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(product, "_memory", {})
-        mp.setattr(lexer_module, "_combined", {})
+        mp.setattr(product, "_memory", ByteLRU(product.TERMINAL_DFAS_MAX_BYTES))
+        mp.setattr(lexer_module, "_combined", ByteLRU(lexer_module.ALL_TERMINAL_DFAS_MAX_BYTES))
         mp.setattr(compiler, "_tries", weakref.WeakKeyDictionary())
         mp.setattr(compiler, "_compiled", weakref.WeakValueDictionary())
         mp.setattr(compiler, "_kept", OrderedDict())

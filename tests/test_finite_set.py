@@ -23,6 +23,7 @@ import pda.matcher
 from pda import rows as rows_module
 from pda.grammar.ir import TerminalDef
 from pda.index import token_index
+from pda.lru import ByteLRU
 from pda.reference import mask_mismatches
 from pda.lexer import lexer as lexer_module
 from pda.regex import product
@@ -239,7 +240,7 @@ def backend(finite_set: bool, cache_dir: Path):
     """
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PDA_CACHE_DIR", str(cache_dir / ("finite" if finite_set else "general")))
-        mp.setattr(product, "_memory", {})
+        mp.setattr(product, "_memory", ByteLRU(product.TERMINAL_DFAS_MAX_BYTES))
         mp.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
         if not finite_set:
             mp.setattr(product, "finite_set_dfa", lambda t, **kw: None)
@@ -441,11 +442,11 @@ def test_second_enum_reuses_the_frame_after_warm_up(tmp_path: Path) -> None:
             g = pda.Grammar.from_lark(json_like_grammar(values))
             g.recognizer
             if compiled:
-                hits = compiled[0].index.shared.hits
+                hits = compiled[0].index.shared.walks.hits
             compiled.append(pda.CompiledGrammar(g, vocab, disk_cache=False))
         fast = compiled[1]
         assert fast.index.shared is compiled[0].index.shared
-        assert fast.index.shared.hits > hits, "the second enum's warm-up found none of the frame's walks"
+        assert fast.index.shared.walks.hits > hits, "the second enum's warm-up found none of the frame's walks"
     with backend(False, tmp_path):
         g = pda.Grammar.from_lark(json_like_grammar(second))
         g.recognizer

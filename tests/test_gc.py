@@ -81,3 +81,19 @@ def test_the_compile_memo_frees_grammars_nobody_holds() -> None:
     gc.collect()
     assert dropped() is None
     assert pda.compile(pda.Grammar.from_choices(["held"]), vocab, limits=limits) is held
+
+
+def test_byte_lru_stays_in_its_budget_and_keeps_the_newest() -> None:
+    """The memos shared across grammars (terminal DFAs, products, walks) hold at most their budget."""
+    from pda.lru import ByteLRU
+
+    memo = ByteLRU(max_bytes=100)
+    for k in range(10):
+        memo.put(k, str(k), 30)
+        assert memo.nbytes <= 100
+    assert len(memo) == 3 and memo.get(9) == "9" and memo.get(0) is None
+    memo.get(7)  # now more recent than 8, which goes first
+    memo.put(10, "10", 30)
+    assert memo.get(8) is None and memo.get(7) == "7"
+    memo.put("big", "x", 500)  # larger than the budget alone: kept, everything else evicted
+    assert len(memo) == 1 and memo.get("big") == "x" and memo.nbytes == 500

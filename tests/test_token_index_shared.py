@@ -125,9 +125,9 @@ def test_a_second_grammar_reuses_walks_with_its_own_terminal_ids(
     assert a.lexer.names != b.lexer.names  # other terminal ids: the entries are translated, not copied
     shared = b.index.shared
     assert shared is a.index.shared
-    hits = shared.hits
+    hits = shared.walks.hits
     assert check_walks(b, 30, seed=2) > 100
-    assert shared.hits > hits, "the second grammar found none of the first one's walks"
+    assert shared.walks.hits > hits, "the second grammar found none of the first one's walks"
 
 
 def test_disk_entries_equal_fresh_walks(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -172,7 +172,7 @@ def test_basic_lexer_mode_is_not_shared(fresh: Path) -> None:
     live_set = compiled.root.allowed | compiled.lexer.ignore
     assert compiled.index._signature(START, live_set) is None
     assert check_walks(compiled, 10, seed=5) > 20
-    assert compiled.index.shared.hits == 0 and not compiled.index.shared.entries
+    assert compiled.index.shared.walks.hits == 0 and not len(compiled.index.shared.walks)
 
 
 def test_store_is_bounded_by_bytes() -> None:
@@ -180,5 +180,5 @@ def test_store_is_bounded_by_bytes() -> None:
     mask = np.zeros(1000, np.int32)  # 4,000 bytes each
     for k in range(5):
         store.put(("k", k), (mask, ()))
-    assert store.nbytes <= 10_000 and len(store.entries) == 2
+    assert store.walks.nbytes <= 10_000 and len(store.walks) == 2
     assert store.get(("k", 0)) is None and store.get(("k", 4)) is not None

@@ -32,16 +32,15 @@ shared too.
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pda import cache
+from pda.lru import ByteLRU
 from pda.grammar.ir import CONTEXTUAL
 from pda.index.slices import PlainBody, SliceStates, plain_body
 from pda.index.trie import TokenTrie, concat_ranges
@@ -199,35 +198,15 @@ class SharedClassifications:
     """
 
     def __init__(self, max_bytes: int = SHARED_MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self.nbytes = 0
-        self.entries: OrderedDict[tuple, tuple[SharedEntry, int]] = OrderedDict()
+        self.walks = ByteLRU(max_bytes)
         self.terminal_tables: weakref.WeakValueDictionary[str, _WalkTables] = weakref.WeakValueDictionary()
-        self.hits = 0
-        self.misses = 0
-        self._lock = threading.Lock()
 
     def get(self, key: tuple) -> SharedEntry | None:
-        with self._lock:  # grammars compiled for one vocabulary may serve from several threads
-            found = self.entries.get(key)
-            if found is None:
-                self.misses += 1
-                return None
-            self.entries.move_to_end(key)
-            self.hits += 1
-            return found[0]
+        return self.walks.get(key)
 
     def put(self, key: tuple, entry: SharedEntry) -> None:
         size = (entry[0].nbytes if entry[0] is not None else 0) + sum(nodes.nbytes for _, nodes in entry[1])
-        with self._lock:
-            old = self.entries.pop(key, None)
-            if old is not None:
-                self.nbytes -= old[1]
-            self.entries[key] = (entry, size)
-            self.nbytes += size
-            while self.nbytes > self.max_bytes and len(self.entries) > 1:
-                _, (_, dropped) = self.entries.popitem(last=False)
-                self.nbytes -= dropped
+        self.walks.put(key, entry, size)
 
 
 _shared: "weakref.WeakKeyDictionary[TokenTrie, SharedClassifications]" = weakref.WeakKeyDictionary()

@@ -37,6 +37,7 @@ from pda import cache
 from pda.errors import GrammarError, LimitExceeded
 from pda.grammar.ir import BASIC, GrammarIR
 from pda.parser.earley import Node, iter_bits
+from pda.lru import ByteLRU
 from pda.regex import release_parses
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.product import combine, terminal_dfa
@@ -176,7 +177,10 @@ class LexerTables:
         return found
 
 
-_combined: dict[str, tuple[LexerDFA, np.ndarray] | None] = {}
+# All-terminal products by their terminals' DFAs (values: the product and its components,
+# or "too big"); bounded, as a server sees ever new grammars.
+ALL_TERMINAL_DFAS_MAX_BYTES = 256 << 20
+_combined = ByteLRU(ALL_TERMINAL_DFAS_MAX_BYTES)
 
 
 def _dfas_digest(dfas: list[LexerDFA]) -> str:
@@ -198,8 +202,9 @@ def _all_terminal_dfa(
     terminals (PostgreSQL's) takes seconds.
     """
     key = hashlib.sha256(repr((dfas_digest, names, limit)).encode()).hexdigest()[:32]
-    if key in _combined:
-        return _combined[key]
+    found = _combined.get(key)
+    if found is not None:
+        return None if found == "too big" else found
     disk_key = {"dfas": dfas_digest, "names": list(names), "limit": limit}
     found = cache.load("lexer", disk_key, lambda meta, arrays: _combined_from_arrays(meta, arrays, dfas))
     if found is None:
@@ -210,8 +215,8 @@ def _all_terminal_dfa(
         except LimitExceeded:
             found = "too big"
         cache.store("lexer", disk_key, *_combined_to_arrays(found))
-    _combined[key] = None if found == "too big" else found
-    return _combined[key]
+    _combined.put(key, found, 0 if found == "too big" else found[0].nbytes + found[1].nbytes)
+    return None if found == "too big" else found
 
 
 def _combined_to_arrays(found: tuple[LexerDFA, np.ndarray] | str) -> tuple[dict, dict[str, np.ndarray]]:

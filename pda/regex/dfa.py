@@ -93,6 +93,11 @@ class LexerDFA:
         """`accepts` for many byte strings at once: a bool array."""
         return self.accept[self.run_many(data), terminal]
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the DFA's tables (what a memo of DFAs holds)."""
+        return self.trans.nbytes + self.byte_class.nbytes + self.accept.nbytes + self.live.nbytes
+
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
         """(meta, arrays) for the disk cache (`from_arrays` reads them back, dtypes included)."""
         meta = {"n_states": self.n_states, "start": self.start, "dead": self.dead, "names": list(self.names)}

@@ -21,11 +21,15 @@ import numpy as np
 from pda import cache
 from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
+from pda.lru import ByteLRU
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, compile_regex, literal_dfa
 from pda.regex.hashing import hash_weights
 from pda.trie import finite_set_dfa, literal_alternatives
 
-_memory: dict[str, LexerDFA] = {}
+# Terminal DFAs by pattern, shared by every grammar that uses the pattern; bounded, as a
+# server sees ever new patterns (a lexer keeps the DFAs it uses whatever is evicted).
+TERMINAL_DFAS_MAX_BYTES = 256 << 20
+_memory = ByteLRU(TERMINAL_DFAS_MAX_BYTES)
 
 
 def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
@@ -43,7 +47,7 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) ->
                 t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
             )
             cache.store("dfa", disk_key, *dfa.to_arrays())
-        _memory[key] = dfa
+        _memory.put(key, dfa, dfa.nbytes)
     return dfa
 
 
