@@ -360,15 +360,10 @@ def memory_census() -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     compiled = list(pc._compiled.values())
-    out["compiled grammars (pda.compile memo, unbounded)"] = len(compiled)
-    shared = 0
-    n_shared = 0
-    for sc in list(ti._shared.values()):
-        for (inside, groups), _size in list(sc.entries.values()):
-            n_shared += 1
-            shared += nbytes(inside) + sum(nbytes(nodes) for _, nodes in groups)
-    out["shared classifications MiB (LRU, 64 MiB bound)"] = shared / 2**20
-    out["shared classifications entries"] = n_shared
+    out["compiled grammars alive (pda.compile memo: weak, the 8 newest kept)"] = len(compiled)
+    walks = [sc.walks for sc in list(ti._shared.values())]
+    out["shared classifications MiB (LRU, 64 MiB bound)"] = sum(w.nbytes for w in walks) / 2**20
+    out["shared classifications entries"] = sum(len(w) for w in walks)
     index_b = 0
     n_cls = 0
     done: set[int] = set()

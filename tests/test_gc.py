@@ -97,3 +97,26 @@ def test_byte_lru_stays_in_its_budget_and_keeps_the_newest() -> None:
     assert memo.get(8) is None and memo.get(7) == "7"
     memo.put("big", "x", 500)  # larger than the budget alone: kept, everything else evicted
     assert len(memo) == 1 and memo.get("big") == "x" and memo.nbytes == 500
+
+
+def test_python_masks_keep_few_objects_per_token() -> None:
+    """Indented states are interned weakly and masks' probes memoise nothing they build.
+
+    On this text ~55 tracked objects a token stay alive (nodes, their masks, the recent
+    states kept for reuse); ~190 while the indenter's states lived forever and probes
+    were memoised (python.lark on stdlib files: 4.5 M tracked objects, 0.77 s collections).
+    """
+    src = "def f(x):\n    if x:\n        return [x, (x + 1)]\n    return None\n\n" * 40
+    tokens = sorted({src[i:i + k] for k in (1, 2, 3) for i in range(len(src) - k)})
+    ids = {t: i for i, t in enumerate(tokens)}
+    vocab = pda.Vocabulary.from_tokens(tokens + [None], eos_ids=[len(tokens)])
+    m = pda.Matcher(pda.compile(pda.Grammar.load("python"), vocab, limits=pda.Limits(warmup_seconds=0)))
+    bitmask = allocate_token_bitmask(1, vocab.size)
+    before = tracked_objects()
+    pos = steps = 0
+    while pos < len(src):
+        piece = next(src[pos:pos + k] for k in (3, 2, 1) if src[pos:pos + k] in ids)
+        m.fill_bitmask(bitmask)
+        assert m.accept_token(ids[piece])
+        pos, steps = pos + len(piece), steps + 1
+    assert (tracked_objects() - before) / steps <= 100

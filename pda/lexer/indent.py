@@ -72,6 +72,7 @@ It has the interface the lexer and the token index use (`allowed`, `advance`,
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import replace
 
 from pda.errors import GrammarError
@@ -236,7 +237,8 @@ class Indenter:
             if re.escape(ch) in literals:
                 self.closes |= 1 << literals[re.escape(ch)]
         self.parser_only = self.newline | self.indent | self.dedent
-        self._nodes: dict[tuple, IndentedNode] = {}
+        # Interned weakly, as Earley nodes are: a state dies with the last matcher or memo using it.
+        self._nodes: weakref.WeakValueDictionary[tuple, IndentedNode] = weakref.WeakValueDictionary()
 
     def node(
         self, earley: Node, stack: tuple[Level, ...], depth: int, line_start: bool, mode: str = LINE,
@@ -267,7 +269,7 @@ class IndentedNode:
 
     __slots__ = (
         "indenter", "earley", "stack", "depth", "line_start", "mode", "may_end", "continued", "allowed",
-        "_next", "_accepting", "cache",
+        "_next", "_accepting", "cache", "__weakref__",
     )
 
     def __init__(
@@ -369,13 +371,23 @@ class IndentedNode:
         return tuple(level for level in self.stack if level[0] <= width)
 
     def advance(self, terminals: int) -> "IndentedNode | None":
-        """The state after a lexeme that matched `terminals` (the lexer's top-priority set)."""
+        """The state after a lexeme that matched `terminals` (the lexer's top-priority set). Memoised."""
+        terminals &= self.allowed
+        found = self._next.get(terminals, False)
+        if found is False:
+            found = self._next[terminals] = self._step(terminals, probe=False) if terminals else None
+        return found
+
+    def probe(self, terminals: int) -> "IndentedNode | None":
+        """`advance` that memoises nothing it builds: for masks, which look past the next lexeme
+        (as `Node.probe`: memoised, the states a mask probes would live as long as this one)."""
         terminals &= self.allowed
         if not terminals:
             return None
         found = self._next.get(terminals, False)
-        if found is not False:
-            return found
+        return self._step(terminals, probe=True) if found is False else found
+
+    def _step(self, terminals: int, *, probe: bool) -> "IndentedNode | None":
         ind = self.indenter
         result: IndentedNode | None
         if terminals & ind.continuation:
@@ -388,19 +400,14 @@ class IndentedNode:
         elif terminals & ind.ignored:  # white space or a comment after a line continuation
             result = ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, self.may_end)
         else:
-            node = self.earley.advance(terminals)
+            node = self.earley.probe(terminals) if probe else self.earley.advance(terminals)
             depth = self.depth
             if terminals & ind.opens:
                 depth += 1
             elif terminals & ind.closes:
                 depth -= 1
             result = None if node is None or depth < 0 else ind.node(node, self.stack, depth, False)
-        self._next[terminals] = result
         return result
-
-    # Masks' probes (`Node.probe`) memoise here: an indented node's own memo is small, and
-    # the Earley node it wraps is built by `Node.advance`, shared with the matcher's steps.
-    probe = advance
 
     def _after_line_break(self, terminals: int) -> "IndentedNode | None":
         ind = self.indenter
