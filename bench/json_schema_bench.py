@@ -11,8 +11,10 @@ llguidance's default), since pretty-printed text needs it.
 Reported per engine: schemas compiled, compile time p50/p95/max (grammar load
 plus the token-level compile, per schema; the first mask is reported apart since
 engines defer different amounts of work to it), per-step mask mean/p50/p99/max,
-documents accepted, and each number's ratio to pda's from the same run. Each
-engine runs in its own subprocess.
+documents accepted, and each number's ratio to pda's from the same run; then the
+cost per request (compile + the first document's masks: what a server pays for a
+new schema) on the schemas every engine compiled and accepted, with each engine's
+peak RSS. Each engine runs in its own subprocess.
 
     python bench/json_schema_bench.py                         # 4 schemas per category
     python bench/json_schema_bench.py --sample 10 --engines pda,xgrammar
@@ -29,6 +31,7 @@ import gc
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import statistics
@@ -118,6 +121,7 @@ def run_worker(engine_name: str, items: list[dict[str, Any]], timeout_s: int) ->
             compiled, _ = engine.compile(GrammarSpec(kind="json_schema", schema=item["schema"]))
             row["compile_ms"] = (now_ns() - t0) / 1e6
             steps: list[float] = []
+            doc0_steps = 0
             ok = 0
             for d, text in enumerate(item["docs"]):
                 tokens = tokenizer.encode(text, add_special_tokens=False)
@@ -132,6 +136,8 @@ def run_worker(engine_name: str, items: list[dict[str, Any]], timeout_s: int) ->
                         row["first_mask_ms"] = dt / 1e3
                     else:
                         steps.append(dt)
+                    if d == 0:
+                        doc0_steps = len(steps)
                     if not session.allows(tok):
                         good = False
                         row.setdefault("rejected", f"doc {d} token {i} {tokenizer.decode([tok])!r}")
@@ -141,6 +147,7 @@ def run_worker(engine_name: str, items: list[dict[str, Any]], timeout_s: int) ->
                         break
                 ok += good
             row["steps_us"] = steps
+            row["request_ms"] = row["compile_ms"] + row.get("first_mask_ms", 0.0) + sum(steps[:doc0_steps]) / 1e3
             row["docs"], row["docs_ok"] = len(item["docs"]), ok
         except _Timeout:
             row["error"] = f"timed out after {timeout_s} s"
@@ -148,6 +155,7 @@ def run_worker(engine_name: str, items: list[dict[str, Any]], timeout_s: int) ->
             row["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
         finally:
             signal.alarm(0)
+    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
 
 
@@ -181,6 +189,30 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 def _ratio(x: float | None, base: float | None) -> str:
     return f"{x / base:.2f}x" if x is not None and base else "-"
+
+
+def _request_table(results: list[dict[str, Any]]) -> list[str]:
+    """Cost per request: compile + every mask of the schema's first document, on the schemas and
+    documents every engine compiled and accepted (so the engines pay for the same work)."""
+    ran = [r for r in results if "schemas" in r]
+    if not ran:
+        return []
+    good = [{s["id"]: s for s in r["schemas"] if "request_ms" in s and s.get("docs_ok") == s.get("docs")}
+            for r in ran]
+    common = sorted(set.intersection(*(set(g) for g in good)))
+    base = next((g for r, g in zip(ran, good) if r["engine"] == "pda"), None)
+    base_mean = statistics.fmean(base[i]["request_ms"] for i in common) if base and common else None
+    lines = [f"Per request (compile + the first document's masks, ms) on the {len(common)} schemas every engine "
+             "compiled and accepted; peak RSS of the engine's process:", "",
+             "| engine | request mean | p50 | p99 | max | total s | peak RSS MiB | mean vs pda |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r, g in zip(ran, good):
+        st = _stats([g[i]["request_ms"] for i in common])
+        lines.append(
+            f"| {r['engine']} | {st.get('mean', 0):.1f} | {st.get('p50', 0):.1f} | {st.get('p99', 0):.1f} | "
+            f"{st.get('max', 0):.1f} | {sum(g[i]['request_ms'] for i in common) / 1e3:.2f} | "
+            f"{r.get('peak_rss_mib', 0):.0f} | {_ratio(st.get('mean'), base_mean)} |")
+    return lines
 
 
 def format_table(results: list[dict[str, Any]], n_schemas: int) -> str:
@@ -220,6 +252,8 @@ def format_table(results: list[dict[str, Any]], n_schemas: int) -> str:
             f"{_ratio(c.get('p50'), b and b['compile'].get('p50'))} | "
             f"{_ratio(st.get('p50'), b and b['step'].get('p50'))} | "
             f"{_ratio(st.get('p99'), b and b['step'].get('p99'))} |")
+    lines.append("")
+    lines += _request_table(results)
     lines.append("")
     lines.append("Compile time (ms) per category, p50 / max:")
     cats = sorted({s["category"] for r in results if "schemas" in r for s in r["schemas"]})

@@ -1,0 +1,194 @@
+"""Batch benchmark: one step's masks for a batch of matchers, filled from 1 thread and from 2.
+
+A server fills the bitmask of every sequence in its batch before each forward
+pass. This replays `--batch` JSONSchemaBench documents side by side (each its own
+schema, compiled cold, or all under json.lark), one step at a time: at each step
+every unfinished matcher fills its row of one shared `[batch, words]` bitmask,
+either all in this thread or split over a pool of `--threads` threads (rows are
+disjoint, so the threads never write the same words), then each accepts its
+document's next token (untimed). Only the fills are timed, per step and in total.
+
+Each mode runs in a fresh subprocess with an empty `PDA_CACHE_DIR`, so both pay
+the same first visits; a second pass over the same documents (new matchers, same
+compiled grammars) measures warm steps. Reported per mode and pass: wall time of
+all fills, masks per second, the speed-up of the threaded mode over one thread,
+and peak RSS.
+
+    python bench/batch_bench.py                       # 8 schema documents, 1 vs 2 threads
+    python bench/batch_bench.py --workload json --batch 8 --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import CORPUS, QWEN2_LOGITS_SIZE, REPO_ROOT, load_qwen2_tokenizer, machine_description, now_ns  # noqa: E402
+
+SCHEMAS = CORPUS / "jsonschemabench" / "schemas"
+
+
+def _documents(workload: str, batch: int, seed: int) -> list[dict[str, Any]]:
+    """`batch` (schema or None, pretty-printed valid instance) pairs, seeded, across categories."""
+    rng = random.Random(f"pda-batch:{seed}")
+    rows = []
+    for path in sorted(SCHEMAS.glob("*.jsonl")):
+        for line in path.open(encoding="utf-8"):
+            r = json.loads(line)
+            docs = [t["data"] for t in r["tests"] if t["valid"]]
+            if docs:
+                rows.append((r["schema"], docs[0]))
+    import warnings
+
+    import pda
+
+    warnings.simplefilter("ignore")
+    picked = []
+    for schema, doc in rng.sample(rows, len(rows)):
+        text = json.dumps(doc, indent=2, ensure_ascii=False)
+        if len(text) < 200:
+            continue
+        if workload == "schema":  # only schemas pda compiles and whose instance it accepts
+            try:
+                if not pda.Grammar.from_json_schema(schema, whitespace="flexible").accepts(text):
+                    continue
+            except pda.PdaError:
+                continue
+        picked.append({"schema": schema if workload == "schema" else None, "text": text})
+        if len(picked) == batch:
+            break
+    return picked
+
+
+def run_worker(items: list[dict[str, Any]], threads: int) -> dict[str, Any]:
+    """Compile, then replay the batch twice (cold, warm) with fills from `threads` threads."""
+    import numpy as np
+
+    import pda
+
+    tokenizer = load_qwen2_tokenizer()
+    vocab = pda.Vocabulary.from_hf(tokenizer)
+    grammars = []
+    compiled_ms = []
+    for item in items:
+        t0 = now_ns()
+        if item["schema"] is None:
+            grammar = pda.Grammar.load("json")
+        else:
+            grammar = pda.Grammar.from_json_schema(item["schema"], whitespace="flexible")
+        grammars.append(pda.compile(grammar, vocab, mask_width=QWEN2_LOGITS_SIZE))
+        compiled_ms.append((now_ns() - t0) / 1e6)
+    tokens = [tokenizer.encode(item["text"], add_special_tokens=False) + [tokenizer.eos_token_id] for item in items]
+    words = (QWEN2_LOGITS_SIZE + 31) // 32
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    passes = []
+    for _ in ("cold", "warm"):
+        matchers = [pda.Matcher(c) for c in grammars]
+        bitmask = np.zeros((len(items), words), dtype=np.int32)
+        position = [0] * len(items)
+        fill_ns = 0
+        masks = 0
+        while True:
+            active = [i for i, m in enumerate(matchers) if position[i] < len(tokens[i])]
+            if not active:
+                break
+            t0 = now_ns()
+            if pool is None:
+                for i in active:
+                    matchers[i].fill_bitmask(bitmask, i)
+            else:
+                shares = [active[k::threads] for k in range(threads)]
+                list(pool.map(lambda share: [matchers[i].fill_bitmask(bitmask, i) for i in share], shares))
+            fill_ns += now_ns() - t0
+            masks += len(active)
+            for i in active:
+                token = tokens[i][position[i]]
+                if not bitmask[i, token >> 5] >> (token & 31) & 1:
+                    raise AssertionError(f"document {i}: token {position[i]} refused")
+                if token != tokenizer.eos_token_id:
+                    matchers[i].accept_token(token)
+                position[i] += 1
+        passes.append({"fill_s": fill_ns / 1e9, "masks": masks})
+    if pool is not None:
+        pool.shutdown()
+    return {"threads": threads, "compile_ms": compiled_ms, "passes": passes,
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def run_isolated(items_file: Path, threads: int) -> dict[str, Any]:
+    """`run_worker` in a fresh interpreter with an empty disk cache."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        out = Path(f.name)
+    cache_dir = tempfile.mkdtemp(prefix="pda-batch-cache-")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+           "PDA_CACHE_DIR": cache_dir}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(threads), "--items-file", str(items_file),
+           "--result-file", str(out)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise SystemExit(f"worker with {threads} threads failed:\n{proc.stderr[-2000:]}")
+        return json.loads(out.read_text(encoding="utf-8"))
+    finally:
+        out.unlink(missing_ok=True)
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def format_table(results: list[dict[str, Any]], batch: int, workload: str) -> str:
+    base = results[0]
+    lines = [f"{machine_description()}; {batch} documents ({workload}), Qwen2; fills timed, accepts not", "",
+             "| threads | pass | masks | fill wall s | masks/s | speed-up vs 1 thread | peak RSS MiB |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        for name, p, b in zip(("cold", "warm"), r["passes"], base["passes"]):
+            rate, base_rate = p["masks"] / p["fill_s"], b["masks"] / b["fill_s"]
+            lines.append(f"| {r['threads']} | {name} | {p['masks']} | {p['fill_s']:.3f} | {rate:,.0f} | "
+                         f"{rate / base_rate:.2f}x | {r['peak_rss_mib']:.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workload", choices=("schema", "json"), default="schema",
+                    help="schema: each document under its own JSON Schema; json: all under json.lark")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--items-file", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--result-file", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker is not None:
+        items = json.loads(args.items_file.read_text(encoding="utf-8"))
+        args.result_file.write_text(json.dumps(run_worker(items, args.worker)), encoding="utf-8")
+        return 0
+    if not SCHEMAS.is_dir():
+        print(f"needs the JSONSchemaBench corpus at {SCHEMAS}", file=sys.stderr)
+        return 2
+    items = _documents(args.workload, args.batch, args.seed)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
+        json.dump(items, f)
+        items_file = Path(f.name)
+    try:
+        results = [run_isolated(items_file, 1), run_isolated(items_file, args.threads)]
+    finally:
+        items_file.unlink(missing_ok=True)
+    print(format_table(results, args.batch, args.workload))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
