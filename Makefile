@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 venv: $(STAMP)
 
 # torch is pinned and installed before anything that depends on it (a plain `torch` pulls a CUDA build).
-$(STAMP): pyproject.toml setup.py pda/_rows.c
+$(STAMP): pyproject.toml setup.py pda/_rows.c pda/kernels/*.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q "torch==2.13.0"

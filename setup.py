@@ -1,9 +1,35 @@
-"""The one compiled piece, `pda._rows` (see pda/rows.py); everything else is in pyproject.toml.
+"""The compiled pieces; everything else is in pyproject.toml.
 
-`optional=True`: without a C compiler the install still succeeds and pda uses the
-numpy row writers, which give the same results more slowly.
+* `pda.kernels._walk` (pda/kernels/_walk.c, the token index's trie walk) is required:
+  without a C compiler and Python's headers the install fails, saying so.
+* `pda._rows` (pda/_rows.c, see pda/rows.py) is `optional=True`: where it cannot be
+  built pda uses the numpy row writers, which give the same results more slowly.
 """
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
-setup(ext_modules=[Extension("pda._rows", ["pda/_rows.c"], optional=True)])
+
+class BuildExt(build_ext):
+    """`build_ext` that names what a required extension needs when it cannot be built."""
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as error:
+            if ext.optional:
+                raise
+            raise SystemExit(
+                f"error: building {ext.name} ({', '.join(ext.sources)}) failed: {error}\n"
+                "pda needs a C compiler (gcc or clang) and the Python development headers "
+                "(Debian/Ubuntu: apt-get install gcc python3-dev) to build its trie-walk kernel."
+            ) from error
+
+
+setup(
+    ext_modules=[
+        Extension("pda.kernels._walk", ["pda/kernels/_walk.c"]),
+        Extension("pda._rows", ["pda/_rows.c"], optional=True),
+    ],
+    cmdclass={"build_ext": BuildExt},
+)

@@ -5,7 +5,7 @@ For each K and engine a subprocess compiles the set and replays documents
 
 pda's grammar is the object frame with the enum as ONE terminal whose pattern is
 the alternation of the quoted values — the form the finite-set engine takes over
-(`pda.trie`). It is built by replacing that terminal's pattern in the IR, because
+(`pda.regex.finite_set`, `pda.trie`). It is built by replacing that terminal's pattern in the IR, because
 loading a 100,000-alternative terminal through Lark's own grammar parser takes
 ~50 s; that front-end time is reported apart (`--lark-front-end`). Peers get the
 same set as a JSON Schema string enum.
@@ -103,7 +103,7 @@ def run_pda(k: int, docs: list[list[int]], via_lark: bool, lazy: bool, collect: 
         out[f"front_end_{phase}_s"] = t1 - t0
         out[f"compile_{phase}_s"] = t2 - t1
         out[f"memory_{phase}_mib"] = mem.growth_mib
-    from pda.regex.product import terminal_dfa
+    from pda.lexer.terminals import terminal_dfa
 
     out["lexer_states"] = terminal_dfa(g.ir.terminal_by_name["TOOL"]).n_states
     out["table_mib"] = sum(t.nbytes for t in compiled.index.finite_sets.tables.values()) / 2**20

@@ -85,7 +85,7 @@ STAGES: list[tuple[str, str, list[str]]] = [
     ("front end / lowering", "recognizer / lexer init (rest)",
      ["pda.recognizer:Recognizer.__init__", "pda.lexer.lexer:Lexer.__init__"]),
     ("terminal DFAs", "terminal_dfa (memo, disk cache, dispatch)",
-     ["pda.regex.product:terminal_dfa", "pda.lexer.lexer:terminal_dfa"]),
+     ["pda.lexer.terminals:terminal_dfa", "pda.lexer.lexer:terminal_dfa"]),
     ("terminal DFAs", "regex parse (syntax.translate)", ["pda.regex.dfa:translate"]),
     ("terminal DFAs", "alphabet (classes -> atoms)", ["pda.regex.charset:Alphabet.__init__"]),
     ("terminal DFAs", "NFA construction", ["pda.regex.automaton:NFA.build"]),
@@ -96,27 +96,21 @@ STAGES: list[tuple[str, str, list[str]]] = [
     ("terminal DFAs", "look-around / first-match sub-DFA", ["pda.regex.dfa:_subdfa"]),
     ("terminal DFAs", "regex -> DFA (rest of compile_regex)", ["pda.regex.dfa:_compile_nodes"]),
     ("terminal DFAs", "finite-set / literal DFA",
-     ["pda.regex.product:finite_set_dfa", "pda.regex.product:_single_literal_dfa"]),
+     ["pda.regex.finite_set:finite_set_dfa", "pda.lexer.terminals:_single_literal_dfa"]),
     ("product DFAs", "all-terminal product (memo, disk)", ["pda.lexer.lexer:_all_terminal_dfa"]),
     ("product DFAs", "product construction (combine)", ["pda.regex.product:combine", "pda.lexer.lexer:combine"]),
     ("product DFAs", "product minimisation (Moore)", ["pda.regex.product:_minimise"]),
     ("product DFAs", "lexer tables per candidate set",
      ["pda.lexer.lexer:LexerTables.__init__", "pda.lexer.lexer:LexerTables.restrict",
       "pda.lexer.lexer:LexerTables.basic", "pda.lexer.lexer:Lexer.tables"]),
-    ("product DFAs", "DFA digests (sha256)", ["pda.lexer.lexer:_dfas_digest", "pda.index.token_index:dfa_digest"]),
+    ("product DFAs", "DFA digests (sha256)", ["pda.lexer.lexer:_dfas_digest", "pda.regex.dfa:dfa_digest"]),
     ("token index", "walk tables (per set / terminal)",
      ["pda.index.token_index:_WalkTables.of_candidates", "pda.index.token_index:_WalkTables.of_terminal"]),
-    ("token index", "slice proofs (index/slices.py)",
-     ["pda.index.token_index:_WalkTables.slice_states", "pda.index.slices:SliceStates.__init__",
-      "pda.index.slices:SliceStates.proven_depth", "pda.index.slices:SliceStates.safe",
-      "pda.index.slices:SliceStates.loops"]),
-    ("token index", "trie walk: level walk (_walk)",
-     ["pda.index.token_index:TokenIndex._walk", "pda.index.token_index:TokenIndex._children"]),
-    ("token index", "trie walk: tail (_walk_tail)", ["pda.index.token_index:TokenIndex._walk_tail"]),
-    ("token index", "trie walk: basic mode (_walk_states)",
-     ["pda.index.token_index:TokenIndex._walk_states", "pda.index.token_index:TokenIndex._basic_classify"]),
-    ("token index", "mask packing (_pack, _pack_ranges)",
-     ["pda.index.token_index:TokenIndex._pack", "pda.index.token_index:TokenIndex._pack_ranges"]),
+    ("token index", "trie walk kernel (kernels/walk.py: walk, walk_states, pack; proofs included)",
+     ["pda.kernels.walk:walk", "pda.kernels.walk:walk_states", "pda.kernels.walk:pack"]),
+    ("token index", "walk wrappers (_walk, _walk_states, _basic_classify)",
+     ["pda.index.token_index:TokenIndex._walk", "pda.index.token_index:TokenIndex._walk_states",
+      "pda.index.token_index:TokenIndex._basic_classify"]),
     ("token index", "walk keys (_signature, LexerTables.key)",
      ["pda.index.token_index:TokenIndex._signature", "pda.lexer.lexer:LexerTables.key"]),
     ("token index", "shared classifications (wrap, LRU)",
@@ -136,18 +130,18 @@ STAGES: list[tuple[str, str, list[str]]] = [
     ("parser", "Earley advance", ["pda.parser.earley:EarleyParser._advance"]),
     ("parser", "Earley prediction", ["pda.parser.earley:Prediction.__init__"]),
     ("parser", "indenter (IndentedNode.advance, .probe)",
-     ["pda.lexer.indent:IndentedNode.advance", "pda.lexer.indent:IndentedNode.probe"]),
-    ("mask", "boundary groups (_or_boundaries: probe + OR)", ["pda.compiler:CompiledGrammar._or_boundaries"]),
-    ("mask", "mask compose + dedupe (_compute_mask)", ["pda.compiler:CompiledGrammar._compute_mask"]),
+     ["pda.parser.indent:IndentedNode.advance", "pda.parser.indent:IndentedNode.probe"]),
+    ("mask", "boundary groups (_or_boundaries: probe + OR)", ["pda.masks:StepMasks._or_boundaries"]),
+    ("mask", "mask compose + dedupe (_compute_mask)", ["pda.masks:StepMasks._compute_mask"]),
     ("mask", "mask memo + EOS (step_mask, text_mask)",
-     ["pda.compiler:CompiledGrammar.step_mask", "pda.compiler:CompiledGrammar.text_mask"]),
-    ("mask", "lexer commit / can_end", ["pda.lexer.lexer:Lexer.can_end", "pda.lexer.lexer:Lexer.commit"]),
+     ["pda.masks:StepMasks.step_mask", "pda.masks:StepMasks.text_mask"]),
+    ("mask", "lexer commit / can_end", ["pda.scanner:Scanner.can_end", "pda.scanner:Scanner.commit"]),
     ("warm-up", "warm-up driver (BFS, lexeme states)",
      ["pda.compiler:CompiledGrammar._warm_node", "pda.compiler:CompiledGrammar._lexeme_states"]),
     ("compile", "compile driver (rest of CompiledGrammar.__init__)", ["pda.compiler:CompiledGrammar.__init__"]),
-    ("per step", "row writing (copy_row, scatter_row)", ["pda.matcher:copy_row", "pda.matcher:scatter_row"]),
+    ("per step", "row writing (copy_row, scatter_row)", ["pda.masks:StepMasks.write_row", "pda.masks:copy_row", "pda.masks:scatter_row"]),
     ("per step", "fill_bitmask (dispatch)", ["pda.matcher:Matcher.fill_bitmask"]),
-    ("per step", "lexer byte steps (Lexer.scan)", ["pda.lexer.lexer:Lexer.scan"]),
+    ("per step", "lexer byte steps (Lexer.scan)", ["pda.scanner:Scanner.scan"]),
     ("per step", "accept_token (dispatch)", ["pda.matcher:Matcher.accept_token", "pda.matcher:Matcher._advance"]),
 ]
 GROUP_OF = {stage: group for group, stage, _ in STAGES}
@@ -344,7 +338,7 @@ def memory_census() -> dict[str, Any]:
     import pda.compiler as pc
     import pda.index.token_index as ti
     import pda.lexer.lexer as pl
-    import pda.regex.product as pp
+    import pda.lexer.terminals as pp
 
     seen: set[int] = set()
 
@@ -388,7 +382,7 @@ def memory_census() -> dict[str, Any]:
     n_items = 0
     for c in compiled:
         parser = c.recognizer.parser
-        nodes = list(parser._nodes.values()) + [parser.root] + list(c._recent)
+        nodes = list(parser._nodes.values()) + [parser.root] + list(c.masks._recent)
         for node in {id(n): n for n in nodes}.values():
             n_nodes += 1
             kernel = getattr(node, "kernel", None)
@@ -410,10 +404,9 @@ def memory_census() -> dict[str, Any]:
         for wt in list(c.index._walk_tables.values()):
             for name in ("trans", "byte_class", "live", "stops", "ends_as"):
                 walk_b += nbytes(getattr(wt, name, None))
-            sl = getattr(wt, "slices", None)
-            if sl is not None:
-                names = getattr(type(sl), "__slots__", None) or list(vars(sl))
-                walk_b += sum(nbytes(getattr(sl, n, None)) for n in names)
+            proof = getattr(wt, "_proof", None)  # (depth, the kernel's int16 proof buffer)
+            if proof is not None:
+                walk_b += nbytes(proof[1])
         for arrays in list(c.index._trans_with_sink.values()):
             for a in arrays if isinstance(arrays, tuple) else (arrays,):
                 walk_b += nbytes(a)

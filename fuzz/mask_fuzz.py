@@ -113,7 +113,7 @@ class Mismatch:
             "warmup_seconds=0, disk_cache=False)",
             "node, q = cg.initial_state()",
             "for t in path:",
-            "    node, q = cg.lexer.feed(node, q, tokens[t])",
+            "    node, q = cg.scanner.feed(node, q, tokens[t])",
             "print(mask_mismatches(cg, node, q))",
         ]
         if self.case.mask_width is not None:
@@ -384,7 +384,7 @@ def reproduces(grammar: str, path: list[bytes], token: Token) -> list[tuple[int,
         compiled = compile_case(grammar, tokens, [eos], [])
         node, q = compiled.initial_state()
         for data in path:
-            step = compiled.lexer.feed(node, q, data)
+            step = compiled.scanner.feed(node, q, data)
             if step is None:
                 return None
             node, q = step

@@ -75,14 +75,18 @@ class Invalid(ValueError):
 _BAD_ENTRY = (OSError, ValueError, KeyError, TypeError, IndexError, OverflowError, UnicodeError, RecursionError)
 
 
+SOURCE_SUFFIXES = (".py", ".c", ".so", ".pyd")
+
+
 def source_version(root: Path) -> str:
-    """A hash of every `.py` file under `root` (relative path and bytes), in sorted order.
+    """A hash of every source and extension file under `root` (relative path and bytes), in sorted order.
 
     The cache's format version: any change to the code that writes or reads an
-    entry changes it.
+    entry changes it, the C kernels (their sources in a clone, their built modules
+    in a wheel) included.
     """
     digest = hashlib.sha256(MAGIC)
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file()):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:32]

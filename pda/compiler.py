@@ -1,10 +1,12 @@
-"""`pda.compile`: bind a grammar to a vocabulary, once, and share the result.
+"""`pda.compile`: bind a grammar to a vocabulary, once, and share the result (the compile-time half).
 
-A `CompiledGrammar` owns the recogniser (parser + lexer), the vocabulary trie
-and the token index, and computes masks for (parser node, lexer state) pairs.
-Masks are memoised on the parser node, which is the parser's whole
-configuration, so a mask is computed once per distinct state and reused by
-every matcher that reaches it.
+A `CompiledGrammar` owns the recogniser (parser + lexer), the vocabulary trie,
+the token index with its finite-set lookup, and the serve-time masks
+(`pda.masks.StepMasks`, the hot path, which memoises each (parser node, lexer
+state) pair's mask on the node: computed once per distinct state and reused by
+every matcher that reaches it). Here is the work before serving: the compile
+memo, the warm-up that precomputes the masks near the grammar's start, and the
+token index's disk snapshot.
 
 Invariants:
 * A compiled grammar is fixed by (grammar IR, vocabulary, mask width, `Limits`):
@@ -16,7 +18,6 @@ Invariants:
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 import weakref
@@ -32,6 +33,7 @@ from pda.index.token_index import TokenIndex
 from pda.index.trie import TokenTrie
 from pda.lexer.lexer import START
 from pda.limits import DEFAULT_LIMITS, Limits
+from pda.masks import StepMasks
 from pda.parser.earley import Node
 from pda.recognizer import Recognizer
 from pda.trie.lookup import FiniteSetLookup, PlainRows
@@ -47,12 +49,9 @@ _compiled: "weakref.WeakValueDictionary[tuple[str, str, int, Limits], CompiledGr
 _kept: "OrderedDict[tuple[str, str, int, Limits], CompiledGrammar]" = OrderedDict()
 _recognizers: "weakref.WeakValueDictionary[tuple[str, Limits], Recognizer]" = weakref.WeakValueDictionary()
 _lock = threading.Lock()
-_ids = itertools.count()
 
 
 DEFAULT_WARMUP_SECONDS = DEFAULT_LIMITS.warmup_seconds
-# Parser nodes whose memoised masks are kept alive after their last matcher (a tuning constant).
-RECENT_STATES = 4096
 
 
 def vocabulary_trie(vocab: Vocabulary) -> TokenTrie:
@@ -131,21 +130,15 @@ class CompiledGrammar:
         self.mask_words = (width + 31) // 32
         self.recognizer = _recognizer(grammar, limits)
         self.lexer = self.recognizer.lexer
+        self.scanner = self.recognizer.scanner
         self.eos_ids = np.array(sorted(i for i in vocab.eos_ids if i < width), dtype=np.int64)
         self.index = TokenIndex(self.lexer, vocabulary_trie(vocab), self.mask_words, vocab.content_hash)
-        self.index.finite_sets = FiniteSetLookup(self.index, grammar.ir.terminals, vocab.content_hash)
-        self._empty = np.zeros(self.mask_words, dtype=np.int32)
+        self.finite_sets = FiniteSetLookup(self.index, grammar.ir.terminals, vocab.content_hash)
+        self.index.finite_sets = self.finite_sets
         eos_mask = np.zeros(self.mask_words * 32, dtype=bool)
         eos_mask[self.eos_ids] = True
         self.eos_mask = np.packbits(eos_mask, bitorder="little").view(np.int32)
-        # Equal masks are stored once; each is freed with the last state that uses it.
-        self._masks: weakref.WeakValueDictionary[bytes, np.ndarray] = weakref.WeakValueDictionary()
-        # Parser nodes are interned weakly, so their memoised masks die with the last matcher
-        # holding them; the most recently served states are kept alive for the next request.
-        self._recent: deque[Node] = deque(maxlen=RECENT_STATES)
-        # Per parser node's allowed terminals: the finite-set lookup's plain rows, or False (`plain_rows`).
-        self._plain: dict[int, PlainRows | Literal[False]] = {}
-        self._id = next(_ids)
+        self.masks = StepMasks(self.scanner, self.index, self.finite_sets, self.eos_mask)
         self._snapshot_key = (
             {"lexer": self.lexer.content_hash, "grammar": grammar.ir.content_hash, "vocab": vocab.content_hash,
              "mask_words": self.mask_words}
@@ -200,10 +193,10 @@ class CompiledGrammar:
 
     def _warm_node(self, node: Node, deadline: float) -> list[Node]:
         """`warm_up`'s work on one parser node: memoise its masks; its successors, one per terminal."""
-        lexer = self.lexer
-        self.step_mask(node, START)
+        lexer, masks = self.lexer, self.masks
+        masks.step_mask(node, START)
         live_set = node.allowed | lexer.ignore
-        lookup = self.index.finite_sets
+        lookup = self.finite_sets
         # A lexeme of one finite-set terminal alone: its plain states are written from
         # `plain_rows`; only the few where the lexeme can end need masks (and their boundary
         # groups' suffixes, shared by the states).
@@ -211,12 +204,12 @@ class CompiledGrammar:
             lexemes = lookup.ending_states(live_set).tolist()
         else:
             lexemes = self._lexeme_states(live_set)
-        plain = self.plain_rows(node.allowed)
+        plain = masks.plain_rows(node.allowed)
         for q in lexemes:
             if time.perf_counter() >= deadline:
                 break
             if not plain or plain.lo[q] < 0:
-                self.step_mask(node, q)  # memoised: the first document's steps find it
+                masks.step_mask(node, q)  # memoised: the first document's steps find it
         successors = []
         for t in range(len(lexer.names)):
             if node.allowed >> t & 1:
@@ -245,83 +238,22 @@ class CompiledGrammar:
     def root(self) -> Node:
         return self.recognizer.root
 
+    # The serve-time API, answered by `self.masks` (pda/masks.py).
     def text_mask(self, node: Node, q: int) -> np.ndarray:
         """Packed mask of the text tokens allowed at (node, q); EOS not included. Memoised."""
-        key = (self._id, q)  # parser nodes are shared by every vocabulary a grammar is compiled for
-        mask = node.cache.get(key)
-        if mask is None:
-            mask = self._compute_mask(node, q)
-            node.cache[key] = mask
-            self._recent.append(node)
-        return mask
+        return self.masks.text_mask(node, q)
 
     def step_mask(self, node: Node, q: int) -> np.ndarray:
-        """`text_mask` with EOS added where the text can end: what a matcher serves. Memoised (hot path)."""
-        steps = node.cache.get(self._id)  # {lexer state: mask}: two lookups cost less than hashing a key tuple
-        mask = steps.get(q) if steps is not None else None
-        if mask is None:
-            mask = self.text_mask(node, q)
-            if self.can_end(node, q):
-                mask = mask | self.eos_mask
-            if steps is None:
-                steps = node.cache[self._id] = {}
-            steps[q] = mask
-        return mask
-
-    def plain_rows(self, allowed: int) -> PlainRows | Literal[False]:
-        """The finite-set lookup's plain rows for parser nodes allowing `allowed` (False: none); memoised.
-
-        `Matcher.fill_bitmask` writes a plain state's row from them (zero, then scatter):
-        nothing is computed, allocated or memoised per state, so a first visit costs what
-        a repeat does, and no 19 KB mask per enum state is allocated or kept. Its hot path
-        reads `_plain` (this memo) and a node's `step_mask` memo directly.
-        """
-        rows = self.index.finite_sets.plain_rows(allowed | self.lexer.ignore) or False
-        self._plain[allowed] = rows
-        return rows
-
-    # Hot path on a cache miss: OR precomputed classifications; only boundary groups touch the parser.
-    def _compute_mask(self, node: Node, q: int) -> np.ndarray:
-        lexer, index = self.lexer, self.index
-        ignore = lexer.ignore
-        root = index.at_state(q, node.allowed | ignore)
-        if not root.groups:  # nothing depends on the stack: the index's own mask, already shared
-            return root.inside if root.inside is not None else self._empty
-        acc = root.inside.copy() if root.inside is not None else self._empty.copy()
-        self._or_boundaries(acc, node, root.groups)
-        # A sample of the words keys the dedupe table cheaply; a hit is confirmed in full.
-        sample = acc[::16].tobytes()
-        shared = self._masks.get(sample)
-        if shared is not None and np.array_equal(shared, acc):
-            return shared
-        self._masks[sample] = acc
-        return acc
-
-    def _or_boundaries(self, acc: np.ndarray, node: Node, groups: list) -> None:
-        """OR into `acc` the tokens of boundary groups reached from `node`, following second boundaries."""
-        lexer, index = self.lexer, self.index
-        ignore = lexer.ignore
-        stack = [(node, groups)]
-        while stack:
-            at, groups = stack.pop()
-            for group in groups:
-                terminals = group.terminals
-                after = at.probe(terminals) if terminals & at.allowed else at
-                if after is None:
-                    continue
-                sub = index.after_boundary(group, after.allowed | ignore)
-                if sub.inside is not None:
-                    np.bitwise_or(acc, sub.inside, out=acc)
-                if sub.groups:
-                    stack.append((after, sub.groups))
+        """`text_mask` with EOS added where the text can end: what a matcher serves. Memoised."""
+        return self.masks.step_mask(node, q)
 
     def can_end(self, node: Node, q: int) -> bool:
-        key = ("end", q)
-        end = node.cache.get(key)
-        if end is None:
-            end = self.lexer.can_end(node, q)
-            node.cache[key] = end
-        return end
+        """Whether the text may end at (node, q). Memoised."""
+        return self.masks.can_end(node, q)
+
+    def plain_rows(self, allowed: int) -> PlainRows | Literal[False]:
+        """The finite-set lookup's plain rows for parser nodes allowing `allowed` (False: none); memoised."""
+        return self.masks.plain_rows(allowed)
 
     def initial_state(self) -> tuple[Node, int]:
         return self.recognizer.root, START

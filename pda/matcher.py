@@ -2,8 +2,8 @@
 
 A matcher's state is the history of (parser node, lexer state) pairs, one per
 accepted step, so rollback is popping and a copy is a list copy. Masks come
-from the compiled grammar's memo; accepting a token feeds its bytes through
-the same lexer step function the reference path uses.
+from the compiled grammar's memo (`pda.masks`); accepting a token feeds its bytes
+through the same scanner (`pda.scanner`) the reference path uses.
 
 Invariants:
 * `_history` has one entry more than there are non-EOS steps; `_steps` holds every
@@ -27,7 +27,7 @@ import numpy as np
 from pda.compiler import CompiledGrammar
 from pda.errors import LimitExceeded, TokenRejected
 from pda.parser.earley import Node
-from pda.rows import BitmaskLayoutError, copy_row, scatter_row
+from pda.rows import BitmaskLayoutError, copy_row
 
 _BITMASK_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
 
@@ -129,7 +129,7 @@ class Matcher:
             return True
         node, q = self._history[-1]
         try:
-            return self.compiled.can_end(node, q)
+            return self.compiled.masks.can_end(node, q)
         except LimitExceeded as exc:
             self.error = exc
             return True
@@ -199,7 +199,7 @@ class Matcher:
             return False
         node, q = self._history[-1]
         try:
-            nxt = self.compiled.lexer.feed(node, q, data)
+            nxt = self.compiled.scanner.feed(node, q, data)
         except LimitExceeded as exc:
             self.error = exc
             return False
@@ -222,7 +222,7 @@ class Matcher:
             return compiled.eos_mask
         node, q = self._history[-1]
         try:
-            return compiled.step_mask(node, q)
+            return compiled.masks.step_mask(node, q)
         except LimitExceeded as exc:
             self.error = exc
             return compiled.eos_mask
@@ -234,31 +234,22 @@ class Matcher:
         TypeError for another dtype or a row that is not an integer; `BitmaskRowError` (a ValueError
         and an IndexError) for a row outside.
         """
-        compiled = self.compiled
         if type(row) is not int:
             row = _as_int(row, "row")
         if type(bitmask) is not np.ndarray:
             bitmask = _numpy_view(bitmask)
-        try:
-            if type(bitmask) is np.ndarray:
-                # The usual case, one `pda.rows` call straight into the row. Hot path (~0.4 µs a step
-                # with the compiled writer): the compiled grammar's memos are read here, not through methods.
-                if self._terminated or self.error is not None:
-                    copy_row(bitmask, row, compiled.eos_mask)
-                    return
-                node, q = self._history[-1]
-                rows = compiled._plain.get(node.allowed)
-                if rows is None:
-                    rows = compiled.plain_rows(node.allowed)
-                if rows:
-                    lo = rows.lo[q]
-                    if lo >= 0:  # a plain finite-set state: a zero row but for its packed words
-                        scatter_row(bitmask, row, rows.words, rows.bits, lo, rows.hi[q])
-                        return
-                steps = node.cache.get(compiled._id)  # `step_mask`'s memo
-                mask = steps.get(q) if steps is not None else None
-                copy_row(bitmask, row, mask if mask is not None else compiled.step_mask(node, q))
+            if type(bitmask) is not np.ndarray:
+                self._fill_general(bitmask, row)
                 return
+        try:
+            # The usual case, one `pda.rows` call straight into the row. Hot path (~0.3 µs a step
+            # with the compiled writer): one call to the masks' owner, which reads its own memos.
+            if self._terminated or self.error is not None:
+                copy_row(bitmask, row, self.compiled.eos_mask)
+                return
+            node, q = self._history[-1]
+            self.compiled.masks.write_row(bitmask, row, node, q)
+            return
         except LimitExceeded as exc:
             self.error = exc
         except (BitmaskLayoutError, IndexError, OverflowError):  # strided, uint32, read-only, a bad or huge row: the general path
@@ -321,13 +312,13 @@ class Matcher:
         """
         if self._terminated or self.error is not None:
             return b""
-        lexer = self.compiled.lexer
+        scanner = self.compiled.scanner
         budget = self.compiled.limits.max_forced_bytes
         node, q = self._history[-1]
         out = bytearray()
         try:
-            while len(out) < budget and not lexer.can_end(node, q):
-                only = lexer.only_byte(node, q)
+            while len(out) < budget and not scanner.can_end(node, q):
+                only = scanner.only_byte(node, q)
                 if only is None:
                     break
                 out.append(only[0])

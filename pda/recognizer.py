@@ -1,4 +1,4 @@
-"""A grammar ready to recognise text: parser tables, Earley parser and lexer, wired together.
+"""A grammar ready to recognise text: parser tables, Earley parser and lexer, wired by a `Scanner`.
 
 A recogniser is built for one `Limits` (its parser and lexer budgets); `Grammar.recognizer`
 uses the defaults and `pda.compile` builds another for other limits.
@@ -10,12 +10,13 @@ from collections import deque
 
 from pda.errors import ParseError
 from pda.grammar.ir import BASIC, GrammarIR
-from pda.lexer.indent import IndentedNode, Indenter, expand_ir
 from pda.lexer.lexer import START, Lexer
 from pda.limits import DEFAULT_LIMITS, Limits
 from pda.parser.earley import EarleyParser, Node
-from pda.regex.dfa import LexerDFA
+from pda.parser.indent import IndentedNode, Indenter, expand_ir
 from pda.parser.tables import build_tables
+from pda.regex.dfa import LexerDFA
+from pda.scanner import Scanner
 
 
 def shortest_string(dfa: LexerDFA) -> bytes:
@@ -48,6 +49,7 @@ class Recognizer:
         self.tables = build_tables(ir)
         self.parser = EarleyParser(self.tables, limits=limits)
         self.lexer = Lexer(ir, max_states=limits.max_lexer_states)
+        self.scanner = Scanner(self.lexer)
         self.root: Node | IndentedNode = (
             Indenter(ir, ir.indent).root(self.parser.root) if ir.indent is not None else self.parser.root
         )
@@ -62,11 +64,11 @@ class Recognizer:
 
     def run(self, data: bytes, *, prefix: bool = False) -> None:
         """Raise `ParseError` unless `data` is a sentence (or, with `prefix`, a viable prefix)."""
-        lexer = self.lexer
-        node, q, consumed = lexer.scan(self.root, START, data)
+        scanner = self.scanner
+        node, q, consumed = scanner.scan(self.root, START, data)
         if consumed < len(data):
             raise self._error(data, consumed, node, q)
-        if not prefix and not lexer.can_end(node, q):
+        if not prefix and not scanner.can_end(node, q):
             raise self._error(data, len(data), node, q, at_end=True)
 
     def accepts(self, data: bytes, *, prefix: bool = False) -> bool:
@@ -87,7 +89,7 @@ class Recognizer:
         for c in set(tables.cls):
             growing |= tables.live[tables.rows[q][c]]
         live = growing & node.allowed
-        after = lexer.commit(node, q)
+        after = self.scanner.commit(node, q)
         more = after.allowed if after is not None else 0
         return names(live | more)
 
@@ -106,7 +108,7 @@ class Recognizer:
         if len(expected) > 12:
             shown += f", ... ({len(expected) - 12} more)"
         if at_end:
-            if self.lexer.can_end(node, q):
+            if self.scanner.can_end(node, q):
                 msg = "unexpected end of text"
             else:
                 msg = f"unexpected end of text; expected {shown or 'nothing'}"

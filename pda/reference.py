@@ -1,27 +1,37 @@
-"""The slow reference path: the correctness oracle for masks (docs/design.md).
+"""The slow reference paths: the correctness oracles for masks and for trie walks (docs/design.md).
 
 For a state and a token, feed the token's bytes one at a time through the
 lexer and parser, with no token index and no mask cache. The fast mask must
 equal this exactly: every allowed token keeps the text a viable prefix, and
 every token that does is allowed.
+
+`reference_walk` is the oracle of one trie walk (`pda.kernels.walk`): each token's
+bytes fed one at a time through the walk tables, with no trie sharing and no cut;
+`reference_classification` reads it as the token index's `Classification`.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from pda.compiler import CompiledGrammar
+from pda.index.token_index import BoundaryGroup, Classification, TokenIndex
 from pda.parser.earley import Node
+
+if TYPE_CHECKING:
+    from pda.index.trie import TokenTrie
 
 
 def reference_allowed(compiled: CompiledGrammar, node: Node, q: int) -> np.ndarray:
     """Allowed token ids at (node, q), ascending, computed token by token."""
-    lexer = compiled.lexer
+    scanner = compiled.scanner
     vocab = compiled.vocab
     allowed = [
-        i for i, data in enumerate(vocab.tokens) if data and lexer.feed(node, q, data) is not None
+        i for i, data in enumerate(vocab.tokens) if data and scanner.feed(node, q, data) is not None
     ]
-    if lexer.can_end(node, q):
+    if scanner.can_end(node, q):
         allowed.extend(int(i) for i in compiled.eos_ids)
     return np.array(sorted(allowed), dtype=np.int64)
 
@@ -32,11 +42,11 @@ def mask_mismatches(compiled: CompiledGrammar, node: Node, q: int, token_ids=Non
     `token_ids` restricts the check to some ids (for 100k-token vocabularies); by
     default every id of the vocabulary is checked.
     """
-    lexer = compiled.lexer
+    scanner = compiled.scanner
     vocab = compiled.vocab
     mask = compiled.text_mask(node, q)
     fast_bits = np.unpackbits(mask.view(np.uint8), bitorder="little")
-    can_end = lexer.can_end(node, q)
+    can_end = scanner.can_end(node, q)
     ids = range(vocab.size) if token_ids is None else token_ids
     out = []
     for i in ids:
@@ -46,7 +56,7 @@ def mask_mismatches(compiled: CompiledGrammar, node: Node, q: int, token_ids=Non
             ref = can_end
             fast = bool(compiled.can_end(node, q))
         else:
-            ref = bool(data) and lexer.feed(node, q, data) is not None
+            ref = bool(data) and scanner.feed(node, q, data) is not None
             fast = bool(fast_bits[i])
         if ref != fast:
             out.append((i, fast, ref))
@@ -60,7 +70,7 @@ def random_walk_states(compiled: CompiledGrammar, rng, *, max_steps: int, eos_pr
     text can end, EOS is taken with `eos_probability`.
     """
     node, q = compiled.initial_state()
-    lexer = compiled.lexer
+    scanner = compiled.scanner
     for _ in range(max_steps):
         mask = compiled.text_mask(node, q)
         allowed = np.flatnonzero(np.unpackbits(mask.view(np.uint8), bitorder="little"))
@@ -70,6 +80,74 @@ def random_walk_states(compiled: CompiledGrammar, rng, *, max_steps: int, eos_pr
             return
         token = int(allowed[rng.randrange(len(allowed))])
         yield node, q, token
-        nxt = lexer.feed(node, q, compiled.vocab.tokens[token])
+        nxt = scanner.feed(node, q, compiled.vocab.tokens[token])
         assert nxt is not None, f"fast mask allowed token {token} that the lexer rejects"
         node, q = nxt
+
+
+def reference_walk(trie: TokenTrie, tables, roots, root_state: int) -> tuple[set, set]:
+    """One walk's outcome for every token below `roots` from `root_state`, token by token.
+
+    `tables` has the walk tables `trans`, `byte_class`, `live`, `stops`, `ends_as`
+    (`pda.index.token_index._WalkTables`). A token below root r is fed from r's byte on:
+    while each next state is live the token goes on; it is *inside* when all its
+    bytes do. At the first byte whose next state is not live it is a *boundary* there
+    when that state `stops` and the state before the byte ends a lexeme
+    (`ends_as >= 0`), else it is dead. Returns (inside, boundaries): the set of
+    (token id, its end node, its last state) and the set of (node, state before
+    the node's byte). Nodes come from the trie's parent links, not from the walk's
+    child lists.
+    """
+    byte_class = tables.byte_class.tolist()
+    live, stops, ends_as = tables.live.tolist(), tables.stops.tolist(), tables.ends_as.tolist()
+    rows: dict[int, list[int]] = {}  # the transition rows read so far, as lists
+
+    def step(state: int, byte: int) -> int:
+        row = rows.get(state)
+        if row is None:
+            row = rows[state] = tables.trans[state].tolist()
+        return row[byte_class[byte]]
+
+    parent, byte = trie.parent.tolist(), trie.byte.tolist()
+    starts = {int(r) for r in roots}
+    inside, boundaries = set(), set()
+    for token, end_node in zip(trie.token_ids.tolist(), trie.token_end.tolist()):
+        path = []  # the token's nodes, from the trie's root down
+        node = end_node
+        while node:
+            path.append(node)
+            node = parent[node]
+        path.reverse()
+        for first in range(len(path)):
+            if path[first] not in starts:
+                continue
+            state = root_state
+            for node in path[first:]:
+                nxt = step(state, byte[node])
+                if not live[nxt]:
+                    if stops[nxt] and ends_as[state] >= 0:
+                        boundaries.add((node, state))
+                    break
+                state = nxt
+            else:
+                inside.add((token, end_node, state))
+    return inside, boundaries
+
+
+def reference_classification(index: TokenIndex, roots, root_state: int, live_set: int) -> Classification:
+    """What `index._classify(roots, root_state, live_set)` must return, by `reference_walk` on the candidate
+    set's walk tables: the inside tokens' mask (None when empty) and one group per terminal set, its nodes
+    ascending (int64)."""
+    tables = index.walk_tables(live_set)
+    inside, boundaries = reference_walk(index.trie, tables, roots, root_state)
+    mask = None
+    if inside:
+        bits = np.zeros(index.mask_words * 32, dtype=bool)
+        bits[[token for token, _, _ in inside]] = True
+        mask = np.packbits(bits, bitorder="little").view(np.int32)
+    nodes: dict[int, set[int]] = {}
+    for node, state in boundaries:
+        nodes.setdefault(int(tables.ends_as[state]), set()).add(node)
+    return Classification(mask, [
+        BoundaryGroup(tables.sets[k], np.array(sorted(nodes[k]), dtype=np.int64)) for k in sorted(nodes)
+    ])

@@ -164,5 +164,5 @@ def test_under_every_terminal_a_lexeme_stops_live_where_it_cannot_grow(name: str
 
     grammar = basic(SQLISH) if name == "sqlish" else pda.Grammar.load(name)
     compiled = pda.CompiledGrammar(grammar, synthetic_vocab(), warmup_seconds=0, disk_cache=False)
-    tables = compiled.index._tables((1 << len(compiled.lexer.dfas)) - 1)
+    tables = compiled.index.walk_tables((1 << len(compiled.lexer.dfas)) - 1)
     assert np.array_equal(tables.live, ~tables.stops)

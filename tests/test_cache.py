@@ -29,8 +29,8 @@ from pda import cache, compiler
 from pda.index import slices, token_index
 from pda.integrations.bitmask import allocate_token_bitmask
 from pda.lexer import lexer as lexer_module
+from pda.lexer import terminals
 from pda.lru import ByteLRU
-from pda.regex import product
 from pda.trie import join
 
 # Two grammars with an enum (a finite-set terminal of at least FINITE_SET_MIN_CHOICES values:
@@ -76,7 +76,7 @@ VOCAB_B = vocabulary(["alphabet", '"gamma"}'])
 def fresh_process() -> Iterator[None]:
     """Forget every in-memory cache, as a new process would: only the disk cache remains."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(product, "_memory", ByteLRU(product.TERMINAL_DFAS_MAX_BYTES))
+        mp.setattr(terminals, "_memory", ByteLRU(terminals.TERMINAL_DFAS_MAX_BYTES))
         mp.setattr(lexer_module, "_combined", ByteLRU(lexer_module.ALL_TERMINAL_DFAS_MAX_BYTES))
         mp.setattr(compiler, "_tries", weakref.WeakKeyDictionary())
         mp.setattr(compiler, "_compiled", weakref.WeakValueDictionary())

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import pda
-from pda.lexer.indent import IndentedNode
+from pda.parser.indent import IndentedNode
 from pda.reference import mask_mismatches, random_walk_states
 from tests.conftest import GRAMMARS, corpus_path
 
@@ -92,7 +92,7 @@ def walk_from(compiled: pda.CompiledGrammar, node, q: int, rng: random.Random, s
         if len(allowed) == 0:
             break
         token = int(allowed[rng.randrange(len(allowed))])
-        nxt = compiled.lexer.feed(node, q, compiled.vocab.tokens[token])
+        nxt = compiled.scanner.feed(node, q, compiled.vocab.tokens[token])
         assert nxt is not None, f"fast mask allowed token {token} that the lexer rejects"
         node, q = nxt
         out.append(State(node, q, "walk"))

@@ -1,8 +1,8 @@
 """The finite-set engine (issue 9): literal alternations built as trie DFAs, masks by lookup.
 
 One behavioural suite, two backends: every check compares the finite-set path
-(`pda.trie`: the trie DFA reached through `pda.regex.product.terminal_dfa`, and
-the per-state lookup `pda.trie.lookup` the token index consults) with the
+(`pda.regex.finite_set`: the trie DFA reached through `pda.lexer.terminals.terminal_dfa`,
+and the per-state lookup `pda.trie.lookup` the token index consults) with the
 general path (regex → NFA → DFA, and the token index's trie walk), or with `re`
 and the slow reference path.
 """
@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import pda
+import pda.masks
 import pda.matcher
 from pda import rows as rows_module
 from pda.grammar.ir import TerminalDef
@@ -26,9 +27,11 @@ from pda.index import token_index
 from pda.lru import ByteLRU
 from pda.reference import mask_mismatches
 from pda.lexer import lexer as lexer_module
-from pda.regex import product
+from pda.lexer import terminals
 from pda.regex.dfa import compile_regex
-from pda.trie import build_literal_dfa, finite_set_dfa, literal_alternatives, lookup
+from pda.regex.finite_set import build_literal_dfa, finite_set_dfa
+from pda.regex.literals import literal_alternatives
+from pda.trie import lookup
 from pda.trie.join import join
 from pda.trie.lookup import FiniteSetLookup
 from tests.classifications import assert_same_classification
@@ -240,10 +243,10 @@ def backend(finite_set: bool, cache_dir: Path):
     """
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PDA_CACHE_DIR", str(cache_dir / ("finite" if finite_set else "general")))
-        mp.setattr(product, "_memory", ByteLRU(product.TERMINAL_DFAS_MAX_BYTES))
+        mp.setattr(terminals, "_memory", ByteLRU(terminals.TERMINAL_DFAS_MAX_BYTES))
         mp.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
         if not finite_set:
-            mp.setattr(product, "finite_set_dfa", lambda t, **kw: None)
+            mp.setattr(terminals, "finite_set_dfa", lambda t, **kw: None)
             mp.setattr(lookup, "is_finite_set", lambda t: False)
         yield
 
@@ -321,8 +324,9 @@ def test_fill_bitmask_rows_equal_dense_masks(writers: str, tmp_path: Path, monke
     """
     torch = pytest.importorskip("torch")
     if writers == "numpy":  # the writers a build without a C compiler serves with
-        monkeypatch.setattr(pda.matcher, "copy_row", rows_module.numpy_copy_row)
-        monkeypatch.setattr(pda.matcher, "scatter_row", rows_module.numpy_scatter_row)
+        for module in (pda.matcher, pda.masks):  # the matcher writes EOS-only rows, the masks' owner the others
+            monkeypatch.setattr(module, "copy_row", rows_module.numpy_copy_row)
+        monkeypatch.setattr(pda.masks, "scatter_row", rows_module.numpy_scatter_row)
         monkeypatch.setattr(pda.matcher, "BitmaskLayoutError", rows_module.NumpyBitmaskLayoutError)
     values = identifier_values(1000, seed=4)
     fast = compile_fast(json_like_grammar(values), synthetic_vocabulary(values), tmp_path)
@@ -678,7 +682,7 @@ def test_warm_up_memoises_what_the_first_document_needs(tmp_path: Path) -> None:
         while text:
             node, q = m._history[-1]
             if not served_from_plain_rows(compiled, m):  # before anything here computes its mask
-                assert q in node.cache.get(compiled._id, {}), f"state {q} after {m.num_tokens} tokens was not warmed"
+                assert compiled.masks.cached_step_mask(node, q) is not None, f"state {q} after {m.num_tokens} tokens was not warmed"
             token = max((t for t in m.allowed_token_ids().tolist() if t in pieces and text.startswith(pieces[t])),
                         key=lambda t: len(pieces[t]))
             assert m.accept_token(token)

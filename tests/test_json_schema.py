@@ -262,7 +262,7 @@ def test_large_objects_keep_schema_order() -> None:
 def test_string_enum_is_one_literal_set_terminal() -> None:
     """A string enum is one `(?:"a"|"b")` terminal that the finite-set engine recognises,
     with both spellings of `/`; values with other escapes join it as regexes."""
-    from pda.trie.literals import literal_alternatives
+    from pda.regex.literals import literal_alternatives
 
     values = [f"v{i}/x" for i in range(1500)] + ["a b", "#~"]
     g = pda.Grammar.from_json_schema({"type": "string", "enum": values})

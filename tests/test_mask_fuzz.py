@@ -58,8 +58,8 @@ def _lexemes_committed(compiled: CompiledGrammar, node, q: int, data: bytes) -> 
     """How many parser-visible lexemes end inside `data` when it is fed at (node, q)."""
     count = 0
     for k in range(len(data)):
-        before = compiled.lexer.feed(node, q, data[:k])
-        after = compiled.lexer.feed(node, q, data[: k + 1])
+        before = compiled.scanner.feed(node, q, data[:k])
+        after = compiled.scanner.feed(node, q, data[: k + 1])
         count += before is not None and after is not None and after[0] is not before[0]
     return count
 

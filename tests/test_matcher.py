@@ -159,8 +159,8 @@ def test_one_grammar_compiled_for_two_vocabularies_keeps_masks_apart(vocab: pda.
     assert ids(b"[")[0] in first.allowed_token_ids()
 
 
-def _only_byte_by_steps(lexer, node, q):  # the definition: every byte through `Lexer.step`
-    viable = [(b, nxt) for b in range(256) if (nxt := lexer.step(node, q, b)) is not None]
+def _only_byte_by_steps(scanner, node, q):  # the definition: every byte through `Scanner.step`
+    viable = [(b, nxt) for b in range(256) if (nxt := scanner.step(node, q, b)) is not None]
     return viable[0] if len(viable) == 1 else None
 
 
@@ -174,11 +174,11 @@ def _only_byte_by_steps(lexer, node, q):  # the definition: every byte through `
 )
 def test_only_byte_is_step_over_every_byte(grammar: str, texts: list[str]) -> None:
     g = pda.Grammar.load(grammar) if grammar.endswith(".lark") else pda.Grammar.from_lark(grammar)
-    lexer = g.recognizer.lexer
+    scanner = g.recognizer.scanner
     for text in texts:
-        state = lexer.feed(g.recognizer.root, 0, text.encode())
+        state = scanner.feed(g.recognizer.root, 0, text.encode())
         assert state is not None, text
-        assert lexer.only_byte(*state) == _only_byte_by_steps(lexer, *state), text
+        assert scanner.only_byte(*state) == _only_byte_by_steps(scanner, *state), text
 
 
 def test_forced_bytes_of_a_long_literal_is_fast(vocab: pda.Vocabulary) -> None:

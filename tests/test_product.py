@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from pda.grammar.ir import TerminalDef
-from pda.regex.product import _minimise, combine, terminal_dfa
+from pda.lexer.terminals import terminal_dfa
+from pda.regex.product import _minimise, combine
 
 PATTERNS = [
     r"\"(?:[^\"\\]|\\.)*\"",  # a JSON-like string

@@ -248,7 +248,7 @@ KNOWN_DIFFERENCES = {
     "x = f'{lambda: 1}'\n",
     "x = 1and 2\n",
     # indentation longer than 16 characters that mixes tabs and spaces is not checked for
-    # TabError (pda/lexer/indent.py, MIXED_MAX_LENGTH)
+    # TabError (pda/parser/indent.py, MIXED_MAX_LENGTH)
     "if x:\n\t\t               y\n                               z\n",
 }
 

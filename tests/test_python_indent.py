@@ -1,6 +1,6 @@
 """Exact masks where the indenter reads more than widths: tabs and spaces mixed
 (`TabError`: widths with tabs of 8 and of 1), line continuations inside a line's
-indentation, and lone `\\r` line breaks (pda/lexer/indent.py).
+indentation, and lone `\\r` line breaks (pda/parser/indent.py).
 
 Each text is fed byte by byte through the compiled grammar's lexer, and at every
 prefix the fast mask (Qwen2 vocabulary) is compared with the reference on sampled
@@ -70,10 +70,10 @@ def test_masks_along_text_equal_reference(compiled: pda.CompiledGrammar, text: s
         bad = mask_mismatches(compiled, node, q, np.unique(sample))
         if bad:
             failures.append((len(failures), bad[:5]))
-        step = compiled.lexer.feed(node, q, bytes((byte,)))
+        step = compiled.scanner.feed(node, q, bytes((byte,)))
         if step is None:
             completed = False
             break
         node, q = step
     assert failures == []
-    assert (completed and compiled.lexer.can_end(node, q)) == python_accepts(text)
+    assert (completed and compiled.scanner.can_end(node, q)) == python_accepts(text)

@@ -346,7 +346,7 @@ def test_sample_from_dfa_is_accepted() -> None:
 def test_single_literal_terminal_dfa_equals_the_regex_path(literal: str, others: list[str]) -> None:
     """`terminal_dfa` builds a one-literal terminal directly; same language and prefixes as the
     regex path, and minimal."""
-    from pda.regex.product import terminal_dfa
+    from pda.lexer.terminals import terminal_dfa
 
     fast = terminal_dfa(TerminalDef("LIT", re.escape(literal)))
     slow = compile_regex(re.escape(literal))

@@ -6,9 +6,9 @@ their ids (`pda.index.token_index.SharedClassifications`). Every check here
 compiles one grammar to fill the shared store, then a second grammar whose
 terminals have other ids, and compares what the second one's index answers
 (shared hits, single-terminal walks on the terminal's own DFA, disk entries)
-with the reference walk `TokenIndex._classify(..., shortcuts=False)` (the
-candidate set's DFA, no cache, every trie node visited level by level) and the masks with the
-slow reference path.
+with the reference walk `pda.reference.reference_classification` (the candidate
+set's DFA, no cache, every token fed byte by byte) and the masks with the slow
+reference path.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pda
 from pda.index import token_index
 from pda.lexer import lexer as lexer_module
 from pda.lexer.lexer import START
-from pda.reference import mask_mismatches, random_walk_states
+from pda.reference import mask_mismatches, random_walk_states, reference_classification
 from tests.classifications import assert_same_classification
 
 # One object frame, two string-ish terminals and a number; B renames nothing but
@@ -96,15 +96,16 @@ def check_walks(compiled: pda.CompiledGrammar, n_walks: int, seed: int) -> int:
         for node, q, _token in random_walk_states(compiled, rng, max_steps=12):
             live_set = node.allowed | lexer.ignore
             got = index.at_state(q, live_set)
-            want = index._classify(index.first_nodes, q, live_set, shortcuts=False)
+            want = reference_classification(index, index.first_nodes, q, live_set)
             assert_same_classification(got, want, f"at lexer state {q}, live set {live_set:b}")
             for group in got.groups:
                 after = node.advance(group.terminals) if group.terminals & node.allowed else node
                 if after is None:
                     continue
                 nxt = after.allowed | lexer.ignore
-                assert_same_classification(index.after_boundary(group, nxt), index._classify(group.nodes, START, nxt, shortcuts=False),
-                            f"after the boundary {group.terminals:b} at state {q}")
+                assert_same_classification(index.after_boundary(group, nxt),
+                                           reference_classification(index, group.nodes, START, nxt),
+                                           f"after the boundary {group.terminals:b} at state {q}")
             assert mask_mismatches(compiled, node, q) == [], f"mask differs from the reference at state {q}"
             checked += 1
     return checked
@@ -160,7 +161,7 @@ def test_single_terminal_walk_runs_on_the_terminal_dfa(fresh: Path) -> None:
     tables = lexer.tables(live_set)
     for q in range(1, tables.n_states):
         if tables.live[q]:
-            want = index._classify(index.first_nodes, q, live_set, shortcuts=False)
+            want = reference_classification(index, index.first_nodes, q, live_set)
             assert_same_classification(index.at_state(q, live_set), want, f"at state {q}")
 
 

@@ -12,7 +12,7 @@ import random
 
 import numpy as np
 
-from pda.index.trie import sorted_trie, stable_order
+from pda.arrays import sorted_trie, stable_order
 
 
 def spell(parent: np.ndarray, byte: np.ndarray, node: int) -> bytes:

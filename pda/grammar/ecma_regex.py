@@ -95,7 +95,7 @@ def intersect(a: Ranges, b: Ranges) -> Ranges:
 # ------------------------------------------------------------------ ECMA → Python
 
 
-def _py_char(cp: int) -> str:
+def py_char(cp: int) -> str:
     """One code point as an ASCII Python-regex escape usable in and out of classes."""
     if cp < 0x80 and (chr(cp).isalnum() or chr(cp) == "_"):
         return chr(cp)
@@ -111,14 +111,14 @@ def _py_char(cp: int) -> str:
 
 
 def _class_items(ranges: Ranges) -> str:
-    return "".join(_py_char(lo) if lo == hi else f"{_py_char(lo)}-{_py_char(hi)}" for lo, hi in ranges)
+    return "".join(py_char(lo) if lo == hi else f"{py_char(lo)}-{py_char(hi)}" for lo, hi in ranges)
 
 
 def char_class(ranges: Ranges) -> str:
     """A Python character class for `ranges` (ASCII-only text)."""
     ranges = normalize(ranges)
     if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
-        return _py_char(ranges[0][0])
+        return py_char(ranges[0][0])
     return f"[{_class_items(ranges)}]"
 
 
@@ -151,20 +151,20 @@ def ecma_to_python(pattern: str) -> str:
             # a Unicode property (`\\p{L}`, `\\p{Script=Greek}`): pda's parser reads it as is
             return pattern[j:pattern.index("}", j) + 1], pattern.index("}", j) + 1, None
         if c == "c" and j + 2 < n and pattern[j + 2].isalpha():
-            return _py_char(ord(pattern[j + 2]) % 32), j + 3, None
+            return py_char(ord(pattern[j + 2]) % 32), j + 3, None
         if c == "u" and j + 2 < n and pattern[j + 2] == "{":
             end = pattern.find("}", j + 3)
             if end < 0:
                 raise RegexError(f"pattern {pattern!r}: unterminated \\u{{...}} at offset {j}")
-            return _py_char(int(pattern[j + 3:end], 16)), end + 1, None
+            return py_char(int(pattern[j + 3:end], 16)), end + 1, None
         if c == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", pattern[j + 2:j + 6]):
             hi = int(pattern[j + 2:j + 6], 16)
             # A surrogate pair written as two \u escapes is one code point.
             m = re.fullmatch(r"\\u([dD][c-fC-F][0-9a-fA-F]{2})", pattern[j + 6:j + 12])
             if 0xD800 <= hi <= 0xDBFF and m:
                 cp = 0x10000 + ((hi - 0xD800) << 10) + (int(m.group(1), 16) - 0xDC00)
-                return _py_char(cp), j + 12, None
-            return _py_char(hi), j + 6, None
+                return py_char(cp), j + 12, None
+            return py_char(hi), j + 6, None
         if c == "0" and not (j + 2 < n and pattern[j + 2].isdigit()):
             return "\\x00", j + 2, None
         if c == "/":
@@ -187,7 +187,7 @@ def ecma_to_python(pattern: str) -> str:
                 out.append("\\[")
                 i += 1
             else:
-                out.append(_py_char(ord(c)) if c not in "-^" else c)
+                out.append(py_char(ord(c)) if c not in "-^" else c)
                 i += 1
             continue
         if c == "\\":
@@ -779,7 +779,7 @@ def _inline_groups(items: list) -> list:
 _HEX_ESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8}))")
 
 
-def _lark_regex(regex: str) -> str:
+def lark_regex(regex: str) -> str:
     """Quote a Python regex as a Lark `/.../` literal that Lark reads back as the same regex.
 
     Lark's loader (`eval_escaping`) evaluates `\\x..`, `\\u....`, `\\U........` into
@@ -814,7 +814,7 @@ def regex_to_lark(pattern: str) -> str:
         parse_pattern(pattern)
     except re.error as exc:
         raise RegexError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
-    return f"start: REGEX\nREGEX: {_lark_regex(pattern)}\n"
+    return f"start: REGEX\nREGEX: {lark_regex(pattern)}\n"
 
 
 # ------------------------------------------------ automata: intersection, complement

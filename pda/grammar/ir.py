@@ -44,7 +44,7 @@ NEVER = r"[^\x00-\U0010ffff]"
 class IndentConfig:
     """Opt-in Python-style indentation: which terminals an indenter produces, and how widths count.
 
-    See `pda.lexer.indent`.
+    See `pda.parser.indent`.
     """
 
     newline: str = "_NEWLINE"

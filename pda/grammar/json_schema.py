@@ -452,7 +452,7 @@ class _Compiler:
         return name
 
     def literal(self, text: str) -> str:
-        return self.terminal("".join(er._py_char(ord(c)) for c in text), "LIT")
+        return self.terminal("".join(er.py_char(ord(c)) for c in text), "LIT")
 
     def rule(self, alts: list[list[str]]) -> str | None:
         """A rule with these alternatives (deduplicated by content); None if there are none."""
@@ -1812,7 +1812,7 @@ class _Compiler:
         for name, alts in self.rules.items():
             lines.append(f"{name}: " + "\n    | ".join(" ".join(a) for a in alts))
         for name, (regex, priority) in self.terminals.items():
-            lines.append(f"{name}{f'.{priority}' if priority else ''}: {er._lark_regex(regex)}")
+            lines.append(f"{name}{f'.{priority}' if priority else ''}: {er.lark_regex(regex)}")
         if self.ws:
             lines.append(f"WS: /[ \\t\\n\\r]{{1,{MAX_WHITESPACE_RUN}}}/")
         return "\n".join(lines) + "\n"
@@ -1854,7 +1854,7 @@ def _multiple_suffix_regex(step: int) -> str | None:
 
 
 # Strings of characters with one JSON spelling (themselves) and `/`.
-_SINGLE_OR_SLASH = re.compile("[" + "".join(f"{er._py_char(a)}-{er._py_char(b)}" for a, b in er.SINGLE_SPELLING)
+_SINGLE_OR_SLASH = re.compile("[" + "".join(f"{er.py_char(a)}-{er.py_char(b)}" for a, b in er.SINGLE_SPELLING)
                               + "/]*")
 # Only a pattern with a lazy quantifier can make a lazy terminal; most have none.
 _MAYBE_LAZY = re.compile(r"[*+?}]\?")

@@ -76,7 +76,7 @@ def lark_to_ir(
     `import_paths` are folders searched for relative `%import`s; the folder
     of `source` (when it is a path) is searched first. A grammar that
     `%declare`s `_INDENT` and `_DEDENT` and defines `_NEWLINE` opts in to
-    Python-style indentation (`pda.lexer.indent`); `indent` overrides the names
+    Python-style indentation (`pda.parser.indent`); `indent` overrides the names
     and widths.
 
     `lexer` is the lexer mode (`"contextual"` or `"basic"`); by default the

@@ -12,11 +12,10 @@ Boundary tokens are kept as `BoundaryGroup`s: the trie nodes where the lexeme
 ended, grouped by `E`. Classifying a group's suffixes from the lexer's start
 state under the next live set `A2` is again independent of the stack, so it is
 cached on the group by `A2`. Only `node.advance(E)` at serve time depends on
-the stack. All walks are vectorised level by level over the vocabulary trie,
-with two exact shortcuts: subtrees of plain string body in a state that keeps
-them live are taken whole (`pda.index.slices`), and a narrow frontier below such
-a state is finished token by token, skipping plain characters (`_walk_tail`).
-From inside a JSON string this walks a few thousand of Qwen2's 330k trie nodes.
+the stack. A walk is one call of a compiled kernel (`pda.kernels.walk`): depth
+first over the vocabulary trie, with one exact shortcut, subtrees of plain string
+body in a state proven to keep them live taken whole (`pda.index.slices`). From
+inside a JSON string it visits a few thousand of Qwen2's 330k trie nodes.
 
 A walk depends on the grammar only through the terminals live where it starts:
 their DFAs, their priorities and their states (contextual lexer). Walk results
@@ -42,33 +41,25 @@ import numpy as np
 from pda import cache
 from pda.lru import ByteLRU
 from pda.grammar.ir import CONTEXTUAL
-from pda.index.slices import PlainBody, SliceStates, plain_body
-from pda.index.trie import TokenTrie, concat_ranges
+from pda.index.slices import PLAIN_BODY, plain_body
+from pda.index.trie import TokenTrie
+from pda.kernels import walk as kernel
 from pda.lexer.lexer import START, Lexer, LexerTables
-from pda.parser.earley import iter_bits
-from pda.regex.dfa import LexerDFA
+from pda.bits import iter_bits
+from pda.regex.dfa import LexerDFA, dfa_digest
 
 if TYPE_CHECKING:
-    from pda.trie.lookup import FiniteSetLookup
+    from pda.index.lookup import StateLookup
 
 
 # Shared classifications: at most this many bytes of masks and node arrays per vocabulary
 # (least recently used dropped first). A Qwen2 mask is 19 KB, so ~3,500 full entries.
 SHARED_MAX_BYTES = 64 * 2**20
 # Walks at least this slow are also written to the disk cache, one file each (reading one
-# back costs ~0.1 ms; a walk from the start state of a JSON value costs 1-50 ms on Qwen2).
+# back costs ~0.1 ms; most walks on Qwen2 take 0.01-0.5 ms, a few, deep in a long counter, more).
 DISK_MIN_SECONDS = 0.002
-# A walk whose frontier is down to this many nodes with at most TAIL_TOKENS tokens below them,
-# some in a state that is safe for plain string body, steps those tokens byte by byte, skipping
-# plain characters (deep subtrees such as runs of spaces inside a string end in a few steps).
-TAIL_NODES = 64
-TAIL_TOKENS = 2048
-# ... and looks for plain string body to cut or skip (`pda.index.slices`) every this many bytes.
-TAIL_CUT_EVERY = 4
-# From this many inside tokens on, a walk's mask is built from runs of sorted positions.
-PACK_RUNS_MIN = 8192
 # Basic lexer mode: the per-node walks kept to filter candidate sets' classifications from
-# (`TokenIndex._basic_classify`), at most this many bytes per index (~4 bytes a trie node walked).
+# (`TokenIndex._basic_classify`), at most this many bytes per index (8 bytes a node where tokens end).
 BASIC_WALKS_MAX_BYTES = 64 << 20
 
 
@@ -108,15 +99,16 @@ class _WalkTables:
     `ends_as[q]` indexes `sets` (the terminal set a lexeme ending in q is handed as),
     or is -1. `trans` must send every state that is not live to a state that is not
     live (the candidate set's tables get a sink row; a terminal's own DFA has its dead state).
+    `arrays` are the same tables as the kernel takes them; `proof(depth)` is the kernel's
+    memo of plain-body proofs for these tables, kept across walks (`pda.kernels.walk`).
     """
 
-    __slots__ = ("trans", "byte_class", "live", "stops", "ends_as", "sets", "slices", "__weakref__")
+    __slots__ = ("trans", "byte_class", "live", "stops", "ends_as", "sets", "arrays", "_proof", "__weakref__")
 
     @classmethod
     def of_candidates(cls, lexer: Lexer, tables: LexerTables, sinks: dict) -> "_WalkTables":
         """The walk tables of one candidate set's DFA (one grammar's terminal ids in `sets`)."""
         self = cls.__new__(cls)
-        self.slices = None
         n = tables.n_states
         # Views of one DFA share its transition table (with a sink row added).
         arrays = sinks.get(id(tables.trans))
@@ -143,43 +135,33 @@ class _WalkTables:
                 seen[e] = len(self.sets)
                 self.sets.append(e)
             self.ends_as[q] = seen[e]
-        return self
+        return self._finish()
 
     @classmethod
     def of_terminal(cls, dfa: LexerDFA) -> "_WalkTables":
         """The walk tables of one terminal's own DFA (contextual mode; the set is position 0: `sets == [1]`)."""
         self = cls.__new__(cls)
-        self.slices = None
         self.trans = np.asarray(dfa.trans, dtype=np.int32)
         self.byte_class = np.asarray(dfa.byte_class, dtype=np.int32)
         self.live = np.asarray(dfa.live, dtype=bool).any(axis=1)
         self.stops = ~self.live
         self.ends_as = np.where(np.asarray(dfa.accept, dtype=bool).any(axis=1), 0, -1).astype(np.int32)
         self.sets = [1]
+        return self._finish()
+
+    def _finish(self) -> "_WalkTables":
+        c = np.ascontiguousarray
+        self.arrays = kernel.TableArrays(c(self.trans, np.int32), c(self.byte_class, np.int32), c(self.live, bool),
+                                         c(self.stops, bool), c(self.ends_as, np.int32))
+        self._proof = None  # (trie depth, proof buffer)
         return self
 
-    def slice_states(self, depth: int) -> SliceStates:
-        """Which states keep every plain-string-body path of up to `depth` bytes live (made on first use)."""
-        if self.slices is None or self.slices.depth < depth:
-            self.slices = SliceStates(self.trans, self.byte_class, self.live, depth)
-        return self.slices
-
-
-_digests: dict[int, tuple[weakref.ref, str]] = {}
-
-
-def dfa_digest(dfa: LexerDFA) -> str:
-    """A content hash of one DFA, its state numbering included (memoised per DFA object)."""
-    found = _digests.get(id(dfa))
-    if found is not None and found[0]() is dfa:
+    def proof(self, depth: int) -> np.ndarray:
+        """The kernel's plain-body proofs for these tables under a trie `depth` bytes deep (made on first use)."""
+        found = self._proof
+        if found is None or found[0] != depth:
+            found = self._proof = (depth, kernel.new_proof(len(self.live)))
         return found[1]
-    h = hashlib.sha256()
-    for array in (dfa.trans, dfa.byte_class, dfa.accept, dfa.live):
-        h.update(np.ascontiguousarray(array).tobytes())
-    digest = h.hexdigest()[:32]
-    key = id(dfa)
-    _digests[key] = (weakref.ref(dfa, lambda _, key=key: _digests.pop(key, None)), digest)
-    return digest
 
 
 # A shared entry: the inside mask and the groups, each group's terminal set as a bitmask
@@ -312,10 +294,10 @@ class TokenIndex:
         self.mask_words = mask_words
         self.vocab_key = vocab_key
         self.first_nodes = trie.child_ids[trie.child_ptr[0] : trie.child_ptr[1]]
-        self._n_children = np.diff(trie.child_ptr)
-        self._rank: np.ndarray | None = None
+        self._trie_arrays = kernel.TrieArrays.of(trie)
         # The vocabulary's plain-string-body slice (`pda.index.slices`): built with the first index of a vocabulary.
-        self.plain = plain_body(trie, vocab_key)
+        plain = plain_body(trie, vocab_key)
+        self._slices = kernel.SliceArrays(plain.below, plain.rest, PLAIN_BODY, trie.max_depth)
         self._suffixes: dict[tuple[bytes, int], Classification] = {}
         self._walk_tables: dict[int, _WalkTables] = {}
         self._trans_with_sink: dict[int, tuple] = {}
@@ -328,9 +310,9 @@ class TokenIndex:
         self._basic_walks: dict[tuple[bytes, int], tuple[np.ndarray, ...]] = {}
         self._basic_bytes = 0
         # Issue 9: states inside a finite-set lexeme are looked up, not walked (set by pda.compile).
-        self.finite_sets: FiniteSetLookup | None = None
+        self.finite_sets: StateLookup | None = None
 
-    def _tables(self, live_set: int) -> _WalkTables:
+    def walk_tables(self, live_set: int) -> _WalkTables:
         found = self._walk_tables.get(live_set)
         if found is None:
             found = _WalkTables.of_candidates(self.lexer, self.lexer.tables(live_set), self._trans_with_sink)
@@ -354,238 +336,22 @@ class TokenIndex:
             found = self._digests[j] = dfa_digest(self.lexer.dfas[j])
         return found
 
-    def _pack(self, token_ids: np.ndarray) -> np.ndarray | None:
-        """Token ids as a packed int32 mask (bit i % 32 of word i // 32), or None when empty."""
-        if len(token_ids) == 0:
-            return None
-        if len(token_ids) < 2048:
-            words = np.zeros(self.mask_words, dtype=np.int64)
-            np.bitwise_or.at(words, token_ids >> 5, np.left_shift(1, token_ids & 31))
-            return words.astype(np.uint32).view(np.int32)
-        bits = np.zeros(self.mask_words * 32, dtype=bool)
-        bits[token_ids] = True
-        return np.packbits(bits, bitorder="little").view(np.int32)
-
     # Compile-time work, paid once per (lexer state, live set) or (group, live set); cached.
-    def _classify(self, roots: np.ndarray, root_state: int, live_set: int, *, shortcuts: bool = True) -> Classification:
-        """Walk the trie from `roots` under the candidate set's DFA (no cache).
+    def _classify(self, roots: np.ndarray, root_state: int, live_set: int, *, cut: bool = True) -> Classification:
+        """Walk the trie from `roots` under the candidate set's DFA (no cache); `cut=False` takes no shortcut."""
+        return self._walk(self.walk_tables(live_set), roots, root_state, cut=cut)
 
-        `shortcuts=False` is the reference walk: every live node, level by level.
+    def _walk(self, tables: _WalkTables, roots: np.ndarray, root_state: int, *, cut: bool = True) -> Classification:
+        """One kernel walk from `roots` at `root_state` (`pda.kernels.walk`): the inside mask and the boundary groups.
+
+        With `cut`, a node whose whole subtree is plain string body, reached in a state proven
+        to keep such paths live as deep as the subtree goes, is inside with all its tokens and
+        not walked (`pda.index.slices`); the result is the same either way.
         """
-        return self._walk(self._tables(live_set), roots, root_state, shortcuts=shortcuts)
-
-    def _children(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The next level of a walk: every child of `nodes` in order, and how many each node has."""
-        counts = self._n_children[nodes]
-        offsets = np.repeat(self.trie.child_ptr[nodes] - (np.cumsum(counts) - counts), counts)
-        offsets += np.arange(len(offsets))
-        return self.trie.child_ids[offsets], counts
-
-    def _walk(
-        self, tables: _WalkTables, roots: np.ndarray, root_state: int, *, shortcuts: bool = True
-    ) -> Classification:
-        """Walk the trie from `roots` level by level, expanding only nodes whose lexeme is still live.
-
-        Two shortcuts, both exact (off: every live node is visited, level by level):
-        a node whose whole subtree is plain string body, reached in a state proven to keep
-        such paths live as deep as the subtree goes (`pda.index.slices`), is inside with all
-        its tokens and not walked (most of the vocabulary inside a string, the short tokens
-        inside a short `maxLength` string); and a frontier down to a few
-        deep subtrees (runs of spaces, `////`) is finished token by token (`_walk_tail`).
-        """
-        live, stops, ends_as, sets = tables.live, tables.stops, tables.ends_as, tables.sets
-        trans, byte_class = tables.trans, tables.byte_class
-        trie = self.trie
-        node_byte = trie.byte
-        plain = self.plain if shortcuts else None
-        slices = tables.slice_states(trie.max_depth) if shortcuts else None
-        inside = []  # nodes whose own tokens are inside
-        whole = []  # nodes whose subtree's tokens are all inside
-        inside_positions = []  # tokens (sorted positions) found inside by the tail walk
-        boundary_nodes = []
-        boundary_sets = []
-        frontier = roots
-        parent_state = np.full(len(frontier), root_state, dtype=np.int32)
-        parent_auto = None  # the slice automaton's state where tracked (None: all 0, a restart)
-        parent_ok = None  # where tracked: how many bytes deep the parent's pair is proven (see "Inherited")
-        if slices is not None:
-            root_ok = slices.proven_depth(np.zeros(1, dtype=np.int8), np.array([root_state]))[0]
-            if root_ok > 0:
-                # The root pair, between characters, is proven: so is every slice path from it to
-                # that depth (one search, instead of one per automaton state the first bytes reach).
-                parent_auto = np.zeros(len(frontier), dtype=np.int8)
-                parent_ok = np.full(len(frontier), root_ok, dtype=np.int16)
-        while len(frontier):
-            # Slices are tracked on wide levels (where cuts save work); on a narrow level, the nodes
-            # below a state known to be safe go to the tail and the others are walked plainly (the
-            # automaton restarts below them, which is sound: see `PlainBody`).
-            track = plain is not None and len(frontier) > TAIL_NODES
-            if plain is not None and not track:
-                tail = slices.proven[0, parent_state] >= slices.depth
-                if tail.any():
-                    lo, hi = trie.token_ptr[frontier[tail]], trie.token_ptr[trie.end[frontier[tail]]]
-                    if int((hi - lo).sum()) <= TAIL_TOKENS:
-                        self._walk_tail(tables, frontier[tail], parent_state[tail], inside_positions, boundary_nodes,
-                                        boundary_sets, plain, slices)
-                        rest = ~tail
-                        frontier, parent_state = frontier[rest], parent_state[rest]
-                        if parent_auto is not None:
-                            parent_auto, parent_ok = parent_auto[rest], parent_ok[rest]
-                        if not len(frontier):
-                            break
-                    else:
-                        track = True
-            nxt = trans[parent_state, byte_class[node_byte[frontier]]]
-            alive = live[nxt]
-            if not alive.all():
-                ends = np.where(stops[nxt[~alive]], ends_as[parent_state[~alive]], -1)
-                ok = ends >= 0
-                if ok.any():
-                    boundary_nodes.append(frontier[~alive][ok])
-                    boundary_sets.append(ends[ok])
-                frontier, nxt = frontier[alive], nxt[alive]
-                if parent_auto is not None:
-                    parent_auto, parent_ok = parent_auto[alive], parent_ok[alive]
-            if track:
-                byte = node_byte[frontier]
-                need = plain.rest[frontier]  # a node's clean subtree is cut where its pair is proven this deep
-                if parent_auto is None:
-                    auto = plain.step[0, byte]
-                    proven = slices.proven_depth(auto, nxt)
-                else:
-                    auto = plain.step[parent_auto, byte]
-                    # Inherited: the parent's pair is proven d bytes deep and this byte continues a
-                    # slice path, so this node's pair is proven d - 1 deep (its paths are the rest of
-                    # the parent's). A counter (maxLength) is then proven once at the walk's root.
-                    proven = np.where(plain.continues[parent_auto, byte], parent_ok - 1, -1).astype(np.int16)
-                    ask = proven < need
-                    if ask.any():
-                        proven[ask] = np.maximum(proven[ask], slices.proven_depth(auto[ask], nxt[ask]))
-                cut = (proven >= need) & ((plain.below[frontier] >> auto) & 1).astype(bool)
-                if cut.any():
-                    # Every path below is a slice path the proof covers: the subtree is inside whole.
-                    whole.append(frontier[cut])
-                    keep = ~cut
-                    frontier, nxt, auto, proven = frontier[keep], nxt[keep], auto[keep], proven[keep]
-            inside.append(frontier)
-            frontier, counts = self._children(frontier)
-            if not len(frontier):
-                break
-            parent_state = np.repeat(nxt, counts)
-            if track:
-                parent_auto, parent_ok = np.repeat(auto, counts), np.repeat(proven, counts)
-                # A child whose byte and subtree are slice paths, below a pair proven deep enough, is inside whole.
-                cut = (parent_ok > plain.rest[frontier]) & ((plain.edge[frontier] >> parent_auto) & 1).astype(bool)
-                if cut.any():
-                    whole.append(frontier[cut])
-                    keep = ~cut
-                    frontier, parent_state = frontier[keep], parent_state[keep]
-                    parent_auto, parent_ok = parent_auto[keep], parent_ok[keep]
-            else:
-                parent_auto = parent_ok = None
-        groups = []
-        if boundary_nodes:
-            nodes = np.concatenate(boundary_nodes)
-            which = np.concatenate(boundary_sets)
-            # Set indices are small: bincount instead of np.unique (whose first plain call imports numpy.ma, ~18 ms).
-            for k in np.flatnonzero(np.bincount(which)):
-                ended = np.sort(nodes[which == k])
-                # The tail walk reports a node once per token below it.
-                groups.append(BoundaryGroup(sets[k], ended[np.diff(ended, prepend=-1) != 0]))
-        # Token positions: those ending at the inside nodes, the ranges of the whole subtrees, the tail's.
-        nodes = np.concatenate(inside) if inside else roots[:0]
-        subtrees = np.concatenate(whole) if whole else roots[:0]
-        lo = np.concatenate((trie.token_ptr[nodes], trie.token_ptr[subtrees]))
-        hi = np.concatenate((trie.token_ptr[nodes + 1], trie.token_ptr[trie.end[subtrees]]))
-        return Classification(self._pack_ranges(lo, hi, inside_positions), groups)
-
-    def _pack_ranges(self, lo: np.ndarray, hi: np.ndarray, more: list[np.ndarray]) -> np.ndarray | None:
-        """The tokens at sorted positions `lo[i]:hi[i]` (disjoint ranges) and in `more`, packed as `_pack` does.
-
-        Many positions (inside a string: most of the vocabulary, in a few thousand ranges)
-        are marked as runs in sorted order, then read in id order through `_rank`.
-        """
-        trie = self.trie
-        total = int((hi - lo).sum()) + sum(len(m) for m in more)
-        if total < PACK_RUNS_MIN:
-            return self._pack(trie.token_ids[np.concatenate([concat_ranges(trie.token_positions, lo, hi), *more])])
-        n = len(trie.token_ids)
-        order = np.argsort(lo, kind="stable")
-        lo, hi = lo[order], hi[order]
-        runs = np.empty(2 * len(lo) + 1, dtype=np.int64)  # alternately out and in, from position 0
-        runs[0:-1:2] = lo - np.concatenate(([0], hi[:-1]))
-        runs[1::2] = hi - lo
-        runs[-1] = n - (hi[-1] if len(hi) else 0)
-        flags = np.zeros(len(runs), dtype=bool)
-        flags[1::2] = True
-        marked = np.repeat(flags, runs)
-        for m in more:
-            marked[m] = True
-        if self._rank is None:
-            # _rank[i]: token i's sorted position, or n (never marked) for ids without text.
-            self._rank = np.full(self.mask_words * 32, n, dtype=np.int64)
-            self._rank[trie.token_ids] = np.arange(n)
-        return np.packbits(np.append(marked, False)[self._rank], bitorder="little").view(np.int32)
-
-    def _walk_tail(self, tables: _WalkTables, frontier: np.ndarray, parent_state: np.ndarray, inside: list,
-                   boundary_nodes: list, boundary_sets: list, plain: PlainBody, slices: SliceStates) -> None:
-        """Finish a walk over the few tokens below `frontier` byte by byte; results appended to the lists.
-
-        Same semantics as the level walk: a token whose byte kills the lexeme ends it
-        there (a boundary at that byte's node, reported once per token) or is dead.
-        Every few bytes, a token whose rest is plain string body in a safe state is
-        inside, and one in a state that loops on plain characters skips to its next
-        other character (`pda.index.slices`): runs of spaces inside a string.
-        """
-        live, stops, ends_as = tables.live, tables.stops, tables.ends_as
-        trans, byte_class = tables.trans, tables.byte_class
-        trie = self.trie
-        paths = plain.paths
-        lo, hi = trie.token_ptr[frontier], trie.token_ptr[trie.end[frontier]]
-        counts = hi - lo
-        positions = concat_ranges(trie.token_positions, lo, hi)
-        state = np.repeat(parent_state, counts)
-        at = paths.start[positions] + np.repeat(trie.depth[frontier].astype(np.int64) - 1, counts)  # next byte
-        end = paths.start[positions] + paths.length[positions]
-        zeros = np.zeros(len(positions), dtype=np.int8)  # the slice automaton restarts at each check
-        step = 0
-        while len(positions):
-            done = at >= end
-            if done.any():
-                inside.append(positions[done])
-                keep = ~done
-                positions, state, at, end = positions[keep], state[keep], at[keep], end[keep]
-                if not len(positions):
-                    break
-            if step % TAIL_CUT_EVERY == 0:
-                safe = slices.safe(zeros[: len(state)], state) & plain.char_start[at]
-                if safe.any():
-                    rest = plain.next_dirty[at]
-                    cut = safe & (rest == end)
-                    if cut.any():
-                        inside.append(positions[cut])
-                        keep = ~cut
-                        positions, state, at, end, safe, rest = (
-                            positions[keep], state[keep], at[keep], end[keep], safe[keep], rest[keep])
-                        if not len(positions):
-                            break
-                    jump = safe & slices.loops(state)
-                    at = np.where(jump, rest, at)
-            nxt = trans[state, byte_class[paths.data[at]]]
-            alive = live[nxt]
-            if not alive.all():
-                dying = ~alive
-                ends = np.where(stops[nxt[dying]], ends_as[state[dying]], -1)
-                ok = ends >= 0
-                if ok.any():
-                    died = positions[dying][ok]
-                    depth = at[dying][ok] - paths.start[died] + 1
-                    boundary_nodes.append(paths.ancestors(paths.ends[died], depth))
-                    boundary_sets.append(ends[ok])
-                positions, nxt, at, end = positions[alive], nxt[alive], at[alive], end[alive]
-            state = nxt
-            at = at + 1
-            step += 1
+        depth = self.trie.max_depth
+        walked = kernel.walk(self._trie_arrays, tables.arrays, len(tables.sets), roots, root_state, self.mask_words,
+                             self._slices if cut else None, tables.proof(depth) if cut else None)
+        return Classification(walked.inside, [BoundaryGroup(tables.sets[k], nodes) for k, nodes in walked.boundaries])
 
     def _signature(self, q: int, live_set: int) -> tuple[tuple, list[int]] | None:
         """What the walk from lexer state q depends on: (content, the live terminals in its order).
@@ -599,7 +365,7 @@ class TokenIndex:
             return None
         key = self.lexer.tables(live_set).key(q)
         if key and key[0] == "all":  # a view of the all-terminal DFA: its per-terminal components
-            components = lexer._all._components[q]
+            components = lexer.components(live_set).states[q]
             pairs = [(j, int(components[j])) for j in iter_bits(key[2])]
         else:
             pairs = key
@@ -658,50 +424,28 @@ class TokenIndex:
                 self._basic_bytes -= sum(a.nbytes for a in self._basic_walks.pop(next(iter(self._basic_walks))))
         self._basic_walks[key] = walked
         inside_nodes, inside_states, ended_nodes, ended_states = walked
-        tables = self._tables(live_set)
-        nodes = inside_nodes[tables.live[inside_states]]
-        trie = self.trie
-        mask = self._pack_ranges(trie.token_ptr[nodes], trie.token_ptr[nodes + 1], [])
+        tables = self.walk_tables(live_set)
+        mask = kernel.pack(self._trie_arrays, inside_nodes[tables.live[inside_states]], self.mask_words)
         groups = []
         which = tables.ends_as[ended_states]
         kept = which >= 0
         ended_nodes, which = ended_nodes[kept], which[kept]
         for k in np.flatnonzero(np.bincount(which)) if len(which) else ():
-            # Node ids as the level walk gives them (a group's key is their bytes).
-            groups.append(BoundaryGroup(tables.sets[k], np.unique(ended_nodes[which == k]).astype(trie.child_ids.dtype)))
+            # Sorted by node; a node repeats only where roots overlap. Int64 node ids, as walks give them
+            # (a group's key is their bytes).
+            nodes = ended_nodes[which == k]
+            groups.append(BoundaryGroup(tables.sets[k], nodes[np.diff(nodes, prepend=-1) != 0].astype(np.int64)))
         return Classification(mask, groups)
 
     def _walk_states(self, roots: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The plain walk from `roots` at lexer state q with every terminal a candidate, kept per node.
+        """The walk from `roots` at lexer state q with every terminal a candidate, kept per node (no cut).
 
         Returns the nodes where tokens end inside the lexeme with the state each ends in,
         and the nodes whose byte ends the lexeme with the state it ended in (before that
-        byte); tokens that die are left out.
+        byte), int32 and sorted by node; tokens that die are left out.
         """
-        tables = self._tables((1 << len(self.lexer.dfas)) - 1)
-        live, stops, ends_as = tables.live, tables.stops, tables.ends_as
-        trans, byte_class = tables.trans, tables.byte_class
-        trie = self.trie
-        node_byte = trie.byte
-        inside, inside_state, ended, ended_state = [], [], [], []
-        frontier = roots
-        state = np.full(len(frontier), q, dtype=np.int32)
-        while len(frontier):
-            nxt = trans[state, byte_class[node_byte[frontier]]]
-            alive = live[nxt]
-            if not alive.all():
-                dying = ~alive
-                ends = stops[nxt[dying]] & (ends_as[state[dying]] >= 0)
-                ended.append(frontier[dying][ends].astype(np.int32))
-                ended_state.append(state[dying][ends])
-                frontier, nxt = frontier[alive], nxt[alive]
-            ends_here = trie.token_ptr[frontier + 1] > trie.token_ptr[frontier]
-            inside.append(frontier[ends_here].astype(np.int32))
-            inside_state.append(nxt[ends_here])
-            frontier, counts = self._children(frontier)
-            state = np.repeat(nxt, counts)
-        empty = np.zeros(0, dtype=np.int32)
-        return tuple(np.concatenate(parts) if parts else empty for parts in (inside, inside_state, ended, ended_state))
+        tables = self.walk_tables((1 << len(self.lexer.dfas)) - 1)
+        return kernel.walk_states(self._trie_arrays, tables.arrays, roots, q)
 
     def _disk_key(self, key: tuple) -> dict | None:
         """The disk-cache key of a shared entry (the vocabulary's too), or None without `vocab_key`."""

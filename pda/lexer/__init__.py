@@ -1,1 +1,1 @@
-"""The regular half at run time: the contextual greedy lexer."""
+"""The regular half at run time: the contextual greedy lexer's tables (it knows nothing of the parser)."""

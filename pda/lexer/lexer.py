@@ -1,18 +1,10 @@
-"""The contextual, greedy lexer, fused with the Earley parser: the reference semantics.
+"""The contextual, greedy lexer's tables: per candidate set, the product DFA of its terminals.
 
-State is a pair `(node, q)`: the parser node before the current lexeme, and the
-DFA state of the lexeme read so far (`START` when none is in progress). The
-candidates for a lexeme are `node.allowed | ignore`; the lexer runs the product
-DFA of exactly those terminals (`LexerTables`, built lazily per candidate set
-from per-terminal DFAs, and cached), so `q` is a state of that set's DFA.
-
-* A byte that keeps some candidate alive extends the lexeme (greedy).
-* A byte that cannot extend it commits the lexeme: of the candidates it matches,
-  the highest-priority ones are handed to the parser together (keyword and
-  identifier both, when tied); the byte then starts the next lexeme.
-* At end of input the pending lexeme is committed and the parser must accept.
-* `%ignore` terminals are dropped after matching unless the parser can use the
-  lexeme; a lazy terminal's DFA ends at its first match.
+The candidates for a lexeme are the terminals the parser can accept next plus
+the ignored ones. `Lexer.tables(candidates)` is the product DFA of exactly those
+terminals (`LexerTables`, built lazily per candidate set from per-terminal DFAs,
+and cached), and `Lexer.best` picks the highest-priority terminals among those a
+lexeme matches. A lazy terminal's DFA ends at its first match.
 
 Under the basic lexer mode (`GrammarIR.lexer == "basic"`) the lexeme is cut and
 typed by all of the grammar's terminals, not just the candidates: a byte that
@@ -23,26 +15,30 @@ only while it can still end typed as a candidate, so refusal comes as early as
 it can. Both modes run the same loop over `LexerTables`; they differ only in
 the tables' `accept`/`live` rows and `extends` (see `LexerTables.basic`).
 
-`Grammar.accepts`, the matcher, the reference path and the token index all use
-these functions, so they share one definition of the language.
+This package knows nothing of the parser: `pda.scanner` runs these tables
+against parser nodes (the byte loop, commits, the end of the text), and the
+token index walks them over the vocabulary.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from pda import cache
+from pda.bits import iter_bits
 from pda.errors import GrammarError, LimitExceeded
 from pda.grammar.ir import BASIC, GrammarIR
-from pda.parser.earley import Node, iter_bits
+from pda.lexer.terminals import terminal_dfa
 from pda.lru import ByteLRU
 from pda.regex import release_parses
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
-from pda.regex.product import combine, terminal_dfa
+from pda.regex.product import combine
 
-START = 0
+START = 0  # the state of every candidate set's DFA where no lexeme is in progress
 # Above this size the all-terminal DFA is not built; each candidate set gets its own.
 ALL_TERMINALS_MAX_STATES = 20_000
 # DFAs up to this size keep their rows as tuples of Python ints (fastest for the byte
@@ -60,6 +56,19 @@ def _bitmask_rows(matrix: np.ndarray, columns: list[int]) -> tuple[int, ...]:
         for q in np.flatnonzero(matrix[:, i]).tolist():
             out[q] |= bit
     return tuple(out)
+
+
+class TerminalComponents(NamedTuple):
+    """A candidate set's DFA as its terminals' own DFAs run in lockstep (`Lexer.components`).
+
+    `terminals[i]` is the grammar's terminal of column i; per state q of the set's
+    DFA, `live[q, i]` says whether that terminal is still live and `states[q, i]`
+    is its own DFA's state.
+    """
+
+    terminals: Sequence[int]
+    live: np.ndarray
+    states: np.ndarray
 
 
 class LexerTables:
@@ -315,6 +324,19 @@ class Lexer:
             self._tables[candidates] = found
         return found
 
+    def components(self, candidates: int) -> TerminalComponents:
+        """The candidate set's DFA as its terminals' own DFAs (contextual mode: the basic tables keep none).
+
+        A set seen through the all-terminal DFA gets that DFA's columns, one per
+        terminal of the grammar (shared arrays, not copied); a set with its own DFA
+        gets one column per candidate.
+        """
+        tables = self.tables(candidates)
+        if tables._components is None:  # a view of the all-terminal DFA
+            every = self._all
+            return TerminalComponents(range(len(self.dfas)), every._live, every._components)
+        return TerminalComponents(tables._columns, tables._live, tables._components)
+
     def could_end_as(self, q: int) -> int:
         """Basic mode: the terminals a lexeme in state q can still end typed as, candidates or not."""
         return self._all.live[q] if self._all is not None else 0
@@ -330,84 +352,3 @@ class Lexer:
                     best |= 1 << j
             self._best[matched] = best
         return best
-
-    def commit(self, node: Node, q: int) -> Node | None:
-        """The parser node after the pending lexeme in state `q` ends; None if it cannot."""
-        if q == START:
-            return node
-        matched = self.tables(node.allowed | self.ignore).accept[q]
-        if not matched:
-            return None
-        terminals = self.best(matched)
-        if terminals & node.allowed:
-            return node.advance(terminals)
-        return node
-
-    def scan(self, node: Node, q: int, data: bytes) -> tuple[Node, int, int]:
-        """Feed bytes until one is rejected: (node, q, bytes consumed) — the state before that byte."""
-        ignore = self.ignore
-        tables = self.tables(node.allowed | ignore)
-        rows, cls, live, extends = tables.rows, tables.cls, tables.live, tables.extends
-        for offset, byte in enumerate(data):
-            q2 = rows[q][cls[byte]]
-            if live[q2]:
-                q = q2
-                continue
-            if q == START or extends[q2]:
-                return node, q, offset
-            after = self.commit(node, q)
-            if after is None:
-                return node, q, offset
-            tables = self.tables(after.allowed | ignore)
-            q2 = tables.rows[START][tables.cls[byte]]
-            if not tables.live[q2]:
-                return node, q, offset
-            node, q = after, q2
-            rows, cls, live, extends = tables.rows, tables.cls, tables.live, tables.extends
-        return node, q, len(data)
-
-    def feed(self, node: Node, q: int, data: bytes) -> tuple[Node, int] | None:
-        """Feed bytes; the new state, or None if some byte makes the text stop being a viable prefix."""
-        node2, q2, consumed = self.scan(node, q, data)
-        return (node2, q2) if consumed == len(data) else None
-
-    def step(self, node: Node, q: int, byte: int) -> tuple[Node, int] | None:
-        """Feed one byte."""
-        return self.feed(node, q, bytes((byte,)))
-
-    def only_byte(self, node: Node, q: int) -> tuple[int, tuple[Node, int]] | None:
-        """The one byte that can come next at (node, q) and the state after it; None if none or several can.
-
-        `step` for every byte, as `scan` decides one (the same branches), with the
-        lexeme's commit done once: jump-forward asks this for every forced byte.
-        """
-        ignore = self.ignore
-        tables = self.tables(node.allowed | ignore)
-        row, cls, live, extends = tables.rows[q], tables.cls, tables.live, tables.extends
-        after: Node | None | bool = False  # the commit, once needed
-        found = None
-        for byte in range(256):
-            q2 = row[cls[byte]]
-            if live[q2]:
-                nxt = (node, q2)
-            elif q == START or extends[q2]:
-                continue
-            else:
-                if after is False:
-                    after = self.commit(node, q)
-                if after is None:
-                    continue
-                next_tables = self.tables(after.allowed | ignore)
-                q3 = next_tables.rows[START][next_tables.cls[byte]]
-                if not next_tables.live[q3]:
-                    continue
-                nxt = (after, q3)
-            if found is not None:
-                return None
-            found = (byte, nxt)
-        return found
-
-    def can_end(self, node: Node, q: int) -> bool:
-        """Whether the text may end here: the pending lexeme commits and the parser accepts."""
-        end = self.commit(node, q)
-        return end is not None and end.accepting

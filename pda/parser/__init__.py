@@ -1,1 +1,1 @@
-"""The context-free half: Earley recogniser over terminal sets."""
+"""The context-free half: the Earley recogniser over terminal sets, and the indenter that wraps its nodes."""

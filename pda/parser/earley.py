@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
+from pda.bits import iter_bits
 from pda.errors import LimitExceeded
 from pda.limits import DEFAULT_LIMITS, Limits
 from pda.parser.tables import ParserTables
@@ -45,14 +46,6 @@ CLOCK_EVERY_WORK = 16_384
 # Kernels above this many items are indexed by the symbol after each item's dot, once;
 # smaller ones (nearly all: json 3, python 5, sqlite 17 at the median) are walked.
 INDEX_KERNEL_ITEMS = 32
-
-
-def iter_bits(mask: int) -> Iterator[int]:
-    """Indices of the set bits of `mask`, lowest first."""
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
 
 
 class Prediction:

@@ -18,7 +18,9 @@ result minimal → byte classes, dead state, live rows.
 
 from __future__ import annotations
 
+import hashlib
 import random
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -120,6 +122,23 @@ class LexerDFA:
         live = take(arrays, "live", bool, accept.shape)
         return cls(n_states=n, start=start, dead=dead, byte_class=byte_class, trans=trans, accept=accept, live=live,
                    names=tuple(names))
+
+
+_digests: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def dfa_digest(dfa: LexerDFA) -> str:
+    """A content hash of one DFA, its state numbering included (memoised per DFA object)."""
+    found = _digests.get(id(dfa))
+    if found is not None and found[0]() is dfa:
+        return found[1]
+    h = hashlib.sha256()
+    for array in (dfa.trans, dfa.byte_class, dfa.accept, dfa.live):
+        h.update(np.ascontiguousarray(array).tobytes())
+    digest = h.hexdigest()[:32]
+    key = id(dfa)
+    _digests[key] = (weakref.ref(dfa, lambda _, key=key: _digests.pop(key, None)), digest)
+    return digest
 
 
 def _freeze(a: np.ndarray) -> np.ndarray:

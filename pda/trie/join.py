@@ -29,9 +29,9 @@ import weakref
 import numpy as np
 
 from pda import cache
-from pda.index.token_index import dfa_digest
-from pda.index.trie import TokenTrie, concat_ranges
-from pda.regex.dfa import LexerDFA
+from pda.arrays import concat_ranges
+from pda.index.trie import TokenTrie
+from pda.regex.dfa import LexerDFA, dfa_digest
 
 _child_keys: "weakref.WeakKeyDictionary[TokenTrie, tuple[np.ndarray, np.ndarray]]" = weakref.WeakKeyDictionary()
 # Tables alive in some compiled grammar, shared by any other that joins the same DFA.

@@ -2,7 +2,7 @@
 
 `TokenIndex.at_state(q, A)` classifies the vocabulary from lexer state q of the
 candidate set A's DFA. When the only terminal still live at q is a finite-set
-terminal j (an alternation of literal strings, see `pda.trie.literals`), the
+terminal j (an alternation of literal strings, see `pda.regex.literals`), the
 walk from q is the walk from q's own state s in j's DFA: the other candidates
 are dead at q and stay dead, and a lexeme that ends can only end as j. Its
 result is then read from j's `EnumTokenTable` (every state joined with the
@@ -29,13 +29,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pda.bits import iter_bits
 from pda.grammar.ir import CONTEXTUAL, TerminalDef
 from pda.index.token_index import BoundaryGroup, Classification, TokenIndex
 from pda.lexer.lexer import START, Lexer
-from pda.parser.earley import iter_bits
-from pda.trie import FINITE_SET_MIN_CHOICES
+from pda.regex.finite_set import FINITE_SET_MIN_CHOICES
+from pda.regex.literals import literal_alternatives
 from pda.trie.join import EnumTokenTable, enum_token_table
-from pda.trie.literals import literal_alternatives
 
 # Finite-set DFAs with at least this many states are joined with the vocabulary at
 # compile time (~30 ms at 1,000 values, where walking the states lazily costs
@@ -114,11 +114,8 @@ class FiniteSetLookup:
         """
         found = self._columns.get((live_set, j))
         if found is None:
-            tables = self.lexer.tables(live_set)
-            if tables._components is None:  # a view of the all-terminal DFA: its per-terminal components
-                found = self.lexer._all._components[:, j]
-            else:
-                found = tables._components[:, tables._columns.index(j)]
+            terminals, _, states = self.lexer.components(live_set)
+            found = states[:, terminals.index(j)]
             self._columns[(live_set, j)] = found
         return found
 
@@ -174,12 +171,12 @@ class FiniteSetLookup:
         rows, ending = None, np.zeros(0, dtype=np.int64)
         if live_set & self.terminals:
             tables = self.lexer.tables(live_set)
-            if tables._components is None:  # a view of the all-terminal DFA: its per-terminal columns
-                every = self.lexer._all
+            terminals, live, components = self.lexer.components(live_set)
+            if len(terminals) != live_set.bit_count():  # a view of the all-terminal DFA: the candidates' columns
                 columns = list(iter_bits(live_set))
-                live, components = every._live[:, columns], every._components[:, columns]
+                live, components = live[:, columns], components[:, columns]
             else:
-                columns, live, components = tables._columns, tables._live, tables._components
+                columns = list(terminals)
             alone = live.sum(axis=1) == 1
             alone[START] = False
             lo = np.full(tables.n_states, -1, dtype=np.int64)

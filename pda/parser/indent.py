@@ -65,8 +65,15 @@ lexer terminal sets into parser terminals:
 * at end of text an unterminated last line gets a `_NEWLINE`, then every open
   level a `_DEDENT`.
 
-It has the interface the lexer and the token index use (`allowed`, `advance`,
-`accepting`, `cache`), and is interned, so masks are memoised per state as usual.
+It has the interface of an Earley `Node` that the scanner and the masks use
+(`allowed`, `advance`, `probe`, `accepting`, `cache`), and is interned, so masks
+are memoised per state as usual.
+
+It belongs to the parser, not the lexer: it wraps parser nodes, turns terminal
+sets into parser terminals and reads no lexer state. What it gives the lexer is
+only terminals in the IR (`expand_ir`), lexed like any other; so the lexer
+imports nothing of it, and `pda.scanner`, which drives the parser, drives an
+indented grammar's parser through it.
 """
 
 from __future__ import annotations

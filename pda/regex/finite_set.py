@@ -1,7 +1,13 @@
-"""A finite set of byte strings as a minimal, acyclic `LexerDFA`, built with numpy.
+"""A finite set of literal strings as a minimal, acyclic `LexerDFA`, built with numpy (docs/finite_set.md).
+
+`finite_set_dfa(t)` is the construction `pda.lexer.terminals.terminal_dfa` tries
+first: when a terminal's pattern is a pure alternation of literals (Lark
+`"a" | "b" | ...`, recognised by `pda.regex.literals`), its minimal DFA is built
+directly from the sorted strings (`build_literal_dfa`) instead of through
+regex → NFA → subset construction. The language is exactly the regex path's.
 
 The strings are sorted, so a trie comes from longest-common-prefix lengths
-alone (the layout of `pda.index.trie.TokenTrie`): string k creates the nodes at
+alone (`pda.arrays.sorted_trie`, the vocabulary trie's layout too): string k creates the nodes at
 depths lcp(k-1, k)+1 .. len(k), in preorder. Suffixes are then merged bottom-up
 by height: two nodes are equivalent iff they agree on acceptance and map every
 byte class to equivalent children (for an acyclic automaton this is the
@@ -21,10 +27,15 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from pda.arrays import sorted_trie, stable_order
 from pda.errors import LimitExceeded
-from pda.index.trie import sorted_trie, stable_order
+from pda.grammar.ir import TerminalDef
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.hashing import hash_weights, mix
+from pda.regex.literals import literal_alternatives
+
+# Below this many alternatives the regex path is as fast (both ~10 ms); see docs/finite_set.md.
+FINITE_SET_MIN_CHOICES = 8
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -54,6 +65,22 @@ class LiteralTrie:
         return height
 
 
+def finite_set_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA | None:
+    """The terminal's DFA built as a literal trie, or None when it is not a finite literal set.
+
+    Only strings that are valid UTF-8 (no lone surrogates) qualify: the byte-level
+    regex path would never match the others, and the trie would.
+    """
+    if t.lazy:
+        return None
+    strings = literal_alternatives(t.pattern, t.flags)
+    if strings is None or len(strings) < FINITE_SET_MIN_CHOICES:
+        return None
+    try:
+        encoded = [s.encode("utf-8") for s in strings]
+    except UnicodeEncodeError:
+        return None
+    return build_literal_dfa(encoded, name=t.name, max_states=max_states)
 
 
 def build_literal_dfa(

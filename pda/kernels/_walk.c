@@ -1,0 +1,1029 @@
+/* pda.kernels._walk: the token index's walk over the vocabulary trie, one call per walk.
+ *
+ * Written against the plain Python C API and the buffer protocol (no numpy C API),
+ * so building it needs only a C compiler and Python's headers. pda/kernels/walk.py
+ * is the Python side and documents the interface; docs/design.md ("Native kernels")
+ * says why it is C.
+ *
+ * walk(trie, tables, n_sets, roots, root_state, mask_words, slices)
+ *     A depth-first walk in preorder (children ascending, so nodes come out sorted)
+ *     from `roots` at DFA state `root_state`. Per node: next = trans[state][class of
+ *     its byte]. Not live[next]: the node is a boundary of set ends_as[state] when
+ *     stops[next] and ends_as[state] >= 0, else its tokens are dead. Live: the tokens
+ *     ending at the node are inside and its children are walked from next.
+ *     With `slices`, the plain-body cut (pda/index/slices.py): the walk carries the
+ *     plain-body automaton state u down each path (a refused byte restarts it at 0),
+ *     and takes a node's whole subtree as inside when below[node] has bit u and the
+ *     pair (u, next) is proven live rest[node] bytes deep. Proofs are memoised in
+ *     `proof` (int16 [8, n_states], kept by the caller across walks; see search()).
+ *     Returns (mask bytearray of int32 words or None, [(set index, bytearray of int64
+ *     nodes ascending, unique)] by set index, (nodes visited, subtrees cut, pairs searched)).
+ * walk_states(trie, tables, roots, root_state)
+ *     The same walk without the cut, keeping states: returns four bytearrays of int32,
+ *     the live nodes where tokens end with the state after their byte, and the
+ *     boundary nodes with the state before theirs (sorted by node, then state).
+ * pack(token_ptr, token_ids, nodes, mask_words)
+ *     The tokens ending at int32 `nodes` as a packed mask (bytearray), or None.
+ *
+ * Every index read from an array is checked before use (shapes up front, values as
+ * the walk reads them): a corrupt table raises ValueError, never reads out of bounds.
+ * In the trie every child's id is greater than its parent's, which the walk checks,
+ * so it ends whatever the arrays hold. The walk itself runs without the GIL: buffers
+ * are acquired before, result objects built after.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The plain-body automaton's states (slices.PLAIN_BODY is int8 [8, 256], -1 refused). */
+#define U_STATES 8
+/* Proofs are capped at this many bytes, so that a lower bound fits the int16 encoding. */
+#define MAX_DEPTH 30000
+/* One proof search meets at most this many (u, state) pairs ... */
+#define MAX_PAIRS 8192
+/* ... and one walk's searches together at most this many; then unknown pairs stay unproven. */
+#define WALK_SEARCH_BUDGET 65536
+
+/* ------------------------------------------------------------------------------------------ */
+/* Buffers                                                                                    */
+
+/* Element kinds a buffer may hold: signed and unsigned integers, booleans. */
+enum { KIND_INT, KIND_UINT, KIND_BOOL };
+
+/* The kind of a buffer format ("q", "<i", "=B", "?"), or -1 for anything else (big-endian, structs). */
+static int format_kind(const char *format)
+{
+    if (format == NULL)
+        return KIND_UINT; /* plain bytes */
+    if (*format == '@' || *format == '=')
+        format++;
+#if PY_LITTLE_ENDIAN
+    else if (*format == '<')
+        format++;
+#endif
+    if (format[0] == '\0' || format[1] != '\0')
+        return -1;
+    if (strchr("bhilqn", format[0]))
+        return KIND_INT;
+    if (strchr("BHILQN", format[0]))
+        return KIND_UINT;
+    if (format[0] == '?')
+        return KIND_BOOL;
+    return -1;
+}
+
+/* The buffers one call holds, released together. */
+typedef struct {
+    Py_buffer views[16];
+    int held;
+} Buffers;
+
+static void release_all(Buffers *b)
+{
+    while (b->held > 0)
+        PyBuffer_Release(&b->views[--b->held]);
+}
+
+/* Acquire `obj` as a C-contiguous array of `ndim` dimensions whose items are `itemsize`
+ * bytes of `kind`; its shape in `shape`. NULL with ValueError set on any mismatch. */
+static Py_buffer *get_array(Buffers *b, PyObject *obj, const char *name, int kind, Py_ssize_t itemsize,
+                            int ndim, int writable, Py_ssize_t *shape)
+{
+    Py_buffer *view = &b->views[b->held];
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s must be a%s C-contiguous array", name, writable ? " writable" : "");
+        return NULL;
+    }
+    b->held++;
+    if (view->ndim != ndim || view->itemsize != itemsize || format_kind(view->format) != kind) {
+        PyErr_Format(PyExc_ValueError, "%s must be a %d-D array of %zd-byte %s, got %d-D format '%s'", name, ndim,
+                     itemsize, kind == KIND_INT ? "signed ints" : kind == KIND_UINT ? "unsigned ints" : "bools",
+                     view->ndim, view->format ? view->format : "B");
+        return NULL;
+    }
+    for (int d = 0; d < ndim; d++)
+        shape[d] = view->shape[d];
+    return view;
+}
+
+/* A tuple argument of exactly `n` items. */
+static int check_tuple(PyObject *obj, Py_ssize_t n, const char *name)
+{
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != n) {
+        PyErr_Format(PyExc_ValueError, "%s must be a tuple of %zd arrays", name, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Growable output arrays                                                                     */
+
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap, itemsize;
+} Vec;
+
+static int vec_reserve(Vec *v, Py_ssize_t more)
+{
+    if (v->len + more <= v->cap)
+        return 0;
+    Py_ssize_t cap = v->cap ? v->cap : 64;
+    while (cap < v->len + more)
+        cap *= 2;
+    char *data = realloc(v->data, (size_t)(cap * v->itemsize));
+    if (data == NULL)
+        return -1;
+    v->data = data;
+    v->cap = cap;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The walk                                                                                   */
+
+/* A node to visit, with what its parent left: the DFA state, the automaton state, the proof. */
+typedef struct {
+    int64_t node;
+    int32_t state;
+    int16_t proven; /* bytes deep the parent's pair is proven live, -1 for none */
+    int8_t u;
+} Frame;
+
+/* One open-addressing set of pair codes (u * n_states + s) for a search, tagged per search. */
+typedef struct {
+    int32_t code, tag;
+} Slot;
+#define SLOTS (2 * MAX_PAIRS)
+
+typedef struct {
+    /* trie */
+    const int64_t *child_ptr, *child_ids, *token_ptr, *token_ids;
+    const uint8_t *byte;
+    const int32_t *end;
+    Py_ssize_t n_nodes, n_child_ids, n_tokens;
+    /* walk tables */
+    const int32_t *trans, *byte_class, *ends_as;
+    const uint8_t *live, *stops;
+    Py_ssize_t n_states, n_classes, n_sets;
+    /* the cut: NULL `below` when off */
+    const uint8_t *below;
+    const int16_t *rest;
+    const int8_t *plain;
+    int16_t *proof;
+    int depth;
+    /* the search's scratch, allocated on the first search */
+    int8_t move_u[U_STATES][256];
+    int32_t move_c[U_STATES][256];
+    int n_moves[U_STATES];
+    int moves_ready;
+    Slot *slots;
+    int32_t *queue;
+    int16_t *level;
+    int32_t tag;
+    long budget;
+    /* outputs */
+    uint32_t *mask;
+    Py_ssize_t mask_words;
+    int any_inside;
+    Vec out_nodes, out_states, in_nodes, in_states;
+    int keep_states;
+    Py_ssize_t visited, cut, searched;
+    /* the first failure: a message and the index it is about (no GIL to raise with) */
+    const char *error;
+    int64_t error_at;
+    int no_memory;
+} Walk;
+
+/* Record the first failure; -1, for `return fail(...)`. */
+static int fail(Walk *w, const char *message, int64_t at)
+{
+    w->error = message;
+    w->error_at = at;
+    return -1;
+}
+
+/* Proof values, memoised per (u, state) in `proof` with relaxed atomics: another thread may
+ * write the same cell, and every value written is sound, so any interleaving is.
+ *   v >= 0   final: every plain-body path from the pair keeps the DFA live v bytes deep,
+ *            and searching again would not prove more (or is not worth it);
+ *   v == -1  unknown;
+ *   v <= -2  provisional: proven -2 - v bytes deep, as a pair met by another pair's search;
+ *            a search from the pair itself may prove more. */
+static inline int16_t proof_load(const int16_t *cell)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_load_n(cell, __ATOMIC_RELAXED);
+#else
+    return *(volatile const int16_t *)cell;
+#endif
+}
+
+static inline void proof_store(int16_t *cell, int16_t value)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    __atomic_store_n(cell, value, __ATOMIC_RELAXED);
+#else
+    *(volatile int16_t *)cell = value;
+#endif
+}
+
+/* A transition, checked. */
+static inline int next_state(Walk *w, int32_t state, int32_t cls, int32_t *out)
+{
+    int32_t next = w->trans[(Py_ssize_t)state * w->n_classes + cls];
+    if (next < 0 || next >= w->n_states)
+        return fail(w, "a transition leads outside the DFA's states", state);
+    *out = next;
+    return 0;
+}
+
+/* Per automaton state u: its distinct moves (next automaton state, DFA byte class). */
+static int prepare_moves(Walk *w)
+{
+    uint8_t *seen = calloc((size_t)w->n_classes * U_STATES, 1); /* seen[c * 8 + v] == u + 1: met for u */
+    if (seen == NULL)
+        return -1;
+    for (int u = 0; u < U_STATES; u++) {
+        int n = 0;
+        for (int b = 0; b < 256; b++) {
+            int v = w->plain[u * 256 + b];
+            if (v < 0)
+                continue;
+            int32_t c = w->byte_class[b];
+            uint8_t *mark = &seen[(Py_ssize_t)c * U_STATES + v];
+            if (*mark == u + 1)
+                continue;
+            *mark = (uint8_t)(u + 1);
+            w->move_u[u][n] = (int8_t)v;
+            w->move_c[u][n] = c;
+            n++;
+        }
+        w->n_moves[u] = n;
+    }
+    free(seen);
+    w->slots = calloc(SLOTS, sizeof(Slot));
+    w->queue = malloc(MAX_PAIRS * sizeof(int32_t));
+    w->level = malloc(MAX_PAIRS * sizeof(int16_t));
+    if (w->slots == NULL || w->queue == NULL || w->level == NULL)
+        return -1;
+    w->moves_ready = 1;
+    return 0;
+}
+
+/* Add a pair code to this search's set: 1 if new, 0 if met before. */
+static inline int meet(Walk *w, int32_t code)
+{
+    uint32_t h = ((uint32_t)code * 2654435761u) & (SLOTS - 1);
+    for (;;) {
+        Slot *slot = &w->slots[h];
+        if (slot->tag != w->tag) {
+            slot->tag = w->tag;
+            slot->code = code;
+            return 1;
+        }
+        if (slot->code == code)
+            return 0;
+        h = (h + 1) & (SLOTS - 1);
+    }
+}
+
+/* Breadth-first over (u, state) pairs from (u0, s0) along plain-body bytes: how many bytes deep
+ * every plain-body path from the pair keeps the DFA live (at most `depth`). Stores the result as
+ * final, and lower bounds for the pairs it met. -1 (unproven, nothing stored) once the walk's
+ * search budget is spent; -2 on a corrupt table.
+ *
+ * Soundness: a pair first met at level k has every path of m bytes among the root's paths of
+ * k + m bytes, so when the shortest path that kills the DFA from the root has K bytes (or every
+ * path of up to `checked` bytes was seen live), the pair is proven K - 1 - k (`checked - k`)
+ * bytes deep. When no new pair appears, nothing reachable kills: every pair met is proven to
+ * any depth. Cost: at most MAX_PAIRS pairs, each with at most 256 moves; each pair is searched
+ * from once per table (its result is final), and one walk spends at most WALK_SEARCH_BUDGET pairs. */
+static int search(Walk *w, int u0, int32_t s0)
+{
+    if (w->budget <= 0)
+        return -1;
+    if (!w->moves_ready && prepare_moves(w) < 0) {
+        w->no_memory = 1;
+        return -2;
+    }
+    const Py_ssize_t n = w->n_states;
+    const int depth = w->depth;
+    w->tag++;
+    Py_ssize_t len = 1, start = 0, stop = 1;
+    w->queue[0] = (int32_t)(u0 * n + s0);
+    w->level[0] = 0;
+    meet(w, w->queue[0]);
+    int proven = -1, closed = 0;
+    for (int level = 0; proven < 0; level++) {
+        if (level >= depth) {
+            proven = depth;
+            break;
+        }
+        for (Py_ssize_t i = start; i < stop && proven < 0; i++) {
+            int v = (int)(w->queue[i] / n);
+            int32_t t = (int32_t)(w->queue[i] % n);
+            for (int m = 0; m < w->n_moves[v]; m++) {
+                int32_t t2;
+                if (next_state(w, t, w->move_c[v][m], &t2) < 0)
+                    return -2;
+                if (!w->live[t2]) {
+                    proven = level; /* a path of level + 1 bytes kills it */
+                    break;
+                }
+                int32_t code = (int32_t)(w->move_u[v][m] * n + t2);
+                if (meet(w, code)) {
+                    if (len == MAX_PAIRS) {
+                        proven = level; /* every path of `level` bytes was seen live */
+                        break;
+                    }
+                    w->queue[len] = code;
+                    w->level[len] = (int16_t)(level + 1);
+                    len++;
+                }
+            }
+        }
+        if (proven < 0 && len == stop) {
+            closed = 1;
+            proven = depth;
+        }
+        start = stop;
+        stop = len;
+    }
+    w->budget -= (long)len;
+    w->searched += len;
+    proof_store(&w->proof[w->queue[0]], (int16_t)proven);
+    for (Py_ssize_t i = 1; i < len; i++) {
+        int16_t *cell = &w->proof[w->queue[i]];
+        int16_t old = proof_load(cell);
+        if (closed) {
+            proof_store(cell, (int16_t)depth);
+            continue;
+        }
+        int bound = proven - w->level[i];
+        if (old >= 0 || bound <= 0 || bound <= -2 - old)
+            continue;
+        proof_store(cell, (int16_t)(-2 - bound));
+    }
+    return proven;
+}
+
+/* How many bytes deep the pair (u, s) is proven live, searching when what is known is below `need`. */
+static int proven_depth(Walk *w, int u, int32_t s, int need)
+{
+    int16_t known = proof_load(&w->proof[(Py_ssize_t)u * w->n_states + s]);
+    if (known >= 0)
+        return known;
+    int bound = known <= -2 ? -2 - known : -1;
+    if (bound >= need)
+        return bound;
+    int found = search(w, u, s);
+    if (found == -2)
+        return -2;
+    if (found >= 0 && found < bound) /* a search cut short proves less than the pair had */
+        proof_store(&w->proof[(Py_ssize_t)u * w->n_states + s], (int16_t)bound);
+    return found > bound ? found : bound;
+}
+
+/* Mark the tokens at sorted positions [lo, hi) inside. */
+static int mark_tokens(Walk *w, int64_t lo, int64_t hi, int64_t node)
+{
+    if (lo < 0 || lo > hi || hi > w->n_tokens)
+        return fail(w, "a node's token range is outside the tokens", node);
+    const int64_t limit = (int64_t)w->mask_words * 32;
+    for (int64_t p = lo; p < hi; p++) {
+        int64_t id = w->token_ids[p];
+        if (id < 0 || id >= limit)
+            return fail(w, "a token id is outside the mask", p);
+        w->mask[id >> 5] |= 1u << (id & 31);
+    }
+    if (hi > lo)
+        w->any_inside = 1;
+    return 0;
+}
+
+static int push2(Vec *nodes, Vec *states, int64_t node, int32_t state, int wide)
+{
+    if (vec_reserve(nodes, 1) < 0 || vec_reserve(states, 1) < 0)
+        return -1;
+    if (wide)
+        ((int64_t *)nodes->data)[nodes->len++] = node;
+    else
+        ((int32_t *)nodes->data)[nodes->len++] = (int32_t)node;
+    ((int32_t *)states->data)[states->len++] = state;
+    return 0;
+}
+
+/* The walk from `roots` (already checked to be nodes) at `root_state`; 0, or -1 with w->error or no_memory. */
+static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_state)
+{
+    Vec stack = {NULL, 0, 0, sizeof(Frame)};
+    int status = -1;
+    int16_t root_proven = -1;
+    if (w->below != NULL) {
+        int found = proven_depth(w, 0, root_state, w->depth);
+        if (found == -2)
+            goto done;
+        root_proven = (int16_t)found;
+    }
+    if (vec_reserve(&stack, n_roots) < 0)
+        goto out_of_memory;
+    for (Py_ssize_t i = n_roots - 1; i >= 0; i--)
+        ((Frame *)stack.data)[stack.len++] = (Frame){roots[i], root_state, root_proven, 0};
+    while (stack.len > 0) {
+        Frame f = ((Frame *)stack.data)[--stack.len];
+        const int64_t node = f.node;
+        const uint8_t b = w->byte[node];
+        int32_t next;
+        w->visited++;
+        if (next_state(w, f.state, w->byte_class[b], &next) < 0)
+            goto done;
+        if (!w->live[next]) {
+            int32_t set = w->ends_as[f.state];
+            if (set < -1 || set >= w->n_sets) {
+                fail(w, "a state's terminal set is outside the sets", f.state);
+                goto done;
+            }
+            if (w->stops[next] && set >= 0) {
+                if (push2(&w->out_nodes, &w->out_states, node, w->keep_states ? f.state : set, !w->keep_states) < 0)
+                    goto out_of_memory;
+            }
+            continue;
+        }
+        int8_t u = 0;
+        int16_t proven = -1;
+        if (w->below != NULL) {
+            /* The plain-body cut: see the header and pda/index/slices.py. */
+            int8_t v = w->plain[f.u * 256 + b];
+            u = v >= 0 ? v : 0;
+            proven = (v >= 0 && f.proven > 0) ? (int16_t)(f.proven - 1) : -1;
+            if ((w->below[node] >> u) & 1) {
+                int need = w->rest[node];
+                if (need < 0) {
+                    fail(w, "a node's depth below is negative", node);
+                    goto done;
+                }
+                if (proven < need) {
+                    int found = proven_depth(w, u, next, need);
+                    if (found == -2)
+                        goto done;
+                    if (found > proven)
+                        proven = (int16_t)found;
+                }
+                if (proven >= need) {
+                    int32_t stop = w->end[node];
+                    if (stop <= node || stop > w->n_nodes) {
+                        fail(w, "a node's subtree end is outside the trie", node);
+                        goto done;
+                    }
+                    if (mark_tokens(w, w->token_ptr[node], w->token_ptr[stop], node) < 0)
+                        goto done;
+                    w->cut++;
+                    continue;
+                }
+            }
+        }
+        int64_t lo = w->token_ptr[node], hi = w->token_ptr[node + 1];
+        if (w->keep_states) {
+            if (lo < 0 || lo > hi || hi > w->n_tokens) {
+                fail(w, "a node's token range is outside the tokens", node);
+                goto done;
+            }
+            if (hi > lo && push2(&w->in_nodes, &w->in_states, node, next, 0) < 0)
+                goto out_of_memory;
+        } else if (mark_tokens(w, lo, hi, node) < 0) {
+            goto done;
+        }
+        int64_t first = w->child_ptr[node], last = w->child_ptr[node + 1];
+        if (first < 0 || first > last || last > w->n_child_ids) {
+            fail(w, "a node's children are outside the child ids", node);
+            goto done;
+        }
+        if (vec_reserve(&stack, last - first) < 0)
+            goto out_of_memory;
+        for (int64_t k = last - 1; k >= first; k--) {
+            int64_t child = w->child_ids[k];
+            if (child <= node || child >= w->n_nodes) {
+                fail(w, "a child id is not a later node of the trie", node);
+                goto done;
+            }
+            ((Frame *)stack.data)[stack.len++] = (Frame){child, next, proven, u};
+        }
+    }
+    status = 0;
+    goto done;
+out_of_memory:
+    w->no_memory = 1;
+done:
+    free(stack.data);
+    return status;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Arguments and results                                                                      */
+
+/* The trie tuple (child_ptr, child_ids, byte, token_ptr, end, token_ids). */
+static int open_trie(Walk *w, Buffers *b, PyObject *trie)
+{
+    Py_ssize_t s[1], n;
+    Py_buffer *v;
+    if (check_tuple(trie, 6, "trie") < 0)
+        return -1;
+    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 2), "byte", KIND_UINT, 1, 1, 0, s)))
+        return -1;
+    w->byte = v->buf;
+    n = w->n_nodes = s[0];
+    if (n < 1 || n > INT32_MAX - 1) {
+        PyErr_SetString(PyExc_ValueError, "the trie must have between 1 and 2**31 - 2 nodes");
+        return -1;
+    }
+    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 0), "child_ptr", KIND_INT, 8, 1, 0, s)))
+        return -1;
+    w->child_ptr = v->buf;
+    if (s[0] != n + 1)
+        goto shape;
+    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 1), "child_ids", KIND_INT, 8, 1, 0, s)))
+        return -1;
+    w->child_ids = v->buf;
+    w->n_child_ids = s[0];
+    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 3), "token_ptr", KIND_INT, 8, 1, 0, s)))
+        return -1;
+    w->token_ptr = v->buf;
+    if (s[0] != n + 1)
+        goto shape;
+    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 4), "end", KIND_INT, 4, 1, 0, s)))
+        return -1;
+    w->end = v->buf;
+    if (s[0] != n)
+        goto shape;
+    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 5), "token_ids", KIND_INT, 8, 1, 0, s)))
+        return -1;
+    w->token_ids = v->buf;
+    w->n_tokens = s[0];
+    return 0;
+shape:
+    PyErr_SetString(PyExc_ValueError, "the trie's arrays disagree on the number of nodes");
+    return -1;
+}
+
+/* The tables tuple (trans, byte_class, live, stops, ends_as). */
+static int open_tables(Walk *w, Buffers *b, PyObject *tables)
+{
+    Py_ssize_t s[2];
+    Py_buffer *v;
+    if (check_tuple(tables, 5, "tables") < 0)
+        return -1;
+    if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 0), "trans", KIND_INT, 4, 2, 0, s)))
+        return -1;
+    w->trans = v->buf;
+    w->n_states = s[0];
+    w->n_classes = s[1];
+    if (w->n_states < 1 || w->n_classes < 1 || w->n_states >= (1 << 27)) {
+        PyErr_SetString(PyExc_ValueError, "trans must have between 1 and 2**27 - 1 states and a class");
+        return -1;
+    }
+    if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 1), "byte_class", KIND_INT, 4, 1, 0, s)))
+        return -1;
+    w->byte_class = v->buf;
+    if (s[0] != 256) {
+        PyErr_SetString(PyExc_ValueError, "byte_class must have 256 entries");
+        return -1;
+    }
+    for (int c = 0; c < 256; c++) {
+        if (w->byte_class[c] < 0 || w->byte_class[c] >= w->n_classes) {
+            PyErr_Format(PyExc_ValueError, "byte %d's class is outside trans's %zd columns", c, w->n_classes);
+            return -1;
+        }
+    }
+    if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 2), "live", KIND_BOOL, 1, 1, 0, s)))
+        return -1;
+    w->live = v->buf;
+    if (s[0] != w->n_states)
+        goto shape;
+    if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 3), "stops", KIND_BOOL, 1, 1, 0, s)))
+        return -1;
+    w->stops = v->buf;
+    if (s[0] != w->n_states)
+        goto shape;
+    if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 4), "ends_as", KIND_INT, 4, 1, 0, s)))
+        return -1;
+    w->ends_as = v->buf;
+    if (s[0] != w->n_states)
+        goto shape;
+    return 0;
+shape:
+    PyErr_SetString(PyExc_ValueError, "live, stops and ends_as must have one entry per row of trans");
+    return -1;
+}
+
+/* The slices tuple (below, rest, plain_body, proof, depth). */
+static int open_slices(Walk *w, Buffers *b, PyObject *slices)
+{
+    Py_ssize_t s[2];
+    Py_buffer *v;
+    if (check_tuple(slices, 5, "slices") < 0)
+        return -1;
+    if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 0), "below", KIND_UINT, 1, 1, 0, s)))
+        return -1;
+    w->below = v->buf;
+    if (s[0] != w->n_nodes)
+        goto shape;
+    if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 1), "rest", KIND_INT, 2, 1, 0, s)))
+        return -1;
+    w->rest = v->buf;
+    if (s[0] != w->n_nodes)
+        goto shape;
+    if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 2), "plain_body", KIND_INT, 1, 2, 0, s)))
+        return -1;
+    w->plain = v->buf;
+    if (s[0] != U_STATES || s[1] != 256) {
+        PyErr_SetString(PyExc_ValueError, "plain_body must be int8 [8, 256]");
+        return -1;
+    }
+    for (int i = 0; i < U_STATES * 256; i++) {
+        if (w->plain[i] < -1 || w->plain[i] >= U_STATES) {
+            PyErr_SetString(PyExc_ValueError, "plain_body's moves must be -1 or an automaton state");
+            return -1;
+        }
+    }
+    if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 3), "proof", KIND_INT, 2, 2, 1, s)))
+        return -1;
+    w->proof = v->buf;
+    if (s[0] != U_STATES || s[1] != w->n_states) {
+        PyErr_SetString(PyExc_ValueError, "proof must be int16 [8, rows of trans]");
+        return -1;
+    }
+    long depth = PyLong_AsLong(PyTuple_GET_ITEM(slices, 4));
+    if (depth == -1 && PyErr_Occurred())
+        return -1;
+    if (depth < 0 || depth > MAX_DEPTH) {
+        PyErr_Format(PyExc_ValueError, "depth must be between 0 and %d", MAX_DEPTH);
+        return -1;
+    }
+    w->depth = (int)depth;
+    w->budget = WALK_SEARCH_BUDGET;
+    return 0;
+shape:
+    PyErr_SetString(PyExc_ValueError, "below and rest must have one entry per trie node");
+    return -1;
+}
+
+/* The roots: int64 nodes of the trie other than its root. Sets *sorted when they are ascending
+ * with disjoint subtrees (then the walk's output is sorted and unique as it comes). */
+static const int64_t *open_roots(Walk *w, Buffers *b, PyObject *obj, Py_ssize_t *n_roots, int *sorted)
+{
+    Py_ssize_t s[1];
+    Py_buffer *v = get_array(b, obj, "roots", KIND_INT, 8, 1, 0, s);
+    if (v == NULL)
+        return NULL;
+    const int64_t *roots = v->buf;
+    *n_roots = s[0];
+    *sorted = 1;
+    for (Py_ssize_t i = 0; i < s[0]; i++) {
+        if (roots[i] < 1 || roots[i] >= w->n_nodes) {
+            PyErr_Format(PyExc_ValueError, "root %lld is not a node of the trie below its root", (long long)roots[i]);
+            return NULL;
+        }
+        if (i > 0) {
+            int32_t stop = w->end[roots[i - 1]];
+            if (stop <= roots[i - 1] || stop > w->n_nodes) {
+                PyErr_Format(PyExc_ValueError, "node %lld's subtree end is outside the trie", (long long)roots[i - 1]);
+                return NULL;
+            }
+            if (roots[i] < stop)
+                *sorted = 0;
+        }
+    }
+    return roots;
+}
+
+static int parse_state(PyObject *obj, Py_ssize_t n_states, int32_t *out)
+{
+    long state = PyLong_AsLong(obj);
+    if (state == -1 && PyErr_Occurred())
+        return -1;
+    if (state < 0 || state >= n_states) {
+        PyErr_Format(PyExc_ValueError, "root state %ld is outside the DFA's %zd states", state, n_states);
+        return -1;
+    }
+    *out = (int32_t)state;
+    return 0;
+}
+
+static int parse_mask_words(PyObject *obj, Py_ssize_t *out)
+{
+    *out = PyLong_AsSsize_t(obj);
+    if (*out == -1 && PyErr_Occurred())
+        return -1;
+    if (*out < 0 || *out > (PY_SSIZE_T_MAX >> 6)) {
+        PyErr_SetString(PyExc_ValueError, "mask_words must be a non-negative word count");
+        return -1;
+    }
+    return 0;
+}
+
+/* The error a failed walk left, raised. */
+static PyObject *walk_error(Walk *w)
+{
+    if (w->no_memory)
+        return PyErr_NoMemory();
+    PyErr_Format(PyExc_ValueError, "corrupt walk input: %s (at %lld)", w->error, (long long)w->error_at);
+    return NULL;
+}
+
+static int cmp_int64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* Sort ascending and drop repeats, in place; the new length. */
+static Py_ssize_t sort_unique(int64_t *values, Py_ssize_t n)
+{
+    Py_ssize_t kept = 0;
+    qsort(values, (size_t)n, sizeof(int64_t), cmp_int64);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (kept == 0 || values[i] != values[kept - 1])
+            values[kept++] = values[i];
+    }
+    return kept;
+}
+
+/* [(set index, bytearray of int64 nodes)] from the boundaries in visit order, grouped by set
+ * (a counting sort, so each group keeps the walk's ascending order; sorted here when not). */
+static PyObject *boundary_groups(Walk *w, int sorted)
+{
+    const int64_t *nodes = (const int64_t *)w->out_nodes.data;
+    const int32_t *sets = (const int32_t *)w->out_states.data;
+    Py_ssize_t n = w->out_nodes.len;
+    Py_ssize_t *count = calloc((size_t)(w->n_sets + 1), sizeof(Py_ssize_t));
+    int64_t *grouped = malloc((size_t)(n + 1) * sizeof(int64_t));
+    PyObject *groups = NULL;
+    if (count == NULL || grouped == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        count[sets[i] + 1]++;
+    for (Py_ssize_t k = 0; k < w->n_sets; k++)
+        count[k + 1] += count[k];
+    for (Py_ssize_t i = 0; i < n; i++)
+        grouped[count[sets[i]]++] = nodes[i];
+    groups = PyList_New(0);
+    if (groups == NULL)
+        goto done;
+    for (Py_ssize_t k = 0, lo = 0; k < w->n_sets; k++) {
+        Py_ssize_t hi = count[k], size = hi - lo;
+        if (size == 0)
+            continue;
+        if (!sorted)
+            size = sort_unique(grouped + lo, size);
+        PyObject *item = Py_BuildValue("(nN)", k, PyByteArray_FromStringAndSize((char *)(grouped + lo),
+                                                                                 size * (Py_ssize_t)sizeof(int64_t)));
+        if (item == NULL || PyList_Append(groups, item) < 0) {
+            Py_XDECREF(item);
+            Py_CLEAR(groups);
+            goto done;
+        }
+        Py_DECREF(item);
+        lo = hi;
+    }
+done:
+    free(count);
+    free(grouped);
+    return groups;
+}
+
+static void free_walk(Walk *w)
+{
+    free(w->mask);
+    free(w->out_nodes.data);
+    free(w->out_states.data);
+    free(w->in_nodes.data);
+    free(w->in_states.data);
+    free(w->slots);
+    free(w->queue);
+    free(w->level);
+}
+
+static PyObject *mask_or_none(Walk *w)
+{
+    if (!w->any_inside)
+        Py_RETURN_NONE;
+    return PyByteArray_FromStringAndSize((char *)w->mask, w->mask_words * 4);
+}
+
+PyDoc_STRVAR(walk_doc,
+"walk(trie, tables, n_sets, roots, root_state, mask_words, slices)\n--\n\n"
+"Classify the tokens below `roots` from DFA state `root_state` (see pda/kernels/walk.py).\n"
+"Returns (mask bytearray or None, [(set index, int64 nodes bytearray)], (visited, cut, searched)).");
+
+static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Walk w;
+    Buffers b;
+    Py_ssize_t n_roots;
+    int32_t root_state;
+    int sorted, status;
+    PyObject *result = NULL, *mask = NULL, *groups = NULL;
+    memset(&w, 0, sizeof w);
+    b.held = 0;
+    w.out_nodes.itemsize = sizeof(int64_t);
+    w.out_states.itemsize = sizeof(int32_t);
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "walk(trie, tables, n_sets, roots, root_state, mask_words, slices) takes 7 arguments");
+        return NULL;
+    }
+    if (open_trie(&w, &b, args[0]) < 0 || open_tables(&w, &b, args[1]) < 0)
+        goto done;
+    w.n_sets = PyLong_AsSsize_t(args[2]);
+    if (w.n_sets == -1 && PyErr_Occurred())
+        goto done;
+    if (w.n_sets < 0 || w.n_sets > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "n_sets must be a non-negative count");
+        goto done;
+    }
+    const int64_t *roots = open_roots(&w, &b, args[3], &n_roots, &sorted);
+    if (roots == NULL || parse_state(args[4], w.n_states, &root_state) < 0 || parse_mask_words(args[5], &w.mask_words) < 0)
+        goto done;
+    if (args[6] != Py_None && open_slices(&w, &b, args[6]) < 0)
+        goto done;
+    w.mask = calloc((size_t)(w.mask_words + 1), sizeof(uint32_t));
+    if (w.mask == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = run(&w, roots, n_roots, root_state);
+    Py_END_ALLOW_THREADS
+    if (status < 0) {
+        walk_error(&w);
+        goto done;
+    }
+    if (!(mask = mask_or_none(&w)) || !(groups = boundary_groups(&w, sorted)))
+        goto done;
+    result = Py_BuildValue("(OO(nnn))", mask, groups, w.visited, w.cut, w.searched);
+done:
+    Py_XDECREF(mask);
+    Py_XDECREF(groups);
+    free_walk(&w);
+    release_all(&b);
+    return result;
+}
+
+/* Pairs (node, state) sorted by node then state, repeats dropped; the new length. */
+static Py_ssize_t sort_pairs(Vec *nodes, Vec *states, int64_t *scratch)
+{
+    int32_t *node = (int32_t *)nodes->data, *state = (int32_t *)states->data;
+    Py_ssize_t n = nodes->len, kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        scratch[2 * i] = node[i];
+        scratch[2 * i + 1] = state[i];
+    }
+    qsort(scratch, (size_t)n, 2 * sizeof(int64_t), cmp_pair);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (kept && scratch[2 * i] == node[kept - 1] && scratch[2 * i + 1] == state[kept - 1])
+            continue;
+        node[kept] = (int32_t)scratch[2 * i];
+        state[kept] = (int32_t)scratch[2 * i + 1];
+        kept++;
+    }
+    nodes->len = states->len = kept;
+    return kept;
+}
+
+static PyObject *vec_bytes(const Vec *v)
+{
+    return PyByteArray_FromStringAndSize(v->data ? v->data : "", v->len * v->itemsize);
+}
+
+PyDoc_STRVAR(walk_states_doc,
+"walk_states(trie, tables, roots, root_state)\n--\n\n"
+"The walk without the cut, keeping states: (inside nodes, their states, boundary nodes, the states\n"
+"before them), four bytearrays of int32 (see pda/kernels/walk.py).");
+
+static PyObject *walk_states(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Walk w;
+    Buffers b;
+    Py_ssize_t n_roots;
+    int32_t root_state;
+    int sorted, status;
+    PyObject *result = NULL;
+    memset(&w, 0, sizeof w);
+    b.held = 0;
+    w.keep_states = 1;
+    w.n_sets = INT32_MAX;
+    w.out_nodes.itemsize = w.out_states.itemsize = w.in_nodes.itemsize = w.in_states.itemsize = sizeof(int32_t);
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "walk_states(trie, tables, roots, root_state) takes 4 arguments");
+        return NULL;
+    }
+    if (open_trie(&w, &b, args[0]) < 0 || open_tables(&w, &b, args[1]) < 0)
+        goto done;
+    const int64_t *roots = open_roots(&w, &b, args[2], &n_roots, &sorted);
+    if (roots == NULL || parse_state(args[3], w.n_states, &root_state) < 0)
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+    status = run(&w, roots, n_roots, root_state);
+    if (status == 0 && !sorted) {
+        Py_ssize_t most = w.in_nodes.len > w.out_nodes.len ? w.in_nodes.len : w.out_nodes.len;
+        int64_t *scratch = malloc((size_t)(2 * most + 2) * sizeof(int64_t));
+        if (scratch == NULL) {
+            w.no_memory = 1;
+            status = -1;
+        } else {
+            sort_pairs(&w.in_nodes, &w.in_states, scratch);
+            sort_pairs(&w.out_nodes, &w.out_states, scratch);
+            free(scratch);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (status < 0) {
+        walk_error(&w);
+        goto done;
+    }
+    result = Py_BuildValue("(NNNN)", vec_bytes(&w.in_nodes), vec_bytes(&w.in_states), vec_bytes(&w.out_nodes),
+                           vec_bytes(&w.out_states));
+done:
+    free_walk(&w);
+    release_all(&b);
+    return result;
+}
+
+PyDoc_STRVAR(pack_doc,
+"pack(token_ptr, token_ids, nodes, mask_words)\n--\n\n"
+"The tokens ending at int32 `nodes` as a packed int32 mask (a bytearray), or None when there are none.");
+
+static PyObject *pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Walk w;
+    Buffers b;
+    Py_ssize_t s[1];
+    Py_buffer *v;
+    PyObject *result = NULL;
+    memset(&w, 0, sizeof w);
+    b.held = 0;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "pack(token_ptr, token_ids, nodes, mask_words) takes 4 arguments");
+        return NULL;
+    }
+    if (!(v = get_array(&b, args[0], "token_ptr", KIND_INT, 8, 1, 0, s)))
+        goto done;
+    w.token_ptr = v->buf;
+    w.n_nodes = s[0] - 1;
+    if (!(v = get_array(&b, args[1], "token_ids", KIND_INT, 8, 1, 0, s)))
+        goto done;
+    w.token_ids = v->buf;
+    w.n_tokens = s[0];
+    if (!(v = get_array(&b, args[2], "nodes", KIND_INT, 4, 1, 0, s)) || parse_mask_words(args[3], &w.mask_words) < 0)
+        goto done;
+    const int32_t *nodes = v->buf;
+    w.mask = calloc((size_t)(w.mask_words + 1), sizeof(uint32_t));
+    if (w.mask == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < s[0]; i++) {
+        if (nodes[i] < 0 || nodes[i] >= w.n_nodes) {
+            PyErr_Format(PyExc_ValueError, "node %d is outside the trie", nodes[i]);
+            goto done;
+        }
+        if (mark_tokens(&w, w.token_ptr[nodes[i]], w.token_ptr[nodes[i] + 1], nodes[i]) < 0) {
+            walk_error(&w);
+            goto done;
+        }
+    }
+    result = mask_or_none(&w);
+done:
+    free_walk(&w);
+    release_all(&b);
+    return result;
+}
+
+static PyMethodDef walk_methods[] = {
+    {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL, walk_doc},
+    {"walk_states", (PyCFunction)(void (*)(void))walk_states, METH_FASTCALL, walk_states_doc},
+    {"pack", (PyCFunction)(void (*)(void))pack, METH_FASTCALL, pack_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef walk_module = {
+    PyModuleDef_HEAD_INIT, "pda.kernels._walk", "The token index's trie walk (see pda/kernels/walk.py).", -1,
+    walk_methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__walk(void)
+{
+    return PyModule_Create(&walk_module);
+}

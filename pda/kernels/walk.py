@@ -1,0 +1,139 @@
+"""The token index's trie walk, one compiled call per walk (`pda.kernels._walk`, pda/kernels/_walk.c).
+
+A walk classifies every token below some trie nodes (`roots`) from a DFA state:
+
+* **inside** — every byte keeps the DFA live: its id is set in the packed int32
+  mask (bit i % 32 of word i // 32 is token i);
+* **boundary** — at some node the next state is not live but `stops` there and the
+  state before the byte ends a lexeme (`ends_as[state] >= 0`): the node is reported
+  under that terminal-set index (the rest of the token starts a new lexeme);
+* **dead** — otherwise: nothing is reported.
+
+Inputs (all C-contiguous numpy arrays; the kernel checks dtypes and shapes up front and
+every index it reads as it goes, so corrupt input raises ValueError, never crashes):
+
+* `TrieArrays` — the vocabulary trie in preorder (`pda.index.trie.TokenTrie`): child CSR
+  (`child_ptr` int64 [n + 1], `child_ids` int64, each child's id above its parent's),
+  `byte` uint8 [n], the tokens ending at node v at sorted positions
+  `token_ptr[v]:token_ptr[v + 1]` (int64 [n + 1]) with ids `token_ids` (int64), and
+  `end` int32 [n] (v's subtree is the node range [v, end[v]));
+* `TableArrays` — the walk tables of one DFA (`pda.index.token_index._WalkTables`):
+  `trans` int32 [n_states, n_classes], `byte_class` int32 [256], `live`, `stops` bool
+  [n_states], `ends_as` int32 [n_states] (-1 or an index below `n_sets`);
+* `roots` (nodes other than the trie's root; taken as int64), `root_state`, `mask_words`;
+* optionally `SliceArrays`, the plain-body cut (pda/index/slices.py): `below` uint8 [n],
+  `rest` int16 [n], `plain_body` int8 [8, 256], the trie's `depth`, and a per-table proof
+  buffer `proof` int16 [8, n_states] (`new_proof`), which the caller keeps across walks:
+  what it holds is only true of the tables, plain-body automaton and depth that filled it.
+
+Outputs: the mask (None when no token is inside) and the boundaries as (set index,
+int64 nodes) pairs, ascending by set index, each set's nodes ascending and unique. The
+int64 dtype is part of the contract: a boundary group's key is its nodes' bytes, which
+must equal between walks, the shared classifications and the disk cache.
+
+Invariants: the walk visits nodes depth first in preorder, so with roots ascending and
+subtrees disjoint (a trie's first level, a group's nodes) outputs come out sorted;
+otherwise the kernel sorts them. The cut changes nothing in the result, only the nodes
+visited: it takes a node's whole subtree as inside when the plain-body automaton state
+`u` carried down the path (a refused byte restarts it at 0) has every path below the
+node in the plain body (`below[node] >> u & 1`) and the pair (u, DFA state) is proven
+live at least `rest[node]` bytes deep. Proofs are searched breadth-first over (u, state)
+pairs on demand, at most 8,192 pairs a search and 65,536 a walk, and memoised in `proof`
+(a pair's own search is final; other threads may write it concurrently, and every value
+any of them writes is sound). The walk runs without the GIL.
+
+`walk_states` is the same walk without the cut under the basic lexer mode, keeping
+per-node states; `pack` packs the tokens ending at given nodes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from pda.kernels import _walk
+
+if TYPE_CHECKING:
+    from pda.index.trie import TokenTrie
+
+# The plain-body automaton's states: the first dimension of a proof buffer.
+AUTOMATON_STATES = 8
+
+
+class TrieArrays(NamedTuple):
+    """The trie's arrays the kernel reads, in the dtypes it takes."""
+
+    child_ptr: np.ndarray
+    child_ids: np.ndarray
+    byte: np.ndarray
+    token_ptr: np.ndarray
+    end: np.ndarray
+    token_ids: np.ndarray
+
+    @classmethod
+    def of(cls, trie: TokenTrie) -> "TrieArrays":
+        c = np.ascontiguousarray
+        return cls(c(trie.child_ptr, np.int64), c(trie.child_ids, np.int64), c(trie.byte, np.uint8),
+                   c(trie.token_ptr, np.int64), c(trie.end, np.int32), c(trie.token_ids, np.int64))
+
+
+class TableArrays(NamedTuple):
+    """One DFA's walk tables, in the dtypes the kernel takes."""
+
+    trans: np.ndarray
+    byte_class: np.ndarray
+    live: np.ndarray
+    stops: np.ndarray
+    ends_as: np.ndarray
+
+
+class SliceArrays(NamedTuple):
+    """The per-trie inputs of the plain-body cut (`pda.index.slices.PlainBody`)."""
+
+    below: np.ndarray
+    rest: np.ndarray
+    plain_body: np.ndarray
+    depth: int
+
+
+class Walked(NamedTuple):
+    """A walk's result, and how much it visited (nodes, subtrees cut, pairs searched for proofs)."""
+
+    inside: np.ndarray | None
+    boundaries: list[tuple[int, np.ndarray]]
+    visited: int
+    cut: int
+    searched: int
+
+
+def new_proof(n_states: int) -> np.ndarray:
+    """An empty proof buffer for a DFA of `n_states` states (every pair unknown)."""
+    return np.full((AUTOMATON_STATES, n_states), -1, dtype=np.int16)
+
+
+def walk(trie: TrieArrays, tables: TableArrays, n_sets: int, roots: np.ndarray, root_state: int, mask_words: int,
+         slices: SliceArrays | None = None, proof: np.ndarray | None = None) -> Walked:
+    """Classify the tokens below `roots` from `root_state`; with `slices` and `proof`, cutting plain-body subtrees."""
+    cut = None if slices is None else (slices.below, slices.rest, slices.plain_body, proof, slices.depth)
+    roots = np.ascontiguousarray(roots, dtype=np.int64)
+    mask, groups, (visited, cuts, searched) = _walk.walk(trie, tables, n_sets, roots, root_state, mask_words, cut)
+    return Walked(
+        None if mask is None else np.frombuffer(mask, dtype=np.int32),
+        [(k, np.frombuffer(nodes, dtype=np.int64)) for k, nodes in groups],
+        visited, cuts, searched,
+    )
+
+
+def walk_states(trie: TrieArrays, tables: TableArrays, roots: np.ndarray,
+                root_state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The walk without the cut, kept per node: the live nodes where tokens end with the state after their
+    byte, and the boundary nodes with the state before theirs (int32, sorted by node then state)."""
+    roots = np.ascontiguousarray(roots, dtype=np.int64)
+    return tuple(np.frombuffer(a, dtype=np.int32) for a in _walk.walk_states(trie, tables, roots, root_state))
+
+
+def pack(trie: TrieArrays, nodes: np.ndarray, mask_words: int) -> np.ndarray | None:
+    """The tokens ending at the int32 `nodes` as a packed int32 mask, or None when there are none."""
+    mask = _walk.pack(trie.token_ptr, trie.token_ids, nodes, mask_words)
+    return None if mask is None else np.frombuffer(mask, dtype=np.int32)

@@ -1,0 +1,56 @@
+"""How one terminal's DFA is built: the finite-set trie, a single literal, or the regex path; memoised by pattern.
+
+The constructions live in `pda.regex` (`finite_set_dfa`, `literal_dfa`,
+`compile_regex`); this module picks the first that applies, which only changes
+how fast the DFA is built, never its language: an alternation of at least
+`FINITE_SET_MIN_CHOICES` literals becomes a minimal trie DFA, one plain literal
+a chain, anything else goes through regex → NFA → DFA. Results are cached in
+memory (a byte-bounded LRU shared by every grammar) and on disk, by the pattern,
+its flags and laziness.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from pda import cache
+from pda.grammar.ir import TerminalDef
+from pda.lru import ByteLRU
+from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, compile_regex, literal_dfa
+from pda.regex.finite_set import finite_set_dfa
+from pda.regex.literals import literal_alternatives
+
+# Terminal DFAs by pattern, shared by every grammar that uses the pattern; bounded, as a
+# server sees ever new patterns (a lexer keeps the DFAs it uses whatever is evicted).
+TERMINAL_DFAS_MAX_BYTES = 256 << 20
+_memory = ByteLRU(TERMINAL_DFAS_MAX_BYTES)
+
+
+def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
+    """One terminal's minimal DFA, cached by (pattern, flags, lazy)."""
+    key = hashlib.sha256(repr((t.pattern, t.flags, t.lazy)).encode()).hexdigest()[:32]
+    dfa = _memory.get(key)
+    if dfa is None:
+        # The pattern by its hash: an enum's can be megabytes, and the key is in every file's header.
+        disk_key = {"pattern_sha256": hashlib.sha256(t.pattern.encode("utf-8", "surrogatepass")).hexdigest(),
+                    "flags": t.flags, "lazy": t.lazy}
+        dfa = cache.load("dfa", disk_key, LexerDFA.from_arrays)
+        if dfa is None:
+            # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
+            dfa = finite_set_dfa(t, max_states=max_states) or _single_literal_dfa(t) or compile_regex(
+                t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
+            )
+            cache.store("dfa", disk_key, *dfa.to_arrays())
+        _memory.put(key, dfa, dfa.nbytes)
+    return dfa
+
+
+def _single_literal_dfa(t: TerminalDef) -> LexerDFA | None:
+    """The terminal's DFA when its pattern is one plain literal (valid UTF-8), else None."""
+    strings = literal_alternatives(t.pattern, t.flags)
+    if strings is None or len(set(strings)) != 1 or not strings[0]:
+        return None
+    try:
+        return literal_dfa(strings[0].encode("utf-8"), name=t.name)
+    except UnicodeEncodeError:
+        return None

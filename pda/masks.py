@@ -1,0 +1,176 @@
+"""Serve-time masks: a step's allowed-token mask, composed from the token index and memoised on the parser node.
+
+Hot path: `write_row` runs on every `Matcher.fill_bitmask`, `step_mask` on every
+other mask read, and `_compute_mask` on every cache miss of a step. Compile-time
+work (the index's walks, the warm-up, the disk snapshot) is in `pda.compiler`.
+
+The mask at (node, q) is the token index's classification at lexer state q
+(independent of the parser's stack, cached in the index) plus, for each boundary
+group, the tokens of its suffixes after `node.probe(terminals)`: the only work
+that depends on the stack. With EOS added where the text can end, that is the
+step's mask.
+
+Invariants:
+* `StepMasks` is the one owner of the mask memos; nothing else reads or writes
+  them. On a parser node (`node.cache`): under the owner's key a dict {lexer
+  state: step mask}, under (key, q) the text mask, and under ("end", q) whether
+  the text can end there, which depends on node and q only and so is shared by
+  every vocabulary the grammar is compiled for. Per parser node's allowed
+  terminals: the finite-set lookup's plain rows (`plain_rows`).
+* A memoised mask is shared (between states, matchers and threads): callers copy
+  it and never write to it. Equal masks are stored once.
+* Parser nodes are interned weakly, so a node's masks die with the last matcher
+  holding it; the `RECENT_STATES` most recently computed nodes are kept alive
+  for the next request.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections import deque
+from typing import Literal
+
+import numpy as np
+
+from pda.index.token_index import BoundaryGroup, TokenIndex
+from pda.parser.earley import Node
+from pda.rows import copy_row, scatter_row
+from pda.scanner import Scanner
+from pda.trie.lookup import FiniteSetLookup, PlainRows
+
+# Parser nodes whose memoised masks are kept alive after their last matcher (a tuning constant).
+RECENT_STATES = 4096
+
+_keys = itertools.count()
+
+
+class StepMasks:
+    """The masks one compiled grammar serves: composed on a miss, memoised on parser nodes, written into rows."""
+
+    def __init__(self, scanner: Scanner, index: TokenIndex, finite_sets: FiniteSetLookup, eos_mask: np.ndarray) -> None:
+        self.scanner = scanner
+        self.lexer = scanner.lexer
+        self.index = index
+        self.finite_sets = finite_sets
+        self.eos_mask = eos_mask
+        self._empty = np.zeros(index.mask_words, dtype=np.int32)
+        # Equal masks are stored once; each is freed with the last state that uses it.
+        self._masks: weakref.WeakValueDictionary[bytes, np.ndarray] = weakref.WeakValueDictionary()
+        # Parser nodes are interned weakly, so their memoised masks die with the last matcher
+        # holding them; the most recently served states are kept alive for the next request.
+        self._recent: deque[Node] = deque(maxlen=RECENT_STATES)
+        # Per parser node's allowed terminals: the finite-set lookup's plain rows, or False (`plain_rows`);
+        # None when the grammar has no finite-set terminal (then every state is served from `step_mask`).
+        self._plain: dict[int, PlainRows | Literal[False]] | None = {} if finite_sets.terminals else None
+        # Parser nodes are shared by every vocabulary a grammar is compiled for: the memo is keyed by its owner.
+        self._key = next(_keys)
+
+    def write_row(self, bitmask: np.ndarray, row: int, node: Node, q: int) -> None:
+        """Write the step mask at (node, q) into row `row` of `bitmask` (hot path: every `fill_bitmask`).
+
+        A plain finite-set state's row is zeroed and its packed words scattered from
+        `plain_rows` (nothing computed, allocated or memoised per state); any other
+        state's memoised mask is copied. Raises what `pda.rows` raises for a layout or
+        row it does not take.
+        """
+        plain = self._plain
+        if plain is not None:
+            rows = plain.get(node.allowed)
+            if rows is None:
+                rows = self.plain_rows(node.allowed)
+            if rows:
+                lo = rows.lo[q]
+                if lo >= 0:
+                    scatter_row(bitmask, row, rows.words, rows.bits, lo, rows.hi[q])
+                    return
+        steps = node.cache.get(self._key)  # `step_mask`'s memo, read here to save a call
+        mask = steps.get(q) if steps is not None else None
+        copy_row(bitmask, row, mask if mask is not None else self.step_mask(node, q))
+
+    def step_mask(self, node: Node, q: int) -> np.ndarray:
+        """`text_mask` with EOS added where the text can end: what a matcher serves. Memoised (hot path)."""
+        steps = node.cache.get(self._key)  # {lexer state: mask}: two lookups cost less than hashing a key tuple
+        mask = steps.get(q) if steps is not None else None
+        if mask is None:
+            mask = self.text_mask(node, q)
+            if self.can_end(node, q):
+                mask = mask | self.eos_mask
+            if steps is None:
+                steps = node.cache[self._key] = {}
+            steps[q] = mask
+        return mask
+
+    def cached_step_mask(self, node: Node, q: int) -> np.ndarray | None:
+        """The memoised step mask at (node, q), or None when it has not been computed (computes nothing)."""
+        steps = node.cache.get(self._key)
+        return steps.get(q) if steps is not None else None
+
+    def text_mask(self, node: Node, q: int) -> np.ndarray:
+        """Packed mask of the text tokens allowed at (node, q); EOS not included. Memoised."""
+        key = (self._key, q)
+        mask = node.cache.get(key)
+        if mask is None:
+            mask = self._compute_mask(node, q)
+            node.cache[key] = mask
+            self._recent.append(node)
+        return mask
+
+    def can_end(self, node: Node, q: int) -> bool:
+        """Whether the text may end at (node, q) (`Scanner.can_end`). Memoised on the node."""
+        key = ("end", q)
+        end = node.cache.get(key)
+        if end is None:
+            end = self.scanner.can_end(node, q)
+            node.cache[key] = end
+        return end
+
+    def plain_rows(self, allowed: int) -> PlainRows | Literal[False]:
+        """The finite-set lookup's plain rows for parser nodes allowing `allowed` (False: none); memoised.
+
+        `write_row` writes a plain state's row from them (zero, then scatter): nothing is
+        computed, allocated or memoised per state, so a first visit costs what a repeat
+        does, and no 19 KB mask per enum state is allocated or kept.
+        """
+        plain = self._plain
+        if plain is None:
+            return False
+        rows = plain.get(allowed)
+        if rows is None:
+            rows = plain[allowed] = self.finite_sets.plain_rows(allowed | self.lexer.ignore) or False
+        return rows
+
+    # Hot path on a cache miss: OR precomputed classifications; only boundary groups touch the parser.
+    def _compute_mask(self, node: Node, q: int) -> np.ndarray:
+        lexer, index = self.lexer, self.index
+        ignore = lexer.ignore
+        root = index.at_state(q, node.allowed | ignore)
+        if not root.groups:  # nothing depends on the stack: the index's own mask, already shared
+            return root.inside if root.inside is not None else self._empty
+        acc = root.inside.copy() if root.inside is not None else self._empty.copy()
+        self._or_boundaries(acc, node, root.groups)
+        # A sample of the words keys the dedupe table cheaply; a hit is confirmed in full.
+        sample = acc[::16].tobytes()
+        shared = self._masks.get(sample)
+        if shared is not None and np.array_equal(shared, acc):
+            return shared
+        self._masks[sample] = acc
+        return acc
+
+    def _or_boundaries(self, acc: np.ndarray, node: Node, groups: tuple[BoundaryGroup, ...]) -> None:
+        """OR into `acc` the tokens of boundary groups reached from `node`, following second boundaries."""
+        lexer, index = self.lexer, self.index
+        ignore = lexer.ignore
+        stack = [(node, groups)]
+        while stack:
+            at, groups = stack.pop()
+            for group in groups:
+                terminals = group.terminals
+                after = at.probe(terminals) if terminals & at.allowed else at
+                if after is None:
+                    continue
+                sub = index.after_boundary(group, after.allowed | ignore)
+                if sub.inside is not None:
+                    np.bitwise_or(acc, sub.inside, out=acc)
+                if sub.groups:
+                    stack.append((after, sub.groups))

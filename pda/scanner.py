@@ -1,0 +1,126 @@
+"""The contextual lexer wired to the Earley parser: bytes in, parser nodes out (the reference semantics).
+
+This is the one module that drives the parser from the lexer (as Lark's
+`parser_frontends.py` does); `pda.lexer` builds the candidate sets' DFAs and
+knows nothing of parser nodes.
+
+State is a pair `(node, q)`: the parser node before the current lexeme, and the
+DFA state of the lexeme read so far (`START` when none is in progress). The
+candidates for a lexeme are `node.allowed | ignore`; the scanner runs the
+product DFA of exactly those terminals (`Lexer.tables`), so `q` is a state of
+that set's DFA.
+
+* A byte that keeps some candidate alive extends the lexeme (greedy).
+* A byte that cannot extend it commits the lexeme: of the candidates it matches,
+  the highest-priority ones are handed to the parser together (keyword and
+  identifier both, when tied); the byte then starts the next lexeme.
+* At end of input the pending lexeme is committed and the parser must accept.
+* `%ignore` terminals are dropped after matching unless the parser can use the
+  lexeme; a lazy terminal's DFA ends at its first match.
+* Under the basic lexer mode a byte that some terminal can take extends the
+  lexeme even where no candidate can (`LexerTables.extends`): the text is then
+  refused rather than the lexeme ended (`pda.lexer.lexer` defines the mode's tables).
+
+`Grammar.accepts`, the matcher and the reference path run these functions, and
+the token index walks the same `LexerTables`, so they share one definition of
+the language. `node` is an Earley `Node` or anything with its interface
+(`allowed`, `advance`, `accepting`: the indenter's `IndentedNode`).
+"""
+
+from __future__ import annotations
+
+from pda.lexer.lexer import START, Lexer
+from pda.parser.earley import Node
+
+
+class Scanner:
+    """One grammar's lexer run against its parser's nodes, byte by byte."""
+
+    __slots__ = ("lexer",)
+
+    def __init__(self, lexer: Lexer) -> None:
+        self.lexer = lexer
+
+    def commit(self, node: Node, q: int) -> Node | None:
+        """The parser node after the pending lexeme in state `q` ends; None if it cannot."""
+        if q == START:
+            return node
+        lexer = self.lexer
+        matched = lexer.tables(node.allowed | lexer.ignore).accept[q]
+        if not matched:
+            return None
+        terminals = lexer.best(matched)
+        if terminals & node.allowed:
+            return node.advance(terminals)
+        return node
+
+    def scan(self, node: Node, q: int, data: bytes) -> tuple[Node, int, int]:
+        """Feed bytes until one is rejected: (node, q, bytes consumed) — the state before that byte."""
+        lexer = self.lexer
+        ignore = lexer.ignore
+        tables = lexer.tables(node.allowed | ignore)
+        rows, cls, live, extends = tables.rows, tables.cls, tables.live, tables.extends
+        for offset, byte in enumerate(data):
+            q2 = rows[q][cls[byte]]
+            if live[q2]:
+                q = q2
+                continue
+            if q == START or extends[q2]:
+                return node, q, offset
+            after = self.commit(node, q)
+            if after is None:
+                return node, q, offset
+            tables = lexer.tables(after.allowed | ignore)
+            q2 = tables.rows[START][tables.cls[byte]]
+            if not tables.live[q2]:
+                return node, q, offset
+            node, q = after, q2
+            rows, cls, live, extends = tables.rows, tables.cls, tables.live, tables.extends
+        return node, q, len(data)
+
+    def feed(self, node: Node, q: int, data: bytes) -> tuple[Node, int] | None:
+        """Feed bytes; the new state, or None if some byte makes the text stop being a viable prefix."""
+        node2, q2, consumed = self.scan(node, q, data)
+        return (node2, q2) if consumed == len(data) else None
+
+    def step(self, node: Node, q: int, byte: int) -> tuple[Node, int] | None:
+        """Feed one byte."""
+        return self.feed(node, q, bytes((byte,)))
+
+    def only_byte(self, node: Node, q: int) -> tuple[int, tuple[Node, int]] | None:
+        """The one byte that can come next at (node, q) and the state after it; None if none or several can.
+
+        `step` for every byte, as `scan` decides one (the same branches), with the
+        lexeme's commit done once: jump-forward asks this for every forced byte.
+        """
+        lexer = self.lexer
+        ignore = lexer.ignore
+        tables = lexer.tables(node.allowed | ignore)
+        row, cls, live, extends = tables.rows[q], tables.cls, tables.live, tables.extends
+        after: Node | None | bool = False  # the commit, once needed
+        found = None
+        for byte in range(256):
+            q2 = row[cls[byte]]
+            if live[q2]:
+                nxt = (node, q2)
+            elif q == START or extends[q2]:
+                continue
+            else:
+                if after is False:
+                    after = self.commit(node, q)
+                if after is None:
+                    continue
+                next_tables = lexer.tables(after.allowed | ignore)
+                q3 = next_tables.rows[START][next_tables.cls[byte]]
+                if not next_tables.live[q3]:
+                    continue
+                nxt = (after, q3)
+            if found is not None:
+                return None
+            found = (byte, nxt)
+        return found
+
+    def can_end(self, node: Node, q: int) -> bool:
+        """Whether the text may end here: the pending lexeme commits and the parser accepts."""
+        end = self.commit(node, q)
+        return end is not None and end.accepting

