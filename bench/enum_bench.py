@@ -10,9 +10,8 @@ loading a 100,000-alternative terminal through Lark's own grammar parser takes
 ~50 s; that front-end time is reported apart (`--lark-front-end`). Peers get the
 same set as a JSON Schema string enum.
 
-pda compiles as `pda.compile` does, with its bounded warm-up (`--lazy`: without,
-so the first document pays every first walk), and without the index snapshot on
-disk. Columns: front end (grammar object), compile cold (empty disk cache,
+pda compiles as `pda.compile` does, with no warm-up (`--warm`: a second of it,
+`Limits.warmup_seconds=1.0`), and without the index snapshot on disk. Columns: front end (grammar object), compile cold (empty disk cache,
 vocabulary trie built), compile warm (a second set of the same K in the same
 process: the vocabulary trie and the walks shared by content cached), first
 mask, per-step mask mean/p50/p99 over all steps, the mean over the documents
@@ -22,7 +21,7 @@ growth of the warm compile, and for pda the size of the finite-set lookup tables
 
     python bench/enum_bench.py                              # K = 100, 1k, 10k, 100k; all engines
     python bench/enum_bench.py --k 1000 --engines pda --docs 50
-    python bench/enum_bench.py --engines pda --lazy          # pda without the compile-time warm-up
+    python bench/enum_bench.py --engines pda --warm          # pda with a second of compile-time warm-up
 """
 
 from __future__ import annotations
@@ -82,9 +81,9 @@ def pda_grammar(values: list[str], via_lark: bool):
     return pda.Grammar(dataclasses.replace(g.ir, terminals=terminals))
 
 
-def run_pda(k: int, docs: list[list[int]], via_lark: bool, lazy: bool, collect: bool) -> dict[str, Any]:
+def run_pda(k: int, docs: list[list[int]], via_lark: bool, warm: bool, collect: bool) -> dict[str, Any]:
     import pda
-    from pda.compiler import DEFAULT_WARMUP_SECONDS, CompiledGrammar
+    from pda.compiler import CompiledGrammar
 
     tokenizer = load_qwen2_tokenizer()
     vocab = pda.Vocabulary.from_hf(tokenizer)
@@ -95,10 +94,9 @@ def run_pda(k: int, docs: list[list[int]], via_lark: bool, lazy: bool, collect: 
         t1 = time.perf_counter()
         with PeakMemory() as mem:
             g.recognizer
-            # pda.compile's warm-up (bounded by DEFAULT_WARMUP_SECONDS) unless --lazy; no index
-            # snapshot on disk, so the warm set is compiled, not read back.
+            # No warm-up unless --warm; no index snapshot on disk, so a warm set is compiled, not read back.
             compiled = CompiledGrammar(g, vocab, mask_width=QWEN2_LOGITS_SIZE, disk_cache=False,
-                                       warmup_seconds=0 if lazy else DEFAULT_WARMUP_SECONDS)
+                                       warmup_seconds=1.0 if warm else 0.0)
         t2 = time.perf_counter()
         out[f"front_end_{phase}_s"] = t1 - t0
         out[f"compile_{phase}_s"] = t2 - t1
@@ -205,9 +203,9 @@ def run_peer(engine: str, k: int, n_docs: int, collect: bool) -> dict[str, Any]:
     return out | replay(new_session, docs, [tokenizer.eos_token_id or 151643], collect)
 
 
-def worker(engine: str, k: int, docs: int, via_lark: bool, lazy: bool, collect: bool) -> None:
+def worker(engine: str, k: int, docs: int, via_lark: bool, warm: bool, collect: bool) -> None:
     if engine == "pda":
-        result = run_pda(k, [[]] * docs, via_lark, lazy, collect)
+        result = run_pda(k, [[]] * docs, via_lark, warm, collect)
     else:
         result = run_peer(engine, k, docs, collect)
     print("RESULT " + json.dumps(result))
@@ -219,8 +217,8 @@ def main() -> None:
     p.add_argument("--engines", default="pda,xgrammar,llguidance")
     p.add_argument("--docs", type=int, default=100, help="documents replayed per (engine, K)")
     p.add_argument("--lark-front-end", action="store_true", help="pda: load the enum through Lark's grammar parser")
-    p.add_argument("--lazy", action="store_true",
-                   help="pda: compile without the warm-up, so the first document pays every first walk")
+    p.add_argument("--warm", action="store_true",
+                   help="pda: compile with a second of warm-up (Limits.warmup_seconds=1.0)")
     p.add_argument("--gc-collect", action="store_true",
                    help="every engine: one full garbage collection after compile, before the timed replay")
     p.add_argument("--repeat", type=int, default=1,
@@ -230,7 +228,7 @@ def main() -> None:
     p.add_argument("--worker", nargs=2, metavar=("ENGINE", "K"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
-        worker(args.worker[0], int(args.worker[1]), args.docs, args.lark_front_end, args.lazy, args.gc_collect)
+        worker(args.worker[0], int(args.worker[1]), args.docs, args.lark_front_end, args.warm, args.gc_collect)
         return
     print_header()
     for k in [int(x) for x in args.k.split(",")]:
@@ -249,8 +247,8 @@ def run_worker(engine: str, k: int, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--worker", engine, str(k), "--docs", str(args.docs)]
     if args.lark_front_end:
         cmd.append("--lark-front-end")
-    if args.lazy:
-        cmd.append("--lazy")
+    if args.warm:
+        cmd.append("--warm")
     if args.gc_collect:
         cmd.append("--gc-collect")
     try:

@@ -49,7 +49,7 @@ from bench.common import percentile  # noqa: E402
 from bench.workloads import GrammarSpec  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "jsonschemabench" / "schemas"
-ENGINES = ("pda", "pda-lazy", "xgrammar", "llguidance")
+ENGINES = ("pda", "pda-warm", "xgrammar", "llguidance")
 
 
 class _Timeout(Exception):
@@ -76,23 +76,22 @@ def sample_schemas(sample: int, categories: list[str] | None, docs_per_schema: i
 def _engine(name: str) -> Any:
     from bench.peers import PdaEngine, make_engine
 
-    if name not in ("pda", "pda-lazy"):
+    if name not in ("pda", "pda-warm"):
         return make_engine(name)
 
     class PdaFlexible(PdaEngine):
         """pda with flexible whitespace (the peers' JSON Schema paths are flexible too).
 
-        `pda-lazy` skips the compile-time warm-up (a second of index walks near the
-        start), as llguidance defers its work: everything then happens per step.
+        `pda` is the default (no compile-time warm-up: every mask is computed when a
+        step first needs it, as llguidance defers its work); `pda-warm` spends a second
+        of warm-up at compile (`Limits.warmup_seconds=1.0`), for comparison.
         """
 
         def compile(self, spec: GrammarSpec) -> tuple[Any, str]:
             import pda
-            from pda.compiler import DEFAULT_WARMUP_SECONDS, CompiledGrammar
-
             grammar = pda.Grammar.from_json_schema(spec.schema, whitespace="flexible")
-            warmup = 0.0 if name == "pda-lazy" else DEFAULT_WARMUP_SECONDS
-            return CompiledGrammar(grammar, self.vocab, warmup_seconds=warmup), "JSON Schema (flexible)"
+            limits = pda.Limits(warmup_seconds=1.0) if name == "pda-warm" else pda.Limits()
+            return pda.compile(grammar, self.vocab, limits=limits), "JSON Schema (flexible)"
 
     return PdaFlexible()
 

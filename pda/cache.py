@@ -136,6 +136,37 @@ def entry_path(kind: str, key: Mapping[str, Any]) -> Path:
     return cache_dir() / kind / (name + SUFFIX)
 
 
+# Per (cache folder, kind): when its entries were last listed and their file names, plus the
+# names this process wrote since. A name missing from a listing younger than LISTING_MAX_AGE
+# seconds is a miss without a file system call: most walks cost less than the failed open
+# (~0.1 ms) that would otherwise confirm it. Another process's new entry is seen once the
+# listing is that old (until then it is only a miss, never a wrong answer).
+LISTING_MAX_AGE = 5.0
+_listings: dict[tuple[str, str], tuple[float, set[str]]] = {}
+
+
+def _may_exist(path: Path) -> bool:
+    """Whether an entry file may be at `path`: False only when a recent listing of its folder lacks it."""
+    folder = str(path.parent)
+    key = (folder, path.parent.name)
+    now = time.monotonic()
+    found = _listings.get(key)
+    if found is None or now - found[0] > LISTING_MAX_AGE:
+        try:
+            names = set(os.listdir(folder))
+        except OSError:
+            names = set()
+        found = _listings[key] = (now, names)
+    return path.name in found[1]
+
+
+def _listed(path: Path) -> None:
+    """Record an entry this process just wrote in its folder's listing."""
+    found = _listings.get((str(path.parent), path.parent.name))
+    if found is not None:
+        found[1].add(path.name)
+
+
 def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np.ndarray]], T]) -> T | None:
     """`decode(meta, arrays)` of the verified entry, or None (absent, damaged, another key, or refused by `decode`).
 
@@ -144,6 +175,8 @@ def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np
     if not enabled():
         return None
     path = entry_path(kind, key)
+    if not _may_exist(path):
+        return None
     try:
         meta, arrays = _read(path, kind, key)
         found = decode(meta, arrays)
@@ -225,6 +258,7 @@ def store(kind: str, key: Mapping[str, Any], meta: Mapping[str, Any], arrays: Ma
                 f.write(part)
         os.replace(tmp, path)
         tmp = None
+        _listed(path)
     except OSError as e:
         _unwritable(path.parent, e)
         return

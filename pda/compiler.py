@@ -51,7 +51,6 @@ _recognizers: "weakref.WeakValueDictionary[tuple[str, Limits], Recognizer]" = we
 _lock = threading.Lock()
 
 
-DEFAULT_WARMUP_SECONDS = DEFAULT_LIMITS.warmup_seconds
 
 
 def vocabulary_trie(vocab: Vocabulary) -> TokenTrie:

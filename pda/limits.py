@@ -33,8 +33,10 @@ class Limits:
     """DFA states of one terminal, of one candidate set's product, or of the basic mode's all-terminal DFA."""
     max_forced_bytes: int = 4096
     """Bytes one `Matcher.forced_bytes()` call searches."""
-    warmup_seconds: float = 1.0
-    """Seconds `compile` spends precomputing masks near the start of the grammar (0: none)."""
+    warmup_seconds: float = 0.0
+    """Seconds `compile` spends precomputing masks near the start of the grammar (0, the default: none;
+    every mask is computed when a step first needs it). A grammar compiled once and served long
+    (and written to the disk cache for the next process) may want 1.0."""
     warmup_nodes: int = 64
     """Parser nodes `compile` precomputes masks for, at most."""
 

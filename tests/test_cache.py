@@ -447,3 +447,26 @@ def test_tiny_model_folder_is_verified_by_its_manifest(tmp_path: Path) -> None:
     assert models._verified(target)
     (target / "config.json").unlink()
     assert not models._verified(target)
+
+
+def test_a_miss_in_a_recent_listing_opens_no_file_and_another_process_entry_is_seen_later(tmp_path, monkeypatch):
+    """A folder is listed once per `LISTING_MAX_AGE`: a name it lacks is a miss with no open;
+    an entry another process wrote after the listing is found once the listing is that old."""
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "_listings", {})
+    decode = lambda meta, arrays: (meta, arrays["x"].tolist())  # noqa: E731
+    assert cache.load("unit", {"k": 1}, decode) is None  # lists the (empty) folder
+    cache.store("unit", {"k": 1}, {"m": 1}, {"x": np.arange(3)})
+    assert cache.load("unit", {"k": 1}, decode) == ({"m": 1}, [0, 1, 2])  # this process's own store is listed
+    # Another process's entry: on disk, not in this process's listing.
+    cache.store("unit", {"k": 2}, {"m": 2}, {"x": np.arange(2)})
+    path = cache.entry_path("unit", {"k": 2})
+    next(iter(cache._listings.values()))[1].discard(path.name)
+    opened = []
+    real_read = cache._read
+    monkeypatch.setattr(cache, "_read", lambda *a: opened.append(a) or real_read(*a))
+    assert cache.load("unit", {"k": 2}, decode) is None
+    assert cache.load("unit", {"k": 3}, decode) is None
+    assert opened == [], "a miss in a recent listing opened a file"
+    monkeypatch.setattr(cache, "LISTING_MAX_AGE", 0.0)
+    assert cache.load("unit", {"k": 2}, decode) == ({"m": 2}, [0, 1])

@@ -432,7 +432,7 @@ def test_rows_at_the_start_of_an_accepting_node_allow_eos(tmp_path: Path) -> Non
 
 
 def test_second_enum_reuses_the_frame_after_warm_up(tmp_path: Path) -> None:
-    """Two enums in one frame compiled one after the other with `pda.compile`'s warm-up.
+    """Two enums in one frame compiled one after the other with a warm-up (`warmup_seconds=1.0`).
 
     The second grammar finds the frame's walks (its literals, the count's INT) in the
     shared classifications by content, and its warm-up only adds the suffixes of the
@@ -447,7 +447,7 @@ def test_second_enum_reuses_the_frame_after_warm_up(tmp_path: Path) -> None:
             g.recognizer
             if compiled:
                 hits = compiled[0].index.shared.walks.hits
-            compiled.append(pda.CompiledGrammar(g, vocab, disk_cache=False))
+            compiled.append(pda.CompiledGrammar(g, vocab, warmup_seconds=1.0, disk_cache=False))
         fast = compiled[1]
         assert fast.index.shared is compiled[0].index.shared
         assert fast.index.shared.walks.hits > hits, "the second enum's warm-up found none of the frame's walks"
@@ -664,7 +664,7 @@ def test_two_finite_sets_in_one_candidate_set(tmp_path: Path) -> None:
 
 
 def test_warm_up_memoises_what_the_first_document_needs(tmp_path: Path) -> None:
-    """After `pda.compile`'s warm-up, every state of a document is a plain row or a memoised mask.
+    """After a warm-up (`warmup_seconds=1.0`), every state of a document is a plain row or a memoised mask.
 
     (The warm-up computed the frame's masks without keeping them, and not the enum's ending states.)
     """
@@ -673,7 +673,7 @@ def test_warm_up_memoises_what_the_first_document_needs(tmp_path: Path) -> None:
     with backend(True, tmp_path):
         g = pda.Grammar.from_lark(json_like_grammar(values))
         g.recognizer
-        compiled = pda.CompiledGrammar(g, vocab, disk_cache=False)
+        compiled = pda.CompiledGrammar(g, vocab, warmup_seconds=1.0, disk_cache=False)
     rng = random.Random(5)
     for value in rng.sample(values, 20):
         m = pda.Matcher(compiled)
