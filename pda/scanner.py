@@ -46,7 +46,7 @@ class Scanner:
         if q == START:
             return node
         lexer = self.lexer
-        matched = lexer.tables(node.allowed | lexer.ignore).accept[q]
+        matched = lexer.tables(node.allowed | lexer.ignore).accept_at(q)
         if not matched:
             return None
         terminals = lexer.best(matched)

@@ -166,3 +166,26 @@ def test_under_every_terminal_a_lexeme_stops_live_where_it_cannot_grow(name: str
     compiled = pda.CompiledGrammar(grammar, synthetic_vocab(), warmup_seconds=0, disk_cache=False)
     tables = compiled.index.walk_tables((1 << len(compiled.lexer.dfas)) - 1)
     assert np.array_equal(tables.live, ~tables.stops)
+
+
+@pytest.mark.parametrize("name", ["json", "sqlite", "lua"])
+def test_restricted_views_read_their_rows_and_flags_as_the_base_masked(name: str) -> None:
+    """A candidate set's view of the all-terminal DFA builds its rows on demand; rows, per-state
+    reads (`live_at`, `accept_at`) and `state_flags` equal the base's rows masked by the set."""
+    lexer = pda.Grammar.load(name).recognizer.lexer
+    rng = random.Random(name)
+    n = len(lexer.dfas)
+    everything = lexer.tables((1 << n) - 1)
+    for _ in range(20):
+        candidates = sum(1 << j for j in range(n) if rng.random() < 0.3) | lexer.ignore
+        fresh = lexer.tables(candidates)
+        for q in rng.sample(range(fresh.n_states), min(30, fresh.n_states)):
+            assert fresh.live_at(q) == everything.live_at(q) & candidates
+            assert fresh.accept_at(q) == everything.accept_at(q) & candidates
+        assert all(fresh.accept_at(q) == fresh.accept[q] for q in range(fresh.n_states))
+        assert all(fresh.live_at(q) == fresh.live[q] for q in range(fresh.n_states))
+        live, extends, ends, accepted = fresh.state_flags()
+        assert live.tolist() == [bool(x) for x in fresh.live]
+        assert extends.tolist() == [bool(x) for x in fresh.extends]
+        assert ends.tolist() == [q for q in range(fresh.n_states) if fresh.accept[q]]
+        assert accepted == [fresh.accept[q] for q in ends.tolist()]

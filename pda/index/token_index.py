@@ -118,16 +118,14 @@ class _WalkTables:
             sinks[id(tables.trans)] = arrays
         self.trans = arrays[1]
         self.byte_class = tables.byte_class
-        # Rows are Python ints (terminal bitmasks): an object array converts them in C.
-        self.live = np.append(np.array(tables.live, dtype=object).astype(bool), False)
+        live, extends, ends, accepted = tables.state_flags()
+        self.live = np.append(live, False)
         # Where the lexeme cannot grow: only there may it end (basic mode: not merely "not live").
-        self.stops = ~np.append(np.array(tables.extends, dtype=object).astype(bool), False)
+        self.stops = ~np.append(extends, False)
         self.ends_as = np.full(n + 1, -1, dtype=np.int32)
         self.sets = []
-        accept = np.array(tables.accept, dtype=object)
-        ends = np.flatnonzero(accept.astype(bool))
         seen: dict[int, int] = {}
-        for q, matched in zip(ends.tolist(), accept[ends].tolist()):
+        for q, matched in zip(ends.tolist(), accepted):
             if q == START:
                 continue
             e = lexer.best(matched)

@@ -80,11 +80,16 @@ class LexerTables:
     (only in the basic mode; contextually `extends` is `live`).
     `key(q)` names q's future independently of the candidate set (the states of
     the terminals still live at q), so index entries can be shared across sets.
+
+    A view restricted to a candidate set (`restrict`) shares the arrays and builds
+    its `accept`/`live` rows (one masked int per state) only when first read: a
+    JSON Schema meets hundreds of candidate sets, and most are only asked `key(q)`
+    for a state or two (`live_at`).
     """
 
     __slots__ = (
-        "candidates", "n_states", "trans", "byte_class", "rows", "cls", "accept", "live", "extends",
-        "_live", "_components", "_columns", "_keys",
+        "candidates", "n_states", "trans", "byte_class", "rows", "cls", "_accept", "_live_rows", "_extends",
+        "_base", "_live", "_accepts", "_components", "_columns", "_keys",
     )
 
     def __init__(self, candidates: int, dfa: LexerDFA, components: np.ndarray, columns: list[int]) -> None:
@@ -105,11 +110,46 @@ class LexerTables:
             tuple(map(tuple, trans.tolist())) if trans.shape[0] <= ROWS_AS_TUPLES_MAX_STATES else trans
         )
         self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())
-        self.accept = _bitmask_rows(accept, columns)
-        self.live = _bitmask_rows(live, columns)
-        self.extends = self.live
-        self._live, self._components, self._columns = live, components, columns
+        self._accept: tuple[int, ...] | None = _bitmask_rows(accept, columns)
+        self._live_rows: tuple[int, ...] | None = _bitmask_rows(live, columns)
+        self._extends: tuple | None = None  # None: `extends` is `live`
+        self._base: LexerTables | None = None
+        self._live, self._accepts, self._components, self._columns = live, accept, components, columns
         self._keys: dict[int, tuple] = {}
+
+    @property
+    def accept(self) -> tuple[int, ...]:
+        rows = self._accept
+        if rows is None:  # a restricted view, read for the first time
+            candidates = self.candidates
+            rows = self._accept = tuple(a & candidates for a in self._base.accept)
+        return rows
+
+    @property
+    def live(self) -> tuple[int, ...]:
+        rows = self._live_rows
+        if rows is None:  # a restricted view, read for the first time
+            candidates = self.candidates
+            rows = self._live_rows = tuple(x & candidates for x in self._base.live)
+        return rows
+
+    @property
+    def extends(self) -> tuple:
+        return self.live if self._extends is None else self._extends
+
+    def accept_at(self, q: int) -> int:
+        """`accept[q]`, without building a restricted view's rows."""
+        rows = self._accept
+        if rows is not None:
+            return rows[q]
+        return self._base.accept_at(q) & self.candidates
+
+    def live_at(self, q: int) -> int:
+        """`live[q]`, without building a restricted view's rows."""
+        rows = self._live_rows
+        if rows is not None:
+            return rows[q]
+        return self._base.live_at(q) & self.candidates
 
     def basic(self, priority: list[int]) -> "LexerTables":
         """These all-terminal tables under the basic mode: rows typed by all terminals.
@@ -149,26 +189,47 @@ class LexerTables:
         view.n_states, view.trans, view.byte_class, view.rows, view.cls = (
             self.n_states, self.trans, self.byte_class, self.rows, self.cls
         )
-        view.accept = _bitmask_rows(typed, list(range(n_terms)))
-        view.live = tuple(int.from_bytes(row.tobytes(), "little") for row in reach)
-        view.extends = tuple(bool(x) for x in self.live)
-        view._live = view._components = view._columns = None
+        view._accept = _bitmask_rows(typed, list(range(n_terms)))
+        view._live_rows = tuple(int.from_bytes(row.tobytes(), "little") for row in reach)
+        view._extends = tuple(bool(x) for x in self.live)
+        view._base = None
+        view._live = view._accepts = view._components = view._columns = None
         view._keys = {}
         return view
 
     def restrict(self, candidates: int) -> "LexerTables":
-        """This DFA (built for all terminals) seen through a smaller candidate set: shared arrays."""
+        """This DFA (built for all terminals) seen through a smaller candidate set: shared arrays, rows on demand."""
         view = LexerTables.__new__(LexerTables)
         view.candidates = candidates
         view.n_states, view.trans, view.byte_class, view.rows, view.cls = (
             self.n_states, self.trans, self.byte_class, self.rows, self.cls
         )
-        view.accept = tuple(a & candidates for a in self.accept)
-        view.live = tuple(x & candidates for x in self.live)
-        view.extends = view.live if self.extends is self.live else self.extends
-        view._live = view._components = view._columns = None
+        view._accept = view._live_rows = None
+        view._extends = self._extends
+        view._base = self
+        view._live = view._accepts = view._components = view._columns = None
         view._keys = {}
         return view
+
+    def state_flags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+        """`live` and `extends` as bool arrays over the states, the states that accept, and their `accept` masks.
+
+        For a view of a contextual DFA built with its terminals' columns, read off those
+        bool columns (no per-state masks built); otherwise from the rows.
+        """
+        base = self._base
+        if base is not None and base._live is not None and self._extends is None:
+            position = {t: i for i, t in enumerate(base._columns)}
+            columns = [position[t] for t in iter_bits(self.candidates) if t in position]
+            live = base._live[:, columns].any(axis=1)
+            ends = np.flatnonzero(base._accepts[:, columns].any(axis=1))
+            candidates = self.candidates
+            return live, live, ends, [base.accept_at(q) & candidates for q in ends.tolist()]
+        live = np.array(self.live, dtype=object).astype(bool)
+        extends = live if self._extends is None else np.array(self._extends, dtype=bool)
+        accept = np.array(self.accept, dtype=object)
+        ends = np.flatnonzero(accept.astype(bool))
+        return live, extends, ends, accept[ends].tolist()
 
     def key(self, q: int) -> tuple:
         """The terminals live at q with their own DFA states (computed on demand).
@@ -177,7 +238,7 @@ class LexerTables:
         """
         found = self._keys.get(q)
         if found is None and self._live is None:
-            found = ("all", q, self.live[q])
+            found = ("all", q, self.live_at(q))
             self._keys[q] = found
         elif found is None:
             alive = np.flatnonzero(self._live[q])
