@@ -146,10 +146,13 @@ def reference() -> list[list[bytes]]:
 
 @pytest.fixture(scope="module")
 def clean_cache(tmp_path_factory: pytest.TempPathFactory, reference: list[list[bytes]]) -> Path:
-    """A cache folder filled by one build (checked: the next build is served from it, with the same masks)."""
+    """A cache folder filled by one build (checked: the next build is served from it, with the same masks).
+
+    Every regex DFA is written (`DISK_MIN_SECONDS` 0), so that every kind has entries to damage."""
     root = tmp_path_factory.mktemp("clean-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PDA_CACHE_DIR", str(root))
+        mp.setattr(terminals, "DISK_MIN_SECONDS", 0.0)
         assert build() == reference
         with recorded_loads() as calls:
             assert build() == reference
@@ -157,6 +160,12 @@ def clean_cache(tmp_path_factory: pytest.TempPathFactory, reference: list[list[b
     for kind in KINDS:
         assert len(list((root / kind).glob("*" + cache.SUFFIX))) >= 2, f"too few {kind} entries to swap"
     return root
+
+
+@pytest.fixture(autouse=True)
+def every_dfa_on_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regex DFAs are written however fast they were built, so every kind's entries are read and rewritten."""
+    monkeypatch.setattr(terminals, "DISK_MIN_SECONDS", 0.0)
 
 
 @pytest.fixture
@@ -470,3 +479,24 @@ def test_a_miss_in_a_recent_listing_opens_no_file_and_another_process_entry_is_s
     assert opened == [], "a miss in a recent listing opened a file"
     monkeypatch.setattr(cache, "LISTING_MAX_AGE", 0.0)
     assert cache.load("unit", {"k": 2}, decode) == ({"m": 2}, [0, 1])
+
+
+def test_cheap_terminal_dfas_stay_off_the_disk(tmp_path, monkeypatch):
+    """A single literal's DFA is never looked up on disk, and a DFA built faster than
+    `DISK_MIN_SECONDS` is not written; a slow one is, and a fresh process reads it back."""
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(terminals, "DISK_MIN_SECONDS", 10.0)  # nothing here takes that long
+    monkeypatch.setattr(terminals, "_memory", ByteLRU(terminals.TERMINAL_DFAS_MAX_BYTES))
+    with recorded_loads() as calls:
+        terminals.terminal_dfa(pda.grammar.ir.TerminalDef(name="KEY", pattern=r"\"name\""))
+    assert calls == [], "a single literal's DFA was looked up on disk"
+    terminals.terminal_dfa(pda.grammar.ir.TerminalDef(name="WORD", pattern="[a-z]+"))
+    assert not list(tmp_path.rglob("*" + cache.SUFFIX)), "a DFA built in microseconds was written"
+    monkeypatch.setattr(terminals, "DISK_MIN_SECONDS", 0.0)
+    slow = pda.grammar.ir.TerminalDef(name="NUM", pattern="[0-9]+")
+    built = terminals.terminal_dfa(slow)
+    assert len(list((tmp_path / "dfa").glob("*" + cache.SUFFIX))) == 1
+    monkeypatch.setattr(terminals, "_memory", ByteLRU(terminals.TERMINAL_DFAS_MAX_BYTES))
+    with recorded_loads() as calls:
+        again = terminals.terminal_dfa(slow)
+    assert calls == [("dfa", True)] and np.array_equal(again.trans, built.trans)

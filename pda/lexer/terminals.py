@@ -5,13 +5,16 @@ The constructions live in `pda.regex` (`finite_set_dfa`, `literal_dfa`,
 how fast the DFA is built, never its language: an alternation of at least
 `FINITE_SET_MIN_CHOICES` literals becomes a minimal trie DFA, one plain literal
 a chain, anything else goes through regex → NFA → DFA. Results are cached in
-memory (a byte-bounded LRU shared by every grammar) and on disk, by the pattern,
-its flags and laziness.
+memory (a byte-bounded LRU shared by every grammar), by the pattern, its flags and
+laziness, and on disk when building one took at least `DISK_MIN_SECONDS` (a
+JSON Schema has hundreds of key literals: each is built in ~20 µs, less than a
+disk-cache round trip, and writing them made up most of a cold compile's disk time).
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 
 from pda import cache
 from pda.grammar.ir import TerminalDef
@@ -24,24 +27,32 @@ from pda.regex.literals import literal_alternatives
 # server sees ever new patterns (a lexer keeps the DFAs it uses whatever is evicted).
 TERMINAL_DFAS_MAX_BYTES = 256 << 20
 _memory = ByteLRU(TERMINAL_DFAS_MAX_BYTES)
+# A DFA that took at least this long to build is also written to the disk cache (reading
+# one back costs ~0.1-0.5 ms); a single literal's is never looked up there.
+DISK_MIN_SECONDS = 0.002
 
 
 def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
     """One terminal's minimal DFA, cached by (pattern, flags, lazy)."""
     key = hashlib.sha256(repr((t.pattern, t.flags, t.lazy)).encode()).hexdigest()[:32]
     dfa = _memory.get(key)
+    if dfa is not None:
+        return dfa
+    dfa = _single_literal_dfa(t)
     if dfa is None:
         # The pattern by its hash: an enum's can be megabytes, and the key is in every file's header.
         disk_key = {"pattern_sha256": hashlib.sha256(t.pattern.encode("utf-8", "surrogatepass")).hexdigest(),
                     "flags": t.flags, "lazy": t.lazy}
         dfa = cache.load("dfa", disk_key, LexerDFA.from_arrays)
         if dfa is None:
+            start = time.perf_counter()
             # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
-            dfa = finite_set_dfa(t, max_states=max_states) or _single_literal_dfa(t) or compile_regex(
+            dfa = finite_set_dfa(t, max_states=max_states) or compile_regex(
                 t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
             )
-            cache.store("dfa", disk_key, *dfa.to_arrays())
-        _memory.put(key, dfa, dfa.nbytes)
+            if time.perf_counter() - start >= DISK_MIN_SECONDS:
+                cache.store("dfa", disk_key, *dfa.to_arrays())
+    _memory.put(key, dfa, dfa.nbytes)
     return dfa
 
 
