@@ -85,6 +85,7 @@ def fresh_process() -> Iterator[None]:
         mp.setattr(slices, "_plain", weakref.WeakKeyDictionary())
         mp.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
         mp.setattr(token_index, "DISK_MIN_SECONDS", 0.0)  # every walk is written: the classes kind
+        mp.setattr(token_index, "DISK_MIN_TOKENS", 0)
         mp.setattr(join, "_memory", weakref.WeakValueDictionary())
         yield
 

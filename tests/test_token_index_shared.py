@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import pda
+from pda.compiler import vocabulary_trie
 from pda.index import token_index
 from pda.lexer import lexer as lexer_module
 from pda.lexer.lexer import START
@@ -134,6 +135,7 @@ def test_a_second_grammar_reuses_walks_with_its_own_terminal_ids(
 def test_disk_entries_equal_fresh_walks(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Walks written to disk (here every walk) are read back by a new process's store and equal fresh ones."""
     monkeypatch.setattr(token_index, "DISK_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", 0)
     vocab = vocabulary()
     a = compile_lark(GRAMMAR_A, vocab)
     check_walks(a, 10, seed=3)
@@ -183,3 +185,25 @@ def test_store_is_bounded_by_bytes() -> None:
         store.put(("k", k), (mask, ()))
     assert store.walks.nbytes <= 10_000 and len(store.walks) == 2
     assert store.get(("k", 0)) is None and store.get(("k", 4)) is not None
+
+
+def test_small_walks_never_touch_the_disk(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walk over fewer than `DISK_MIN_TOKENS` tokens is neither looked up nor written on disk."""
+    monkeypatch.setattr(token_index, "DISK_MIN_SECONDS", 0.0)
+    looked_up = []
+    real_load = token_index.cache.load
+    monkeypatch.setattr(token_index.cache, "load",
+                        lambda kind, key, decode: looked_up.append(key) or real_load(kind, key, decode))
+    vocab = vocabulary()
+    everything = len(vocabulary_trie(vocab).token_ids)
+    monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", everything + 1)  # more than any walk can reach
+    check_walks(compile_lark(GRAMMAR_A, vocab), 10, seed=6)
+    assert not [k for k in looked_up if "roots" in k], "a walk below the threshold was looked up on disk"
+    assert not (fresh / "classes").exists() or not list((fresh / "classes").glob("*.pdac"))
+    monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", 0)
+    check_walks(compile_lark(GRAMMAR_B, vocab), 10, seed=6)
+    empty = token_index.hashlib.sha256(b"").hexdigest()
+    walks = [k for k in looked_up if "roots" in k]
+    assert any(k["roots"] == empty for k in walks) and any(k["roots"] != empty for k in walks)
+    assert list((fresh / "classes").glob("*.pdac"))

@@ -58,6 +58,9 @@ SHARED_MAX_BYTES = 64 * 2**20
 # Walks at least this slow are also written to the disk cache, one file each (reading one
 # back costs ~0.1 ms; most walks on Qwen2 take 0.01-0.5 ms, a few, deep in a long counter, more).
 DISK_MIN_SECONDS = 0.002
+# A walk over fewer tokens than this (a boundary group's suffixes, mostly) is never looked up
+# on disk: it costs the kernel less than the lookup (~20-60 us: the key's hash and the listing).
+DISK_MIN_TOKENS = 4096
 # Basic lexer mode: the per-node walks kept to filter candidate sets' classifications from
 # (`TokenIndex._basic_classify`), at most this many bytes per index (8 bytes a node where tokens end).
 BASIC_WALKS_MAX_BYTES = 64 << 20
@@ -379,7 +382,7 @@ class TokenIndex:
         key = (self.mask_words, roots_key, content)
         entry = self.shared.get(key)
         if entry is None:
-            disk_key = self._disk_key(key)
+            disk_key = self._disk_key(key) if self._tokens_below(roots) >= DISK_MIN_TOKENS else None
             entry = cache.load("classes", disk_key, self._decode_shared(len(order))) if disk_key else None
             if entry is None:
                 start = time.perf_counter()
@@ -401,6 +404,13 @@ class TokenIndex:
         return Classification(inside, [
             BoundaryGroup(sum(1 << order[i] for i in iter_bits(positions)), nodes) for positions, nodes in groups
         ])
+
+    def _tokens_below(self, roots: np.ndarray) -> int:
+        """How many tokens a walk from `roots` can reach (its cost bound)."""
+        if roots is self.first_nodes:
+            return len(self.trie.token_ids)
+        trie = self.trie
+        return int((trie.token_ptr[trie.end[roots]] - trie.token_ptr[roots]).sum())
 
     def _basic_classify(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int) -> Classification:
         """`_classify` under the basic lexer mode, filtered from one walk under every terminal.
