@@ -25,6 +25,7 @@ from pda.index import slices, token_index
 from pda.kernels import walk as kernel
 from pda.lexer.lexer import START
 from pda.reference import mask_mismatches, random_walk_states, reference_classification
+from tests.vocabularies import byte_pieces
 
 TEXTS = [
     '{"name": "Ada \\"the\\" Countess", "tags": ["a\\\\b", "\\u00e9t\\u00e9"], "note": null}',
@@ -36,13 +37,7 @@ TEXTS = [
 
 def vocabulary(seed: int = 5) -> pda.Vocabulary:
     """Every single byte, pieces of TEXTS cut at any byte (split characters), runs of spaces and slashes."""
-    rng = random.Random(seed)
-    data = [t.encode() for t in TEXTS]
-    tokens = {bytes([b]) for b in range(256)}
-    for _ in range(1500):
-        t = rng.choice(data)
-        i = rng.randrange(len(t))
-        tokens.add(t[i : rng.randint(i + 1, min(len(t), i + 10))])
+    tokens = byte_pieces(TEXTS, seed=seed, pieces=1500, longest=10)
     for k in range(1, 90):
         tokens.add(b" " * k)
         tokens.add(b"/" * k)

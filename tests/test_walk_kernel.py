@@ -29,6 +29,7 @@ from pda.kernels import walk as kernel
 from pda.lexer.lexer import START
 from pda.reference import random_walk_states, reference_classification, reference_walk
 from tests.classifications import assert_same_classification
+from tests.vocabularies import byte_pieces
 
 SHIPPED = ("json", "lua", "sqlite", "postgresql", "python")
 TEXTS = [
@@ -42,13 +43,7 @@ TEXTS = [
 
 def synthetic_vocabulary(seed: int = 11) -> pda.Vocabulary:
     """Every byte, pieces of TEXTS cut at any byte (split characters among them), runs of spaces."""
-    rng = random.Random(seed)
-    data = [t.encode() for t in TEXTS]
-    tokens = {bytes([b]) for b in range(256)}
-    for _ in range(2500):
-        t = rng.choice(data)
-        i = rng.randrange(len(t))
-        tokens.add(t[i : rng.randint(i + 1, min(len(t), i + 9))])
+    tokens = byte_pieces(TEXTS, seed=seed, pieces=2500, longest=9)
     for k in range(2, 40, 3):
         tokens.update((b" " * k, b" " * k + b'"', b"\n" + b" " * k))
     return pda.Vocabulary.from_tokens(sorted(tokens) + [None], eos_ids=[len(tokens)])

@@ -29,3 +29,16 @@ def train_sentencepiece(folder: Path, model_type: str, model_file: str):
     )
     (folder / "sp.model").rename(folder / model_file)
     return spm.SentencePieceProcessor(model_file=str(folder / model_file))
+
+
+def byte_pieces(texts: list[str], *, seed: int, pieces: int, longest: int) -> set[bytes]:
+    """Every single byte and `pieces` random cuts of `texts` (UTF-8) at any byte, up to `longest` bytes
+    (so characters are split among them): the base of the tests' synthetic vocabularies."""
+    rng = random.Random(seed)
+    data = [t.encode() for t in texts]
+    tokens = {bytes([b]) for b in range(256)}
+    for _ in range(pieces):
+        t = rng.choice(data)
+        i = rng.randrange(len(t))
+        tokens.add(t[i : rng.randint(i + 1, min(len(t), i + longest))])
+    return tokens
