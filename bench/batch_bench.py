@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import resource
-import shutil
-import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +33,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import CORPUS, QWEN2_LOGITS_SIZE, REPO_ROOT, load_qwen2_tokenizer, machine_description, now_ns  # noqa: E402
+from bench.common import CORPUS, QWEN2_LOGITS_SIZE, load_qwen2_tokenizer, machine_description, now_ns  # noqa: E402
+from bench.common import run_cold_worker  # noqa: E402
 
 SCHEMAS = CORPUS / "jsonschemabench" / "schemas"
 
@@ -130,21 +128,11 @@ def run_worker(items: list[dict[str, Any]], threads: int) -> dict[str, Any]:
 
 def run_isolated(items_file: Path, threads: int) -> dict[str, Any]:
     """`run_worker` in a fresh interpreter with an empty disk cache."""
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-        out = Path(f.name)
-    cache_dir = tempfile.mkdtemp(prefix="pda-batch-cache-")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
-           "PDA_CACHE_DIR": cache_dir}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(threads), "--items-file", str(items_file),
-           "--result-file", str(out)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if proc.returncode != 0:
-            raise SystemExit(f"worker with {threads} threads failed:\n{proc.stderr[-2000:]}")
-        return json.loads(out.read_text(encoding="utf-8"))
-    finally:
-        out.unlink(missing_ok=True)
-        shutil.rmtree(cache_dir, ignore_errors=True)
+    result, failure = run_cold_worker(Path(__file__).resolve(),
+                                      ["--worker", str(threads), "--items-file", str(items_file)])
+    if result is None:
+        raise SystemExit(f"worker with {threads} threads failed: {failure}")
+    return result
 
 
 def format_table(results: list[dict[str, Any]], batch: int, workload: str) -> str:

@@ -8,14 +8,18 @@ to measure peak memory.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
@@ -144,3 +148,27 @@ def machine_description() -> str:
     except (OSError, subprocess.CalledProcessError):
         pass
     return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def run_cold_worker(script: Path, args: list[str]) -> tuple[dict[str, Any] | None, str]:
+    """Run `script *args --result-file F` in a fresh interpreter with an empty `PDA_CACHE_DIR`.
+
+    The worker writes its result as JSON to F; both F and the cache folder are deleted
+    afterwards, so every run compiles cold. Returns (that result, "") or, when the worker
+    failed, (None, the last lines of its output).
+    """
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        out = Path(f.name)
+    cache_dir = tempfile.mkdtemp(prefix="pda-bench-cache-")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+           "PDA_CACHE_DIR": cache_dir}
+    try:
+        proc = subprocess.run([sys.executable, str(script), *args, "--result-file", str(out)],
+                              capture_output=True, text=True, env=env)
+        if proc.returncode != 0 or out.stat().st_size == 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            return None, f"exit {proc.returncode}: {' | '.join(tail)}"
+        return json.loads(out.read_text(encoding="utf-8")), ""
+    finally:
+        out.unlink(missing_ok=True)
+        shutil.rmtree(cache_dir, ignore_errors=True)

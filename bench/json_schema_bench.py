@@ -29,13 +29,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import random
 import resource
-import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -45,7 +42,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import QWEN2_LOGITS_SIZE, REPO_ROOT, load_qwen2_tokenizer, machine_description, now_ns  # noqa: E402
-from bench.common import percentile  # noqa: E402
+from bench.common import percentile, run_cold_worker  # noqa: E402
 from bench.workloads import GrammarSpec  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "jsonschemabench" / "schemas"
@@ -160,22 +157,9 @@ def run_worker(engine_name: str, items: list[dict[str, Any]], timeout_s: int) ->
 
 def run_isolated(engine: str, items_file: Path, timeout_s: int) -> dict[str, Any]:
     """`run_worker` in a fresh interpreter (cold caches, its own memory)."""
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-        out = Path(f.name)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", engine, "--items-file", str(items_file),
-           "--result-file", str(out), "--timeout", str(timeout_s)]
-    cache_dir = tempfile.mkdtemp(prefix="pda-bench-cache-")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
-           "PDA_CACHE_DIR": cache_dir}
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if proc.returncode != 0 or out.stat().st_size == 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-            return {"engine": engine, "error": f"exit {proc.returncode}: {' | '.join(tail)}"}
-        return json.loads(out.read_text(encoding="utf-8"))
-    finally:
-        out.unlink(missing_ok=True)
-        shutil.rmtree(cache_dir, ignore_errors=True)
+    result, failure = run_cold_worker(Path(__file__).resolve(), [
+        "--worker", engine, "--items-file", str(items_file), "--timeout", str(timeout_s)])
+    return result if result is not None else {"engine": engine, "error": failure}
 
 
 def _stats(values: list[float]) -> dict[str, float]:
