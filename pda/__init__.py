@@ -1,7 +1,8 @@
 """pda: constrain a language model's output to a context-free grammar, exactly and fast.
 
 The public surface (docs/design.md): `Grammar`, `Vocabulary`, `compile`, `Matcher`,
-`Limits`, the error types, and `pda.integrations`.
+`Limits`, the in-memory caches' budgets (`set_memory_budget`, `memory_budgets`), the
+error types, and `pda.integrations`.
 """
 
 from pda._version import __version__
@@ -10,6 +11,7 @@ from pda.errors import GrammarError, LimitExceeded, ParseError, PdaError, RegexE
 from pda import integrations
 from pda.grammar.grammar import Grammar
 from pda.limits import Limits
+from pda.lru import memory_budgets, set_memory_budget
 from pda.matcher import Matcher
 from pda.vocab import Vocabulary
 
@@ -38,5 +40,7 @@ __all__ = [
     "Vocabulary",
     "__version__",
     "compile",
+    "memory_budgets",
+    "set_memory_budget",
     "generate",
 ]

@@ -4,17 +4,24 @@ Used for the memos that outlive one grammar (terminal DFAs by pattern, all-termi
 products, walk results by content): they are shared across grammars on purpose, so
 nothing else would ever free them.
 
+Each such memo is created under a budget name (`budget_cache`), whose default its
+owner registers (`register_budget`) and a user may change at any time
+(`pda.set_memory_budget(name, max_bytes)`: every live memo of that name is resized at
+once, evicting; `pda.memory_budgets()` reports limits and use). docs/limits.md lists
+the names and defaults.
+
 Invariants:
 * `nbytes` is the sum of the sizes given to `put` for the entries present, and stays
-  at most `max_bytes` after every `put` but while one entry alone is larger (the newest
-  entry is always kept, so a caller can use what it just stored).
-* `get` and `put` are thread-safe: grammars compiled for one vocabulary serve from
-  several threads.
+  at most `max_bytes` after every `put` or `resize` but while one entry alone is larger
+  (the newest entry is always kept, so a caller can use what it just stored).
+* `get`, `put` and `resize` are thread-safe: grammars compiled for one vocabulary serve
+  from several threads.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
@@ -53,6 +60,65 @@ class ByteLRU:
                 self.nbytes -= old[1]
             self._entries[key] = (value, size)
             self.nbytes += size
-            while self.nbytes > self.max_bytes and len(self._entries) > 1:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self.nbytes -= dropped
+            self._evict()
+
+    def resize(self, max_bytes: int) -> None:
+        """Hold at most `max_bytes` from now on, evicting the least recently used at once."""
+        with self._lock:
+            self.max_bytes = max_bytes
+            self._evict()
+
+    def _evict(self) -> None:
+        while self.nbytes > self.max_bytes and len(self._entries) > 1:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self.nbytes -= dropped
+
+
+# Budget name -> (max bytes of each memo of that name, the live memos).
+_budgets: dict[str, tuple[int, "weakref.WeakSet[ByteLRU]"]] = {}
+_budgets_lock = threading.Lock()
+
+
+def register_budget(name: str, default_bytes: int) -> None:
+    """Declare a budget name and its default (once, by the module that owns the memos)."""
+    with _budgets_lock:
+        _budgets.setdefault(name, (default_bytes, weakref.WeakSet()))
+
+
+def budget_cache(name: str) -> ByteLRU:
+    """A new memo under the registered budget `name` (its current limit; resized with it)."""
+    with _budgets_lock:
+        limit, live = _budgets[name]
+        cache = ByteLRU(limit)
+        live.add(cache)
+    return cache
+
+
+def set_memory_budget(name: str, max_bytes: int) -> None:
+    """Limit every in-memory cache called `name` to `max_bytes` each, now and for those made later.
+
+    The names and their defaults are in docs/limits.md (`memory_budgets()` lists them);
+    0 keeps only the newest entry of each. Raises ValueError for an unknown name or a
+    negative size, TypeError for a size that is not an int.
+    """
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int):
+        raise TypeError(f"max_bytes must be an int, got {type(max_bytes).__name__}")
+    if max_bytes < 0:
+        raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+    with _budgets_lock:
+        if name not in _budgets:
+            raise ValueError(f"no memory budget named {name!r}; the names are {', '.join(sorted(_budgets))}")
+        live = _budgets[name][1]
+        _budgets[name] = (max_bytes, live)
+        caches = list(live)
+    for cache in caches:
+        cache.resize(max_bytes)
+
+
+def memory_budgets() -> dict[str, dict[str, int]]:
+    """Per budget name: its limit per cache (`max_bytes`), the live caches, and the bytes they hold."""
+    with _budgets_lock:
+        return {
+            name: {"max_bytes": limit, "caches": len(live), "bytes": sum(c.nbytes for c in list(live))}
+            for name, (limit, live) in sorted(_budgets.items())
+        }

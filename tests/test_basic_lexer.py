@@ -124,16 +124,17 @@ def test_fast_masks_equal_the_reference_path(name: str) -> None:
 
 @pytest.mark.parametrize("budget", ["default", "evict every walk"])
 def test_classifications_filtered_from_one_walk_equal_the_walk_per_candidate_set(
-        budget: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        budget: str, request: pytest.FixtureRequest) -> None:
     """Basic mode: a candidate set's classification is filtered from one walk under every terminal
     (`TokenIndex._basic_classify`); it equals the level walk under that set, at lexer states and
     after boundaries, also when the kept walks are evicted at once."""
-    from pda.index import token_index
     from pda.lexer.lexer import START
     from tests.test_token_index_slices import assert_same
 
     if budget != "default":
-        monkeypatch.setattr(token_index, "BASIC_WALKS_MAX_BYTES", 0)
+        default = pda.memory_budgets()["basic_walks"]["max_bytes"]
+        request.addfinalizer(lambda: pda.set_memory_budget("basic_walks", default))
+        pda.set_memory_budget("basic_walks", 0)
     compiled = pda.CompiledGrammar(basic(SQLISH), synthetic_vocab(), warmup_seconds=0, disk_cache=False)
     index, lexer = compiled.index, compiled.lexer
     rng = random.Random(5)

@@ -179,12 +179,24 @@ def test_basic_lexer_mode_is_not_shared(fresh: Path) -> None:
 
 
 def test_store_is_bounded_by_bytes() -> None:
-    store = token_index.SharedClassifications(max_bytes=10_000)
+    """The shared walks hold at most their budget ("token_walks"), least recently used evicted,
+    and a smaller budget set later shrinks a live store at once."""
+    default = pda.memory_budgets()["token_walks"]["max_bytes"]
+    store = token_index.SharedClassifications()
     mask = np.zeros(1000, np.int32)  # 4,000 bytes each
-    for k in range(5):
-        store.put(("k", k), (mask, ()))
-    assert store.walks.nbytes <= 10_000 and len(store.walks) == 2
-    assert store.get(("k", 0)) is None and store.get(("k", 4)) is not None
+    try:
+        for k in range(5):
+            store.put(("k", k), (mask, ()))
+        assert len(store.walks) == 5
+        pda.set_memory_budget("token_walks", 10_000)
+        assert store.walks.nbytes <= 10_000 and len(store.walks) == 2
+        assert store.get(("k", 0)) is None and store.get(("k", 4)) is not None
+        fresh = token_index.SharedClassifications()
+        for k in range(5):
+            fresh.put(("k", k), (mask, ()))
+        assert len(fresh.walks) == 2
+    finally:
+        pda.set_memory_budget("token_walks", default)
 
 
 def test_small_walks_never_touch_the_disk(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pda import cache
-from pda.lru import ByteLRU
+from pda.lru import budget_cache, register_budget
 from pda.grammar.ir import CONTEXTUAL
 from pda.index.slices import PLAIN_BODY, plain_body
 from pda.index.trie import TokenTrie
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 # Shared classifications: at most this many bytes of masks and node arrays per vocabulary
 # (least recently used dropped first). A Qwen2 mask is 19 KB, so ~3,500 full entries.
 SHARED_MAX_BYTES = 64 * 2**20
+register_budget("token_walks", SHARED_MAX_BYTES)
 # Walks at least this slow are also written to the disk cache, one file each (reading one
 # back costs ~0.1 ms; most walks on Qwen2 take 0.01-0.5 ms, a few, deep in a long counter, more).
 DISK_MIN_SECONDS = 0.002
@@ -64,6 +65,7 @@ DISK_MIN_TOKENS = 4096
 # Basic lexer mode: the per-node walks kept to filter candidate sets' classifications from
 # (`TokenIndex._basic_classify`), at most this many bytes per index (8 bytes a node where tokens end).
 BASIC_WALKS_MAX_BYTES = 64 << 20
+register_budget("basic_walks", BASIC_WALKS_MAX_BYTES)
 
 
 class Classification:
@@ -180,8 +182,8 @@ class SharedClassifications:
     use them keep them (a 100,000-value enum's are megabytes).
     """
 
-    def __init__(self, max_bytes: int = SHARED_MAX_BYTES) -> None:
-        self.walks = ByteLRU(max_bytes)
+    def __init__(self) -> None:
+        self.walks = budget_cache("token_walks")
         self.terminal_tables: weakref.WeakValueDictionary[str, _WalkTables] = weakref.WeakValueDictionary()
 
     def get(self, key: tuple) -> SharedEntry | None:
@@ -308,8 +310,7 @@ class TokenIndex:
         self.shared = shared_classifications(trie)
         # Basic lexer mode: per (roots, lexer state), one walk under every terminal (`_walk_states`),
         # the least recently used dropped past BASIC_WALKS_MAX_BYTES.
-        self._basic_walks: dict[tuple[bytes, int], tuple[np.ndarray, ...]] = {}
-        self._basic_bytes = 0
+        self._basic_walks = budget_cache("basic_walks")
         # Issue 9: states inside a finite-set lexeme are looked up, not walked (set by pda.compile).
         self.finite_sets: StateLookup | None = None
 
@@ -424,13 +425,10 @@ class TokenIndex:
         roots and lexer state), instead of walking the trie again for every set.
         """
         key = (roots_key, q)
-        walked = self._basic_walks.pop(key, None)  # re-inserted below: the dict's order is its recency
+        walked = self._basic_walks.get(key)
         if walked is None:
             walked = self._walk_states(roots, q)
-            self._basic_bytes += sum(a.nbytes for a in walked)
-            while self._basic_walks and self._basic_bytes > BASIC_WALKS_MAX_BYTES:
-                self._basic_bytes -= sum(a.nbytes for a in self._basic_walks.pop(next(iter(self._basic_walks))))
-        self._basic_walks[key] = walked
+            self._basic_walks.put(key, walked, sum(a.nbytes for a in walked))
         inside_nodes, inside_states, ended_nodes, ended_states = walked
         tables = self.walk_tables(live_set)
         mask = kernel.pack(self._trie_arrays, inside_nodes[tables.live[inside_states]], self.mask_words)

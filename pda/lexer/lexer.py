@@ -33,7 +33,7 @@ from pda.bits import iter_bits
 from pda.errors import GrammarError, LimitExceeded
 from pda.grammar.ir import BASIC, GrammarIR
 from pda.lexer.terminals import terminal_dfa
-from pda.lru import ByteLRU
+from pda.lru import budget_cache, register_budget
 from pda.regex import release_parses
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.product import combine
@@ -250,7 +250,8 @@ class LexerTables:
 # All-terminal products by their terminals' DFAs (values: the product and its components,
 # or "too big"); bounded, as a server sees ever new grammars.
 ALL_TERMINAL_DFAS_MAX_BYTES = 256 << 20
-_combined = ByteLRU(ALL_TERMINAL_DFAS_MAX_BYTES)
+register_budget("all_terminal_dfas", ALL_TERMINAL_DFAS_MAX_BYTES)
+_combined = budget_cache("all_terminal_dfas")
 
 
 def _dfas_digest(dfas: list[LexerDFA]) -> str:

@@ -18,7 +18,7 @@ import time
 
 from pda import cache
 from pda.grammar.ir import TerminalDef
-from pda.lru import ByteLRU
+from pda.lru import budget_cache, register_budget
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, compile_regex, literal_dfa
 from pda.regex.finite_set import finite_set_dfa
 from pda.regex.literals import literal_alternatives
@@ -26,7 +26,8 @@ from pda.regex.literals import literal_alternatives
 # Terminal DFAs by pattern, shared by every grammar that uses the pattern; bounded, as a
 # server sees ever new patterns (a lexer keeps the DFAs it uses whatever is evicted).
 TERMINAL_DFAS_MAX_BYTES = 256 << 20
-_memory = ByteLRU(TERMINAL_DFAS_MAX_BYTES)
+register_budget("terminal_dfas", TERMINAL_DFAS_MAX_BYTES)
+_memory = budget_cache("terminal_dfas")
 # A DFA that took at least this long to build is also written to the disk cache (reading
 # one back costs ~0.1-0.5 ms); a single literal's is never looked up there.
 DISK_MIN_SECONDS = 0.002
