@@ -25,7 +25,6 @@ import json
 import random
 import resource
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import CORPUS, QWEN2_LOGITS_SIZE, load_qwen2_tokenizer, machine_description, now_ns  # noqa: E402
-from bench.common import run_cold_worker  # noqa: E402
+from bench.common import json_file, run_cold_worker  # noqa: E402
 
 SCHEMAS = CORPUS / "jsonschemabench" / "schemas"
 
@@ -167,13 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"needs the JSONSchemaBench corpus at {SCHEMAS}", file=sys.stderr)
         return 2
     items = _documents(args.workload, args.batch, args.seed)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
-        json.dump(items, f)
-        items_file = Path(f.name)
-    try:
+    with json_file(items) as items_file:
         results = [run_isolated(items_file, 1), run_isolated(items_file, args.threads)]
-    finally:
-        items_file.unlink(missing_ok=True)
     print(format_table(results, args.batch, args.workload))
     return 0
 

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -148,6 +150,18 @@ def machine_description() -> str:
     except (OSError, subprocess.CalledProcessError):
         pass
     return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+@contextmanager
+def json_file(value: Any) -> Iterator[Path]:
+    """`value` written as JSON to a temporary file (the workers' `--items-file`), deleted afterwards."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
+        json.dump(value, f)
+        path = Path(f.name)
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def run_cold_worker(script: Path, args: list[str]) -> tuple[dict[str, Any] | None, str]:

@@ -34,7 +34,6 @@ import resource
 import signal
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import QWEN2_LOGITS_SIZE, REPO_ROOT, load_qwen2_tokenizer, machine_description, now_ns  # noqa: E402
-from bench.common import percentile, run_cold_worker  # noqa: E402
+from bench.common import json_file, percentile, run_cold_worker  # noqa: E402
 from bench.workloads import GrammarSpec  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "jsonschemabench" / "schemas"
@@ -281,16 +280,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"corpus not found at {CORPUS}", file=sys.stderr)
         return 1
     items = sample_schemas(args.sample, args.category, args.docs)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
-        json.dump(items, f)
-        items_file = Path(f.name)
-    try:
-        results = []
+    results = []
+    with json_file(items) as items_file:
         for engine in args.engines.split(","):
             print(f"running {engine} on {len(items)} schemas...", file=sys.stderr, flush=True)
             results.append(run_isolated(engine, items_file, args.timeout))
-    finally:
-        items_file.unlink(missing_ok=True)
     print(machine_description())
     print(format_table(results, len(items)))
     if args.json:
