@@ -164,16 +164,29 @@ def json_file(value: Any) -> Iterator[Path]:
         path.unlink(missing_ok=True)
 
 
-def run_cold_worker(script: Path, args: list[str]) -> tuple[dict[str, Any] | None, str]:
+def run_cold_worker(script: Path, args: list[str], *, runs: int = 1) -> tuple[dict[str, Any] | None, str]:
     """Run `script *args --result-file F` in a fresh interpreter with an empty `PDA_CACHE_DIR`.
 
     The worker writes its result as JSON to F; both F and the cache folder are deleted
-    afterwards, so every run compiles cold. Returns (that result, "") or, when the worker
-    failed, (None, the last lines of its output).
+    afterwards, so every run compiles cold. With `runs` > 1 the worker runs that many times
+    in fresh interpreters over one cache folder and the last run's result is returned: a
+    process that finds the disk cache its predecessors filled. Returns (that result, "")
+    or, when a worker failed, (None, the last lines of its output).
     """
+    cache_dir = tempfile.mkdtemp(prefix="pda-bench-cache-")
+    try:
+        for _ in range(runs):
+            result, failure = _run_worker_once(script, args, cache_dir)
+            if result is None:
+                break
+        return result, failure
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def _run_worker_once(script: Path, args: list[str], cache_dir: str) -> tuple[dict[str, Any] | None, str]:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = Path(f.name)
-    cache_dir = tempfile.mkdtemp(prefix="pda-bench-cache-")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
            "PDA_CACHE_DIR": cache_dir}
     try:
@@ -185,4 +198,3 @@ def run_cold_worker(script: Path, args: list[str]) -> tuple[dict[str, Any] | Non
         return json.loads(out.read_text(encoding="utf-8")), ""
     finally:
         out.unlink(missing_ok=True)
-        shutil.rmtree(cache_dir, ignore_errors=True)

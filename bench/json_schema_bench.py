@@ -20,8 +20,9 @@ peak RSS. Each engine runs in its own subprocess.
     python bench/json_schema_bench.py --sample 10 --engines pda,xgrammar
 
 Each worker gets an empty `PDA_CACHE_DIR` (deleted afterwards), so pda's compiles
-are cold: its disk cache would otherwise hold each schema's token index from an
-earlier run.
+are cold: its disk cache would otherwise hold each schema's DFAs and walks from an
+earlier run. `pda-cached` measures the other case: the same run a second time, in a
+new process, over the disk cache the first one filled (in-memory caches empty).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from bench.common import json_file, percentile, run_cold_worker  # noqa: E402
 from bench.workloads import GrammarSpec  # noqa: E402
 
 CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "jsonschemabench" / "schemas"
-ENGINES = ("pda", "pda-warm", "xgrammar", "llguidance")
+ENGINES = ("pda", "pda-warmup", "pda-cached", "xgrammar", "llguidance")
 
 
 class _Timeout(Exception):
@@ -72,21 +73,22 @@ def sample_schemas(sample: int, categories: list[str] | None, docs_per_schema: i
 def _engine(name: str) -> Any:
     from bench.peers import PdaEngine, make_engine
 
-    if name not in ("pda", "pda-warm"):
+    if name not in ("pda", "pda-warmup", "pda-cached"):
         return make_engine(name)
 
     class PdaFlexible(PdaEngine):
         """pda with flexible whitespace (the peers' JSON Schema paths are flexible too).
 
         `pda` is the default (no compile-time warm-up: every mask is computed when a
-        step first needs it, as llguidance defers its work); `pda-warm` spends a second
-        of warm-up at compile (`Limits.warmup_seconds=1.0`), for comparison.
+        step first needs it, as llguidance defers its work); `pda-warmup` spends a second
+        of warm-up at compile (`Limits.warmup_seconds=1.0`); `pda-cached` is the default
+        in a second process that finds the disk cache a first one filled.
         """
 
         def compile(self, spec: GrammarSpec) -> tuple[Any, str]:
             import pda
             grammar = pda.Grammar.from_json_schema(spec.schema, whitespace="flexible")
-            limits = pda.Limits(warmup_seconds=1.0) if name == "pda-warm" else pda.Limits()
+            limits = pda.Limits(warmup_seconds=1.0) if name == "pda-warmup" else pda.Limits()
             return pda.compile(grammar, self.vocab, limits=limits), "JSON Schema (flexible)"
 
     return PdaFlexible()
@@ -157,7 +159,8 @@ def run_worker(engine_name: str, items: list[dict[str, Any]], timeout_s: int) ->
 def run_isolated(engine: str, items_file: Path, timeout_s: int) -> dict[str, Any]:
     """`run_worker` in a fresh interpreter (cold caches, its own memory)."""
     result, failure = run_cold_worker(Path(__file__).resolve(), [
-        "--worker", engine, "--items-file", str(items_file), "--timeout", str(timeout_s)])
+        "--worker", engine, "--items-file", str(items_file), "--timeout", str(timeout_s)],
+        runs=2 if engine == "pda-cached" else 1)
     return result if result is not None else {"engine": engine, "error": failure}
 
 
