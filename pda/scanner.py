@@ -59,7 +59,7 @@ class Scanner:
         lexer = self.lexer
         ignore = lexer.ignore
         tables = lexer.tables(node.allowed | ignore)
-        rows, cls, live, extends = tables.rows, tables.cls, tables.live, tables.extends
+        rows, cls, live, extends = tables.rows, tables.cls, tables.live_flags, tables.extends
         for offset, byte in enumerate(data):
             q2 = rows[q][cls[byte]]
             if live[q2]:
@@ -72,10 +72,10 @@ class Scanner:
                 return node, q, offset
             tables = lexer.tables(after.allowed | ignore)
             q2 = tables.rows[START][tables.cls[byte]]
-            if not tables.live[q2]:
+            if not tables.live_flags[q2]:
                 return node, q, offset
             node, q = after, q2
-            rows, cls, live, extends = tables.rows, tables.cls, tables.live, tables.extends
+            rows, cls, live, extends = tables.rows, tables.cls, tables.live_flags, tables.extends
         return node, q, len(data)
 
     def feed(self, node: Node, q: int, data: bytes) -> tuple[Node, int] | None:
@@ -96,7 +96,7 @@ class Scanner:
         lexer = self.lexer
         ignore = lexer.ignore
         tables = lexer.tables(node.allowed | ignore)
-        row, cls, live, extends = tables.rows[q], tables.cls, tables.live, tables.extends
+        row, cls, live, extends = tables.rows[q], tables.cls, tables.live_flags, tables.extends
         after: Node | None | bool = False  # the commit, once needed
         found = None
         for byte in range(256):
@@ -112,7 +112,7 @@ class Scanner:
                     continue
                 next_tables = lexer.tables(after.allowed | ignore)
                 q3 = next_tables.rows[START][next_tables.cls[byte]]
-                if not next_tables.live[q3]:
+                if not next_tables.live_flags[q3]:
                     continue
                 nxt = (after, q3)
             if found is not None:

@@ -172,7 +172,7 @@ def test_under_every_terminal_a_lexeme_stops_live_where_it_cannot_grow(name: str
 @pytest.mark.parametrize("name", ["json", "sqlite", "lua"])
 def test_restricted_views_read_their_rows_and_flags_as_the_base_masked(name: str) -> None:
     """A candidate set's view of the all-terminal DFA builds its rows on demand; rows, per-state
-    reads (`live_at`, `accept_at`) and `state_flags` equal the base's rows masked by the set."""
+    reads (`live_at`, `accept_at`), `live_flags` and `state_flags` equal the base's rows masked by the set."""
     lexer = pda.Grammar.load(name).recognizer.lexer
     rng = random.Random(name)
     n = len(lexer.dfas)
@@ -185,6 +185,7 @@ def test_restricted_views_read_their_rows_and_flags_as_the_base_masked(name: str
             assert fresh.accept_at(q) == everything.accept_at(q) & candidates
         assert all(fresh.accept_at(q) == fresh.accept[q] for q in range(fresh.n_states))
         assert all(fresh.live_at(q) == fresh.live[q] for q in range(fresh.n_states))
+        assert fresh.live_flags == [bool(x) for x in fresh.live]
         live, extends, ends, accepted = fresh.state_flags()
         assert live.tolist() == [bool(x) for x in fresh.live]
         assert extends.tolist() == [bool(x) for x in fresh.extends]

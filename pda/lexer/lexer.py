@@ -48,6 +48,25 @@ ALL_TERMINALS_MAX_STATES = 20_000
 ROWS_AS_TUPLES_MAX_STATES = 10_000
 
 
+def _packed(matrix: np.ndarray, columns: list[int]) -> np.ndarray:
+    """A bool matrix's rows as bits over terminal ids (column i is terminal `columns[i]`): uint64 words, bit t % 64
+    of word t // 64 is terminal t (little-endian, so the row's bytes read as one int are its bitmask)."""
+    n_bits = max(columns, default=-1) + 1
+    full = np.zeros((matrix.shape[0], -(-n_bits // 64) * 64), dtype=bool)
+    full[:, columns] = matrix
+    return _pack_bits(full)
+
+
+def _pack_bits(matrix: np.ndarray) -> np.ndarray:
+    """Bool rows whose length is a multiple of 64 as uint64 words (see `_packed`)."""
+    return np.ascontiguousarray(np.packbits(matrix, axis=1, bitorder="little")).view("<u8")
+
+
+def _word_mask(value: int, words: int) -> np.ndarray:
+    """A bitmask over terminals as `_packed` words."""
+    return np.frombuffer(value.to_bytes(8 * words, "little"), dtype="<u8")
+
+
 def _bitmask_rows(matrix: np.ndarray, columns: list[int]) -> tuple[int, ...]:
     """Each row of a bool matrix as a Python int with bit `columns[i]` for column i."""
     out = [0] * matrix.shape[0]
@@ -75,21 +94,24 @@ class LexerTables:
     """The DFA of one candidate set, in the forms the byte loop and the token index need.
 
     `accept[q]`/`live[q]` are bitmasks over the grammar's terminal indices;
+    `live_flags[q]` is `live[q] != 0` (what the byte loop tests);
     `extends[q]` says whether a lexeme may grow into q at all: where it does
     but q is not `live`, the text is refused rather than the lexeme ended
-    (only in the basic mode; contextually `extends` is `live`).
+    (only in the basic mode; contextually `extends` is `live_flags`).
     `key(q)` names q's future independently of the candidate set (the states of
     the terminals still live at q), so index entries can be shared across sets.
 
-    A view restricted to a candidate set (`restrict`) shares the arrays and builds
-    its `accept`/`live` rows (one masked int per state) only when first read: a
-    JSON Schema meets hundreds of candidate sets, and most are only asked `key(q)`
-    for a state or two (`live_at`).
+    A view restricted to a candidate set (`restrict`) shares the arrays and the
+    per-state bits, packed 8 terminals a byte (`_live_bits`, `_accept_bits`), and
+    builds its rows only when first read: its `live_flags` in one vectorised pass,
+    its `accept`/`live` bitmasks (a Python int per state) only if asked for. A JSON
+    Schema meets hundreds of candidate sets, and most are only asked `key(q)` for
+    a state or two (`live_at`).
     """
 
     __slots__ = (
-        "candidates", "n_states", "trans", "byte_class", "rows", "cls", "_accept", "_live_rows", "_extends",
-        "_base", "_live", "_accepts", "_components", "_columns", "_keys",
+        "candidates", "n_states", "trans", "byte_class", "rows", "cls", "_accept", "_live_rows", "_live_flags",
+        "_extends", "_base", "_live_bits", "_accept_bits", "_live", "_components", "_columns", "_keys",
     )
 
     def __init__(self, candidates: int, dfa: LexerDFA, components: np.ndarray, columns: list[int]) -> None:
@@ -112,9 +134,11 @@ class LexerTables:
         self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())
         self._accept: tuple[int, ...] | None = _bitmask_rows(accept, columns)
         self._live_rows: tuple[int, ...] | None = _bitmask_rows(live, columns)
-        self._extends: tuple | None = None  # None: `extends` is `live`
+        self._live_flags: list[bool] | None = live.any(axis=1).tolist()
+        self._extends: tuple | None = None  # None: `extends` is `live_flags`
         self._base: LexerTables | None = None
-        self._live, self._accepts, self._components, self._columns = live, accept, components, columns
+        self._live_bits, self._accept_bits = _packed(live, columns), _packed(accept, columns)
+        self._live, self._components, self._columns = live, components, columns
         self._keys: dict[int, tuple] = {}
 
     @property
@@ -134,8 +158,19 @@ class LexerTables:
         return rows
 
     @property
-    def extends(self) -> tuple:
-        return self.live if self._extends is None else self._extends
+    def live_flags(self) -> list[bool]:
+        flags = self._live_flags
+        if flags is None:  # a restricted view, read for the first time
+            flags = self._live_flags = self._flags(self._live_bits).tolist()
+        return flags
+
+    @property
+    def extends(self) -> Sequence:
+        return self.live_flags if self._extends is None else self._extends
+
+    def _flags(self, bits: np.ndarray) -> np.ndarray:
+        """Per state, whether any candidate has its bit set in the packed rows `bits`."""
+        return (bits & _word_mask(self.candidates, bits.shape[1])).any(axis=1)
 
     def accept_at(self, q: int) -> int:
         """`accept[q]`, without building a restricted view's rows."""
@@ -160,9 +195,7 @@ class LexerTables:
         still end typed as a candidate. `extends` is plain liveness.
         """
         n, n_terms = self.n_states, len(priority)
-        width = (n_terms + 7) // 8
-        packed = np.frombuffer(b"".join(a.to_bytes(width, "little") for a in self.accept), dtype=np.uint8)
-        accept = np.unpackbits(packed.reshape(n, width), axis=1, bitorder="little")[:, :n_terms].astype(bool)
+        accept = np.unpackbits(self._accept_bits.view(np.uint8), axis=1, bitorder="little")[:, :n_terms].astype(bool)
         ranks = np.asarray(priority, dtype=np.int64)
         top = np.where(accept, ranks, np.iinfo(np.int64).min).max(axis=1, initial=np.iinfo(np.int64).min)
         typed = accept & (ranks[None, :] == top[:, None])
@@ -184,52 +217,51 @@ class LexerTables:
             reach[rows] = merged
             grew = np.zeros(n, dtype=bool)
             grew[rows[changed]] = True
-        view = LexerTables.__new__(LexerTables)
-        view.candidates = self.candidates
-        view.n_states, view.trans, view.byte_class, view.rows, view.cls = (
-            self.n_states, self.trans, self.byte_class, self.rows, self.cls
-        )
+        view = self._view(self.candidates, None)
         view._accept = _bitmask_rows(typed, list(range(n_terms)))
         view._live_rows = tuple(int.from_bytes(row.tobytes(), "little") for row in reach)
-        view._extends = tuple(bool(x) for x in self.live)
-        view._base = None
-        view._live = view._accepts = view._components = view._columns = None
-        view._keys = {}
+        words = self._accept_bits.shape[1]
+        view._live_bits = np.zeros((n, words), dtype="<u8")
+        view._live_bits.view(np.uint8)[:, : reach.shape[1]] = reach
+        view._accept_bits = _packed(typed, list(range(n_terms)))
+        view._live_flags = reach.any(axis=1).tolist()
+        view._extends = tuple(self.live_flags)
         return view
 
     def restrict(self, candidates: int) -> "LexerTables":
         """This DFA (built for all terminals) seen through a smaller candidate set: shared arrays, rows on demand."""
+        view = self._view(candidates, self)
+        view._live_bits, view._accept_bits = self._live_bits, self._accept_bits
+        view._extends = self._extends
+        return view
+
+    def _view(self, candidates: int, base: "LexerTables | None") -> "LexerTables":
+        """A new table over these arrays for `candidates`, its rows unset (built on first read from `base`)."""
         view = LexerTables.__new__(LexerTables)
         view.candidates = candidates
         view.n_states, view.trans, view.byte_class, view.rows, view.cls = (
             self.n_states, self.trans, self.byte_class, self.rows, self.cls
         )
-        view._accept = view._live_rows = None
-        view._extends = self._extends
-        view._base = self
-        view._live = view._accepts = view._components = view._columns = None
+        view._accept = view._live_rows = view._live_flags = None
+        view._base = base
+        view._live = view._components = view._columns = None
         view._keys = {}
         return view
 
     def state_flags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
         """`live` and `extends` as bool arrays over the states, the states that accept, and their `accept` masks.
 
-        For a view of a contextual DFA built with its terminals' columns, read off those
-        bool columns (no per-state masks built); otherwise from the rows.
+        Read off the packed bits in one pass each (no per-state masks built).
         """
-        base = self._base
-        if base is not None and base._live is not None and self._extends is None:
-            position = {t: i for i, t in enumerate(base._columns)}
-            columns = [position[t] for t in iter_bits(self.candidates) if t in position]
-            live = base._live[:, columns].any(axis=1)
-            ends = np.flatnonzero(base._accepts[:, columns].any(axis=1))
-            candidates = self.candidates
-            return live, live, ends, [base.accept_at(q) & candidates for q in ends.tolist()]
-        live = np.array(self.live, dtype=object).astype(bool)
-        extends = live if self._extends is None else np.array(self._extends, dtype=bool)
-        accept = np.array(self.accept, dtype=object)
-        ends = np.flatnonzero(accept.astype(bool))
-        return live, extends, ends, accept[ends].tolist()
+        live = self._flags(self._live_bits)
+        extends = live if self._extends is None else np.asarray(self._extends, dtype=bool)
+        words = self._accept_bits.shape[1]
+        bits = self._accept_bits & _word_mask(self.candidates, words)
+        ends = np.flatnonzero(bits.any(axis=1))
+        # Few distinct accept masks among many end states: one Python int per distinct row.
+        distinct, inverse = np.unique(np.ascontiguousarray(bits[ends]).view(f"V{8 * words}").ravel(), return_inverse=True)
+        masks = [int.from_bytes(row.tobytes(), "little") for row in distinct]
+        return live, extends, ends, [masks[i] for i in inverse.ravel().tolist()]
 
     def key(self, q: int) -> tuple:
         """The terminals live at q with their own DFA states (computed on demand).
@@ -237,7 +269,7 @@ class LexerTables:
         For a view of the all-terminal DFA, the state itself with its live terminals.
         """
         found = self._keys.get(q)
-        if found is None and self._live is None:
+        if found is None and self._components is None:
             found = ("all", q, self.live_at(q))
             self._keys[q] = found
         elif found is None:
@@ -249,7 +281,7 @@ class LexerTables:
 
 # All-terminal products by their terminals' DFAs (values: the product and its components,
 # or "too big"); bounded, as a server sees ever new grammars.
-ALL_TERMINAL_DFAS_MAX_BYTES = 256 << 20
+ALL_TERMINAL_DFAS_MAX_BYTES = 32 << 20
 register_budget("all_terminal_dfas", ALL_TERMINAL_DFAS_MAX_BYTES)
 _combined = budget_cache("all_terminal_dfas")
 

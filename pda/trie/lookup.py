@@ -91,7 +91,7 @@ class FiniteSetLookup:
 
     def state_of(self, q: int, live_set: int) -> tuple[int, int] | None:
         """(j, s): the finite-set terminal j alone live at lexer state q, and q's state in j's DFA; or None."""
-        live = self.lexer.tables(live_set).live[q]
+        live = self.lexer.tables(live_set).live_at(q)
         if not live & self.terminals or live & (live - 1):
             return None
         j = live.bit_length() - 1
@@ -103,7 +103,7 @@ class FiniteSetLookup:
         So when one finite-set terminal alone is live at the start: terminals only die
         as a lexeme grows, so it is then the only live one in every state.
         """
-        live = self.lexer.tables(live_set).live[START]
+        live = self.lexer.tables(live_set).live_at(START)
         return bool(live & self.terminals) and not live & (live - 1)
 
     def _component(self, live_set: int, j: int) -> np.ndarray:
