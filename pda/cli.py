@@ -226,8 +226,8 @@ def compile_main(argv: Sequence[str]) -> int:
 
 
 def _print_compiled(grammar: Grammar, *, as_json: bool) -> int:
-    ir = grammar.ir
     recognizer = grammar.recognizer
+    ir = recognizer.lexer_ir
     terminals = []
     for t, dfa in zip(ir.terminals, recognizer.lexer.dfas):
         terminals.append(
@@ -244,7 +244,7 @@ def _print_compiled(grammar: Grammar, *, as_json: bool) -> int:
     root = recognizer.root
     start_states = recognizer.lexer.tables(root.allowed | recognizer.lexer.ignore).n_states
     doc = {
-        "source": ir.source, "start": ir.start, "hash": ir.content_hash,
+        "source": ir.source, "start": ir.start, "hash": grammar.ir.content_hash,
         "terminals": terminals, "ignore": list(ir.ignore),
         "rules": [{"lhs": r.lhs, "rhs": list(r.rhs), "alias": r.alias} for r in ir.rules],
         "start_lexer_dfa_states": start_states, "warnings": warnings,
@@ -252,7 +252,7 @@ def _print_compiled(grammar: Grammar, *, as_json: bool) -> int:
     if as_json:
         print(json.dumps(doc, indent=2))
         return EXIT_OK
-    print(f"grammar {ir.source}  start={ir.start}  hash={ir.content_hash[:16]}")
+    print(f"grammar {ir.source}  start={ir.start}  hash={grammar.ir.content_hash[:16]}")
     print(f"terminals ({len(terminals)}); the lexer DFA for the first lexeme has {start_states} states")
     for t in terminals:
         flags = f" flags={t['flags']}" if t["flags"] else ""

@@ -132,7 +132,7 @@ class CompiledGrammar:
         self.scanner = self.recognizer.scanner
         self.eos_ids = np.array(sorted(i for i in vocab.eos_ids if i < width), dtype=np.int64)
         self.index = TokenIndex(self.lexer, vocabulary_trie(vocab), self.mask_words, vocab.content_hash)
-        self.finite_sets = FiniteSetLookup(self.index, grammar.ir.terminals, vocab.content_hash)
+        self.finite_sets = FiniteSetLookup(self.index, self.recognizer.lexer_ir.terminals, vocab.content_hash)
         self.index.finite_sets = self.finite_sets
         eos_mask = np.zeros(self.mask_words * 32, dtype=bool)
         eos_mask[self.eos_ids] = True
@@ -221,7 +221,7 @@ class CompiledGrammar:
         """States of the candidate set's DFA reachable from the start inside one lexeme, nearest first."""
         tables = self.lexer.tables(live_set)
         trans = tables.trans[:, np.unique(tables.byte_class)]
-        live = np.array([bool(x) for x in tables.live])
+        live = np.asarray(tables.live_flags, dtype=bool)
         seen = np.zeros(tables.n_states, dtype=bool)
         seen[START] = True
         order = []

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections import deque
 
 from pda.errors import ParseError
+from pda.grammar.alternatives import merge_alternative_terminals
 from pda.grammar.ir import BASIC, GrammarIR
 from pda.lexer.lexer import START, Lexer
 from pda.limits import DEFAULT_LIMITS, Limits
 from pda.parser.earley import EarleyParser, Node
-from pda.parser.indent import IndentedNode, Indenter, expand_ir
+from pda.parser.indent import IndentedNode, Indenter, expand_ir, indenter_terminals
 from pda.parser.tables import build_tables
 from pda.regex.dfa import LexerDFA
 from pda.scanner import Scanner
@@ -41,11 +42,16 @@ def shortest_string(dfa: LexerDFA) -> bytes:
 class Recognizer:
     """Decides membership and viable prefixes for one grammar, byte by byte."""
 
-    def __init__(self, ir: GrammarIR, *, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, ir: GrammarIR, *, limits: Limits = DEFAULT_LIMITS, merge_terminals: bool = True) -> None:
+        """`merge_terminals=False` skips the IR pass of `pda.grammar.alternatives` (same language; for tests)."""
         self.ir = ir
         self.limits = limits
+        keep: frozenset[str] = frozenset()
         if ir.indent is not None:
             ir = expand_ir(ir, ir.indent)
+            keep = indenter_terminals(ir, ir.indent)
+        # The IR the lexer and parser run on (terminal ids index its terminals).
+        self.lexer_ir = ir = merge_alternative_terminals(ir, keep) if merge_terminals else ir
         self.tables = build_tables(ir)
         self.parser = EarleyParser(self.tables, limits=limits)
         self.lexer = Lexer(ir, max_states=limits.max_lexer_states)
@@ -87,7 +93,7 @@ class Recognizer:
         tables = lexer.tables(node.allowed | lexer.ignore)
         growing = 0  # terminals the pending lexeme could still grow into
         for c in set(tables.cls):
-            growing |= tables.live[tables.rows[q][c]]
+            growing |= tables.live_at(tables.rows[q][c])
         live = growing & node.allowed
         after = self.scanner.commit(node, q)
         more = after.allowed if after is not None else 0

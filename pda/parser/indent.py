@@ -195,6 +195,13 @@ def expand_ir(ir: GrammarIR, config: IndentConfig) -> GrammarIR:
     return replace(ir, terminals=tuple(terminals))
 
 
+def indenter_terminals(ir: GrammarIR, config: IndentConfig) -> frozenset[str]:
+    """The terminals an `Indenter` finds by name or by pattern (its own, the brackets): IR passes must keep them."""
+    brackets = {re.escape(ch) for ch in (*config.open_brackets, *config.close_brackets)}
+    named = {config.newline, config.indent, config.dedent}
+    return frozenset(t.name for t in ir.terminals if t.name in named or (t.literal and t.pattern in brackets))
+
+
 class Indenter:
     """Per-grammar tables for `IndentedNode`: terminal ids and the intern table."""
 

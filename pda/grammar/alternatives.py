@@ -1,0 +1,103 @@
+"""One terminal for a rule's alternatives that are each one terminal used nowhere else.
+
+`start: "a" | "b" | ...` (a Lark alternation of literals) or a JSON Schema enum of
+numbers gives one terminal per alternative: 10,000 values are 10,000 terminals,
+and the lexer's product DFA and its per-state rows over the terminals grow with
+their number (8.5 GB at 10,000 before this pass). Such terminals are merged into
+one whose pattern is their alternation, which the terminal builder turns into a
+trie DFA when the alternatives are literals (`pda.regex.finite_set`).
+
+Why the language is unchanged. Take terminals T1..Tn that appear only as whole
+alternatives `r: Ti` of one rule r, with one priority and one set of flags, none
+ignored, lazy or kept by the caller (the indenter reads some by name). Wherever the
+parser can take one of them it can take all of them (each one completes r, and
+nothing else), so every candidate set holds all or none of them. The contextual
+lexer extends a lexeme while some candidate is live, and a lexeme matches their
+union exactly when it matches some Ti; among matching terminals it keeps the top
+priority, which the Ti share with their union. So a lexeme ends at the same byte,
+and the parser then completes r in both grammars, with the same other terminals
+beside it. Under the basic lexer mode the same holds over all terminals. Rule
+order and the other rules are kept; the merged terminal takes the place of the
+first Ti. Terminals that are literal strings or alternations of them merge apart from the
+others, so that their union stays a literal set the finite-set builder takes
+(`pda.regex.finite_set`), which a regex beside them would spoil.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import replace
+
+from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.regex.literals import literal_alternatives
+
+# A leading inline-flag group, `(?i)`: global, so it cannot move inside a group.
+_GLOBAL_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+
+
+def merge_alternative_terminals(ir: GrammarIR, keep: frozenset[str] = frozenset()) -> GrammarIR:
+    """`ir` with each rule's mergeable single-terminal alternatives as one terminal (see the module docstring)."""
+    terminals = ir.terminal_by_name
+    uses = Counter(s for rule in ir.rules for s in rule.rhs if s in terminals)
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for rule in ir.rules:
+        if len(rule.rhs) != 1 or rule.alias is not None:
+            continue
+        name = rule.rhs[0]
+        t = terminals.get(name)
+        if t is None or uses[name] != 1 or t.lazy or name in ir.ignore or name in keep or not _embeddable(t):
+            continue
+        groups[(rule.lhs, t.priority, t.flags)].append(name)
+    merged_into: dict[str, str] = {}
+    new_terminals: dict[str, TerminalDef] = {}
+    taken = set(terminals) | {r.lhs for r in ir.rules}
+    for (lhs, _, flags), names in groups.items():
+        strings = {n: literal_alternatives(terminals[n].pattern, flags) for n in names}
+        # Literal sets merge into one literal set (the finite-set builder's), the rest into one regex:
+        # a literal set merged with a regex would lose its trie DFA and token tables.
+        for part in ([n for n in names if strings[n] is not None], [n for n in names if strings[n] is None]):
+            if len(part) < 2:
+                continue
+            if strings[part[0]] is not None:
+                words = sorted({w for n in part for w in strings[n]})
+                pattern = "(?:" + "|".join(re.escape(w) for w in words) + ")"
+            else:
+                pattern = "(?:" + "|".join(f"(?:{terminals[n].pattern})" for n in part) + ")"
+            name = _fresh(f"{str(lhs).upper()}_ALTERNATIVES", taken)
+            new_terminals[part[0]] = replace(terminals[part[0]], name=name, pattern=pattern, literal=False)
+            for n in part:
+                merged_into[n] = name
+    if not merged_into:
+        return ir
+    out_terminals = []
+    for t in ir.terminals:
+        if t.name in new_terminals:
+            out_terminals.append(new_terminals[t.name])
+        elif t.name not in merged_into:
+            out_terminals.append(t)
+    out_rules = []
+    emitted: set[tuple] = set()
+    for rule in ir.rules:
+        if len(rule.rhs) == 1 and rule.rhs[0] in merged_into:
+            merged = Rule(rule.lhs, (merged_into[rule.rhs[0]],))
+            if (merged.lhs, merged.rhs) in emitted:
+                continue
+            emitted.add((merged.lhs, merged.rhs))
+            rule = merged
+        out_rules.append(rule)
+    return replace(ir, terminals=tuple(out_terminals), rules=tuple(out_rules))
+
+
+def _embeddable(t: TerminalDef) -> bool:
+    """Whether t's pattern can sit inside a group beside others: no global inline flags, no named groups."""
+    return not _GLOBAL_FLAGS.match(t.pattern) and "(?P" not in t.pattern
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    """`base`, or `base_2`, `base_3`, ...: the first name not in `taken` (which it joins)."""
+    name, k = base, 2
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
