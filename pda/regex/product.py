@@ -75,10 +75,14 @@ def combine(
         ends = np.cumsum(np.bincount(rows_of, minlength=len(vectors)))
         starts = np.concatenate(([0], ends[:-1]))
 
+        nonempty = ends > starts
+
         def segment_sums(values: np.ndarray, dtype: type) -> np.ndarray:
-            sums = np.zeros((len(ids) + 1, n_classes), dtype=dtype)
-            np.cumsum(values, axis=0, out=sums[1:])
-            return (sums[ends] - sums[starts]).reshape(-1)
+            """Per state, the sum of its live components' rows (uint64 sums wrap, as hashes may)."""
+            sums = np.zeros((len(vectors), n_classes), dtype=dtype)
+            if len(ids):
+                sums[nonempty] = np.add.reduceat(values, starts[nonempty], axis=0, dtype=dtype)
+            return sums.reshape(-1)
 
         hashes = np.stack([segment_sums(delta[h][ids], np.uint64) + dead_total[h] for h in range(2)], axis=1)
         following = table[ids]
