@@ -13,6 +13,7 @@ import gc
 import pda
 from pda.integrations.bitmask import allocate_token_bitmask
 from pda.lexer.lexer import ROWS_AS_TUPLES_MAX_STATES
+from pda.parser.earley import RECENT_PROBES
 
 TOKENS = [b"[", b"]", b"1", b",", b"[1", b"[[", b"[]", b"[\"", b"[{", b"1]", b"],", b"{", b"}", b"\"a\"", b":", b"\":", b" ", None]
 EOS = len(TOKENS) - 1
@@ -27,7 +28,9 @@ def test_deep_json_keeps_few_tracked_objects_per_token() -> None:
     vocab = pda.Vocabulary.from_tokens(TOKENS, eos_ids=[EOS])
     m = pda.Matcher(pda.compile(pda.Grammar.load("json"), vocab))
     bitmask = allocate_token_bitmask(1, vocab.size)
-    for _ in range(100):  # past the first nodes and the memos the first steps fill
+    # Past the first nodes and the memos the first steps fill (the parser's probe memo, bounded
+    # at RECENT_PROBES, fills within as many tokens: each token probes at least once).
+    for _ in range(100 + RECENT_PROBES):
         m.fill_bitmask(bitmask)
         assert m.accept_token(0)
     tokens = 2000
