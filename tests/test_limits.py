@@ -143,11 +143,14 @@ def test_a_limit_during_warm_up_is_left_to_serve_time(vocab: pda.Vocabulary) -> 
 
 def test_masks_do_not_keep_the_nodes_they_probe_alive() -> None:
     """A long text keeps one parser node a token, not one more per boundary its masks probed (gc heap)."""
-    from pda.parser.earley import Node
+    from pda.parser.earley import RECENT_PROBES, Node
 
     tokens = pda.Vocabulary.from_tokens([b"[", b"]", b"1", b"1,", b"[1", b"]]", None], eos_ids=[6])
     m = pda.Matcher(pda.compile(pda.Grammar.load(str(GRAMMARS / "json.lark")), tokens))
     bitmask = allocate_token_bitmask(1, 7)
+    for _ in range(RECENT_PROBES):  # until the parser's probe memo (bounded) is full
+        assert m.accept_token(0)
+        m.fill_bitmask(bitmask)
     gc.collect()
     before = sum(type(o) is Node for o in gc.get_objects())
     for _ in range(300):
