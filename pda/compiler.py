@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pda import cache
+from pda import cache, collector
 from pda.errors import LimitExceeded
 from pda.grammar.grammar import Grammar
 from pda.index.token_index import TokenIndex
@@ -132,7 +132,8 @@ class CompiledGrammar:
         self.scanner = self.recognizer.scanner
         self.eos_ids = np.array(sorted(i for i in vocab.eos_ids if i < width), dtype=np.int64)
         self.index = TokenIndex(self.lexer, vocabulary_trie(vocab), self.mask_words, vocab.content_hash)
-        self.finite_sets = FiniteSetLookup(self.index, self.recognizer.lexer_ir.terminals, vocab.content_hash)
+        with collector.paused():
+            self.finite_sets = FiniteSetLookup(self.index, self.recognizer.lexer_ir.terminals, vocab.content_hash)
         self.index.finite_sets = self.finite_sets
         eos_mask = np.zeros(self.mask_words * 32, dtype=bool)
         eos_mask[self.eos_ids] = True
@@ -146,7 +147,8 @@ class CompiledGrammar:
         )
         restored = self._snapshot_key is not None and cache.load("index", self._snapshot_key, self.index.restore)
         if not restored and warmup_seconds > 0:
-            self.warm_up(seconds=warmup_seconds)
+            with collector.paused():
+                self.warm_up(seconds=warmup_seconds)
             self.save_index()
 
     def save_index(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from pda import collector
 from pda.errors import ParseError
 from pda.grammar.alternatives import merge_alternative_terminals
 from pda.grammar.ir import BASIC, GrammarIR
@@ -46,19 +47,20 @@ class Recognizer:
         """`merge_terminals=False` skips the IR pass of `pda.grammar.alternatives` (same language; for tests)."""
         self.ir = ir
         self.limits = limits
-        keep: frozenset[str] = frozenset()
-        if ir.indent is not None:
-            ir = expand_ir(ir, ir.indent)
-            keep = indenter_terminals(ir, ir.indent)
-        # The IR the lexer and parser run on (terminal ids index its terminals).
-        self.lexer_ir = ir = merge_alternative_terminals(ir, keep) if merge_terminals else ir
-        self.tables = build_tables(ir)
-        self.parser = EarleyParser(self.tables, limits=limits)
-        self.lexer = Lexer(ir, max_states=limits.max_lexer_states)
-        self.scanner = Scanner(self.lexer)
-        self.root: Node | IndentedNode = (
-            Indenter(ir, ir.indent).root(self.parser.root) if ir.indent is not None else self.parser.root
-        )
+        with collector.paused():  # building allocates many short-lived containers (pda.collector)
+            keep: frozenset[str] = frozenset()
+            if ir.indent is not None:
+                ir = expand_ir(ir, ir.indent)
+                keep = indenter_terminals(ir, ir.indent)
+            # The IR the lexer and parser run on (terminal ids index its terminals).
+            self.lexer_ir = ir = merge_alternative_terminals(ir, keep) if merge_terminals else ir
+            self.tables = build_tables(ir)
+            self.parser = EarleyParser(self.tables, limits=limits)
+            self.lexer = Lexer(ir, max_states=limits.max_lexer_states)
+            self.scanner = Scanner(self.lexer)
+            self.root: Node | IndentedNode = (
+                Indenter(ir, ir.indent).root(self.parser.root) if ir.indent is not None else self.parser.root
+            )
         self._examples: dict[int, str] | None = None
 
     def __reduce__(self) -> tuple:

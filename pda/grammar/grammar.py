@@ -9,6 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from pda import collector
 from pda.errors import GrammarError
 from pda.grammar.ir import GrammarIR, Rule, TerminalDef
 from pda.grammar.lark_frontend import lark_to_ir
@@ -70,7 +71,8 @@ class Grammar:
         """JSON text valid against a JSON Schema (see docs/json_schema.md for exact semantics)."""
         from pda.grammar.json_schema import json_schema_to_ir
 
-        return cls(json_schema_to_ir(schema, whitespace=whitespace, strict=strict, property_order=property_order))
+        with collector.paused():
+            return cls(json_schema_to_ir(schema, whitespace=whitespace, strict=strict, property_order=property_order))
 
     @classmethod
     def from_pydantic(
