@@ -37,6 +37,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from pda.errors import RegexError
 from pda.regex.charset import merge_ranges
 from pda.regex.syntax import drive, parse_pattern
@@ -998,15 +1000,17 @@ def _product(dfas: list[_DFA], wanted: list[bool], lo: int, hi: int | None) -> _
 
 
 def _minimise(d: _DFA) -> _DFA:
-    """Moore's partition refinement; unreachable states are already absent."""
-    part = [int(a) for a in d.accept]
+    """Moore's partition refinement (vectorised); unreachable states are already absent."""
+    table = np.array(d.trans, dtype=np.int64).reshape(len(d.trans), len(d.classes))
+    part = np.array(d.accept, dtype=np.int64)
     while True:
-        sigs = [(part[q], tuple(part[t] for t in d.trans[q])) for q in range(len(d.trans))]
-        ids: dict[tuple, int] = {}
-        new = [ids.setdefault(s, len(ids)) for s in sigs]
-        if len(ids) == len(set(part)):
+        # Blocks numbered by the first state (in state order) with each signature.
+        signatures = np.concatenate([part[:, None], part[table]], axis=1)
+        _, first, inverse = np.unique(signatures, axis=0, return_index=True, return_inverse=True)
+        if len(first) == len(np.unique(part)):
             break
-        part = new
+        part = np.argsort(np.argsort(first))[inverse.reshape(-1)]
+    part = part.tolist()
     n = len(set(part))
     trans = [[0] * len(d.classes) for _ in range(n)]
     accept = [False] * n
