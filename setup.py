@@ -1,6 +1,7 @@
 """The compiled pieces; everything else is in pyproject.toml.
 
-* `pda.kernels._walk` (pda/kernels/_walk.c, the token index's trie walk) is required:
+* `pda.kernels._walk` (pda/kernels/_walk.c, the token index's trie walk) and
+  `pda.kernels._partition` (pda/kernels/_partition.c, DFA minimisation) are required:
   without a C compiler and Python's headers the install fails, saying so.
 * `pda._rows` (pda/_rows.c, see pda/rows.py) is `optional=True`: where it cannot be
   built pda uses the numpy row writers, which give the same results more slowly.
@@ -22,13 +23,14 @@ class BuildExt(build_ext):
             raise SystemExit(
                 f"error: building {ext.name} ({', '.join(ext.sources)}) failed: {error}\n"
                 "pda needs a C compiler (gcc or clang) and the Python development headers "
-                "(Debian/Ubuntu: apt-get install gcc python3-dev) to build its trie-walk kernel."
+                "(Debian/Ubuntu: apt-get install gcc python3-dev) to build its kernels."
             ) from error
 
 
 setup(
     ext_modules=[
         Extension("pda.kernels._walk", ["pda/kernels/_walk.c"]),
+        Extension("pda.kernels._partition", ["pda/kernels/_partition.c"]),
         Extension("pda._rows", ["pda/_rows.c"], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},

@@ -8,6 +8,8 @@ every token that does is allowed.
 `reference_walk` is the oracle of one trie walk (`pda.kernels.walk`): each token's
 bytes fed one at a time through the walk tables, with no trie sharing and no cut;
 `reference_classification` reads it as the token index's `Classification`.
+`reference_partition` is the oracle of DFA minimisation's refinement
+(`pda.kernels.partition`): Moore's rounds until no block splits.
 """
 
 from __future__ import annotations
@@ -151,3 +153,21 @@ def reference_classification(index: TokenIndex, roots, root_state: int, live_set
     return Classification(mask, [
         BoundaryGroup(tables.sets[k], np.array(sorted(nodes[k]), dtype=np.int64)) for k in sorted(nodes)
     ])
+
+
+def reference_partition(trans: np.ndarray, initial: np.ndarray) -> list[int]:
+    """The coarsest stable partition of a partial DFA (-1: no transition) refining `initial`, by Moore's rounds.
+
+    Each round splits blocks by (block, successors' blocks); it stops when a round splits none.
+    Block ids are by first appearance, so equal partitions give equal lists.
+    """
+    rows = [tuple(int(t) for t in row) for row in np.asarray(trans)]
+    ids: dict = {}
+    block = [ids.setdefault(x, len(ids)) for x in np.asarray(initial).tolist()]
+    while True:
+        ids = {}
+        refined = [ids.setdefault((block[q], tuple(block[t] if t >= 0 else -1 for t in row)), len(ids))
+                   for q, row in enumerate(rows)]
+        if len(ids) == len(set(block)):
+            return refined
+        block = refined

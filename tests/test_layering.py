@@ -23,7 +23,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pda"
 # one component (they may import each other).
 LAYERS: list[tuple[str | tuple[str, ...], ...]] = [
     ("pda._version", "pda.errors", "pda.limits"),  # facts: no imports from pda
-    ("pda.lru", "pda.cache", "pda.bits", "pda.arrays", "pda.collector", ("pda.rows", "pda._rows")),  # neutral helpers
+    ("pda.lru", "pda.cache", "pda.bits", "pda.arrays", "pda.collector", ("pda.rows", "pda._rows"),
+     ("pda.kernels.partition", "pda.kernels._partition")),  # neutral helpers (DFA minimisation's refinement kernel)
     ("pda.grammar.ir", "pda.vocab"),  # the grammar IR; a vocabulary's bytes
     ("pda.regex",),  # pattern -> byte-level DFA (regex path, finite literal sets, products)
     ("pda.grammar", "pda.lexer", "pda.parser"),  # front ends -> IR; candidate-set DFAs; Earley (+ indenter)

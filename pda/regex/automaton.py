@@ -16,9 +16,10 @@ Invariants:
   that terminal's final state: this prunes exactly the first-match language
   (UTF-8 is a prefix code, so first match over characters is first match over
   bytes).
-- Minimisation is Hopcroft's algorithm on the partial DFA (states that can
-  still accept something, transitions into the dead state left out), with
-  every initial block in the worklist, which is what partial DFAs need.
+- Minimisation (`pda.regex.dfa._minimise`) is Hopcroft's algorithm, compiled
+  (`pda.kernels.partition`), on the partial DFA (states that can still accept
+  something, transitions into the dead state left out), with every initial
+  block in the worklist, which is what partial DFAs need.
 """
 
 from __future__ import annotations
@@ -232,57 +233,3 @@ def coaccessible(trans: np.ndarray, accept_any: np.ndarray) -> np.ndarray:
                 good[p] = True
                 stack.append(p)
     return good
-
-
-def hopcroft(trans: np.ndarray, keys: list) -> list[int]:
-    """Coarsest stable partition of a partial DFA (-1 = no transition), initial blocks by key."""
-    m, k = trans.shape
-    # incoming[q] = [(class, [predecessors])]: work is proportional to real edges.
-    incoming: list[list[tuple[int, list[int]]]] = [[] for _ in range(m)]
-    for c in range(k):
-        col = trans[:, c]
-        src = np.flatnonzero(col >= 0)
-        if not len(src):
-            continue
-        tgt = col[src]
-        order = np.argsort(tgt, kind="stable")
-        src, tgt = src[order].tolist(), tgt[order]
-        uniq, first = np.unique(tgt, return_index=True)
-        bounds = first.tolist() + [len(src)]
-        for u, a, b in zip(uniq.tolist(), bounds, bounds[1:]):
-            incoming[u].append((c, src[a:b]))
-    block_ids: dict = {}
-    block_of = [block_ids.setdefault(key, len(block_ids)) for key in keys]
-    members: list[set[int]] = [set() for _ in block_ids]
-    for q, b in enumerate(block_of):
-        members[b].add(q)
-    work = list(range(len(members)))
-    in_work = [True] * len(members)
-    while work:
-        a = work.pop()
-        in_work[a] = False
-        by_class: dict[int, list[int]] = {}
-        for q in list(members[a]):
-            for c, preds in incoming[q]:
-                by_class.setdefault(c, []).extend(preds)
-        for preds in by_class.values():
-            per_block: dict[int, list[int]] = {}
-            for p in preds:
-                per_block.setdefault(block_of[p], []).append(p)
-            for y, ps in per_block.items():
-                if len(ps) == len(members[y]):
-                    continue
-                new = len(members)
-                pset = set(ps)
-                members[y] -= pset
-                members.append(pset)
-                for p in ps:
-                    block_of[p] = new
-                if in_work[y] or len(pset) <= len(members[y]):
-                    work.append(new)
-                    in_work.append(True)
-                else:
-                    in_work.append(False)
-                    work.append(y)
-                    in_work[y] = True
-    return block_of

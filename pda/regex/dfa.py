@@ -11,7 +11,7 @@ themselves, as a Python bytes regex would (`utf8.expand_bytes`).
 
 Pipeline: regex → IR (`syntax`) → NFA over atoms, the classes of code points
 that all of the regex's character classes treat alike (`charset.Alphabet`) →
-subset construction and Hopcroft minimisation over atoms (`automaton`) →
+subset construction (`automaton`) and Hopcroft minimisation (`pda.kernels.partition`) over atoms →
 UTF-8 expansion into bytes with shared suffixes (`utf8`), which keeps the
 result minimal → byte classes, dead state, live rows.
 """
@@ -31,7 +31,8 @@ from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
 from pda.regex import charset as cs
 from pda.regex import utf8
-from pda.regex.automaton import NFA, coaccessible, determinise, hopcroft
+from pda.kernels.partition import coarsest_partition
+from pda.regex.automaton import NFA, coaccessible, determinise
 from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, translate
 
 # A lexer DFA this large costs ~1-2 s to build and ~1 MB per 1,000 states of
@@ -209,10 +210,9 @@ def _minimise(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.nda
     renum[keep] = np.arange(len(keep))
     sub = trans[keep]
     sub = np.where(sub >= 0, renum[np.maximum(sub, 0)], -1)
-    keys = [row.tobytes() for row in np.packbits(accept[keep], axis=1)] if accept.shape[1] else [
-        b""
-    ] * len(keep)
-    block_of = np.array(hopcroft(sub, keys), dtype=np.int64)
+    packed = np.packbits(accept[keep], axis=1)
+    initial = np.unique(packed, axis=0, return_inverse=True)[1].reshape(-1) if accept.shape[1] else np.zeros(len(keep))
+    block_of = coarsest_partition(sub, initial)
     order = np.unique(block_of, return_index=True)[1]
     firsts = sorted(order.tolist(), key=lambda q: (q != 0, q))
     new_id = np.empty(block_of.max() + 1, dtype=np.int64)

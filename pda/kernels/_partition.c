@@ -1,0 +1,312 @@
+/* pda.kernels._partition: the coarsest stable partition of a partial DFA (Hopcroft's algorithm).
+ *
+ * Written against the plain Python C API and the buffer protocol, like _walk.c;
+ * pda/kernels/partition.py is the Python side and documents the interface.
+ *
+ * refine(trans, blocks, out)
+ *     trans: int64 [m, k], C-contiguous; trans[q, c] is q's successor on class c, or -1
+ *     for none. blocks: int64 [m], the initial block of each state (any ids in [0, m)).
+ *     out: writable int64 [m]; receives a block id per state of the coarsest partition
+ *     that refines `blocks` and is stable (two states of one block have, per class,
+ *     successors in one block or both none). Ids are 0..n_blocks-1 in no set order.
+ *     Returns the number of blocks.
+ *
+ * Method: Hopcroft's "process the smaller half" refinement over a refinable partition
+ * (Valmari and Lehtinen's layout): the states of a block are contiguous in `elems`,
+ * and marking a state moves it to the front of its block, so a split is O(marked).
+ * Per splitter block the predecessors of its states are gathered from an incoming-edge
+ * CSR and bucketed by class. Time O(m k log m), memory O(m k). Every index read from
+ * the inputs is checked first (ValueError), and the work runs without the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t m, k;
+    const int64_t *trans;
+    /* incoming edges by target: in_ptr[q]..in_ptr[q+1] index in_cls/in_src */
+    int64_t *in_ptr, *in_cls, *in_src;
+    /* the refinable partition */
+    int64_t *elems, *loc, *block_of, *first, *end, *mid;
+    int64_t n_blocks;
+    /* work stack of blocks, and which blocks are on it */
+    int64_t *work, n_work;
+    unsigned char *in_work;
+    /* per splitter: gathered (class, predecessor) pairs, bucketed by class */
+    int64_t *gather_cls, *gather_src, *bucket_src, *count, *start, *classes_seen;
+    /* blocks touched while marking one class's predecessors */
+    int64_t *touched;
+} Refiner;
+
+static void free_refiner(Refiner *r)
+{
+    free(r->in_ptr); free(r->in_cls); free(r->in_src);
+    free(r->elems); free(r->loc); free(r->block_of); free(r->first); free(r->end); free(r->mid);
+    free(r->work); free(r->in_work);
+    free(r->gather_cls); free(r->gather_src); free(r->bucket_src); free(r->count); free(r->start);
+    free(r->classes_seen); free(r->touched);
+}
+
+/* Allocate and fill everything but the refinement itself; -1 on memory failure. */
+static int prepare(Refiner *r, const int64_t *blocks)
+{
+    int64_t m = r->m, k = r->k, q, c, e, b, n_edges = 0;
+    const int64_t *trans = r->trans;
+    for (q = 0; q < m * k; q++)
+        n_edges += trans[q] >= 0;
+    r->in_ptr = calloc((size_t)m + 1, sizeof(int64_t));
+    r->in_cls = malloc(((size_t)n_edges + 1) * sizeof(int64_t));
+    r->in_src = malloc(((size_t)n_edges + 1) * sizeof(int64_t));
+    r->elems = malloc(((size_t)m + 1) * sizeof(int64_t));
+    r->loc = malloc(((size_t)m + 1) * sizeof(int64_t));
+    r->block_of = malloc(((size_t)m + 1) * sizeof(int64_t));
+    r->first = malloc(((size_t)m + 1) * sizeof(int64_t));
+    r->end = malloc(((size_t)m + 1) * sizeof(int64_t));
+    r->mid = malloc(((size_t)m + 1) * sizeof(int64_t));
+    r->work = malloc(((size_t)m + 1) * sizeof(int64_t));
+    r->in_work = calloc((size_t)m + 1, 1);
+    r->gather_cls = malloc(((size_t)n_edges + 1) * sizeof(int64_t));
+    r->gather_src = malloc(((size_t)n_edges + 1) * sizeof(int64_t));
+    r->bucket_src = malloc(((size_t)n_edges + 1) * sizeof(int64_t));
+    r->count = calloc((size_t)k + 1, sizeof(int64_t));
+    r->start = malloc(((size_t)k + 1) * sizeof(int64_t));
+    r->classes_seen = malloc(((size_t)k + 1) * sizeof(int64_t));
+    r->touched = malloc(((size_t)m + 1) * sizeof(int64_t));
+    if (!r->in_ptr || !r->in_cls || !r->in_src || !r->elems || !r->loc || !r->block_of || !r->first || !r->end
+        || !r->mid || !r->work || !r->in_work || !r->gather_cls || !r->gather_src || !r->bucket_src || !r->count
+        || !r->start || !r->classes_seen || !r->touched)
+        return -1;
+    /* incoming CSR: count per target, prefix sums, fill */
+    for (q = 0; q < m * k; q++)
+        if (trans[q] >= 0)
+            r->in_ptr[trans[q] + 1]++;
+    for (q = 0; q < m; q++)
+        r->in_ptr[q + 1] += r->in_ptr[q];
+    {
+        int64_t *fill = r->mid; /* scratch: next free slot per target */
+        memcpy(fill, r->in_ptr, (size_t)m * sizeof(int64_t));
+        for (q = 0; q < m; q++)
+            for (c = 0; c < k; c++) {
+                int64_t t = trans[q * k + c];
+                if (t >= 0) {
+                    e = fill[t]++;
+                    r->in_cls[e] = c;
+                    r->in_src[e] = q;
+                }
+            }
+    }
+    /* the initial partition: renumber the given ids densely, then lay blocks out contiguously */
+    {
+        int64_t *dense = r->touched; /* scratch: given id -> dense id, -1 unseen */
+        for (q = 0; q < m; q++)
+            dense[q] = -1;
+        r->n_blocks = 0;
+        for (q = 0; q < m; q++) {
+            if (dense[blocks[q]] < 0)
+                dense[blocks[q]] = r->n_blocks++;
+            r->block_of[q] = dense[blocks[q]];
+        }
+        for (b = 0; b < r->n_blocks; b++)
+            r->end[b] = 0;
+        for (q = 0; q < m; q++)
+            r->end[r->block_of[q]]++;
+        e = 0;
+        for (b = 0; b < r->n_blocks; b++) {
+            r->first[b] = e;
+            e += r->end[b];
+            r->end[b] = r->first[b];
+        }
+        for (q = 0; q < m; q++) {
+            b = r->block_of[q];
+            r->loc[q] = r->end[b];
+            r->elems[r->end[b]++] = q;
+        }
+        for (b = 0; b < r->n_blocks; b++)
+            r->mid[b] = r->first[b];
+    }
+    r->n_work = 0;
+    for (b = 0; b < r->n_blocks; b++) {
+        r->work[r->n_work++] = b;
+        r->in_work[b] = 1;
+    }
+    return 0;
+}
+
+/* Move state p to the marked front part of its block; returns whether its block was untouched. */
+static inline int mark(Refiner *r, int64_t p)
+{
+    int64_t b = r->block_of[p], i = r->loc[p], j = r->mid[b];
+    int fresh = j == r->first[b];
+    if (i >= j) { /* not marked yet: swap it to position mid */
+        int64_t other = r->elems[j];
+        r->elems[j] = p;
+        r->loc[p] = j;
+        r->elems[i] = other;
+        r->loc[other] = i;
+        r->mid[b] = j + 1;
+    }
+    return fresh;
+}
+
+static void refine_all(Refiner *r)
+{
+    while (r->n_work > 0) {
+        int64_t a = r->work[--r->n_work], n_gathered = 0, n_seen = 0, i, e, s;
+        r->in_work[a] = 0;
+        /* the splitter's predecessors, with their classes */
+        for (i = r->first[a]; i < r->end[a]; i++) {
+            int64_t q = r->elems[i];
+            for (e = r->in_ptr[q]; e < r->in_ptr[q + 1]; e++) {
+                r->gather_cls[n_gathered] = r->in_cls[e];
+                r->gather_src[n_gathered++] = r->in_src[e];
+            }
+        }
+        /* bucket them by class (counting sort over the classes met) */
+        for (i = 0; i < n_gathered; i++)
+            if (r->count[r->gather_cls[i]]++ == 0)
+                r->classes_seen[n_seen++] = r->gather_cls[i];
+        e = 0;
+        for (s = 0; s < n_seen; s++) {
+            r->start[r->classes_seen[s]] = e;
+            e += r->count[r->classes_seen[s]];
+        }
+        for (i = 0; i < n_gathered; i++)
+            r->bucket_src[r->start[r->gather_cls[i]]++] = r->gather_src[i];
+        e = 0;
+        for (s = 0; s < n_seen; s++) {
+            int64_t c = r->classes_seen[s], lo = e, hi = e + r->count[c], n_touched = 0, t;
+            e = hi;
+            r->count[c] = 0;
+            for (i = lo; i < hi; i++)
+                if (mark(r, r->bucket_src[i]))
+                    r->touched[n_touched++] = r->block_of[r->bucket_src[i]];
+            for (t = 0; t < n_touched; t++) {
+                int64_t y = r->touched[t], z, j;
+                if (r->mid[y] == r->end[y]) { /* every state of y was marked: no split */
+                    r->mid[y] = r->first[y];
+                    continue;
+                }
+                /* the marked part [first, mid) becomes block z; y keeps [mid, end) */
+                z = r->n_blocks++;
+                r->first[z] = r->first[y];
+                r->end[z] = r->mid[y];
+                r->mid[z] = r->first[z];
+                r->first[y] = r->mid[y];
+                for (j = r->first[z]; j < r->end[z]; j++)
+                    r->block_of[r->elems[j]] = z;
+                if (r->in_work[y] || r->end[z] - r->first[z] <= r->end[y] - r->first[y]) {
+                    r->work[r->n_work++] = z;
+                    r->in_work[z] = 1;
+                } else {
+                    r->work[r->n_work++] = y;
+                    r->in_work[y] = 1;
+                }
+            }
+        }
+    }
+}
+
+static int get_int64(PyObject *obj, Py_buffer *view, int flags, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, flags | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    const char *f = view->format;
+    if (f && (*f == '<' || *f == '=' || *f == '@'))
+        f++;
+    if (view->itemsize != 8 || f == NULL || (strcmp(f, "q") != 0 && strcmp(f, "l") != 0)) {
+        PyErr_Format(PyExc_ValueError, "%s must be an int64 array", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *refine(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer tv, bv, ov;
+    Refiner r;
+    int64_t m, k, i, n_blocks;
+    int failed = 0;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "refine(trans, blocks, out) takes 3 arguments");
+        return NULL;
+    }
+    if (get_int64(args[0], &tv, PyBUF_ND, "trans") < 0)
+        return NULL;
+    if (tv.ndim != 2) {
+        PyBuffer_Release(&tv);
+        PyErr_SetString(PyExc_ValueError, "trans must be 2-dimensional");
+        return NULL;
+    }
+    m = tv.shape[0];
+    k = tv.shape[1];
+    if (get_int64(args[1], &bv, PyBUF_ND, "blocks") < 0) {
+        PyBuffer_Release(&tv);
+        return NULL;
+    }
+    if (get_int64(args[2], &ov, PyBUF_ND | PyBUF_WRITABLE, "out") < 0) {
+        PyBuffer_Release(&tv);
+        PyBuffer_Release(&bv);
+        return NULL;
+    }
+    if (bv.len != m * 8 || ov.len != m * 8) {
+        PyErr_SetString(PyExc_ValueError, "blocks and out must have one entry per state");
+        failed = 1;
+    }
+    const int64_t *trans = tv.buf, *blocks = bv.buf;
+    for (i = 0; !failed && i < m * k; i++)
+        if (trans[i] < -1 || trans[i] >= m) {
+            PyErr_Format(PyExc_ValueError, "trans holds %lld, not a state or -1", (long long)trans[i]);
+            failed = 1;
+        }
+    for (i = 0; !failed && i < m; i++)
+        if (blocks[i] < 0 || blocks[i] >= m) {
+            PyErr_Format(PyExc_ValueError, "blocks holds %lld, outside [0, %lld)", (long long)blocks[i], (long long)m);
+            failed = 1;
+        }
+    if (failed) {
+        PyBuffer_Release(&tv);
+        PyBuffer_Release(&bv);
+        PyBuffer_Release(&ov);
+        return NULL;
+    }
+    memset(&r, 0, sizeof r);
+    r.m = m;
+    r.k = k;
+    r.trans = trans;
+    Py_BEGIN_ALLOW_THREADS
+    if (prepare(&r, blocks) < 0)
+        failed = 1;
+    else {
+        refine_all(&r);
+        memcpy(ov.buf, r.block_of, (size_t)m * sizeof(int64_t));
+    }
+    Py_END_ALLOW_THREADS
+    n_blocks = r.n_blocks;
+    free_refiner(&r);
+    PyBuffer_Release(&tv);
+    PyBuffer_Release(&bv);
+    PyBuffer_Release(&ov);
+    if (failed)
+        return PyErr_NoMemory();
+    return PyLong_FromLongLong((long long)n_blocks);
+}
+
+static PyMethodDef partition_methods[] = {
+    {"refine", (PyCFunction)(void (*)(void))refine, METH_FASTCALL,
+     "refine(trans, blocks, out) -> number of blocks: the coarsest stable partition (see the module source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef partition_module = {
+    PyModuleDef_HEAD_INIT, "pda.kernels._partition",
+    "The coarsest stable partition of a partial DFA (pda/kernels/partition.py).", -1, partition_methods,
+};
+
+PyMODINIT_FUNC PyInit__partition(void)
+{
+    return PyModule_Create(&partition_module);
+}

@@ -1,0 +1,62 @@
+"""The minimisation kernel (`pda.kernels.partition`) against Moore's rounds (`pda.reference.reference_partition`)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from pda.kernels.partition import coarsest_partition
+from pda.reference import reference_partition
+
+
+def _canonical(blocks) -> list[int]:
+    """Block ids renumbered by first appearance: equal partitions give equal lists."""
+    ids: dict[int, int] = {}
+    return [ids.setdefault(int(b), len(ids)) for b in blocks]
+
+
+def _random_dfa(rng: random.Random) -> tuple[np.ndarray, np.ndarray]:
+    m, k = rng.randint(1, 60), rng.randint(1, 6)
+    dead = rng.random()
+    trans = np.array([[rng.randrange(m) if rng.random() > dead else -1 for _ in range(k)] for _ in range(m)],
+                     dtype=np.int64)
+    if rng.random() < 0.3:  # chains and copies: many equivalent states, long refinement
+        for q in range(m - 1):
+            trans[q, 0] = q + 1
+    initial = np.array([rng.randrange(rng.randint(1, 3)) for _ in range(m)], dtype=np.int64)
+    return trans, initial
+
+
+def test_the_kernel_gives_moores_partition_on_random_partial_dfas() -> None:
+    rng = random.Random(19)
+    for _ in range(2000):
+        trans, initial = _random_dfa(rng)
+        assert _canonical(coarsest_partition(trans, initial)) == reference_partition(trans, initial)
+
+
+def test_a_counted_chain_keeps_every_state_apart() -> None:
+    """x{5000}: every state is at another distance from the end (one of Moore's worst cases)."""
+    m = 5001
+    trans = np.full((m, 2), -1, dtype=np.int64)
+    trans[np.arange(m - 1), 0] = np.arange(1, m)
+    initial = np.zeros(m, dtype=np.int64)
+    initial[-1] = 1
+    assert len(set(coarsest_partition(trans, initial).tolist())) == m
+
+
+def test_initial_ids_may_be_any_ints() -> None:
+    trans = np.array([[1], [2], [-1]], dtype=np.int64)
+    assert _canonical(coarsest_partition(trans, np.array([7, 7, -3]))) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("trans, initial", [
+    (np.array([[5]], dtype=np.int64), np.array([0])),  # a successor that is no state
+    (np.array([[-2]], dtype=np.int64), np.array([0])),
+    (np.zeros((2, 1), dtype=np.int64), np.array([0])),  # initial blocks of the wrong length
+    (np.zeros(3, dtype=np.int64), np.array([0, 0, 0])),  # not 2-D
+])
+def test_bad_input_raises_value_error(trans: np.ndarray, initial: np.ndarray) -> None:
+    with pytest.raises(ValueError):
+        coarsest_partition(trans, initial)
