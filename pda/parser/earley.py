@@ -209,19 +209,41 @@ class Node:
         nxt = self._next.get(terminals, False)
         if nxt is not False:
             return nxt
-        parser = self.parser
+        probes = self.parser.probes
         key = (self, terminals)
-        with parser.probes_lock:
-            nxt = parser.probes.get(key, False)
-            if nxt is not False:
-                parser.probes.move_to_end(key)
-                return nxt
-        nxt = parser._advance(self, terminals)
-        with parser.probes_lock:
-            parser.probes[key] = nxt
-            if len(parser.probes) > RECENT_PROBES:
-                parser.probes.popitem(last=False)
+        nxt = probes.get(key)
+        if nxt is False:
+            nxt = self.parser._advance(self, terminals)
+            probes.put(key, nxt)
         return nxt
+
+
+class ProbeMemo:
+    """The `RECENT_PROBES` most recent probes, (state, terminals) -> the state after, or None if dead.
+
+    Least recently used forgotten, with the states only it held; safe to share between
+    threads (one lock; a probe builds its state outside it, so two threads may both build
+    one, and either result is right).
+    """
+
+    def __init__(self, size: int = RECENT_PROBES) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> object:
+        """The remembered result, or False when there is none."""
+        with self._lock:
+            found = self._items.get(key, False)
+            if found is not False:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple, value: object) -> None:
+        with self._lock:
+            self._items[key] = value
+            if len(self._items) > self.size:
+                self._items.popitem(last=False)
 
 
 class EarleyParser:
@@ -234,9 +256,7 @@ class EarleyParser:
         self.max_seconds = limits.max_node_seconds
         self._predictions: dict[frozenset[int], Prediction] = {}
         self._nodes: weakref.WeakValueDictionary[frozenset[Item], Node] = weakref.WeakValueDictionary()
-        # (node, terminals) -> `probe`'s result, least recently used first (see `Node.probe`).
-        self.probes: OrderedDict[tuple[Node, int], Node | None] = OrderedDict()
-        self.probes_lock = threading.Lock()
+        self.probes = ProbeMemo()  # see `Node.probe`
         self.root = Node(self, frozenset(), self._prediction(frozenset([tables.lhs[tables.start_rule]])))
 
     def _prediction(self, seeds: frozenset[int]) -> Prediction:

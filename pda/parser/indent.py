@@ -216,6 +216,8 @@ class Indenter:
         self.widths = 0
         for bit in self.width_bits:
             self.widths |= bit
+        # widths_above[k]: the bits of the widths deeper than k
+        self.widths_above = [sum(self.width_bits[k + 1 :]) for k in range(len(self.width_bits))]
         length_bits = [1 << index[length_terminal(config, j)] for j in range(MIXED_MAX_LENGTH + 1)]
         self.length_of = {bit: j for j, bit in enumerate(length_bits)}
         self.counted = 0
@@ -331,6 +333,26 @@ class IndentedNode:
                 return None
         return None
 
+    def _newline_widths(self) -> int:
+        """The width bits k for which `_after_newline(k)` (length unchecked) is a node, in one pass over the stack.
+
+        Deeper than the top level: one indent, so all or none of those widths; at a level: the
+        dedents above it; between levels: none.
+        """
+        ind = self.indenter
+        node = self.earley.advance(ind.newline)
+        if node is None:
+            return 0
+        top = self.stack[-1][0]
+        bits = ind.widths_above[top] if top < len(ind.width_bits) and node.advance(ind.indent) is not None else 0
+        for level, _ in reversed(self.stack):
+            if level < len(ind.width_bits):
+                bits |= ind.width_bits[level]
+            node = node.advance(ind.dedent)
+            if node is None:
+                break
+        return bits
+
     def _closed(self, node: Node | None) -> bool:
         """Whether the parser accepts after `node` and one `_DEDENT` per open level."""
         for _ in self.stack[1:]:
@@ -354,9 +376,7 @@ class IndentedNode:
             return allowed | ind.all_newlines | ind.continuation
         newlines = 0
         if self.earley.allowed & ind.newline:
-            for k, bit in enumerate(ind.width_bits):
-                if self._after_newline(k) is not None:
-                    newlines |= bit
+            newlines = self._newline_widths()
             if newlines:
                 newlines |= ind.lengths | ind.continued_line  # read with the width in `advance`
             if self._ends_here():
