@@ -504,3 +504,15 @@ def test_byte_mode_refuses_characters_above_ff() -> None:
 def test_byte_and_utf8_terminals_are_compiled_apart() -> None:
     with pytest.raises(ValueError, match="byte-mode"):
         build_lexer_dfa([TerminalDef("A", "a", flags="b"), TerminalDef("B", "b")])
+
+
+@pytest.mark.parametrize("pattern", [
+    "a", "(?:ab|c)+", "[^\\x00-\\U0010ffff]", "(?:)", "x?", "é{2,5}", "(?!ab)[a-c]{1,4}", "\"(?:[^\"\\\\]|\\\\.){0,40}\"",
+    "(?:[0-9]+|[a-f]+)z", "\\p{L}+",
+])
+def test_trimmed_single_terminal_live_rows_equal_the_search(pattern: str) -> None:
+    """`_finish(trimmed=True)` sets one terminal's live rows without searching; they equal `_live_rows`'s."""
+    from pda.regex.dfa import _live_rows
+
+    dfa = compile_regex(pattern)
+    assert (dfa.live == _live_rows(dfa.trans, dfa.accept, dfa.dead)).all()

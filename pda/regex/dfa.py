@@ -174,7 +174,7 @@ def _compile_nodes(
             f"lexer DFA for terminal(s) {', '.join(names)} exceeds max_states={max_states} "
             f"({len(byte_trans)} states once UTF-8 is spelled out)"
         )
-    return _finish(byte_trans, accept, tuple(names))
+    return _finish(byte_trans, accept, tuple(names), trimmed=True)
 
 
 def _atom_dfa(
@@ -223,8 +223,13 @@ def _minimise(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.nda
     return out, accept[keep][rep]
 
 
-def _finish(byte_trans: np.ndarray, accept: np.ndarray, names: tuple[str, ...]) -> LexerDFA:
-    """Byte classes, the dead state (last) and live rows for a byte DFA with -1 for dead."""
+def _finish(byte_trans: np.ndarray, accept: np.ndarray, names: tuple[str, ...], *, trimmed: bool = False) -> LexerDFA:
+    """Byte classes, the dead state (last) and live rows for a byte DFA with -1 for dead.
+
+    `trimmed`: every state but the start can reach an accept (the atom DFA went through
+    `_minimise`, and UTF-8 expansion only adds states on the way to such states), and
+    every state is reachable from the start. Then one terminal's live rows need no search.
+    """
     m = byte_trans.shape[0]
     dead = m
     full = np.vstack([np.where(byte_trans >= 0, byte_trans, dead), np.full((1, 256), dead)])
@@ -234,7 +239,13 @@ def _finish(byte_trans: np.ndarray, accept: np.ndarray, names: tuple[str, ...]) 
     out = full[:, np.sort(first)]
     acc = np.zeros((m + 1, accept.shape[1]), dtype=bool)
     acc[: len(accept)] = accept
-    live = _live_rows(out, acc, dead)
+    if trimmed and acc.shape[1] == 1:
+        # all live but dead, and the start unless it is alone and rejecting (the empty language)
+        live = np.ones((m + 1, 1), dtype=bool)
+        live[dead, 0] = False
+        live[0, 0] = m > 1 or bool(acc[0, 0])
+    else:
+        live = _live_rows(out, acc, dead)
     return LexerDFA(
         n_states=m + 1,
         start=0,
