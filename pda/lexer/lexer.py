@@ -36,7 +36,7 @@ from pda.lexer.terminals import terminal_dfa
 from pda.lru import budget_cache, register_budget
 from pda.regex import release_parses
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
-from pda.regex.product import combine
+from pda.regex.product import combine, component_dtype
 
 START = 0  # the state of every candidate set's DFA where no lexeme is in progress
 # Above this size the all-terminal DFA is not built; each candidate set gets its own.
@@ -338,7 +338,7 @@ def _combined_from_arrays(
     if meta["too_big"] is True:
         return "too big"
     dfa = LexerDFA.from_arrays(meta["dfa"], arrays)
-    components = cache.take(arrays, "components", np.int64, (dfa.n_states, len(dfas)), (0, 1 << 62))
+    components = cache.take(arrays, "components", component_dtype(dfas), (dfa.n_states, len(dfas)), (0, 1 << 31))
     if (components.max(axis=0, initial=0) >= [d.n_states for d in dfas]).any():
         raise cache.Invalid("a component is not a state of its terminal's DFA")
     return dfa, components

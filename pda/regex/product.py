@@ -33,7 +33,7 @@ def combine(
     """
     n_terms = len(dfas)
     if n_terms == 1:  # one terminal's DFA is already minimal
-        return dfas[0], np.arange(dfas[0].n_states, dtype=np.int64)[:, None]
+        return dfas[0], np.arange(dfas[0].n_states, dtype=component_dtype(dfas))[:, None]
     # Global byte classes: bytes that every terminal's DFA treats alike.
     local = np.stack([d.byte_class for d in dfas], axis=1) if n_terms else np.zeros((256, 1), np.int32)
     _, first, byte_class = np.unique(local, axis=0, return_index=True, return_inverse=True)
@@ -148,7 +148,16 @@ def combine(
     accept = acc_table[components]
     live = live_table[components]
     dfa, reps = _minimise(trans, accept, live, byte_class, tuple(names), n_open=n_mixed)
-    return dfa, components[reps] - offsets[:-1]
+    return dfa, (components[reps] - offsets[:-1]).astype(component_dtype(dfas))
+
+
+def component_dtype(dfas: Sequence[LexerDFA]) -> np.dtype:
+    """The integer dtype of a product's components: the narrowest that holds every terminal's states.
+
+    A product keeps one component per state and terminal (8,000 states x 279 terminals for
+    a large JSON Schema: 18 MB as int64, 4.5 MB as int16).
+    """
+    return np.dtype(np.int16 if max((d.n_states for d in dfas), default=0) <= 2**15 else np.int32)
 
 
 def _reachable(table: np.ndarray, dead_of: np.ndarray, seeds: np.ndarray) -> np.ndarray:
