@@ -25,15 +25,11 @@ others, so that their union stays a literal set the finite-set builder takes
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from dataclasses import replace
 
 from pda.grammar.ir import GrammarIR, Rule, TerminalDef
-from pda.regex.literals import literal_alternatives
-
-# A leading inline-flag group, `(?i)`: global, so it cannot move inside a group.
-_GLOBAL_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+from pda.regex.literals import alternation_pattern, leading_inline_flags, literal_alternatives
 
 
 def merge_alternative_terminals(ir: GrammarIR, keep: frozenset[str] = frozenset()) -> GrammarIR:
@@ -60,8 +56,7 @@ def merge_alternative_terminals(ir: GrammarIR, keep: frozenset[str] = frozenset(
             if len(part) < 2:
                 continue
             if strings[part[0]] is not None:
-                words = sorted({w for n in part for w in strings[n]})
-                pattern = "(?:" + "|".join(re.escape(w) for w in words) + ")"
+                pattern = alternation_pattern(w for n in part for w in strings[n])
             else:
                 pattern = "(?:" + "|".join(f"(?:{terminals[n].pattern})" for n in part) + ")"
             name = _fresh(f"{str(lhs).upper()}_ALTERNATIVES", taken)
@@ -91,7 +86,7 @@ def merge_alternative_terminals(ir: GrammarIR, keep: frozenset[str] = frozenset(
 
 def _embeddable(t: TerminalDef) -> bool:
     """Whether t's pattern can sit inside a group beside others: no global inline flags, no named groups."""
-    return not _GLOBAL_FLAGS.match(t.pattern) and "(?P" not in t.pattern
+    return not leading_inline_flags(t.pattern) and "(?P" not in t.pattern
 
 
 def _fresh(base: str, taken: set[str]) -> str:

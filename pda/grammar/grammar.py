@@ -13,11 +13,9 @@ from pda import collector
 from pda.errors import GrammarError
 from pda.grammar.ir import GrammarIR, Rule, TerminalDef
 from pda.grammar.lark_frontend import lark_to_ir
+from pda.regex.literals import alternation_pattern, leading_inline_flags
 
 SHIPPED_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
-# Leading global inline flags of a regex, `(?i)(?s)`.
-_GLOBAL_FLAGS = re.compile(r"(?:\(\?[aiLmsux]+\))*")
-
 
 def _as_bytes(text: str | bytes) -> bytes:
     return text.encode("utf-8") if isinstance(text, str) else bytes(text)
@@ -103,7 +101,7 @@ class Grammar:
         if node == EMPTY:
             pattern = NEVER
         elif empty_ok:
-            flags = _GLOBAL_FLAGS.match(pattern).group()  # they must stay at the very start
+            flags = leading_inline_flags(pattern)
             pattern = f"{flags}(?=[\\s\\S])(?:{pattern[len(flags):]})"
         rules = (Rule("start", ("REGEX",)),) + ((Rule("start", ()),) if empty_ok else ())
         ir = GrammarIR(terminals=(TerminalDef("REGEX", pattern),), rules=rules, start="start", source="<regex>")
@@ -134,7 +132,7 @@ class Grammar:
         words = [v for v in values if v]
         if not words:
             raise GrammarError("from_choices needs at least one non-empty string")
-        pattern = "(?:" + "|".join(re.escape(w) for w in sorted(words)) + ")"
+        pattern = alternation_pattern(words)
         rules = [Rule("start", ("CHOICE",))] + ([Rule("start", ())] if "" in values else [])
         ir = GrammarIR(
             terminals=(TerminalDef("CHOICE", pattern),), rules=tuple(rules), start="start", source="<choices>"

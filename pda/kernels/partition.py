@@ -26,10 +26,11 @@ def coarsest_partition(trans: np.ndarray, initial: np.ndarray) -> np.ndarray:
     trans = np.ascontiguousarray(trans, dtype=np.int64)
     if trans.ndim != 2:
         raise ValueError("trans must be 2-dimensional")
-    _, dense = np.unique(np.asarray(initial), return_inverse=True)
-    dense = np.ascontiguousarray(dense.reshape(-1), dtype=np.int64)
-    if len(dense) != trans.shape[0]:
+    blocks = np.ascontiguousarray(initial, dtype=np.int64).reshape(-1)
+    if len(blocks) != trans.shape[0]:
         raise ValueError("initial must have one entry per state")
+    if len(blocks) and (blocks.min() < 0 or blocks.max() >= len(blocks)):  # the kernel takes ids below m
+        blocks = np.unique(blocks, return_inverse=True)[1].reshape(-1).astype(np.int64)
     out = np.empty(trans.shape[0], dtype=np.int64)
-    _partition.refine(trans, dense, out)
+    _partition.refine(trans, blocks, out)
     return out

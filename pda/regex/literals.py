@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 
 # One lexical item of a literal alternation: a run of plain characters, an
 # escaped non-alphanumeric character, `(?:`, `)` or `|`. Anything else stops the scan.
@@ -22,6 +23,8 @@ _ITEM = re.compile(r"[^\\|()\[\]{}.*+?^$]+|\\[^0-9A-Za-z]|\(\?:|[|)]", re.S)
 _ESCAPE = re.compile(r"\\(.)", re.S)
 # What may not appear inside a flat alternation for the fast path (`|` separates).
 _SPECIAL = re.compile(r"[\\()\[\]{}.*+?^$]")
+# Global inline-flag groups at the start of a pattern.
+_LEADING_FLAGS = re.compile(r"(?:\(\?[aiLmsux]+\))*")
 # Flags that do not change what a literal matches (`x` does: whitespace and `#`).
 _NEUTRAL_FLAGS = frozenset("smau")
 
@@ -34,6 +37,16 @@ def literal_alternatives(pattern: str, flags: str = "") -> list[str] | None:
     """
     found = _scan(pattern, flags)
     return None if found is None else list(found)
+
+
+def alternation_pattern(strings: Iterable[str]) -> str:
+    """The pattern `literal_alternatives` reads back as `strings`, sorted and without duplicates: `(?:a|b)`."""
+    return "(?:" + "|".join(re.escape(w) for w in sorted(set(strings))) + ")"
+
+
+def leading_inline_flags(pattern: str) -> str:
+    """The global inline-flag groups a pattern starts with (`(?i)(?s)`), or "": they must stay at its very start."""
+    return _LEADING_FLAGS.match(pattern).group()
 
 
 # The DFA builder and the token index's lookup both ask about the same terminals; a
