@@ -1,7 +1,8 @@
 """The compiled pieces; everything else is in pyproject.toml.
 
-* `pda.kernels._walk` (pda/kernels/_walk.c, the token index's trie walk) and
-  `pda.kernels._partition` (pda/kernels/_partition.c, DFA minimisation) are required:
+* `pda.kernels._walk` (pda/kernels/_walk.c, the token index's trie walk),
+  `pda.kernels._partition` (pda/kernels/_partition.c, DFA minimisation) and
+  `pda.kernels._product` (pda/kernels/_product.c, the lexer's product DFA) are required:
   without a C compiler and Python's headers the install fails, saying so.
 * `pda._rows` (pda/_rows.c, see pda/rows.py) is `optional=True`: where it cannot be
   built pda uses the numpy row writers, which give the same results more slowly.
@@ -31,6 +32,7 @@ setup(
     ext_modules=[
         Extension("pda.kernels._walk", ["pda/kernels/_walk.c"]),
         Extension("pda.kernels._partition", ["pda/kernels/_partition.c"]),
+        Extension("pda.kernels._product", ["pda/kernels/_product.c"]),
         Extension("pda._rows", ["pda/_rows.c"], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},

@@ -10,6 +10,8 @@ bytes fed one at a time through the walk tables, with no trie sharing and no cut
 `reference_classification` reads it as the token index's `Classification`.
 `reference_partition` is the oracle of DFA minimisation's refinement
 (`pda.kernels.partition`): Moore's rounds until no block splits.
+`reference_explore` is the oracle of the product search (`pda.kernels.product`):
+the same breadth-first numbering, over Python tuples and a dict.
 """
 
 from __future__ import annotations
@@ -171,3 +173,40 @@ def reference_partition(trans: np.ndarray, initial: np.ndarray) -> list[int]:
         if len(ids) == len(set(block)):
             return refined
         block = refined
+
+
+def reference_explore(
+    table: np.ndarray, dead: np.ndarray, start: np.ndarray, max_states: int
+) -> tuple[list[list[int]], list[tuple[int, ...]]] | None:
+    """The product search of `pda.kernels.product.explore` in plain Python: (transitions, components) per state.
+
+    Same numbering: state 0 has no live component, state 1 is the start, the rest by
+    breadth-first discovery (states in id order, classes in order); a successor with one
+    live component s is -(s + 1) and not explored. None when an id would exceed `max_states`.
+    """
+    rows = np.asarray(table).tolist()
+    is_dead = np.asarray(dead, dtype=bool).tolist()
+    states: list[tuple[int, ...]] = [(), tuple(int(s) for s in start)]
+    index: dict[tuple[int, ...], int] = {}
+    for q, components in enumerate(states):
+        index.setdefault(components, q)
+    trans: list[list[int]] = []
+    q = 0
+    while q < len(states):
+        row = []
+        for c in range(len(rows[0]) if rows else 0):
+            following = tuple(t for t in (rows[s][c] for s in states[q]) if not is_dead[t])
+            if len(following) == 1:
+                row.append(-(following[0] + 1))
+                continue
+            j = index.get(following)
+            if j is None:
+                j = len(states)
+                if j > max_states:
+                    return None
+                index[following] = j
+                states.append(following)
+            row.append(j)
+        trans.append(row)
+        q += 1
+    return trans, states

@@ -5,11 +5,12 @@ terminal's NFA at once; instead each terminal is compiled (and minimised) on
 its own (`pda.lexer.terminals`, cached in memory and on disk by its pattern), and
 the minimal DFAs are run in lockstep: a product state is the vector of
 per-terminal states.
-Only states where two or more terminals are live are explored (breadth-first, by
-hash, a layer of numpy gathers at a time); a state where one terminal alone is
-live is that terminal's own minimal DFA from there, so its part of the product is
-numbered directly. The result is minimised with Moore's partition refinement,
-vectorised, over the explored states only.
+Only states where two or more terminals are live are explored (breadth-first,
+by the compiled `pda.kernels.product.explore`, interning states by content); a
+state where one terminal alone is live is that terminal's own minimal DFA from
+there, so its part of the product is numbered directly. The result is minimised
+by the compiled Hopcroft refinement (`pda.kernels.partition`), with each single
+state a block of its own.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from pda.errors import LimitExceeded
+from pda.kernels.partition import coarsest_partition
+from pda.kernels.product import explore
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
-from pda.regex.hashing import hash_weights
 
 
 def combine(
@@ -50,89 +52,23 @@ def combine(
     live_table = np.concatenate([d.live[:, 0] for d in dfas]) if n_terms else np.zeros(0, bool)
 
     start = offsets[:-1] + np.array([d.start for d in dfas], dtype=np.int64)
-    # Product states are identified by two 64-bit random linear hashes of their vectors
-    # (a collision needs both to agree: about 2**-128 per pair). hashed[h][g, c] is
-    # weight_h(terminal of g) * table[g, c], so a successor's hash is a sum of gathers.
     owner = np.repeat(np.arange(n_terms), [d.n_states for d in dfas])
     dead_of = dead_ids[owner]  # per global id: its terminal's dead state
-    weights = hash_weights(0x5EED, (2, max(n_terms, 1)))
-    # A terminal in its dead state stays there and adds a constant to every hash, so a
-    # successor's hash is that constant plus the live components' terms: work in the
-    # number of live terminals, not all of them (hundreds of JSON Schema key terminals,
-    # of which a few are alive past the opening quote).
-    dead_term = (weights[:, owner] * dead_ids[owner].astype(np.uint64)) if n_terms else np.zeros((2, 0), np.uint64)
-    delta = [w[owner][:, None] * table.astype(np.uint64) - d[:, None] for w, d in zip(weights, dead_term)]
-    dead_total = [np.uint64(int((w * dead_ids.astype(np.uint64)).sum()) % 2**64) for w in weights]
-
-    def vector_hash(v: np.ndarray) -> tuple[int, int]:
-        return tuple(int((w * v.astype(np.uint64)).sum()) for w in weights)
-
-    def successors(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every successor (row = state * n_classes + class): its hash pair, its number of live
-        components, and the sum of their global ids (the one id itself where one is live)."""
-        rows_of, cols = np.nonzero(vectors != dead_ids)
-        ids = vectors[rows_of, cols]
-        ends = np.cumsum(np.bincount(rows_of, minlength=len(vectors)))
-        starts = np.concatenate(([0], ends[:-1]))
-
-        nonempty = ends > starts
-
-        def segment_sums(values: np.ndarray, dtype: type) -> np.ndarray:
-            """Per state, the sum of its live components' rows (uint64 sums wrap, as hashes may)."""
-            sums = np.zeros((len(vectors), n_classes), dtype=dtype)
-            if len(ids):
-                sums[nonempty] = np.add.reduceat(values, starts[nonempty], axis=0, dtype=dtype)
-            return sums.reshape(-1)
-
-        hashes = np.stack([segment_sums(delta[h][ids], np.uint64) + dead_total[h] for h in range(2)], axis=1)
-        following = table[ids]
-        alive = following != dead_of[ids][:, None]
-        return hashes, segment_sums(alive, np.int64), segment_sums(np.where(alive, following, 0), np.int64)
-
-    # Mixed states (two or more live components, and the dead and start states) are found
-    # breadth-first, a layer at a time, by hash; only distinct successors reach the dictionary.
-    # A successor with ONE live component j in state s is "single": from there the product
-    # runs j's own DFA, so it is recorded as -(global id + 1) and not explored (enum tries and
-    # counted strings: most states, which would otherwise cost a layer each).
-    index: dict[tuple[int, int], int] = {vector_hash(dead_ids): 0, vector_hash(start): 1}
-    vectors = [dead_ids, start]
-    rows: list[np.ndarray] = []
-    frontier = np.stack(vectors)
-    while len(frontier):
-        # Blocks of states with at most ~2M gathered entries each.
-        alive_count = np.cumsum((frontier != dead_ids).sum(axis=1))
-        cuts = [0]
-        while cuts[-1] < len(frontier):
-            done = int(alive_count[cuts[-1] - 1]) if cuts[-1] else 0
-            cuts.append(max(cuts[-1] + 1, int(np.searchsorted(alive_count, done + 2_000_000 // n_classes, side="right"))))
-        parts = [successors(frontier[a:b]) for a, b in zip(cuts, cuts[1:])]
-        hashes, live_count, id_sum = (np.concatenate(x) for x in zip(*parts))
-        successor_ids = -(id_sum + 1)  # right for the single successors; the others are set below
-        mixed = np.flatnonzero(live_count != 1)
-        keys, first_row, inverse = unique_rows(hashes[mixed])
-        ids = np.empty(len(keys), dtype=np.int64)
-        new_rows = []
-        for u, key in enumerate(map(tuple, keys.tolist())):
-            j = index.get(key)
-            if j is None:
-                j = len(vectors)
-                if j > max_states:
-                    raise LimitExceeded(
-                        f"combined lexer DFA of {n_terms} terminals exceeds max_states={max_states}"
-                    )
-                index[key] = j
-                state, c = divmod(int(mixed[first_row[u]]), n_classes)
-                vector = table[frontier[state], c]
-                vectors.append(vector)
-                new_rows.append(vector)
-            ids[u] = j
-        successor_ids[mixed] = ids[inverse]
-        rows.extend(successor_ids.reshape(len(frontier), n_classes))
-        frontier = np.stack(new_rows) if new_rows else frontier[:0]
-    mixed_states = np.stack(vectors)
-    mixed_trans = np.stack(rows)
+    # The states where two or more terminals are live ("mixed"), found by the compiled
+    # breadth-first search; a successor where one terminal j alone is live in state s is
+    # "single", -(global id + 1): from there the product runs j's own DFA, so it is not
+    # explored (enum tries and counted strings: most states).
+    is_dead = np.zeros(len(table), dtype=bool)
+    is_dead[dead_ids] = True
+    explored = explore(table, is_dead, start[~is_dead[start]], max_states)
+    if explored is None:
+        raise LimitExceeded(f"combined lexer DFA of {n_terms} terminals exceeds max_states={max_states}")
+    mixed_trans = explored.trans.copy()
+    n_mixed = len(mixed_trans)
+    mixed_states = np.tile(dead_ids, (n_mixed, 1))
+    ids = explored.ids.astype(np.int64)
+    mixed_states[np.repeat(np.arange(n_mixed), np.diff(explored.ptr)), owner[ids]] = ids
     singles = _reachable(table, dead_of, -mixed_trans[mixed_trans < 0] - 1)
-    n_mixed = len(mixed_states)
     if n_mixed + len(singles) > max_states + 1:
         raise LimitExceeded(f"combined lexer DFA of {n_terms} terminals exceeds max_states={max_states}")
     # Final numbering: the mixed states, then the single ones in global-id order.
@@ -176,28 +112,18 @@ def _reachable(table: np.ndarray, dead_of: np.ndarray, seeds: np.ndarray) -> np.
 def _minimise(
     trans: np.ndarray, accept: np.ndarray, live: np.ndarray, byte_class: np.ndarray, names, *, n_open: int
 ) -> tuple[LexerDFA, np.ndarray]:
-    """Moore's refinement from the accept rows; renumber so the start is 0 and dead is last.
+    """The coarsest partition refining the accept rows; renumber so the start is 0 and dead is last.
 
-    Only the first `n_open` states are refined: the others (a product's single states, each one
+    Only the first `n_open` states start in shared blocks: the others (a product's single states, each one
     terminal's minimal DFA in one state) are pairwise inequivalent and inequivalent to those,
     so each starts and stays a block of its own.
     """
     n = len(trans)
-    _, _, open_block = unique_rows(np.packbits(accept[:n_open], axis=1))
-    count = int(open_block.max()) + 1
-    fixed = np.arange(n - n_open)
-    block = np.concatenate([open_block, count + fixed])
-    weights = hash_weights(0xB10C, (trans.shape[1] + 1, 2))
-    open_trans = trans[:n_open]
-    while True:
-        signature = np.concatenate([block[:n_open, None], block[open_trans]], axis=1).astype(np.uint64) @ weights
-        _, _, new_open = unique_rows(signature)
-        new_count = int(new_open.max()) + 1
-        block = np.concatenate([new_open, new_count + fixed])
-        if new_count == count:
-            break
-        count = new_count
-    count += n - n_open
+    initial = np.empty(n, dtype=np.int64)
+    initial[:n_open] = np.unique(np.packbits(accept[:n_open], axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+    initial[n_open:] = n_open + np.arange(n - n_open)
+    block = coarsest_partition(trans, initial)
+    count = int(block.max()) + 1
     # Start (product state 1) first, dead (product state 0) last, others by first appearance.
     order = np.sort(np.unique(block, return_index=True)[1])
     middle = order[order > 1]
@@ -218,17 +144,3 @@ def _minimise(
         names=names,
     )
     return dfa, reps
-
-
-def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`np.unique(rows, axis=0)` with first indices and inverse, fast for two-column hash rows.
-
-    Two-column uint64 rows (hash pairs) are deduplicated on the first column and checked
-    against the second; anything else, or a detected collision, takes numpy's row sort.
-    """
-    if rows.ndim == 2 and rows.shape[1] == 2 and rows.dtype == np.uint64:
-        keys, first, inverse = np.unique(rows[:, 0], return_index=True, return_inverse=True)
-        if (rows[first[inverse], 1] == rows[:, 1]).all():
-            return rows[first], first, inverse.reshape(-1)
-    keys, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-    return keys, first, inverse.reshape(-1)

@@ -1,0 +1,310 @@
+/* pda.kernels._product: breadth-first exploration of a product of terminal DFAs.
+ *
+ * Written against the plain Python C API and the buffer protocol, like _walk.c;
+ * pda/kernels/product.py is the Python side and documents the interface.
+ *
+ * explore(table, dead, start, max_states) -> (trans, ptr, ids) or None
+ *     table: int32 [g, k], C-contiguous: every terminal's DFA in one table of global
+ *     state ids, table[s, c] the successor of global state s on product class c.
+ *     dead: uint8 [g], 1 where a global state is its terminal's dead state.
+ *     start: int32 [n], the start state's live components (one per terminal, in
+ *     terminal order; each a global id that is not dead).
+ *     A product state is the list of its live components in terminal order (each
+ *     terminal's successor stays in its terminal's place, so the order holds).
+ *     State 0 is the empty list (nothing live), state 1 the start; the others are
+ *     numbered as breadth-first search meets them (states in id order, classes in
+ *     order). A successor with exactly one live component s is "single": from there
+ *     the product runs one terminal's DFA, so it is not explored and its entry is
+ *     -(s + 1).
+ *     Returns bytes objects: trans int64 [m, k] (a product state id, or -(s+1)),
+ *     ptr int64 [m + 1] and ids int32 [ptr[m]] (state q's live components are
+ *     ids[ptr[q]:ptr[q+1]]); or None when a product state id would exceed max_states.
+ *
+ * Method: one pass over the queue; a successor's components are gathered into a
+ * scratch list and interned in an open-addressing hash table keyed by content, so
+ * the work is O(explored states x classes x live components). Every index read
+ * from the inputs is checked first (ValueError), and the search runs without the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t k;
+    const int32_t *table;
+    const uint8_t *dead;
+    /* explored states: components ids[ptr[q]:ptr[q+1]] */
+    int32_t *ids;
+    int64_t n_ids, cap_ids;
+    int64_t *ptr, n_states, cap_states;
+    uint64_t *hash_of;
+    int64_t *trans; /* n_states * k, filled as states are expanded */
+    /* open addressing: slots hold a state id or -1 */
+    int64_t *slots, n_slots;
+} Explorer;
+
+static uint64_t hash_ids(const int32_t *ids, int64_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    for (int64_t i = 0; i < n; i++) {
+        h ^= (uint64_t)(uint32_t)ids[i];
+        h *= 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+static int grow_slots(Explorer *e)
+{
+    int64_t n = e->n_slots * 2, q, i;
+    int64_t *slots = malloc((size_t)n * sizeof(int64_t));
+    if (!slots)
+        return -1;
+    memset(slots, 0xff, (size_t)n * sizeof(int64_t));
+    for (q = 0; q < e->n_states; q++) {
+        i = (int64_t)(e->hash_of[q] & (uint64_t)(n - 1));
+        while (slots[i] >= 0)
+            i = (i + 1) & (n - 1);
+        slots[i] = q;
+    }
+    free(e->slots);
+    e->slots = slots;
+    e->n_slots = n;
+    return 0;
+}
+
+/* The slot where the state with components ids[0:n] (hash h) is, or the empty slot where it would go. */
+static int64_t find_slot(const Explorer *e, const int32_t *ids, int64_t n, uint64_t h)
+{
+    int64_t i = (int64_t)(h & (uint64_t)(e->n_slots - 1)), q;
+    while ((q = e->slots[i]) >= 0) {
+        if (e->hash_of[q] == h && e->ptr[q + 1] - e->ptr[q] == n
+            && memcmp(e->ids + e->ptr[q], ids, (size_t)n * sizeof(int32_t)) == 0)
+            return i;
+        i = (i + 1) & (e->n_slots - 1);
+    }
+    return i;
+}
+
+/* Append a new state with components ids[0:n]; its id, or -1 on memory failure. */
+static int64_t append_state(Explorer *e, const int32_t *ids, int64_t n, uint64_t h)
+{
+    int64_t q;
+    if (e->n_states + 1 >= e->cap_states) {
+        int64_t cap = e->cap_states * 2;
+        int64_t *ptr = realloc(e->ptr, (size_t)(cap + 1) * sizeof(int64_t));
+        if (!ptr)
+            return -1;
+        e->ptr = ptr;
+        uint64_t *hash_of = realloc(e->hash_of, (size_t)cap * sizeof(uint64_t));
+        if (!hash_of)
+            return -1;
+        e->hash_of = hash_of;
+        int64_t *trans = realloc(e->trans, (size_t)cap * (size_t)(e->k ? e->k : 1) * sizeof(int64_t));
+        if (!trans)
+            return -1;
+        e->trans = trans;
+        e->cap_states = cap;
+    }
+    if (e->n_ids + n > e->cap_ids) {
+        int64_t cap = e->cap_ids * 2 > e->n_ids + n ? e->cap_ids * 2 : e->n_ids + n;
+        int32_t *grown = realloc(e->ids, (size_t)cap * sizeof(int32_t));
+        if (!grown)
+            return -1;
+        e->ids = grown;
+        e->cap_ids = cap;
+    }
+    q = e->n_states++;
+    memcpy(e->ids + e->n_ids, ids, (size_t)n * sizeof(int32_t));
+    e->n_ids += n;
+    e->ptr[q + 1] = e->n_ids;
+    e->hash_of[q] = h;
+    return q;
+}
+
+/* The id of the state with components ids[0:n], added if new (new ids: *added = 1); -1 on memory failure. */
+static int64_t intern(Explorer *e, const int32_t *ids, int64_t n, int *added)
+{
+    uint64_t h = hash_ids(ids, n);
+    int64_t i = find_slot(e, ids, n, h), q = e->slots[i];
+    *added = q < 0;
+    if (q >= 0)
+        return q;
+    q = append_state(e, ids, n, h);
+    if (q < 0)
+        return -1;
+    e->slots[i] = q;
+    if (2 * e->n_states > e->n_slots && grow_slots(e) < 0)
+        return -1;
+    return q;
+}
+
+/* Explore from the start; 0 when done, 1 over max_states, -1 on memory failure. */
+static int run(Explorer *e, const int32_t *start, int64_t n_start, int64_t max_states)
+{
+    int64_t k = e->k, q, c, i, j, n;
+    int added;
+    int32_t *scratch = malloc(((size_t)n_start + 1) * sizeof(int32_t));
+    if (!scratch)
+        return -1;
+    /* state 0, nothing live; state 1, the start, found by content only if no other state has its components */
+    if (intern(e, scratch, 0, &added) != 0 || append_state(e, start, n_start, hash_ids(start, n_start)) != 1) {
+        free(scratch);
+        return -1;
+    }
+    i = find_slot(e, start, n_start, e->hash_of[1]);
+    if (e->slots[i] < 0)
+        e->slots[i] = 1;
+    for (q = 0; q < e->n_states; q++) {
+        for (c = 0; c < k; c++) {
+            const int32_t *live = e->ids + e->ptr[q]; /* read afresh: interning may move the pool */
+            int64_t count = e->ptr[q + 1] - e->ptr[q];
+            n = 0;
+            for (i = 0; i < count; i++) {
+                int32_t s = e->table[(int64_t)live[i] * k + c];
+                if (!e->dead[s])
+                    scratch[n++] = s;
+            }
+            if (n == 1) {
+                e->trans[q * k + c] = -((int64_t)scratch[0] + 1);
+                continue;
+            }
+            j = intern(e, scratch, n, &added);
+            if (j < 0) {
+                free(scratch);
+                return -1;
+            }
+            if (added && j > max_states) {
+                free(scratch);
+                return 1;
+            }
+            e->trans[q * k + c] = j;
+        }
+    }
+    free(scratch);
+    return 0;
+}
+
+static int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *format, Py_ssize_t itemsize,
+                      const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, flags | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->itemsize != itemsize || view->format == NULL || strchr(format, view->format[0]) == NULL) {
+        PyErr_Format(PyExc_ValueError, "%s has the wrong dtype", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer tv, dv, sv;
+    Explorer e;
+    int64_t g, k, i, n_start, max_states;
+    int status = 0, bad = 0;
+    PyObject *result = NULL;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "explore(table, dead, start, max_states) takes 4 arguments");
+        return NULL;
+    }
+    max_states = PyLong_AsLongLong(args[3]);
+    if (max_states == -1 && PyErr_Occurred())
+        return NULL;
+    if (get_buffer(args[0], &tv, PyBUF_ND, "iil", 4, "table") < 0)
+        return NULL;
+    if (get_buffer(args[1], &dv, PyBUF_ND, "BB?", 1, "dead") < 0) {
+        PyBuffer_Release(&tv);
+        return NULL;
+    }
+    if (get_buffer(args[2], &sv, PyBUF_ND, "iil", 4, "start") < 0) {
+        PyBuffer_Release(&tv);
+        PyBuffer_Release(&dv);
+        return NULL;
+    }
+    if (tv.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "table must be 2-dimensional");
+        bad = 1;
+    }
+    g = bad ? 0 : tv.shape[0];
+    k = bad ? 0 : tv.shape[1];
+    n_start = sv.len / 4;
+    if (!bad && dv.len != g) {
+        PyErr_SetString(PyExc_ValueError, "dead must have one entry per global state");
+        bad = 1;
+    }
+    const int32_t *table = tv.buf, *start = sv.buf;
+    for (i = 0; !bad && i < g * k; i++)
+        if (table[i] < 0 || table[i] >= g) {
+            PyErr_Format(PyExc_ValueError, "table holds %d, not a global state", (int)table[i]);
+            bad = 1;
+        }
+    for (i = 0; !bad && i < n_start; i++)
+        if (start[i] < 0 || start[i] >= g || ((const uint8_t *)dv.buf)[start[i]]) {
+            PyErr_Format(PyExc_ValueError, "start holds %d, not a live global state", (int)start[i]);
+            bad = 1;
+        }
+    if (bad) {
+        PyBuffer_Release(&tv);
+        PyBuffer_Release(&dv);
+        PyBuffer_Release(&sv);
+        return NULL;
+    }
+    memset(&e, 0, sizeof e);
+    e.k = k;
+    e.table = table;
+    e.dead = dv.buf;
+    e.cap_states = 64;
+    e.cap_ids = 256;
+    e.n_slots = 128;
+    e.ptr = calloc((size_t)e.cap_states + 1, sizeof(int64_t));
+    e.hash_of = malloc((size_t)e.cap_states * sizeof(uint64_t));
+    e.trans = malloc((size_t)e.cap_states * (size_t)(k ? k : 1) * sizeof(int64_t));
+    e.ids = malloc((size_t)e.cap_ids * sizeof(int32_t));
+    e.slots = malloc((size_t)e.n_slots * sizeof(int64_t));
+    if (!e.ptr || !e.hash_of || !e.trans || !e.ids || !e.slots)
+        status = -1;
+    else {
+        memset(e.slots, 0xff, (size_t)e.n_slots * sizeof(int64_t));
+        Py_BEGIN_ALLOW_THREADS
+        status = run(&e, start, n_start, max_states);
+        Py_END_ALLOW_THREADS
+    }
+    if (status == 0)
+        result = Py_BuildValue("(y#y#y#)", (const char *)e.trans, (Py_ssize_t)(e.n_states * k * 8),
+                               (const char *)e.ptr, (Py_ssize_t)((e.n_states + 1) * 8),
+                               (const char *)e.ids, (Py_ssize_t)(e.n_ids * 4));
+    else if (status == 1) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    } else
+        PyErr_NoMemory();
+    free(e.ptr);
+    free(e.hash_of);
+    free(e.trans);
+    free(e.ids);
+    free(e.slots);
+    PyBuffer_Release(&tv);
+    PyBuffer_Release(&dv);
+    PyBuffer_Release(&sv);
+    return result;
+}
+
+static PyMethodDef product_methods[] = {
+    {"explore", (PyCFunction)(void (*)(void))explore, METH_FASTCALL,
+     "explore(table, dead, start, max_states) -> (trans, ptr, ids) or None (see the module source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef product_module = {
+    PyModuleDef_HEAD_INIT, "pda.kernels._product",
+    "Breadth-first exploration of a product of terminal DFAs (pda/kernels/product.py).", -1, product_methods,
+};
+
+PyMODINIT_FUNC PyInit__product(void)
+{
+    return PyModule_Create(&product_module);
+}

@@ -1,0 +1,71 @@
+"""The product search kernel (`pda.kernels.product.explore`) against its plain-Python oracle (`pda.reference.reference_explore`)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from pda.kernels.product import explore
+from pda.reference import reference_explore
+
+
+def _random_terminals(rng: random.Random) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Up to 6 random DFAs over k classes in one global table, each with a dead state (its last)."""
+    k = rng.randint(1, 5)
+    rows, dead, start = [], [], []
+    for _ in range(rng.randint(2, 6)):
+        n, base = rng.randint(2, 12), len(rows)
+        sparsity = rng.random()
+        for q in range(n):
+            if q == n - 1:  # the dead state stays dead
+                rows.append([base + n - 1] * k)
+            else:
+                rows.append([base + (rng.randrange(n) if rng.random() > sparsity else n - 1) for _ in range(k)])
+        dead += [False] * (n - 1) + [True]
+        start.append(base)
+    return np.array(rows, dtype=np.int32), np.array(dead), np.array(start, dtype=np.int32)
+
+
+def test_the_kernel_numbers_states_as_the_reference_does() -> None:
+    rng = random.Random(7)
+    for _ in range(1500):
+        table, dead, start = _random_terminals(rng)
+        got = explore(table, dead, start, 10_000)
+        trans, states = reference_explore(table, dead, start, 10_000)
+        assert got.trans.tolist() == trans
+        assert [tuple(got.ids[a:b].tolist()) for a, b in zip(got.ptr[:-1], got.ptr[1:])] == states
+
+
+def test_over_the_limit_is_none_and_at_it_is_not() -> None:
+    rng = random.Random(3)
+    for _ in range(300):
+        table, dead, start = _random_terminals(rng)
+        full = explore(table, dead, start, 10_000)
+        m = len(full.trans)
+        assert explore(table, dead, start, m - 1) is not None  # ids run 0..m-1
+        if m > 2:
+            assert explore(table, dead, start, m - 2) is None
+            assert reference_explore(table, dead, start, m - 2) is None
+
+
+def test_a_start_equal_to_a_later_state_is_still_state_one() -> None:
+    """Two copies of one 2-state loop: the start's successor has the start's components, and maps to 1."""
+    table = np.array([[1], [0], [3], [2]], dtype=np.int32)  # a<->b, c<->d; no dead state reached
+    dead = np.zeros(4, dtype=bool)
+    got = explore(table, dead, np.array([0, 2], dtype=np.int32), 100)
+    assert got.trans.tolist() == [[0], [2], [1]]
+    assert got.trans.tolist() == reference_explore(table, dead, np.array([0, 2]), 100)[0]
+
+
+@pytest.mark.parametrize("table, dead, start", [
+    (np.array([[5]], dtype=np.int32), np.array([False]), np.array([0], dtype=np.int32)),  # no such state
+    (np.array([[-1]], dtype=np.int32), np.array([False]), np.array([0], dtype=np.int32)),
+    (np.array([[0]], dtype=np.int32), np.array([True]), np.array([0], dtype=np.int32)),  # a dead start
+    (np.array([[0]], dtype=np.int32), np.array([False, False]), np.array([0], dtype=np.int32)),  # wrong length
+    (np.zeros(3, dtype=np.int32), np.zeros(3, dtype=bool), np.array([0], dtype=np.int32)),  # not 2-D
+])
+def test_bad_input_raises_value_error(table: np.ndarray, dead: np.ndarray, start: np.ndarray) -> None:
+    with pytest.raises(ValueError):
+        explore(table, dead, start, 100)
