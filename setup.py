@@ -1,6 +1,7 @@
 """The compiled pieces; everything else is in pyproject.toml.
 
 * `pda.kernels._walk` (pda/kernels/_walk.c, the token index's trie walk),
+  `pda.kernels._subsets` (pda/kernels/_subsets.c, the subset construction),
   `pda.kernels._partition` (pda/kernels/_partition.c, DFA minimisation) and
   `pda.kernels._product` (pda/kernels/_product.c, the lexer's product DFA) are required:
   without a C compiler and Python's headers the install fails, saying so.
@@ -33,6 +34,7 @@ setup(
         Extension("pda.kernels._walk", ["pda/kernels/_walk.c"]),
         Extension("pda.kernels._partition", ["pda/kernels/_partition.c"]),
         Extension("pda.kernels._product", ["pda/kernels/_product.c"]),
+        Extension("pda.kernels._subsets", ["pda/kernels/_subsets.c"]),
         Extension("pda._rows", ["pda/_rows.c"], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},

@@ -12,6 +12,8 @@ bytes fed one at a time through the walk tables, with no trie sharing and no cut
 (`pda.kernels.partition`): Moore's rounds until no block splits.
 `reference_explore` is the oracle of the product search (`pda.kernels.product`):
 the same breadth-first numbering, over Python tuples and a dict.
+`reference_subsets` is the oracle of the subset construction (`pda.kernels.subsets`),
+state for state.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pda.parser.earley import Node
 
 if TYPE_CHECKING:
     from pda.index.trie import TokenTrie
+    from pda.kernels.subsets import NFAArrays
 
 
 def reference_allowed(compiled: CompiledGrammar, node: Node, q: int) -> np.ndarray:
@@ -210,3 +213,49 @@ def reference_explore(
         trans.append(row)
         q += 1
     return trans, states
+
+
+def reference_subsets(nfa: "NFAArrays", start: int, n_atoms: int, n_terms: int) -> tuple[np.ndarray, np.ndarray]:
+    """The subset construction of `pda.kernels.subsets.determinise` in plain Python, same numbering, no limit."""
+    eps = [nfa.eps_dst[a:b].tolist() for a, b in zip(nfa.eps_ptr[:-1], nfa.eps_ptr[1:])]
+    edges = [
+        [(nfa.atoms[nfa.atom_ptr[e] : nfa.atom_ptr[e + 1]].tolist(), int(nfa.edge_dst[e])) for e in range(a, b)]
+        for a, b in zip(nfa.edge_ptr[:-1].tolist(), nfa.edge_ptr[1:].tolist())
+    ]
+    final_term, owner, lazy = nfa.final_term.tolist(), nfa.owner.tolist(), nfa.lazy.tolist()
+    important = [bool(edges[q]) or final_term[q] >= 0 for q in range(len(eps))]
+
+    def closure(q: int) -> set[int]:
+        seen, stack = {q}, [q]
+        while stack:
+            for y in eps[stack.pop()]:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        return {x for x in seen if important[x]}
+
+    sets = [tuple(sorted(closure(start)))]
+    index = {sets[0]: 0}
+    rows = []
+    for members in sets:  # grows while it is read: breadth-first
+        done = {final_term[q] for q in members if final_term[q] >= 0 and lazy[final_term[q]]}
+        moves: dict[int, set[int]] = {}
+        for q in members:
+            if owner[q] in done:
+                continue
+            for atoms, t in edges[q]:
+                for c in atoms:
+                    moves.setdefault(c, set()).add(t)
+        row = [-1] * n_atoms
+        for c in sorted(moves):
+            key = tuple(sorted(set().union(*(closure(t) for t in moves[c]))))
+            row[c] = index.setdefault(key, len(sets))
+            if row[c] == len(sets):
+                sets.append(key)
+        rows.append(row)
+    accept = np.zeros((len(sets), n_terms), dtype=bool)
+    for s, members in enumerate(sets):
+        for q in members:
+            if final_term[q] >= 0:
+                accept[s, final_term[q]] = True
+    return np.array(rows, dtype=np.int64).reshape(len(sets), n_atoms), accept

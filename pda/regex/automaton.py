@@ -12,10 +12,11 @@ Invariants:
   fragments may share their endpoints (alternatives share both, which keeps big
   literal alternations trie-shaped).
 - A DFA state is the set of "important" NFA states (with atom edges, or final)
-  of an ε-closure. A lazy terminal's NFA states stop moving once the set holds
-  that terminal's final state: this prunes exactly the first-match language
-  (UTF-8 is a prefix code, so first match over characters is first match over
-  bytes).
+  of an ε-closure (the subset construction is compiled: `pda.kernels.subsets`,
+  its oracle `pda.reference.reference_subsets`). A lazy terminal's NFA states
+  stop moving once the set holds that terminal's final state: this prunes exactly
+  the first-match language (UTF-8 is a prefix code, so first match over
+  characters is first match over bytes).
 - Minimisation (`pda.regex.dfa._minimise`) is Hopcroft's algorithm, compiled
   (`pda.kernels.partition`), on the partial DFA (states that can still accept
   something, transitions into the dead state left out), with every initial
@@ -24,12 +25,14 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from pda.errors import LimitExceeded
+from pda.kernels import subsets
 from pda.regex import charset as cs
 from pda.regex.syntax import Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, drive
 
@@ -138,80 +141,39 @@ def determinise(
     max_states: int,
     names: Sequence[str],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Subset construction. Returns (trans [n, atoms] with -1 for dead, accept [n, t])."""
-    k = nfa.alphabet.n_atoms
-    edges = nfa.edges
-    final_term = {f: j for j, f in enumerate(finals)}
-    important = [bool(edges[q]) or q in final_term for q in range(len(edges))]
-    memo: dict[int, frozenset[int]] = {}
+    """Subset construction (compiled: `pda.kernels.subsets`). Returns (trans [n, atoms] with -1 for dead, accept [n, t])."""
+    found = subsets.determinise(nfa_arrays(nfa, finals, owner, lazy), start, nfa.alphabet.n_atoms, len(finals),
+                                max_states)
+    if found is None:
+        raise LimitExceeded(
+            f"lexer DFA for terminal(s) {', '.join(names)} exceeds max_states={max_states} (before minimisation)"
+        )
+    return found
 
-    def closure(q: int) -> frozenset[int]:
-        got = memo.get(q)
-        if got is not None:
-            return got
-        seen = {q}
-        stack = [q]
-        while stack:
-            x = stack.pop()
-            for y in nfa.eps[x]:
-                if y not in seen:
-                    seen.add(y)
-                    stack.append(y)
-        got = frozenset(x for x in seen if important[x])
-        memo[q] = got
-        return got
 
-    any_lazy = any(lazy)
-    first = closure(start)
-    index: dict[frozenset[int], int] = {first: 0}
-    sets = [first]
-    rows: list[list[int]] = []
-    i = 0
-    while i < len(sets):
-        S = sets[i]
-        i += 1
-        done: set[int] = set()
-        if any_lazy:
-            done = {final_term[q] for q in S if q in final_term and lazy[final_term[q]]}
-        moves: dict[int, set[int]] = {}
-        for q in S:
-            if done and owner[q] in done:
-                continue
-            for atoms, t in edges[q]:
-                for c in atoms:
-                    m = moves.get(c)
-                    if m is None:
-                        moves[c] = {t}
-                    else:
-                        m.add(t)
-        row = [-1] * k
-        seen_targets: dict[frozenset[int], int] = {}
-        for c, T in moves.items():
-            key = frozenset(T)
-            j = seen_targets.get(key)
-            if j is None:
-                closed = frozenset().union(*(closure(t) for t in T))
-                j = index.get(closed)
-                if j is None:
-                    j = len(sets)
-                    if j >= max_states:
-                        raise LimitExceeded(
-                            f"lexer DFA for terminal(s) {', '.join(names)} exceeds "
-                            f"max_states={max_states} (before minimisation)"
-                        )
-                    index[closed] = j
-                    sets.append(closed)
-                seen_targets[key] = j
-            row[c] = j
-        rows.append(row)
-    trans = np.array(rows, dtype=np.int64).reshape(len(rows), k)
-    accept = np.zeros((len(sets), len(finals)), dtype=bool)
-    for s_id, S in enumerate(sets):
-        for q in S:
-            j = final_term.get(q)
-            if j is not None:
-                accept[s_id, j] = True
-    return trans, accept
+def nfa_arrays(nfa: NFA, finals: Sequence[int], owner: Sequence[int], lazy: Sequence[bool]) -> subsets.NFAArrays:
+    """The NFA in the kernel's CSR form: `finals[j]` is terminal j's final state, `owner[q]` q's terminal (-1: none)."""
+    m = len(nfa.eps)
+
+    def ptr(lengths: Iterable[int], n: int) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n))))
+
+    edges = list(chain.from_iterable(nfa.edges))
+    final_term = np.full(m, -1, dtype=np.int64)
+    final_term[np.asarray(finals, dtype=np.int64)] = np.arange(len(finals))
+    owners = np.full(m, -1, dtype=np.int64)
+    owners[: len(owner)] = owner
+    return subsets.NFAArrays(
+        eps_ptr=ptr(map(len, nfa.eps), m),
+        eps_dst=np.fromiter(chain.from_iterable(nfa.eps), dtype=np.int64),
+        edge_ptr=ptr(map(len, nfa.edges), m),
+        atom_ptr=ptr((len(atoms) for atoms, _ in edges), len(edges)),
+        atoms=np.fromiter(chain.from_iterable(atoms for atoms, _ in edges), dtype=np.int64),
+        edge_dst=np.fromiter((t for _, t in edges), dtype=np.int64, count=len(edges)),
+        final_term=final_term,
+        owner=owners,
+        lazy=np.asarray(lazy, dtype=bool).reshape(-1),
+    )
 
 
 def coaccessible(trans: np.ndarray, accept_any: np.ndarray) -> np.ndarray:
