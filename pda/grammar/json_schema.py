@@ -1380,18 +1380,24 @@ class _Compiler:
 
         Checked on LL(1)-style start sets (FIRST of each rule suffix, FOLLOW of its
         left side when the suffix is nullable), which over-approximate the
-        candidates at every parser position.
+        candidates at every parser position. Only heads and string terminals are
+        asked about, so the sets hold just those, as bits of an int.
         """
+        if not self.heads:
+            return False
+        strings = {t for t, (regex, _) in self.terminals.items() if t not in self.chunked and regex.startswith('"')}
+        bit = {t: 1 << i for i, t in enumerate(sorted(self.heads | strings))}
+        heads = sum(bit[t] for t in self.heads)
         rules = dict(self.rules)
         rules["start"] = [[*self.ws, self.top or "", *self.ws]]
         nullable: set[str] = {"WS?"}
-        first: dict[str, set[str]] = {n: set() for n in rules}
-        first["WS?"] = {"WS"}
+        first: dict[str, int] = {n: 0 for n in rules}
+        first["WS?"] = bit.get("WS", 0)
 
-        def first_of(seq: list[str]) -> tuple[set[str], bool]:
-            out: set[str] = set()
+        def first_of(seq: list[str]) -> tuple[int, bool]:
+            out = 0
             for sym in seq:
-                out |= first.get(sym, {sym})
+                out |= first[sym] if sym in first else bit.get(sym, 0)
                 if sym not in nullable:
                     return out, False
             return out, True
@@ -1402,35 +1408,45 @@ class _Compiler:
             for n, alts in rules.items():
                 for a in alts:
                     f, null = first_of(a)
-                    if not f <= first[n] or (null and n not in nullable):
+                    if f | first[n] != first[n] or (null and n not in nullable):
                         first[n] |= f
                         if null:
                             nullable.add(n)
                         changed = True
-        follow: dict[str, set[str]] = {n: set() for n in rules}
+
+        def suffixes(seq: list[str]) -> list[tuple[int, bool]]:
+            """`first_of(seq[i:])` for every i (0..len), in one pass from the right."""
+            out = [(0, True)] * (len(seq) + 1)
+            f, null = 0, True
+            for i in range(len(seq) - 1, -1, -1):
+                sym = seq[i]
+                g = first[sym] if sym in first else bit.get(sym, 0)
+                f, null = (f | g, null) if sym in nullable else (g, False)
+                out[i] = (f, null)
+            return out
+
+        follow: dict[str, int] = {n: 0 for n in rules}
+        alt_suffixes = [(n, a, suffixes(a)) for n, alts in rules.items() for a in alts]
         changed = True
         while changed:
             changed = False
-            for n, alts in rules.items():
-                for a in alts:
-                    for i, sym in enumerate(a):
-                        if sym in follow:
-                            f, null = first_of(a[i + 1:])
-                            if null:
-                                f = f | follow[n]
-                            if not f <= follow[sym]:
-                                follow[sym] |= f
-                                changed = True
-        strings = {t for t, (regex, _) in self.terminals.items() if t not in self.chunked and regex.startswith('"')}
+            for n, a, after in alt_suffixes:
+                for i, sym in enumerate(a):
+                    if sym in follow:
+                        f, null = after[i + 1]
+                        if null:
+                            f |= follow[n]
+                        if f | follow[sym] != follow[sym]:
+                            follow[sym] |= f
+                            changed = True
         rival: dict[str, bool] = {}
-        for n, alts in rules.items():
-            for a in alts:
-                for i in range(len(a)):
-                    f, null = first_of(a[i:])
-                    if null:
-                        f = f | follow[n]
-                    if f & self.heads:
-                        for t in f & strings:
+        for n, a, after in alt_suffixes:
+            for f, null in after[:-1]:
+                if null:
+                    f |= follow[n]
+                if f & heads:
+                    for t in strings:
+                        if f & bit[t]:
                             if t not in rival:
                                 rival[t] = _max_width(self.terminals[t][0]) > STRING_CHUNK
                             if rival[t]:
