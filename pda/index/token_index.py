@@ -462,7 +462,9 @@ class TokenIndex:
             "vocab": self.vocab_key,
             "mask_words": mask_words,
             "roots": hashlib.sha256(roots_key).hexdigest(),
-            "content": [[digest, int(priority), int(state)] for digest, priority, state in content],
+            # The live terminals' (DFA digest, priority, state), hashed: a key with hundreds of
+            # them (JSON Schema keys) would cost more to serialise than the walk it names.
+            "content": hashlib.sha256(repr([(d, int(p), int(s)) for d, p, s in content]).encode()).hexdigest(),
         }
 
     def _decode_shared(self, n_live: int) -> Callable[[dict, dict], SharedEntry]:
