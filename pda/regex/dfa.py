@@ -30,7 +30,8 @@ from pda.cache import Invalid, take
 from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
 from pda.regex import charset as cs
-from pda.regex import utf8
+from pda.regex import compose, utf8
+from pda.regex.hashing import hash_weights
 from pda.kernels.partition import coarsest_partition
 from pda.regex.automaton import NFA, coaccessible, determinise
 from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, translate
@@ -166,6 +167,10 @@ def _charsets(root: Node, out: list) -> list:
 def _compile_nodes(
     nodes: Sequence[Node], lazy: Sequence[bool], names: Sequence[str], max_states: int, byte_mode: bool = False
 ) -> LexerDFA:
+    if len(nodes) == 1 and not lazy[0] and not byte_mode and compose.worth_composing(nodes[0]):
+        found = _composed(nodes[0], names, max_states)
+        if found is not None:
+            return found
     alphabet = cs.Alphabet([c for node in nodes for c in _charsets(node, [])])
     trans, accept = _atom_dfa(nodes, lazy, names, max_states, alphabet)
     byte_trans = utf8.expand_bytes(trans, alphabet) if byte_mode else utf8.expand(trans, alphabet)
@@ -175,6 +180,33 @@ def _compile_nodes(
             f"({len(byte_trans)} states once UTF-8 is spelled out)"
         )
     return _finish(byte_trans, accept, tuple(names), trimmed=True)
+
+
+def _composed(node: Node, names: Sequence[str], max_states: int) -> LexerDFA | None:
+    """The minimal byte DFA of one terminal by deterministic composition (`pda.regex.compose`), or None."""
+
+    def leaf(part: Node) -> compose.Partial:
+        alphabet = cs.Alphabet(_charsets(part, []))
+        trans, accept = _atom_dfa([part], [False], names, max_states, alphabet)
+        byte_trans = utf8.expand(trans, alphabet)
+        byte_accept = np.zeros(len(byte_trans), dtype=bool)
+        byte_accept[: len(accept)] = accept[:, 0]
+        return byte_trans.astype(np.int32), byte_accept
+
+    found = compose.composed(node, leaf, max_states)
+    if found is None:
+        return None
+    # Minimised over the distinct byte columns (a few dozen of the 256), then spelled out again.
+    first, columns = _distinct_columns(found[0])
+    trans, accept = _minimise(found[0][:, first].astype(np.int64), found[1][:, None])
+    trans = trans[:, columns]
+    if len(trans) >= max_states:
+        raise LimitExceeded(
+            f"lexer DFA for terminal(s) {', '.join(names)} exceeds max_states={max_states} "
+            f"({len(trans)} states once UTF-8 is spelled out)"
+        )
+    # Each part is trimmed and reachable, so the whole is, unless some part (and so the whole) is empty.
+    return _finish(trans, accept, tuple(names), trimmed=bool(accept.any()))
 
 
 def _atom_dfa(
@@ -233,7 +265,7 @@ def _finish(byte_trans: np.ndarray, accept: np.ndarray, names: tuple[str, ...], 
     m = byte_trans.shape[0]
     dead = m
     full = np.vstack([np.where(byte_trans >= 0, byte_trans, dead), np.full((1, 256), dead)])
-    first, inverse = utf8.distinct_rows(full.T)
+    first, inverse = _distinct_columns(full)
     # classes numbered by their lowest byte
     byte_class = np.argsort(np.argsort(first))[inverse]
     out = full[:, np.sort(first)]
@@ -256,6 +288,23 @@ def _finish(byte_trans: np.ndarray, accept: np.ndarray, names: tuple[str, ...], 
         live=_freeze(live),
         names=names,
     )
+
+
+def _distinct_columns(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`utf8.distinct_rows(table.T)` up to the order of the groups: (one column per distinct column, group of each).
+
+    A byte DFA's columns are as long as it has states; they are told apart by a random
+    linear hash (one pass over the table) and the grouping is then checked in full, so
+    a collision only costs the sort of the whole columns.
+    """
+    # Float weights, so that the product is one BLAS call; equal columns give equal sums exactly.
+    weights = (hash_weights(0xC01, table.shape[0]) >> np.uint64(11)).astype(np.float64) / 2.0**53
+    hashes = weights @ table.astype(np.float64)
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if np.array_equal(table[:, first[inverse]], table):
+        return first, inverse
+    return utf8.distinct_rows(table.T)
 
 
 def _live_rows(trans: np.ndarray, accept: np.ndarray, dead: int) -> np.ndarray:

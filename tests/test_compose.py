@@ -1,0 +1,112 @@
+"""Deterministic composition (`pda.regex.compose`) builds the same minimal DFA as the NFA path.
+
+Every pattern here holds a counted repeat large enough to be composed; its DFA is
+built both ways (composition switched off by patching `worth_composing`) and the
+two must be the same automaton up to the numbering of states: equal once both are
+renumbered breadth first over bytes 0..255. Patterns where composition must refuse
+(a byte readable two ways) are among them, and must still come out right.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+
+from pda.errors import LimitExceeded
+from pda.grammar.ir import TerminalDef
+from pda.regex import build_lexer_dfa, compose
+from pda.regex.dfa import LexerDFA
+
+JSON_CHAR = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))'
+PATTERNS = [
+    rf'"{JSON_CHAR}{{0,40}}"', rf'"{JSON_CHAR}{{3,255}}"', rf'"{JSON_CHAR}{{16}}', rf'{JSON_CHAR}{{17,}}"',
+    r"[0-9]{16,20}", r"(?:ab){20}", r"x{0,30}y", r"(?:é|ü|€|😀){5,40}", r'"(?:[a-z]{2}){10,}"',
+    r"(?:a|bc){16}", r"a{20}", r"(?:\d{3}-){5}\d{4}", r"(?:[a-f]{2}:){16,17}[a-f]{2}",
+    r"a{0,20}a", r"(?:ab|a){20}", r"(?:a*b){16}", r"(?:x?y){20,30}", r"[ab]{16}(?:ab)?", r"(?:){20}z",
+    r"(?:[^\x00-\x7f]){16,18}", r"(?:q|[^q]{2}){16}", r"\d{16,}\.\d{0,20}",
+]
+
+
+def canonical(d: LexerDFA) -> tuple[bytes, bytes, bytes]:
+    order = {d.start: 0}
+    queue = [d.start]
+    rows = []
+    for q in queue:
+        row = []
+        for b in range(256):
+            t = int(d.trans[q, d.byte_class[b]])
+            if t not in order:
+                order[t] = len(queue)
+                queue.append(t)
+            row.append(order[t])
+        rows.append(row)
+    return np.array(rows).tobytes(), d.accept[queue].tobytes(), d.live[queue].tobytes()
+
+
+def both_ways(pattern: str, monkeypatch: pytest.MonkeyPatch) -> tuple[LexerDFA, LexerDFA]:
+    terminal = TerminalDef("T", pattern)
+    fast = build_lexer_dfa([terminal])
+    with monkeypatch.context() as m:
+        m.setattr(compose, "worth_composing", lambda node: False)
+        slow = build_lexer_dfa([terminal])
+    return fast, slow
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_composition_builds_the_nfa_paths_dfa(pattern: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, slow = both_ways(pattern, monkeypatch)
+    assert fast.n_states == slow.n_states
+    assert canonical(fast) == canonical(slow)
+
+
+def test_random_counted_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(17)
+    atoms = ["a", "b", "[ab]", "[^a]", "(?:ab)", "(?:a|bc)", "é", "\\d", "(?:x?)", "(?:[a-c]{2})"]
+    for _ in range(60):
+        parts = []
+        for _ in range(rng.randint(1, 3)):
+            atom = rng.choice(atoms)
+            lo = rng.choice([0, 1, 3, 16, 17])
+            hi = rng.choice([lo, lo + 1, lo + 20, None])
+            parts.append(f"{atom}{{{lo},{'' if hi is None else hi}}}" if rng.random() < 0.8 else atom)
+        pattern = "".join(parts)
+        fast, slow = both_ways(pattern, monkeypatch)
+        assert canonical(fast) == canonical(slow), pattern
+        for text in ("", "a" * 17, "ab" * 20, "é" * 16, "b" * 40):
+            assert bool(fast.accepts(text.encode())) == (re.fullmatch(pattern, text) is not None), (pattern, text)
+
+
+def test_the_state_limit_holds_for_composed_patterns() -> None:
+    with pytest.raises(LimitExceeded, match="max_states=500"):
+        build_lexer_dfa([TerminalDef("T", rf'"{JSON_CHAR}{{0,255}}"')], max_states=500)
+
+
+def test_refused_compositions_are_none() -> None:
+    one = np.full((2, 256), -1, dtype=np.int32)
+    one[0, ord("a")] = 1
+    x = (one, np.array([False, True]))
+    loop = one.copy()
+    loop[1, ord("a")] = 1  # a+: its accepting state reads what its start reads
+    assert compose.repeat((loop, np.array([False, True])), 2, 20) is None
+    assert compose.concat(x, (np.array([[0] * 256, [-1] * 256], dtype=np.int32), np.array([True, False]))) is None
+    trans, accept = compose.repeat(x, 2, 3)
+    assert accept.tolist() == [False, False, True, True]
+
+
+def test_counted_json_strings_are_composed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shape composition is for (JSON Schema's maxLength) does take it, and ambiguous repeats do not."""
+    taken: list[bool] = []
+    real = compose.repeat
+
+    def recorded(x, lo, hi):
+        found = real(x, lo, hi)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(compose, "repeat", recorded)
+    build_lexer_dfa([TerminalDef("T", rf'"{JSON_CHAR}{{3,255}}"')])
+    build_lexer_dfa([TerminalDef("U", r"(?:a*b){16}")])  # a*b re-enters its start
+    assert taken == [True, False]
