@@ -58,9 +58,7 @@ typedef struct {
     int64_t *closure_ptr, *closure_len;
     Vec closure_ids;
     /* DFA states: their NFA sets in set_ids[set_ptr[i]:set_ptr[i+1]] */
-    Vec set_ids, set_ptr, trans;
-    uint64_t *hash_of;
-    int64_t cap_hash;
+    Vec set_ids, set_ptr, trans, hash_of; /* hash_of: each state's content hash (uint64 bits) */
     int64_t *slots, n_slots;
     /* scratch */
     int64_t *stamp, stamp_now, *mark, mark_now, *stack, *done_term, done_now;
@@ -72,7 +70,7 @@ typedef struct {
 static void free_builder(Builder *b)
 {
     free(b->important); free(b->closure_ptr); free(b->closure_len); free(b->closure_ids.data);
-    free(b->set_ids.data); free(b->set_ptr.data); free(b->trans.data); free(b->hash_of); free(b->slots);
+    free(b->set_ids.data); free(b->set_ptr.data); free(b->trans.data); free(b->hash_of.data); free(b->slots);
     free(b->stamp); free(b->mark); free(b->stack); free(b->done_term);
     free(b->pairs_atom.data); free(b->pairs_dst.data); free(b->members.data); free(b->targets.data);
     free(b->prev_targets.data); free(b->atom_count); free(b->atom_start); free(b->bucket);
@@ -128,7 +126,7 @@ static int64_t find_slot(const Builder *b, const int64_t *ids, int64_t n, uint64
     int64_t i = (int64_t)(h & (uint64_t)(b->n_slots - 1)), s;
     while ((s = b->slots[i]) >= 0) {
         int64_t lo = b->set_ptr.data[s], hi = b->set_ptr.data[s + 1];
-        if (b->hash_of[s] == h && hi - lo == n && memcmp(b->set_ids.data + lo, ids, (size_t)n * sizeof(int64_t)) == 0)
+        if ((uint64_t)b->hash_of.data[s] == h && hi - lo == n && memcmp(b->set_ids.data + lo, ids, (size_t)n * sizeof(int64_t)) == 0)
             return i;
         i = (i + 1) & (b->n_slots - 1);
     }
@@ -143,7 +141,7 @@ static int grow_slots(Builder *b)
         return -1;
     memset(slots, 0xff, (size_t)n * sizeof(int64_t));
     for (s = 0; s < n_states; s++) {
-        int64_t i = (int64_t)(b->hash_of[s] & (uint64_t)(n - 1));
+        int64_t i = (int64_t)((uint64_t)b->hash_of.data[s] & (uint64_t)(n - 1));
         while (slots[i] >= 0)
             i = (i + 1) & (n - 1);
         slots[i] = s;
@@ -169,15 +167,8 @@ static int64_t intern(Builder *b, const int64_t *ids, int64_t n, int64_t max_sta
             return -1;
     if (push(&b->set_ptr, b->set_ids.n) < 0)
         return -1;
-    if (s >= b->cap_hash) {
-        int64_t cap = b->cap_hash ? 2 * b->cap_hash : 64;
-        uint64_t *grown = realloc(b->hash_of, (size_t)cap * sizeof(uint64_t));
-        if (!grown)
-            return -1;
-        b->hash_of = grown;
-        b->cap_hash = cap;
-    }
-    b->hash_of[s] = h;
+    if (push(&b->hash_of, (int64_t)h) < 0)
+        return -1;
     b->slots[i] = s;
     if (2 * (s + 1) > b->n_slots && grow_slots(b) < 0)
         return -1;
