@@ -33,6 +33,7 @@ from pda.regex import charset as cs
 from pda.regex import compose, utf8
 from pda.regex.hashing import hash_weights
 from pda.kernels.partition import coarsest_partition
+from pda.kernels.product import explore
 from pda.regex.automaton import NFA, coaccessible, determinise
 from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, translate
 
@@ -344,40 +345,29 @@ def _subdfa(
     body, bacc = _atom_dfa([node.body], [False], names, max_states, alphabet)
     look, lacc = _atom_dfa([node.look], [True], names, max_states, alphabet)
     bacc, lacc = bacc[:, 0], lacc[:, 0]
-    # Product of body with "a prefix so far is in look" (SAT absorbs; -1: never any more).
-    SAT = -2
+    # Product of body with "a prefix so far is in look", by the compiled product search
+    # (`pda.kernels.product`): the look-ahead's accepting states become SAT (absorbing) and its
+    # dead state NEVER (absorbing too), so a pair dies exactly when the body does.
     k = alphabet.n_atoms
-    start = (0, SAT if lacc[0] else 0)
-    index = {start: 0}
-    pairs = [start]
-    rows: list[list[int]] = []
-    i = 0
-    while i < len(pairs):
-        a, b = pairs[i]
-        i += 1
-        ra = body[a]
-        if b < 0:
-            rb = np.full(k, b)
-        else:
-            rb = look[b].copy()
-            hit = rb >= 0
-            rb[hit] = np.where(lacc[rb[hit]], SAT, rb[hit])
-        row = [-1] * k
-        for x, key in zip(np.flatnonzero(ra >= 0).tolist(), zip(ra[ra >= 0].tolist(), rb[ra >= 0].tolist())):
-            j = index.get(key)
-            if j is None:
-                j = len(pairs)
-                if j >= max_states:
-                    raise LimitExceeded(
-                        f"look-ahead product for terminal(s) {', '.join(names)} exceeds "
-                        f"max_states={max_states}"
-                    )
-                index[key] = j
-                pairs.append(key)
-            row[x] = j
-        rows.append(row)
-    trans = np.array(rows, dtype=np.int64).reshape(len(rows), k)
-    acc = np.array([bacc[a] and ((b == SAT) != node.negate) for a, b in pairs], dtype=bool)
+    nb, nl = len(body), len(look)
+    body_dead, look_base = nb, nb + 1
+    never, sat = look_base + nl, look_base + nl + 1
+    table = np.empty((nb + nl + 3, k), dtype=np.int32)
+    table[:nb] = np.where(body >= 0, body, body_dead)
+    table[body_dead] = body_dead
+    table[look_base:never] = np.where(look < 0, never, np.where(lacc[np.maximum(look, 0)], sat, look_base + look))
+    table[never], table[sat] = never, sat
+    dead = np.zeros(len(table), dtype=bool)
+    dead[body_dead] = True
+    start = np.array([0, sat if lacc[0] else look_base], dtype=np.int32)
+    explored = explore(table, dead, start, max_states)
+    if explored is None:
+        raise LimitExceeded(f"look-ahead product for terminal(s) {', '.join(names)} exceeds max_states={max_states}")
+    # Product state q >= 1 is pair q - 1 (state 0, nothing live, is never reached); a successor
+    # with one live component has lost its body: dead.
+    trans = np.where(explored.trans >= 1, explored.trans - 1, -1)[1:]
+    pairs = explored.ids.reshape(-1, 2)  # state 0 has no components, each other state two
+    acc = bacc[pairs[:, 0]] & ((pairs[:, 1] == sat) != node.negate)
     return trans, acc
 
 
