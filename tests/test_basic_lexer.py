@@ -186,8 +186,9 @@ def test_restricted_views_read_their_rows_and_flags_as_the_base_masked(name: str
         assert all(fresh.accept_at(q) == fresh.accept[q] for q in range(fresh.n_states))
         assert all(fresh.live_at(q) == fresh.live[q] for q in range(fresh.n_states))
         assert fresh.live_flags == [bool(x) for x in fresh.live]
-        live, extends, ends, accepted = fresh.state_flags()
+        live, extends, ends, masks, which = fresh.state_flags()
         assert live.tolist() == [bool(x) for x in fresh.live]
         assert extends.tolist() == [bool(x) for x in fresh.extends]
         assert ends.tolist() == [q for q in range(fresh.n_states) if fresh.accept[q]]
-        assert accepted == [fresh.accept[q] for q in ends.tolist()]
+        assert [masks[i] for i in which.tolist()] == [fresh.accept[q] for q in ends.tolist()]
+        assert len(set(masks)) == len(masks)

@@ -123,21 +123,25 @@ class _WalkTables:
             sinks[id(tables.trans)] = arrays
         self.trans = arrays[1]
         self.byte_class = tables.byte_class
-        live, extends, ends, accepted = tables.state_flags()
+        live, extends, ends, masks, which = tables.state_flags()
         self.live = np.append(live, False)
         # Where the lexeme cannot grow: only there may it end (basic mode: not merely "not live").
         self.stops = ~np.append(extends, False)
         self.ends_as = np.full(n + 1, -1, dtype=np.int32)
-        self.sets = []
-        seen: dict[int, int] = {}
-        for q, matched in zip(ends.tolist(), accepted):
-            if q == START:
-                continue
-            e = lexer.best(matched)
-            if e not in seen:
-                seen[e] = len(self.sets)
-                self.sets.append(e)
-            self.ends_as[q] = seen[e]
+        # The terminal set each end is handed as, from the few distinct accept masks; sets
+        # numbered by the first state (in state order) that ends as each.
+        kept = ends != START
+        ends = ends[kept]
+        ids: dict[int, int] = {}
+        best = [ids.setdefault(lexer.best(m), len(ids)) for m in masks]
+        per_end = np.asarray(best, dtype=np.int64)[which[kept]] if len(ends) else np.zeros(0, np.int64)
+        found, first = np.unique(per_end, return_index=True)
+        order = found[np.argsort(first)]
+        rank = np.empty(len(ids), dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        self.ends_as[ends] = rank[per_end]
+        value = list(ids)
+        self.sets = [value[i] for i in order.tolist()]
         return self._finish()
 
     @classmethod

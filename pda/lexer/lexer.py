@@ -248,8 +248,9 @@ class LexerTables:
         view._keys = {}
         return view
 
-    def state_flags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
-        """`live` and `extends` as bool arrays over the states, the states that accept, and their `accept` masks.
+    def state_flags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int], np.ndarray]:
+        """`live` and `extends` as bool arrays over the states, the states that accept, their distinct
+        `accept` masks, and which of those each accepting state has (`accept[ends[i]] == masks[which[i]]`).
 
         Read off the packed bits in one pass each (no per-state masks built).
         """
@@ -261,7 +262,7 @@ class LexerTables:
         # Few distinct accept masks among many end states: one Python int per distinct row.
         distinct, inverse = np.unique(np.ascontiguousarray(bits[ends]).view(f"V{8 * words}").ravel(), return_inverse=True)
         masks = [int.from_bytes(row.tobytes(), "little") for row in distinct]
-        return live, extends, ends, [masks[i] for i in inverse.ravel().tolist()]
+        return live, extends, ends, masks, inverse.ravel()
 
     def key(self, q: int) -> tuple:
         """The terminals live at q with their own DFA states (computed on demand).
