@@ -18,7 +18,8 @@ construction when no byte can be read two ways:
 Wherever a condition fails the composition gives None and the caller builds the
 pattern through the NFA as usual, so the language is always the pattern's own. Parts
 without a counted repeat of at least `MIN_COMPOSED_REPEAT` are built the usual way
-(`leaf`), and so is any tree whose chain would exceed `max_states` copies' worth.
+(`leaf`); a repeat whose chain would exceed four times `max_states` states, or a
+sequence over `max_states`, gives None too (the usual path then reports the limit).
 
 Automata here are partial byte DFAs: (trans int32 [n, 256] with -1 for dead,
 accept bool [n]), start 0.
