@@ -67,14 +67,9 @@ def _word_mask(value: int, words: int) -> np.ndarray:
     return np.frombuffer(value.to_bytes(8 * words, "little"), dtype="<u8")
 
 
-def _bitmask_rows(matrix: np.ndarray, columns: list[int]) -> tuple[int, ...]:
-    """Each row of a bool matrix as a Python int with bit `columns[i]` for column i."""
-    out = [0] * matrix.shape[0]
-    for i, j in enumerate(columns):
-        bit = 1 << j
-        for q in np.flatnonzero(matrix[:, i]).tolist():
-            out[q] |= bit
-    return tuple(out)
+def _int_rows(bits: np.ndarray) -> tuple[int, ...]:
+    """Each row of `_packed` words as the Python int bitmask it spells."""
+    return tuple(int.from_bytes(row.tobytes(), "little") for row in bits)
 
 
 class TerminalComponents(NamedTuple):
@@ -132,8 +127,8 @@ class LexerTables:
             tuple(map(tuple, trans.tolist())) if trans.shape[0] <= ROWS_AS_TUPLES_MAX_STATES else trans
         )
         self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())
-        self._accept: tuple[int, ...] | None = _bitmask_rows(accept, columns)
-        self._live_rows: tuple[int, ...] | None = _bitmask_rows(live, columns)
+        self._accept: tuple[int, ...] | None = None  # rows built on first read (`accept`, `live`)
+        self._live_rows: tuple[int, ...] | None = None
         self._live_flags: list[bool] | None = live.any(axis=1).tolist()
         self._extends: tuple | None = None  # None: `extends` is `live_flags`
         self._base: LexerTables | None = None
@@ -144,17 +139,19 @@ class LexerTables:
     @property
     def accept(self) -> tuple[int, ...]:
         rows = self._accept
-        if rows is None:  # a restricted view, read for the first time
-            candidates = self.candidates
-            rows = self._accept = tuple(a & candidates for a in self._base.accept)
+        if rows is None:  # read for the first time: from the packed bits, or the base's rows masked
+            base, candidates = self._base, self.candidates
+            rows = _int_rows(self._accept_bits) if base is None else tuple(a & candidates for a in base.accept)
+            self._accept = rows
         return rows
 
     @property
     def live(self) -> tuple[int, ...]:
         rows = self._live_rows
-        if rows is None:  # a restricted view, read for the first time
-            candidates = self.candidates
-            rows = self._live_rows = tuple(x & candidates for x in self._base.live)
+        if rows is None:  # read for the first time: from the packed bits, or the base's rows masked
+            base, candidates = self._base, self.candidates
+            rows = _int_rows(self._live_bits) if base is None else tuple(x & candidates for x in base.live)
+            self._live_rows = rows
         return rows
 
     @property
@@ -177,6 +174,8 @@ class LexerTables:
         rows = self._accept
         if rows is not None:
             return rows[q]
+        if self._base is None:
+            return int.from_bytes(self._accept_bits[q].tobytes(), "little")
         return self._base.accept_at(q) & self.candidates
 
     def live_at(self, q: int) -> int:
@@ -184,6 +183,8 @@ class LexerTables:
         rows = self._live_rows
         if rows is not None:
             return rows[q]
+        if self._base is None:
+            return int.from_bytes(self._live_bits[q].tobytes(), "little")
         return self._base.live_at(q) & self.candidates
 
     def basic(self, priority: list[int]) -> "LexerTables":
@@ -218,8 +219,6 @@ class LexerTables:
             grew = np.zeros(n, dtype=bool)
             grew[rows[changed]] = True
         view = self._view(self.candidates, None)
-        view._accept = _bitmask_rows(typed, list(range(n_terms)))
-        view._live_rows = tuple(int.from_bytes(row.tobytes(), "little") for row in reach)
         words = self._accept_bits.shape[1]
         view._live_bits = np.zeros((n, words), dtype="<u8")
         view._live_bits.view(np.uint8)[:, : reach.shape[1]] = reach
