@@ -172,24 +172,34 @@ def _compile_nodes(
         found = _composed(nodes[0], names, max_states)
         if found is not None:
             return found
+    byte_trans, accept = _byte_dfa(nodes, lazy, names, max_states, byte_mode)
+    return _finish(_within_limit(byte_trans, names, max_states), accept, tuple(names), trimmed=True)
+
+
+def _byte_dfa(
+    nodes: Sequence[Node], lazy: Sequence[bool], names: Sequence[str], max_states: int, byte_mode: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """The minimal atom DFA of `nodes` spelled in bytes: (trans [m, 256] with -1 for dead, accept [n <= m, t])."""
     alphabet = cs.Alphabet([c for node in nodes for c in _charsets(node, [])])
     trans, accept = _atom_dfa(nodes, lazy, names, max_states, alphabet)
-    byte_trans = utf8.expand_bytes(trans, alphabet) if byte_mode else utf8.expand(trans, alphabet)
+    return (utf8.expand_bytes if byte_mode else utf8.expand)(trans, alphabet), accept
+
+
+def _within_limit(byte_trans: np.ndarray, names: Sequence[str], max_states: int) -> np.ndarray:
+    """`byte_trans`, or `LimitExceeded` naming the terminals when it has `max_states` states or more."""
     if len(byte_trans) >= max_states:
         raise LimitExceeded(
             f"lexer DFA for terminal(s) {', '.join(names)} exceeds max_states={max_states} "
             f"({len(byte_trans)} states once UTF-8 is spelled out)"
         )
-    return _finish(byte_trans, accept, tuple(names), trimmed=True)
+    return byte_trans
 
 
 def _composed(node: Node, names: Sequence[str], max_states: int) -> LexerDFA | None:
     """The minimal byte DFA of one terminal by deterministic composition (`pda.regex.compose`), or None."""
 
     def leaf(part: Node) -> compose.Partial:
-        alphabet = cs.Alphabet(_charsets(part, []))
-        trans, accept = _atom_dfa([part], [False], names, max_states, alphabet)
-        byte_trans = utf8.expand(trans, alphabet)
+        byte_trans, accept = _byte_dfa([part], [False], names, max_states)
         byte_accept = np.zeros(len(byte_trans), dtype=bool)
         byte_accept[: len(accept)] = accept[:, 0]
         return byte_trans.astype(np.int32), byte_accept
@@ -200,14 +210,9 @@ def _composed(node: Node, names: Sequence[str], max_states: int) -> LexerDFA | N
     # Minimised over the distinct byte columns (a few dozen of the 256), then spelled out again.
     first, columns = _distinct_columns(found[0])
     trans, accept = _minimise(found[0][:, first].astype(np.int64), found[1][:, None])
-    trans = trans[:, columns]
-    if len(trans) >= max_states:
-        raise LimitExceeded(
-            f"lexer DFA for terminal(s) {', '.join(names)} exceeds max_states={max_states} "
-            f"({len(trans)} states once UTF-8 is spelled out)"
-        )
     # Each part is trimmed and reachable, so the whole is, unless some part (and so the whole) is empty.
-    return _finish(trans, accept, tuple(names), trimmed=bool(accept.any()))
+    return _finish(_within_limit(trans[:, columns], names, max_states), accept, tuple(names),
+                   trimmed=bool(accept.any()))
 
 
 def _atom_dfa(
