@@ -30,15 +30,14 @@ Invariants (see docs/design.md, "The parser"):
 
 from __future__ import annotations
 
-import threading
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from pda.bits import iter_bits
 from pda.errors import LimitExceeded
 from pda.limits import DEFAULT_LIMITS, Limits
+from pda.lru import ByteLRU
 from pda.parser.tables import ParserTables
 
 Item = tuple[int, "Node"]
@@ -211,39 +210,11 @@ class Node:
             return nxt
         probes = self.parser.probes
         key = (self, terminals)
-        nxt = probes.get(key)
+        nxt = probes.get(key, False)
         if nxt is False:
             nxt = self.parser._advance(self, terminals)
-            probes.put(key, nxt)
+            probes.put(key, nxt, 1)
         return nxt
-
-
-class ProbeMemo:
-    """The `RECENT_PROBES` most recent probes, (state, terminals) -> the state after, or None if dead.
-
-    Least recently used forgotten, with the states only it held; safe to share between
-    threads (one lock; a probe builds its state outside it, so two threads may both build
-    one, and either result is right).
-    """
-
-    def __init__(self, size: int = RECENT_PROBES) -> None:
-        self.size = size
-        self._items: OrderedDict[tuple, object] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple) -> object:
-        """The remembered result, or False when there is none."""
-        with self._lock:
-            found = self._items.get(key, False)
-            if found is not False:
-                self._items.move_to_end(key)
-            return found
-
-    def put(self, key: tuple, value: object) -> None:
-        with self._lock:
-            self._items[key] = value
-            if len(self._items) > self.size:
-                self._items.popitem(last=False)
 
 
 class EarleyParser:
@@ -256,7 +227,9 @@ class EarleyParser:
         self.max_seconds = limits.max_node_seconds
         self._predictions: dict[frozenset[int], Prediction] = {}
         self._nodes: weakref.WeakValueDictionary[frozenset[Item], Node] = weakref.WeakValueDictionary()
-        self.probes = ProbeMemo()  # see `Node.probe`
+        # The RECENT_PROBES most recent probes, (node, terminals) -> the node after or None (`Node.probe`):
+        # least recently used forgotten, thread-safe; each entry counts 1.
+        self.probes = ByteLRU(RECENT_PROBES)
         self.root = Node(self, frozenset(), self._prediction(frozenset([tables.lhs[tables.start_rule]])))
 
     def _prediction(self, seeds: frozenset[int]) -> Prediction:
