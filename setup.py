@@ -35,6 +35,7 @@ setup(
         Extension("pda.kernels._partition", ["pda/kernels/_partition.c"]),
         Extension("pda.kernels._product", ["pda/kernels/_product.c"]),
         Extension("pda.kernels._subsets", ["pda/kernels/_subsets.c"]),
+        Extension("pda.kernels._earley", ["pda/kernels/_earley.c"]),
         Extension("pda._rows", ["pda/_rows.c"], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},

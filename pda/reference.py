@@ -13,18 +13,25 @@ bytes fed one at a time through the walk tables, with no trie sharing and no cut
 `reference_explore` is the oracle of the product search (`pda.kernels.product`):
 the same breadth-first numbering, over Python tuples and a dict.
 `reference_subsets` is the oracle of the subset construction (`pda.kernels.subsets`),
-state for state.
+state for state. `ReferenceEarley` is the oracle of the Earley parser's compiled
+nodes and step (`pda.kernels.earley`): the same algorithm over Python sets, node for node.
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pda.bits import iter_bits
 from pda.compiler import CompiledGrammar
+from pda.errors import LimitExceeded
 from pda.index.token_index import BoundaryGroup, Classification, TokenIndex
+from pda.limits import DEFAULT_LIMITS, Limits
+from pda.kernels.earley import CLOCK_EVERY_WORK
 from pda.parser.earley import Node
+from pda.parser.tables import ParserTables
 
 if TYPE_CHECKING:
     from pda.index.trie import TokenTrie
@@ -259,3 +266,166 @@ def reference_subsets(nfa: "NFAArrays", start: int, n_atoms: int, n_terms: int) 
             if final_term[q] >= 0:
                 accept[s, final_term[q]] = True
     return np.array(rows, dtype=np.int64).reshape(len(sets), n_atoms), accept
+
+
+class _ReferencePrediction:
+    """The predicted items for a set of nonterminals, grouped for scanning and completion."""
+
+    def __init__(self, tables: ParserTables, seeds: frozenset[int]) -> None:
+        t = tables.n_terminals
+        predicted: set[int] = set()
+        for a in seeds:
+            predicted |= tables.closure[a - t]
+        self.scan: dict[int, list[int]] = {}
+        self.waiting: dict[int, list[int]] = {}
+        self.allowed = 0
+        self.accepting = False
+        for a in predicted:
+            for r in tables.rules_of[a - t]:
+                for d in tables.skip[r][0]:
+                    p = tables.rule_start[r] + d
+                    sym = tables.next_sym[p]
+                    if sym < 0:
+                        self.accepting |= p == tables.accept_pos
+                    elif sym < t:
+                        self.scan.setdefault(sym, []).append(p)
+                        self.allowed |= 1 << sym
+                    else:
+                        self.waiting.setdefault(sym, []).append(p)
+
+
+class ReferenceNode:
+    """An interned Earley item set of `ReferenceEarley`: `kernel`, `allowed`, `accepting`, `advance`."""
+
+    def __init__(self, parser: "ReferenceEarley", kernel: frozenset, prediction: _ReferencePrediction) -> None:
+        self.parser = parser
+        self.kernel = kernel
+        self.prediction = prediction
+        self.allowed = prediction.allowed
+        self.accepting = prediction.accepting
+        for p, _ in kernel:
+            self.allowed |= parser.tables.term_bit[p]
+            self.accepting |= p == parser.tables.accept_pos
+        self.leo: dict[int, tuple | None] = {}
+        self._next: dict[int, ReferenceNode | None] = {}
+
+    def waiting(self, sym: int) -> list[tuple]:
+        """Every item (kernel or predicted) with nonterminal `sym` after the dot."""
+        next_sym = self.parser.tables.next_sym
+        kernel = [item for item in self.kernel if next_sym[item[0]] == sym]
+        return kernel + [(p, self) for p in self.prediction.waiting.get(sym, ())]
+
+    def leo_top(self, sym: int) -> tuple | None:
+        """The topmost item of a deterministic completion chain for `sym` (Leo), or None; memoised on every link."""
+        tables = self.parser.tables
+        chain = []
+        node, s = self, sym
+        while s not in node.leo:
+            only = node.waiting(s)
+            if len(only) != 1 or not tables.penultimate[only[0][0]]:
+                node.leo[s] = None
+                break
+            p, o = only[0]
+            chain.append((node, s, (p + 1, o)))
+            node, s = o, tables.lhs[tables.pos_rule[p]]
+        top = node.leo[s]
+        for n, s2, item in reversed(chain):
+            if top is None:
+                top = item
+            n.leo[s2] = top
+        return self.leo[sym]
+
+    def advance(self, terminals: int) -> "ReferenceNode | None":
+        """The node after scanning a lexeme that matched `terminals` (a bitmask); None if dead. Memoised."""
+        terminals &= self.allowed
+        if terminals not in self._next:
+            self._next[terminals] = self.parser.step(self, terminals) if terminals else None
+        return self._next[terminals]
+
+
+class ReferenceEarley:
+    """The Earley parser of `pda.kernels.earley` in plain Python: the oracle of its nodes, same algorithm and budgets.
+
+    Same items (Aycock–Horspool nullable steps, Leo's memo for right recursion), same
+    work count and `LimitExceeded` messages; nodes are interned in a plain dict and
+    `advance` memoises on the node (no probe memo).
+    """
+
+    def __init__(self, tables: ParserTables, *, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.tables = tables
+        self.limits = limits
+        self._predictions: dict[frozenset[int], _ReferencePrediction] = {}
+        self._nodes: dict[frozenset, ReferenceNode] = {}
+        self.root = ReferenceNode(self, frozenset(), self._prediction(frozenset([tables.lhs[tables.start_rule]])))
+
+    def _prediction(self, seeds: frozenset[int]) -> _ReferencePrediction:
+        if seeds not in self._predictions:
+            self._predictions[seeds] = _ReferencePrediction(self.tables, seeds)
+        return self._predictions[seeds]
+
+    def _check(self, work: int, items: int, started: float) -> int:
+        """Raise `LimitExceeded` past a budget; else the work at which to check again."""
+        limits = self.limits
+        if work > limits.max_node_work:
+            raise LimitExceeded(
+                f"building one Earley item set took over {limits.max_node_work} steps (Limits.max_node_work); "
+                "the grammar is too ambiguous for this input"
+            )
+        if items > limits.max_node_items:
+            raise LimitExceeded(
+                f"Earley item set has {items} items, over the limit of {limits.max_node_items} "
+                "(Limits.max_node_items); the grammar is too ambiguous for this input"
+            )
+        if time.perf_counter() - started > limits.max_node_seconds:
+            raise LimitExceeded(
+                f"building one Earley item set took over {limits.max_node_seconds} s (Limits.max_node_seconds)"
+            )
+        return min(work + CLOCK_EVERY_WORK, limits.max_node_work + 1)
+
+    def step(self, node: ReferenceNode, terminals: int) -> ReferenceNode:
+        """The node after scanning `terminals` (non-empty, within `node.allowed`): scan, then complete to a fixpoint."""
+        tables = self.tables
+        items: set = set()
+        complete: list = []
+
+        def add(p: int, origin: ReferenceNode) -> None:
+            for p2 in tables.step[p]:
+                if (p2, origin) not in items:
+                    items.add((p2, origin))
+                    if tables.is_end[p2]:
+                        complete.append((p2, origin))
+
+        started = time.perf_counter()
+        check_at = min(CLOCK_EVERY_WORK, self.limits.max_node_work + 1)
+        for p, o in node.kernel:
+            if tables.term_bit[p] & terminals:
+                add(p, o)
+        for t in iter_bits(terminals):
+            for p in node.prediction.scan.get(t, ()):
+                add(p, node)
+        work = len(items)
+        if work >= check_at:
+            check_at = self._check(work, work, started)
+        while complete:
+            p, o = complete.pop()
+            sym = tables.lhs[tables.pos_rule[p]]
+            top = o.leo_top(sym)
+            if top is not None:
+                work += 1
+                if top not in items:
+                    items.add(top)
+                    complete.append(top)
+                continue
+            waiting = o.waiting(sym)
+            work += 1 + len(waiting)
+            if work >= check_at:
+                check_at = self._check(work, len(items), started)
+            for p1, o1 in waiting:
+                add(p1, o1)
+        if len(items) > self.limits.max_node_items:
+            self._check(work, len(items), started)
+        kernel = frozenset(items)
+        if kernel not in self._nodes:
+            seeds = frozenset(tables.next_sym[p] for p, _ in kernel if tables.next_sym[p] >= tables.n_terminals)
+            self._nodes[kernel] = ReferenceNode(self, kernel, self._prediction(seeds))
+        return self._nodes[kernel]

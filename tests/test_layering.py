@@ -25,8 +25,10 @@ LAYERS: list[tuple[str | tuple[str, ...], ...]] = [
     ("pda._version", "pda.errors", "pda.limits"),  # facts: no imports from pda
     ("pda.lru", "pda.cache", "pda.bits", "pda.arrays", "pda.collector", ("pda.rows", "pda._rows"),
      ("pda.kernels.partition", "pda.kernels._partition"),
-     ("pda.kernels.product", "pda.kernels._product"), ("pda.kernels.subsets", "pda.kernels._subsets")),
-    # neutral helpers, with the automata's kernels (minimisation's refinement, the product search, the subset construction)
+     ("pda.kernels.product", "pda.kernels._product"), ("pda.kernels.subsets", "pda.kernels._subsets"),
+     ("pda.kernels.earley", "pda.kernels._earley")),
+    # neutral helpers, with the automata's and the parser's kernels (minimisation's refinement, the product
+    # search, the subset construction; Earley nodes and their step)
     ("pda.grammar.ir", "pda.vocab"),  # the grammar IR; a vocabulary's bytes
     ("pda.regex",),  # pattern -> byte-level DFA (regex path, finite literal sets, products)
     ("pda.grammar", "pda.lexer", "pda.parser"),  # front ends -> IR; candidate-set DFAs; Earley (+ indenter)

@@ -59,7 +59,7 @@ def test_limits_are_part_of_the_compile_memo_key(vocab: pda.Vocabulary) -> None:
     # Only parser and lexer budgets need a recogniser of their own.
     assert default.recognizer is grammar.recognizer
     assert pda.compile(grammar, vocab, limits=pda.Limits(max_forced_bytes=3)).recognizer is grammar.recognizer
-    assert tight.recognizer is not grammar.recognizer and tight.recognizer.parser.max_work == 1000
+    assert tight.recognizer is not grammar.recognizer and tight.recognizer.parser.limits.max_node_work == 1000
 
 
 def test_ambiguous_grammar_hits_the_default_work_budget(vocab: pda.Vocabulary) -> None:

@@ -1,0 +1,1604 @@
+/* pda.kernels._earley: the Earley parser's nodes and their step, compiled.
+ *
+ * Written against the plain Python C API, like the other kernels; pda/kernels/earley.py
+ * is the Python side and documents the interface, pda/parser/earley.py wires it to the
+ * grammar's tables, and pda.reference.ReferenceEarley is the plain-Python parser the
+ * tests compare it to node for node.
+ *
+ * Core(arrays..., limits, error): one grammar's static tables (see earley.py) and
+ *     everything its nodes share: the predictions (interned by their seed
+ *     nonterminals), the intern table of nodes (by kernel content; it holds no
+ *     reference, a node leaves it when it dies) and the memo of recent probes (a
+ *     least-recently-used table of RECENT_PROBES entries holding references).
+ * Node: an interned Earley item set. Its kernel is the items that came from scanning
+ *     or completion, as (dot position, origin node), sorted by (symbol after the dot,
+ *     position, origin address); its predicted items (origin = the node itself) are
+ *     its prediction's positions. Attributes: allowed (int bitmask of the terminals it
+ *     can scan), accepting, cache (a dict owned by the mask layer), kernel (a
+ *     frozenset of (position, origin), built when read: for tests and debugging).
+ *     Methods: advance(terminals) (memoised on the node), probe(terminals) (memoised
+ *     in the core's recent probes only).
+ *
+ * Invariants:
+ * - The step (`advance_node`) is the algorithm of pda.reference.ReferenceEarley, with
+ *   the same work count, so the budgets (max_items, max_work, max_seconds) cut at the
+ *   same place and raise the same LimitExceeded message. Nullable symbols are stepped
+ *   over by the `step` table (Aycock-Horspool); right recursion uses Leo's memo.
+ * - The step reads and writes only C data between its start and its result: no Python
+ *   code can run in between (no allocation of Python objects, no decref), so the
+ *   core's scratch buffers are never seen half-used by another thread or a finaliser.
+ *   Python objects (the new node, its allowed int) are made after it, and the intern
+ *   table is searched again then, as a collection may have run.
+ * - A node holds references to its origins, its Leo memo's origins, its advance memo
+ *   and its core; all are visited by the garbage collector (cycles: a node's memo
+ *   holds its successor, whose items hold the node).
+ * - Every index read from the tables is checked when the core is built (ValueError).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The clock is read once per this many work units while building a node (~1 ms of work). */
+#define CLOCK_EVERY_WORK 16384
+
+typedef struct NodeObject NodeObject;
+
+typedef struct {
+    int64_t pos;
+    NodeObject *origin;
+} Item;
+
+/* Positions grouped by a symbol: syms[i] owns pos[ptr[i]:ptr[i+1]] (syms sorted). */
+typedef struct {
+    int32_t n;
+    int32_t *syms;
+    int32_t *ptr;
+    int32_t *pos;
+} Groups;
+
+typedef struct {
+    int32_t n_seeds;
+    int32_t *seeds; /* sorted nonterminal symbols */
+    uint64_t hash;
+    uint64_t *allowed; /* W words */
+    int accepting;
+    Groups scan;    /* by terminal */
+    Groups waiting; /* by nonterminal */
+} Prediction;
+
+typedef struct {
+    int32_t sym;        /* -1: empty slot */
+    int32_t pos;        /* -1: no deterministic chain */
+    NodeObject *origin; /* a reference, or NULL */
+} LeoEntry;
+
+struct NodeObject {
+    PyObject_HEAD
+    PyObject *core;
+    int32_t n_items;
+    int32_t pred; /* prediction index in the core */
+    Item *items;
+    uint64_t hash;
+    PyObject *allowed; /* int */
+    int accepting;
+    int interned;
+    PyObject *next;  /* dict: terminals -> node or None; NULL until used */
+    PyObject *cache; /* dict */
+    LeoEntry *leo;
+    int32_t leo_cap, leo_n;
+    PyObject *weakreflist;
+};
+
+/* The probe memo: a least-recently-used table of (node, terminals) -> node or None. */
+typedef struct {
+    NodeObject *node;
+    PyObject *terminals;
+    PyObject *result;
+    Py_hash_t hash;
+    int32_t prev, next, chain;
+} ProbeEntry;
+
+typedef struct {
+    PyObject_HEAD
+    int32_t T, N, P, W, accept_pos;
+    int32_t *next_sym, *lhs_of, *step_ptr, *step_to, *closure_ptr, *closure, *starts_ptr, *starts;
+    uint8_t *is_end, *penult;
+    int64_t max_items, max_work;
+    double max_seconds;
+    PyObject *error; /* LimitExceeded */
+    /* predictions */
+    Prediction *preds;
+    int32_t n_preds, cap_preds;
+    int32_t *pred_slots;
+    int32_t n_pred_slots;
+    /* nodes, by kernel content (no references held); NULL empty, TOMB deleted */
+    NodeObject **slots;
+    int64_t n_slots, n_used, n_filled;
+    /* probe memo */
+    ProbeEntry *probes;
+    int32_t *probe_buckets;
+    int32_t probe_cap, n_probes, probe_head, probe_tail, probe_free;
+    /* scratch for one step (see `busy`) */
+    Item *items;
+    int64_t cap_items;
+    int32_t *set_slots;
+    uint32_t *set_stamp;
+    uint32_t stamp;
+    int64_t n_set_slots;
+    int64_t *complete;
+    int64_t cap_complete;
+    uint8_t *nt_mark;
+    int busy;
+} CoreObject;
+
+static PyTypeObject NodeType;
+static PyTypeObject CoreType;
+static NodeObject TOMB_NODE;
+#define TOMB (&TOMB_NODE)
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+    h *= 0xFF51AFD7ED558CCDULL;
+    return h ^ (h >> 29);
+}
+
+/* ---------------------------------------------------------------- groups, predictions */
+
+/* The positions of symbol `sym` in `g` (count in *n), or NULL. */
+static const int32_t *group_of(const Groups *g, int32_t sym, int32_t *n)
+{
+    int32_t lo = 0, hi = g->n;
+    while (lo < hi) {
+        int32_t mid = (lo + hi) >> 1;
+        if (g->syms[mid] < sym)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < g->n && g->syms[lo] == sym) {
+        *n = g->ptr[lo + 1] - g->ptr[lo];
+        return g->pos + g->ptr[lo];
+    }
+    *n = 0;
+    return NULL;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Groups from (sym << 32 | pos) pairs, sorted here; 0, or -1 on memory failure. */
+static int groups_from_pairs(Groups *g, uint64_t *pairs, int32_t n)
+{
+    int32_t i, k = 0;
+    qsort(pairs, (size_t)n, sizeof(uint64_t), cmp_pair);
+    g->pos = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    g->syms = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    g->ptr = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    if (!g->pos || !g->syms || !g->ptr)
+        return -1;
+    for (i = 0; i < n; i++) {
+        int32_t sym = (int32_t)(pairs[i] >> 32);
+        g->pos[i] = (int32_t)(pairs[i] & 0xffffffffu);
+        if (k == 0 || g->syms[k - 1] != sym) {
+            g->syms[k] = sym;
+            g->ptr[k] = i;
+            k++;
+        }
+    }
+    g->ptr[k] = n;
+    g->n = k;
+    return 0;
+}
+
+static uint64_t hash_seeds(const int32_t *seeds, int32_t n)
+{
+    uint64_t h = 0x2545F4914F6CDD1DULL ^ (uint64_t)n;
+    for (int32_t i = 0; i < n; i++)
+        h = mix(h, (uint64_t)(uint32_t)seeds[i]);
+    return h;
+}
+
+/* Build prediction `pr` for the sorted, distinct nonterminals seeds[0:n]; 0, or -1 on memory failure. */
+static int build_prediction(CoreObject *c, Prediction *pr, const int32_t *seeds, int32_t n)
+{
+    int32_t T = c->T, i, j, n_marked = 0, n_scan = 0, n_wait = 0, total = 0;
+    int32_t *marked = malloc(sizeof(int32_t) * (size_t)(c->N ? c->N : 1));
+    uint64_t *scan = NULL, *wait = NULL;
+    int ok = -1;
+    memset(pr, 0, sizeof(*pr));
+    pr->allowed = calloc((size_t)(c->W ? c->W : 1), sizeof(uint64_t));
+    pr->seeds = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    if (!marked || !pr->allowed || !pr->seeds)
+        goto done;
+    memcpy(pr->seeds, seeds, sizeof(int32_t) * (size_t)n);
+    pr->n_seeds = n;
+    pr->hash = hash_seeds(seeds, n);
+    for (i = 0; i < n; i++) {
+        int32_t a = seeds[i] - T;
+        for (j = c->closure_ptr[a]; j < c->closure_ptr[a + 1]; j++) {
+            int32_t b = c->closure[j] - T;
+            if (!c->nt_mark[b]) {
+                c->nt_mark[b] = 1;
+                marked[n_marked++] = b;
+                total += c->starts_ptr[b + 1] - c->starts_ptr[b];
+            }
+        }
+    }
+    scan = malloc(sizeof(uint64_t) * (size_t)(total ? total : 1));
+    wait = malloc(sizeof(uint64_t) * (size_t)(total ? total : 1));
+    if (!scan || !wait)
+        goto done;
+    for (i = 0; i < n_marked; i++) {
+        int32_t b = marked[i];
+        for (j = c->starts_ptr[b]; j < c->starts_ptr[b + 1]; j++) {
+            int32_t p = c->starts[j], sym = c->next_sym[p];
+            if (sym < 0) {
+                if (p == c->accept_pos)
+                    pr->accepting = 1;
+            } else if (sym < T) {
+                scan[n_scan++] = (uint64_t)(uint32_t)sym << 32 | (uint32_t)p;
+                pr->allowed[sym >> 6] |= 1ULL << (sym & 63);
+            } else {
+                wait[n_wait++] = (uint64_t)(uint32_t)sym << 32 | (uint32_t)p;
+            }
+        }
+    }
+    if (groups_from_pairs(&pr->scan, scan, n_scan) < 0 || groups_from_pairs(&pr->waiting, wait, n_wait) < 0)
+        goto done;
+    ok = 0;
+done:
+    if (marked)
+        for (i = 0; i < n_marked; i++)
+            c->nt_mark[marked[i]] = 0;
+    free(marked);
+    free(scan);
+    free(wait);
+    return ok;
+}
+
+static void free_groups(Groups *g)
+{
+    free(g->syms);
+    free(g->ptr);
+    free(g->pos);
+}
+
+/* The index of the prediction for sorted, distinct seeds[0:n] (built if new); -1 on memory failure. */
+static int32_t prediction_for(CoreObject *c, const int32_t *seeds, int32_t n)
+{
+    uint64_t h = hash_seeds(seeds, n);
+    int32_t mask = c->n_pred_slots - 1, i = (int32_t)(h & (uint64_t)mask), k;
+    while ((k = c->pred_slots[i]) >= 0) {
+        Prediction *pr = &c->preds[k];
+        if (pr->hash == h && pr->n_seeds == n && memcmp(pr->seeds, seeds, sizeof(int32_t) * (size_t)n) == 0)
+            return k;
+        i = (i + 1) & mask;
+    }
+    if (c->n_preds == c->cap_preds) {
+        int32_t cap = c->cap_preds ? 2 * c->cap_preds : 16;
+        Prediction *grown = realloc(c->preds, sizeof(Prediction) * (size_t)cap);
+        if (!grown)
+            return -1;
+        c->preds = grown;
+        c->cap_preds = cap;
+    }
+    k = c->n_preds;
+    if (build_prediction(c, &c->preds[k], seeds, n) < 0)
+        return -1;
+    c->n_preds++;
+    c->pred_slots[i] = k;
+    if (2 * c->n_preds > c->n_pred_slots) {
+        int32_t size = 2 * c->n_pred_slots, q;
+        int32_t *slots = malloc(sizeof(int32_t) * (size_t)size);
+        if (!slots)
+            return -1;
+        memset(slots, 0xff, sizeof(int32_t) * (size_t)size);
+        for (q = 0; q < c->n_preds; q++) {
+            int32_t s = (int32_t)(c->preds[q].hash & (uint64_t)(size - 1));
+            while (slots[s] >= 0)
+                s = (s + 1) & (size - 1);
+            slots[s] = q;
+        }
+        free(c->pred_slots);
+        c->pred_slots = slots;
+        c->n_pred_slots = size;
+    }
+    return k;
+}
+
+/* ---------------------------------------------------------------- the intern table */
+
+static uint64_t hash_items(const Item *items, int32_t n)
+{
+    uint64_t h = 0x84222325CBF29CE4ULL ^ (uint64_t)n;
+    for (int32_t i = 0; i < n; i++)
+        h = mix(mix(h, (uint64_t)items[i].pos), (uint64_t)(uintptr_t)items[i].origin);
+    return h;
+}
+
+static int same_items(const Item *a, const Item *b, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (a[i].pos != b[i].pos || a[i].origin != b[i].origin)
+            return 0;
+    return 1;
+}
+
+/* The interned node with kernel items[0:n] (hash h), or NULL (a borrowed pointer). */
+static NodeObject *find_node(CoreObject *c, const Item *items, int32_t n, uint64_t h)
+{
+    int64_t mask = c->n_slots - 1, i = (int64_t)(h & (uint64_t)mask);
+    NodeObject *x;
+    while ((x = c->slots[i]) != NULL) {
+        if (x != TOMB && x->hash == h && x->n_items == n && same_items(x->items, items, n))
+            return x;
+        i = (i + 1) & mask;
+    }
+    return NULL;
+}
+
+static int rehash_nodes(CoreObject *c, int64_t size)
+{
+    NodeObject **slots = calloc((size_t)size, sizeof(NodeObject *));
+    int64_t i;
+    if (!slots)
+        return -1;
+    for (i = 0; i < c->n_slots; i++) {
+        NodeObject *x = c->slots[i];
+        if (x != NULL && x != TOMB) {
+            int64_t s = (int64_t)(x->hash & (uint64_t)(size - 1));
+            while (slots[s] != NULL)
+                s = (s + 1) & (size - 1);
+            slots[s] = x;
+        }
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->n_slots = size;
+    c->n_filled = c->n_used;
+    return 0;
+}
+
+static int insert_node(CoreObject *c, NodeObject *x)
+{
+    int64_t mask, i;
+    if (2 * (c->n_filled + 1) > c->n_slots) {
+        int64_t size = c->n_slots;
+        while (4 * (c->n_used + 1) > size)
+            size *= 2;
+        if (rehash_nodes(c, size) < 0)
+            return -1;
+    }
+    mask = c->n_slots - 1;
+    i = (int64_t)(x->hash & (uint64_t)mask);
+    while (c->slots[i] != NULL && c->slots[i] != TOMB)
+        i = (i + 1) & mask;
+    if (c->slots[i] == NULL)
+        c->n_filled++;
+    c->slots[i] = x;
+    c->n_used++;
+    x->interned = 1;
+    return 0;
+}
+
+static void remove_node(CoreObject *c, NodeObject *x)
+{
+    int64_t mask = c->n_slots - 1, i = (int64_t)(x->hash & (uint64_t)mask);
+    while (c->slots[i] != NULL) {
+        if (c->slots[i] == x) {
+            c->slots[i] = TOMB;
+            c->n_used--;
+            break;
+        }
+        i = (i + 1) & mask;
+    }
+    x->interned = 0;
+}
+
+/* ---------------------------------------------------------------- node queries (pure C) */
+
+static CoreObject *core_of(NodeObject *x)
+{
+    return (CoreObject *)x->core;
+}
+
+/* The kernel items of x with symbol `sym` after the dot: items[*lo:*hi] (kernels are sorted by it). */
+static void kernel_waiting(CoreObject *c, NodeObject *x, int32_t sym, int32_t *lo_out, int32_t *hi_out)
+{
+    int32_t lo = 0, hi = x->n_items;
+    while (lo < hi) {
+        int32_t mid = (lo + hi) >> 1;
+        if (c->next_sym[x->items[mid].pos] < sym)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    hi = lo;
+    while (hi < x->n_items && c->next_sym[x->items[hi].pos] == sym)
+        hi++;
+    *lo_out = lo;
+    *hi_out = hi;
+}
+
+/* Leo memo of x for sym: the entry, or NULL. */
+static LeoEntry *leo_get(NodeObject *x, int32_t sym)
+{
+    if (!x->leo_cap)
+        return NULL;
+    int32_t mask = x->leo_cap - 1, i = (int32_t)(((uint32_t)sym * 2654435761u) & (uint32_t)mask);
+    while (x->leo[i].sym >= 0) {
+        if (x->leo[i].sym == sym)
+            return &x->leo[i];
+        i = (i + 1) & mask;
+    }
+    return NULL;
+}
+
+/* Set x's Leo memo for sym to (pos, origin) (pos -1: none); takes a new reference to origin. 0 or -1. */
+static int leo_put(NodeObject *x, int32_t sym, int32_t pos, NodeObject *origin)
+{
+    int32_t mask, i;
+    if (2 * (x->leo_n + 1) > x->leo_cap) {
+        int32_t cap = x->leo_cap ? 2 * x->leo_cap : 4, k;
+        LeoEntry *grown = malloc(sizeof(LeoEntry) * (size_t)cap);
+        if (!grown)
+            return -1;
+        for (k = 0; k < cap; k++)
+            grown[k].sym = -1;
+        for (k = 0; k < x->leo_cap; k++)
+            if (x->leo[k].sym >= 0) {
+                int32_t s = (int32_t)(((uint32_t)x->leo[k].sym * 2654435761u) & (uint32_t)(cap - 1));
+                while (grown[s].sym >= 0)
+                    s = (s + 1) & (cap - 1);
+                grown[s] = x->leo[k];
+            }
+        free(x->leo);
+        x->leo = grown;
+        x->leo_cap = cap;
+    }
+    mask = x->leo_cap - 1;
+    i = (int32_t)(((uint32_t)sym * 2654435761u) & (uint32_t)mask);
+    while (x->leo[i].sym >= 0)
+        i = (i + 1) & mask;
+    x->leo[i].sym = sym;
+    x->leo[i].pos = pos;
+    x->leo[i].origin = origin;
+    Py_XINCREF(origin);
+    x->leo_n++;
+    return 0;
+}
+
+/* The topmost item of a deterministic completion chain for sym from x: *pos >= 0 and *origin,
+ * or *pos = -1. 0, or -1 on memory failure. Walks the chain in a loop, memoising every link. */
+static int leo_top(CoreObject *c, NodeObject *x, int32_t sym, int32_t *pos_out, NodeObject **origin_out)
+{
+    LeoEntry *e = leo_get(x, sym);
+    int32_t top_pos = -1, n_chain = 0, cap_chain = 0, k;
+    NodeObject *top_origin = NULL, *node = x;
+    int32_t s = sym;
+    struct link { NodeObject *node; int32_t sym, pos; NodeObject *origin; } *chain = NULL;
+    if (e) {
+        *pos_out = e->pos;
+        *origin_out = e->origin;
+        return 0;
+    }
+    for (;;) {
+        int32_t lo, hi, n_pred;
+        const int32_t *pred;
+        e = leo_get(node, s);
+        if (e) {
+            top_pos = e->pos;
+            top_origin = e->origin;
+            break;
+        }
+        kernel_waiting(c, node, s, &lo, &hi);
+        pred = group_of(&c->preds[node->pred].waiting, s, &n_pred);
+        if ((hi - lo) + n_pred == 1) {
+            int32_t p = hi > lo ? (int32_t)node->items[lo].pos : pred[0];
+            NodeObject *o = hi > lo ? node->items[lo].origin : node;
+            if (c->penult[p]) {
+                if (n_chain == cap_chain) {
+                    cap_chain = cap_chain ? 2 * cap_chain : 16;
+                    struct link *grown = realloc(chain, sizeof(struct link) * (size_t)cap_chain);
+                    if (!grown) {
+                        free(chain);
+                        return -1;
+                    }
+                    chain = grown;
+                }
+                chain[n_chain].node = node;
+                chain[n_chain].sym = s;
+                chain[n_chain].pos = p + 1;
+                chain[n_chain].origin = o;
+                n_chain++;
+                node = o;
+                s = c->lhs_of[p];
+                continue;
+            }
+        }
+        if (leo_put(node, s, -1, NULL) < 0) {
+            free(chain);
+            return -1;
+        }
+        break;
+    }
+    for (k = n_chain - 1; k >= 0; k--) {
+        if (top_pos < 0) {
+            top_pos = chain[k].pos;
+            top_origin = chain[k].origin;
+        }
+        if (leo_put(chain[k].node, chain[k].sym, top_pos, top_origin) < 0) {
+            free(chain);
+            return -1;
+        }
+    }
+    free(chain);
+    e = leo_get(x, sym);
+    *pos_out = e->pos;
+    *origin_out = e->origin;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the step */
+
+/* Scratch item set of one step: add (pos, origin) if new; returns 1 if added, 0 if present, -1 on memory failure. */
+static int grow_set(CoreObject *c);
+
+static uint64_t item_hash(int64_t pos, NodeObject *o)
+{
+    return mix((uint64_t)pos * 0x9E3779B97F4A7C15ULL, (uint64_t)(uintptr_t)o);
+}
+
+static int add_item(CoreObject *c, int64_t *n_items, int64_t pos, NodeObject *o)
+{
+    int64_t mask, i;
+    if (2 * (*n_items + 1) > c->n_set_slots && grow_set(c) < 0)
+        return -1;
+    mask = c->n_set_slots - 1;
+    i = (int64_t)(item_hash(pos, o) & (uint64_t)mask);
+    while (c->set_stamp[i] == c->stamp) {
+        Item *it = &c->items[c->set_slots[i]];
+        if (it->pos == pos && it->origin == o)
+            return 0;
+        i = (i + 1) & mask;
+    }
+    if (*n_items == c->cap_items) {
+        int64_t cap = 2 * c->cap_items;
+        Item *grown = realloc(c->items, sizeof(Item) * (size_t)cap);
+        if (!grown)
+            return -1;
+        c->items = grown;
+        c->cap_items = cap;
+    }
+    c->items[*n_items].pos = pos;
+    c->items[*n_items].origin = o;
+    c->set_stamp[i] = c->stamp;
+    c->set_slots[i] = (int32_t)*n_items;
+    (*n_items)++;
+    return 1;
+}
+
+static int grow_set(CoreObject *c)
+{
+    int64_t size = 2 * c->n_set_slots, i, n = 0;
+    int32_t *slots = malloc(sizeof(int32_t) * (size_t)size);
+    uint32_t *stamp = calloc((size_t)size, sizeof(uint32_t));
+    if (!slots || !stamp) {
+        free(slots);
+        free(stamp);
+        return -1;
+    }
+    /* re-insert every item of this step (their indices are 0..count-1: count them from the old table) */
+    for (i = 0; i < c->n_set_slots; i++)
+        if (c->set_stamp[i] == c->stamp)
+            n++;
+    free(c->set_slots);
+    free(c->set_stamp);
+    c->set_slots = slots;
+    c->set_stamp = stamp;
+    c->n_set_slots = size;
+    c->stamp = 1;
+    for (i = 0; i < n; i++) {
+        int64_t s = (int64_t)(item_hash(c->items[i].pos, c->items[i].origin) & (uint64_t)(size - 1));
+        while (stamp[s] == 1)
+            s = (s + 1) & (size - 1);
+        stamp[s] = 1;
+        slots[s] = (int32_t)i;
+    }
+    return 0;
+}
+
+static int push_complete(CoreObject *c, int64_t *n_complete, int64_t index)
+{
+    if (*n_complete == c->cap_complete) {
+        int64_t cap = 2 * c->cap_complete;
+        int64_t *grown = realloc(c->complete, sizeof(int64_t) * (size_t)cap);
+        if (!grown)
+            return -1;
+        c->complete = grown;
+        c->cap_complete = cap;
+    }
+    c->complete[(*n_complete)++] = index;
+    return 0;
+}
+
+/* Add (p2, o) for every p2 in step[p]; queue the completed ones. 0, or -1 on memory failure. */
+static int add_steps(CoreObject *c, int64_t *n_items, int64_t *n_complete, int32_t p, NodeObject *o)
+{
+    for (int32_t j = c->step_ptr[p]; j < c->step_ptr[p + 1]; j++) {
+        int32_t p2 = c->step_to[j];
+        int added = add_item(c, n_items, p2, o);
+        if (added < 0)
+            return -1;
+        if (added && c->is_end[p2] && push_complete(c, n_complete, *n_items - 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+typedef enum { STEP_OK, STEP_NOMEM, STEP_WORK, STEP_ITEMS, STEP_TIME } StepStatus;
+
+/* Raise-free budget check (the reference's `_check_budget`): a status, and the work to check at next. */
+static StepStatus check_budget(CoreObject *c, int64_t work, int64_t items, double started, int64_t *check_at)
+{
+    if (work > c->max_work)
+        return STEP_WORK;
+    if (items > c->max_items)
+        return STEP_ITEMS;
+    if (now_seconds() - started > c->max_seconds)
+        return STEP_TIME;
+    *check_at = work + CLOCK_EVERY_WORK < c->max_work + 1 ? work + CLOCK_EVERY_WORK : c->max_work + 1;
+    return STEP_OK;
+}
+
+static int cmp_sort_item(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* The step's items after scanning `terms` (W words, already within x's allowed set), sorted into
+ * a new array (*out, *n_out; malloc'ed, no references taken). Pure C. */
+static StepStatus step_items(CoreObject *c, NodeObject *x, const uint64_t *terms, Item **out, int32_t *n_out,
+                             int64_t *n_at_limit)
+{
+    int64_t n_items = 0, n_complete = 0, work, check_at, i;
+    int32_t T = c->T;
+    double started = now_seconds();
+    Prediction *pr = &c->preds[x->pred];
+    StepStatus status;
+    uint64_t *keys;
+    c->stamp++;
+    if (c->stamp == 0) { /* wrapped: clear the stamps */
+        memset(c->set_stamp, 0, sizeof(uint32_t) * (size_t)c->n_set_slots);
+        c->stamp = 1;
+    }
+    check_at = CLOCK_EVERY_WORK < c->max_work + 1 ? CLOCK_EVERY_WORK : c->max_work + 1;
+    for (i = 0; i < x->n_items; i++) {
+        int32_t p = (int32_t)x->items[i].pos, sym = c->next_sym[p];
+        if (sym >= 0 && sym < T && (terms[sym >> 6] >> (sym & 63) & 1))
+            if (add_steps(c, &n_items, &n_complete, p, x->items[i].origin) < 0)
+                return STEP_NOMEM;
+    }
+    for (int32_t w = 0; w < c->W; w++) {
+        uint64_t bits = terms[w] & pr->allowed[w];
+        while (bits) {
+            int32_t t = w * 64 + __builtin_ctzll(bits), n, k;
+            const int32_t *ps = group_of(&pr->scan, t, &n);
+            bits &= bits - 1;
+            for (k = 0; k < n; k++)
+                if (add_steps(c, &n_items, &n_complete, ps[k], x) < 0)
+                    return STEP_NOMEM;
+        }
+    }
+    work = n_items;
+    *n_at_limit = n_items;
+    if (work >= check_at && (status = check_budget(c, work, work, started, &check_at)) != STEP_OK)
+        return status;
+    while (n_complete) {
+        Item it = c->items[c->complete[--n_complete]];
+        NodeObject *o = it.origin;
+        int32_t sym = c->lhs_of[it.pos], top_pos, lo, hi, n_pred, k;
+        NodeObject *top_origin;
+        const int32_t *pred;
+        if (leo_top(c, o, sym, &top_pos, &top_origin) < 0)
+            return STEP_NOMEM;
+        if (top_pos >= 0) {
+            int added;
+            work += 1;
+            added = add_item(c, &n_items, top_pos, top_origin);
+            if (added < 0 || (added && push_complete(c, &n_complete, n_items - 1) < 0))
+                return STEP_NOMEM;
+            continue;
+        }
+        kernel_waiting(c, o, sym, &lo, &hi);
+        pred = group_of(&c->preds[o->pred].waiting, sym, &n_pred);
+        work += 1 + (hi - lo) + n_pred;
+        *n_at_limit = n_items;
+        if (work >= check_at && (status = check_budget(c, work, n_items, started, &check_at)) != STEP_OK)
+            return status;
+        for (k = lo; k < hi; k++)
+            if (add_steps(c, &n_items, &n_complete, (int32_t)o->items[k].pos, o->items[k].origin) < 0)
+                return STEP_NOMEM;
+        for (k = 0; k < n_pred; k++)
+            if (add_steps(c, &n_items, &n_complete, pred[k], o) < 0)
+                return STEP_NOMEM;
+    }
+    *n_at_limit = n_items;
+    if (n_items > c->max_items && (status = check_budget(c, work, n_items, started, &check_at)) != STEP_OK)
+        return status;
+    /* sort by (symbol after the dot, position, origin address) */
+    keys = malloc(sizeof(uint64_t) * 2 * (size_t)(n_items ? n_items : 1));
+    *out = malloc(sizeof(Item) * (size_t)(n_items ? n_items : 1));
+    if (!keys || !*out) {
+        free(keys);
+        free(*out);
+        *out = NULL;
+        return STEP_NOMEM;
+    }
+    for (i = 0; i < n_items; i++) {
+        keys[2 * i] = (uint64_t)(uint32_t)(c->next_sym[c->items[i].pos] + 1) << 32 | (uint64_t)c->items[i].pos;
+        keys[2 * i + 1] = (uint64_t)(uintptr_t)c->items[i].origin;
+    }
+    qsort(keys, (size_t)n_items, 2 * sizeof(uint64_t), cmp_sort_item);
+    for (i = 0; i < n_items; i++) {
+        (*out)[i].pos = (int64_t)(keys[2 * i] & 0xffffffffu);
+        (*out)[i].origin = (NodeObject *)(uintptr_t)keys[2 * i + 1];
+    }
+    free(keys);
+    *n_out = (int32_t)n_items;
+    return STEP_OK;
+}
+
+static PyObject *words_to_int(const uint64_t *words, int32_t W)
+{
+    unsigned char *bytes = malloc((size_t)(W ? W : 1) * 8);
+    PyObject *v;
+    if (!bytes)
+        return PyErr_NoMemory();
+    for (int32_t w = 0; w < W; w++)
+        for (int b = 0; b < 8; b++)
+            bytes[8 * w + b] = (unsigned char)(words[w] >> (8 * b));
+    v = _PyLong_FromByteArray(bytes, (size_t)W * 8, 1, 0);
+    free(bytes);
+    return v;
+}
+
+/* A non-negative int below 2 ** (64 W) into W words; 0, or -1 with an exception. */
+static int int_to_words(PyObject *v, uint64_t *words, int32_t W)
+{
+    unsigned char stack[512], *bytes = (size_t)W * 8 <= sizeof(stack) ? stack : malloc((size_t)W * 8);
+    int ok;
+    if (!bytes) {
+        PyErr_NoMemory();
+        return -1;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    ok = _PyLong_AsByteArray((PyLongObject *)v, bytes, (size_t)W * 8, 1, 0, 1);
+#else
+    ok = _PyLong_AsByteArray((PyLongObject *)v, bytes, (size_t)W * 8, 1, 0);
+#endif
+    if (ok == 0)
+        for (int32_t w = 0; w < W; w++) {
+            uint64_t x = 0;
+            for (int b = 7; b >= 0; b--)
+                x = x << 8 | bytes[8 * w + b];
+            words[w] = x;
+        }
+    if (bytes != stack)
+        free(bytes);
+    return ok < 0 ? -1 : 0;
+}
+
+/* A new node over kernel items[0:n] (taken over: references are added here), sorted; NULL with an exception. */
+static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h)
+{
+    int32_t T = c->T, i, k = 0, W = c->W;
+    int32_t *seeds = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    int32_t pred;
+    NodeObject *x;
+    uint64_t *allowed;
+    if (!seeds) {
+        free(items);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        int32_t sym = c->next_sym[items[i].pos];
+        if (sym >= T && (k == 0 || seeds[k - 1] != sym))
+            seeds[k++] = sym;
+    }
+    pred = prediction_for(c, seeds, k);
+    free(seeds);
+    allowed = malloc(sizeof(uint64_t) * (size_t)(W ? W : 1));
+    if (pred < 0 || !allowed) {
+        free(items);
+        free(allowed);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(allowed, c->preds[pred].allowed, sizeof(uint64_t) * (size_t)W);
+    x = PyObject_GC_New(NodeObject, &NodeType);
+    if (!x) {
+        free(items);
+        free(allowed);
+        return NULL;
+    }
+    x->core = (PyObject *)c;
+    Py_INCREF(c);
+    x->n_items = n;
+    x->pred = pred;
+    x->items = items;
+    x->hash = h;
+    x->accepting = c->preds[pred].accepting;
+    x->interned = 0;
+    x->next = NULL;
+    x->leo = NULL;
+    x->leo_cap = x->leo_n = 0;
+    x->weakreflist = NULL;
+    x->allowed = NULL;
+    x->cache = NULL;
+    for (i = 0; i < n; i++) {
+        int32_t sym = c->next_sym[items[i].pos];
+        Py_INCREF(items[i].origin);
+        if (sym >= 0 && sym < T)
+            allowed[sym >> 6] |= 1ULL << (sym & 63);
+        if (items[i].pos == c->accept_pos)
+            x->accepting = 1;
+    }
+    x->allowed = words_to_int(allowed, W);
+    free(allowed);
+    x->cache = PyDict_New();
+    if (!x->allowed || !x->cache) {
+        Py_DECREF(x);
+        return NULL;
+    }
+    PyObject_GC_Track(x);
+    return x;
+}
+
+static PyObject *limit_error(CoreObject *c, StepStatus status, int64_t n_items)
+{
+    if (status == STEP_NOMEM)
+        return PyErr_NoMemory();
+    if (status == STEP_WORK)
+        PyErr_Format(c->error,
+                     "building one Earley item set took over %lld steps (Limits.max_node_work); "
+                     "the grammar is too ambiguous for this input",
+                     (long long)c->max_work);
+    else if (status == STEP_ITEMS)
+        PyErr_Format(c->error, "Earley item set has %lld items, over the limit of %lld (Limits.max_node_items); "
+                     "the grammar is too ambiguous for this input",
+                     (long long)n_items, (long long)c->max_items);
+    else {
+        PyObject *seconds = PyFloat_FromDouble(c->max_seconds);
+        if (seconds) {
+            PyErr_Format(c->error, "building one Earley item set took over %R s (Limits.max_node_seconds)", seconds);
+            Py_DECREF(seconds);
+        }
+    }
+    return NULL;
+}
+
+/* The node after scanning `terms` from x (a new reference), Py_None if dead; NULL with an exception. */
+static PyObject *advance_node(CoreObject *c, NodeObject *x, const uint64_t *terms)
+{
+    Item *items = NULL;
+    int32_t n = 0;
+    int64_t n_at_limit = 0;
+    StepStatus status;
+    NodeObject *found;
+    uint64_t h;
+    if (c->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "an Earley step ran inside another (re-entrant call)");
+        return NULL;
+    }
+    c->busy = 1;
+    status = step_items(c, x, terms, &items, &n, &n_at_limit);
+    c->busy = 0;
+    if (status != STEP_OK)
+        return limit_error(c, status, n_at_limit);
+    h = hash_items(items, n);
+    found = find_node(c, items, n, h);
+    if (found) {
+        free(items);
+        Py_INCREF(found);
+        return (PyObject *)found;
+    }
+    found = new_node(c, items, n, h);
+    if (!found)
+        return NULL;
+    {
+        /* a collection during the allocation may have changed the table: search again */
+        NodeObject *again = find_node(c, found->items, found->n_items, h);
+        if (again) {
+            Py_INCREF(again);
+            Py_DECREF(found);
+            return (PyObject *)again;
+        }
+    }
+    if (insert_node(c, found) < 0) {
+        Py_DECREF(found);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)found;
+}
+
+/* ---------------------------------------------------------------- the probe memo */
+
+static Py_hash_t probe_hash(NodeObject *x, PyObject *terminals)
+{
+    Py_hash_t h = PyObject_Hash(terminals);
+    if (h == -1)
+        return -1;
+    h = (Py_hash_t)mix((uint64_t)h, (uint64_t)(uintptr_t)x);
+    return h == -1 ? -2 : h;
+}
+
+static void probe_unlink(CoreObject *c, int32_t e)
+{
+    ProbeEntry *p = &c->probes[e];
+    if (p->prev >= 0)
+        c->probes[p->prev].next = p->next;
+    else
+        c->probe_head = p->next;
+    if (p->next >= 0)
+        c->probes[p->next].prev = p->prev;
+    else
+        c->probe_tail = p->prev;
+}
+
+static void probe_push_front(CoreObject *c, int32_t e)
+{
+    ProbeEntry *p = &c->probes[e];
+    p->prev = -1;
+    p->next = c->probe_head;
+    if (c->probe_head >= 0)
+        c->probes[c->probe_head].prev = e;
+    c->probe_head = e;
+    if (c->probe_tail < 0)
+        c->probe_tail = e;
+}
+
+/* The memoised probe (a borrowed reference), NULL if absent; -1 in *error with an exception. */
+static PyObject *probe_get(CoreObject *c, NodeObject *x, PyObject *terminals, Py_hash_t h, int *error)
+{
+    int32_t e = c->probe_buckets[(uint64_t)h & (uint64_t)(c->probe_cap - 1)];
+    *error = 0;
+    while (e >= 0) {
+        ProbeEntry *p = &c->probes[e];
+        if (p->hash == h && p->node == x) {
+            int same = PyObject_RichCompareBool(p->terminals, terminals, Py_EQ);
+            if (same < 0) {
+                *error = -1;
+                return NULL;
+            }
+            if (same) {
+                if (c->probe_head != e) {
+                    probe_unlink(c, e);
+                    probe_push_front(c, e);
+                }
+                return p->result;
+            }
+        }
+        e = p->chain;
+    }
+    return NULL;
+}
+
+/* Remember a probe, forgetting the least recently used one when full. */
+static void probe_put(CoreObject *c, NodeObject *x, PyObject *terminals, PyObject *result, Py_hash_t h)
+{
+    int32_t e, *b;
+    NodeObject *old_node = NULL;
+    PyObject *old_terms = NULL, *old_result = NULL;
+    if (c->probe_free >= 0) {
+        e = c->probe_free;
+        c->probe_free = c->probes[e].chain;
+        c->n_probes++;
+    } else {
+        ProbeEntry *p;
+        e = c->probe_tail;
+        p = &c->probes[e];
+        probe_unlink(c, e);
+        b = &c->probe_buckets[(uint64_t)p->hash & (uint64_t)(c->probe_cap - 1)];
+        while (*b != e)
+            b = &c->probes[*b].chain;
+        *b = p->chain;
+        old_node = p->node;
+        old_terms = p->terminals;
+        old_result = p->result;
+    }
+    c->probes[e].node = x;
+    c->probes[e].terminals = terminals;
+    c->probes[e].result = result;
+    c->probes[e].hash = h;
+    Py_INCREF(x);
+    Py_INCREF(terminals);
+    Py_INCREF(result);
+    b = &c->probe_buckets[(uint64_t)h & (uint64_t)(c->probe_cap - 1)];
+    c->probes[e].chain = *b;
+    *b = e;
+    probe_push_front(c, e);
+    /* last, with the table consistent: these may free nodes and run finalisers */
+    Py_XDECREF(old_node);
+    Py_XDECREF(old_terms);
+    Py_XDECREF(old_result);
+}
+
+static void probe_clear(CoreObject *c)
+{
+    int32_t e;
+    while ((e = c->probe_head) >= 0) {
+        ProbeEntry *p = &c->probes[e];
+        NodeObject *node = p->node;
+        PyObject *terms = p->terminals, *result = p->result;
+        int32_t *b;
+        probe_unlink(c, e);
+        b = &c->probe_buckets[(uint64_t)p->hash & (uint64_t)(c->probe_cap - 1)];
+        while (*b != e)
+            b = &c->probes[*b].chain;
+        *b = p->chain;
+        p->chain = c->probe_free;
+        c->probe_free = e;
+        c->n_probes--;
+        Py_DECREF(node);
+        Py_DECREF(terms);
+        Py_DECREF(result);
+    }
+}
+
+/* ---------------------------------------------------------------- Node methods */
+
+/* terminals & x.allowed, a new int (so it fits the core's W words). */
+static PyObject *masked_terminals(NodeObject *x, PyObject *terminals)
+{
+    if (!PyLong_Check(terminals)) {
+        PyErr_SetString(PyExc_TypeError, "terminals must be an int bitmask");
+        return NULL;
+    }
+    return PyNumber_And(terminals, x->allowed);
+}
+
+static PyObject *node_probe_masked(NodeObject *x, PyObject *masked)
+{
+    CoreObject *c = core_of(x);
+    PyObject *found;
+    Py_hash_t h;
+    int error;
+    uint64_t stack[16], *terms;
+    if (x->next) {
+        found = PyDict_GetItemWithError(x->next, masked);
+        if (found) {
+            Py_INCREF(found);
+            return found;
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    h = probe_hash(x, masked);
+    if (h == -1)
+        return NULL;
+    found = probe_get(c, x, masked, h, &error);
+    if (error)
+        return NULL;
+    if (found) {
+        Py_INCREF(found);
+        return found;
+    }
+    terms = c->W <= 16 ? stack : malloc(sizeof(uint64_t) * (size_t)c->W);
+    if (!terms)
+        return PyErr_NoMemory();
+    found = int_to_words(masked, terms, c->W) < 0 ? NULL : advance_node(c, x, terms);
+    if (terms != stack)
+        free(terms);
+    if (!found)
+        return NULL;
+    probe_put(c, x, masked, found, h);
+    return found;
+}
+
+static int node_alive(NodeObject *x)
+{
+    if (x->core == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "this parser node has been cleared");
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *Node_probe(NodeObject *x, PyObject *terminals)
+{
+    PyObject *masked, *found;
+    if (!node_alive(x) || !(masked = masked_terminals(x, terminals)))
+        return NULL;
+    if (!PyObject_IsTrue(masked)) {
+        Py_DECREF(masked);
+        Py_RETURN_NONE;
+    }
+    found = node_probe_masked(x, masked);
+    Py_DECREF(masked);
+    return found;
+}
+
+static PyObject *Node_advance(NodeObject *x, PyObject *terminals)
+{
+    PyObject *masked, *found;
+    if (!node_alive(x) || !(masked = masked_terminals(x, terminals)))
+        return NULL;
+    if (x->next) {
+        found = PyDict_GetItemWithError(x->next, masked);
+        if (found) {
+            Py_INCREF(found);
+            Py_DECREF(masked);
+            return found;
+        }
+        if (PyErr_Occurred()) {
+            Py_DECREF(masked);
+            return NULL;
+        }
+    } else if (!(x->next = PyDict_New())) {
+        Py_DECREF(masked);
+        return NULL;
+    }
+    if (PyObject_IsTrue(masked))
+        found = node_probe_masked(x, masked);
+    else {
+        found = Py_None;
+        Py_INCREF(found);
+    }
+    if (found && PyDict_SetItem(x->next, masked, found) < 0)
+        Py_CLEAR(found);
+    Py_DECREF(masked);
+    return found;
+}
+
+static PyObject *Node_get_kernel(NodeObject *x, void *closure)
+{
+    PyObject *items = PyList_New(x->n_items), *kernel;
+    if (!items)
+        return NULL;
+    for (int32_t i = 0; i < x->n_items; i++) {
+        PyObject *item = Py_BuildValue("(LO)", (long long)x->items[i].pos, (PyObject *)x->items[i].origin);
+        if (!item) {
+            Py_DECREF(items);
+            return NULL;
+        }
+        PyList_SET_ITEM(items, i, item);
+    }
+    kernel = PyFrozenSet_New(items);
+    Py_DECREF(items);
+    return kernel;
+}
+
+static PyObject *Node_get_allowed(NodeObject *x, void *closure)
+{
+    if (!x->allowed)
+        return PyLong_FromLong(0);
+    Py_INCREF(x->allowed);
+    return x->allowed;
+}
+
+static PyObject *Node_get_accepting(NodeObject *x, void *closure)
+{
+    return PyBool_FromLong(x->accepting);
+}
+
+static PyObject *Node_get_cache(NodeObject *x, void *closure)
+{
+    if (!x->cache && !(x->cache = PyDict_New()))
+        return NULL;
+    Py_INCREF(x->cache);
+    return x->cache;
+}
+
+static PyObject *Node_repr(NodeObject *x)
+{
+    return PyUnicode_FromFormat("<Node %d kernel items, allowed=%R>", (int)x->n_items,
+                                x->allowed ? x->allowed : Py_None);
+}
+
+static int Node_traverse(NodeObject *x, visitproc visit, void *arg)
+{
+    Py_VISIT(x->core);
+    Py_VISIT(x->next);
+    Py_VISIT(x->cache);
+    for (int32_t i = 0; i < x->n_items; i++)
+        Py_VISIT((PyObject *)x->items[i].origin);
+    for (int32_t i = 0; i < x->leo_cap; i++)
+        if (x->leo[i].sym >= 0 && x->leo[i].origin)
+            Py_VISIT((PyObject *)x->leo[i].origin);
+    return 0;
+}
+
+static int Node_clear(NodeObject *x)
+{
+    Item *items = x->items;
+    LeoEntry *leo = x->leo;
+    int32_t n = x->n_items, cap = x->leo_cap;
+    if (x->interned && x->core)
+        remove_node(core_of(x), x);
+    x->items = NULL;
+    x->n_items = 0;
+    x->leo = NULL;
+    x->leo_cap = x->leo_n = 0;
+    for (int32_t i = 0; i < n; i++)
+        Py_DECREF(items[i].origin);
+    free(items);
+    for (int32_t i = 0; i < cap; i++)
+        if (leo[i].sym >= 0)
+            Py_XDECREF(leo[i].origin);
+    free(leo);
+    Py_CLEAR(x->next);
+    Py_CLEAR(x->cache);
+    Py_CLEAR(x->core);
+    return 0;
+}
+
+static void Node_dealloc(NodeObject *x)
+{
+    PyObject_GC_UnTrack(x);
+    /* out of the intern table first: a weak reference's callback must not find a dying node */
+    if (x->interned && x->core)
+        remove_node(core_of(x), x);
+    if (x->weakreflist)
+        PyObject_ClearWeakRefs((PyObject *)x);
+    Py_TRASHCAN_BEGIN(x, Node_dealloc)
+    Node_clear(x);
+    Py_CLEAR(x->allowed);
+    PyObject_GC_Del(x);
+    Py_TRASHCAN_END
+}
+
+static PyMethodDef Node_methods[] = {
+    {"advance", (PyCFunction)Node_advance, METH_O,
+     "The node after scanning a lexeme that matched `terminals` (a bitmask); None if dead. Memoised on the node."},
+    {"probe", (PyCFunction)Node_probe, METH_O,
+     "`advance` remembered only among the parser's recent probes, not on the node: for masks."},
+    {NULL}};
+
+static PyGetSetDef Node_getset[] = {
+    {"kernel", (getter)Node_get_kernel, NULL, "The kernel items, a frozenset of (position, origin node).", NULL},
+    {"allowed", (getter)Node_get_allowed, NULL, "The terminals this node can scan (a bitmask).", NULL},
+    {"accepting", (getter)Node_get_accepting, NULL, "Whether the text read so far is a sentence.", NULL},
+    {"cache", (getter)Node_get_cache, NULL, "A dict for the mask layer's memos (pda.masks).", NULL},
+    {NULL}};
+
+static PyTypeObject NodeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pda.kernels._earley.Node",
+    .tp_basicsize = sizeof(NodeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "An interned Earley item set: the parser's configuration at one position (made by a Core).",
+    .tp_traverse = (traverseproc)Node_traverse,
+    .tp_clear = (inquiry)Node_clear,
+    .tp_dealloc = (destructor)Node_dealloc,
+    .tp_repr = (reprfunc)Node_repr,
+    .tp_methods = Node_methods,
+    .tp_getset = Node_getset,
+    .tp_weaklistoffset = offsetof(NodeObject, weakreflist),
+};
+
+/* ---------------------------------------------------------------- Core */
+
+/* A copy of a 1-d buffer of `itemsize` bytes per entry; *n gets its length. NULL with an exception. */
+static void *copy_buffer(PyObject *obj, const char *name, Py_ssize_t itemsize, Py_ssize_t *n)
+{
+    Py_buffer view;
+    void *copy;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    if (view.itemsize != itemsize || view.ndim != 1) {
+        PyErr_Format(PyExc_ValueError, "%s must be 1-dimensional with %zd-byte entries", name, itemsize);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    copy = malloc((size_t)(view.len ? view.len : 1));
+    if (!copy) {
+        PyBuffer_Release(&view);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(copy, view.buf, (size_t)view.len);
+    *n = view.len / itemsize;
+    PyBuffer_Release(&view);
+    return copy;
+}
+
+static int check_csr(const int32_t *ptr, Py_ssize_t n_ptr, Py_ssize_t rows, const int32_t *to, Py_ssize_t n_to,
+                     int32_t lo, int32_t hi, const char *name)
+{
+    if (n_ptr != rows + 1 || ptr[0] != 0 || ptr[rows] != n_to) {
+        PyErr_Format(PyExc_ValueError, "%s: pointer array does not match its rows or entries", name);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < rows; i++)
+        if (ptr[i + 1] < ptr[i]) {
+            PyErr_Format(PyExc_ValueError, "%s: pointers must not decrease", name);
+            return -1;
+        }
+    for (Py_ssize_t i = 0; i < n_to; i++)
+        if (to[i] < lo || to[i] >= hi) {
+            PyErr_Format(PyExc_ValueError, "%s: entry %zd out of range", name, i);
+            return -1;
+        }
+    return 0;
+}
+
+static void Core_free_tables(CoreObject *c)
+{
+    free(c->next_sym);
+    free(c->lhs_of);
+    free(c->step_ptr);
+    free(c->step_to);
+    free(c->closure_ptr);
+    free(c->closure);
+    free(c->starts_ptr);
+    free(c->starts);
+    free(c->is_end);
+    free(c->penult);
+    for (int32_t i = 0; i < c->n_preds; i++) {
+        free(c->preds[i].seeds);
+        free(c->preds[i].allowed);
+        free_groups(&c->preds[i].scan);
+        free_groups(&c->preds[i].waiting);
+    }
+    free(c->preds);
+    free(c->pred_slots);
+    free(c->slots);
+    free(c->probes);
+    free(c->probe_buckets);
+    free(c->items);
+    free(c->set_slots);
+    free(c->set_stamp);
+    free(c->complete);
+    free(c->nt_mark);
+}
+
+static PyObject *Core_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *names[] = {"n_terminals", "next_sym", "lhs_of", "is_end", "penultimate", "step_ptr", "step_to",
+                            "closure_ptr", "closure", "starts_ptr", "starts", "accept_pos", "max_items",
+                            "max_work", "max_seconds", "recent_probes", "error", NULL};
+    int T, accept_pos, recent;
+    long long max_items, max_work;
+    double max_seconds;
+    PyObject *a_next, *a_lhs, *a_end, *a_pen, *a_sp, *a_st, *a_cp, *a_c, *a_rp, *a_r, *error;
+    Py_ssize_t P, n, n_sp, n_st, n_cp, n_c, n_rp, n_r;
+    CoreObject *c;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iOOOOOOOOOOiLLdiO", names, &T, &a_next, &a_lhs, &a_end, &a_pen,
+                                     &a_sp, &a_st, &a_cp, &a_c, &a_rp, &a_r, &accept_pos, &max_items, &max_work,
+                                     &max_seconds, &recent, &error))
+        return NULL;
+    if (T < 0 || recent < 1 || recent > (1 << 24)) {
+        PyErr_SetString(PyExc_ValueError, "n_terminals must be >= 0 and recent_probes in [1, 2**24]");
+        return NULL;
+    }
+    if (!PyType_Check(error) || !PyType_IsSubtype((PyTypeObject *)error, (PyTypeObject *)PyExc_Exception)) {
+        PyErr_SetString(PyExc_TypeError, "error must be an exception class");
+        return NULL;
+    }
+    c = (CoreObject *)type->tp_alloc(type, 0);
+    if (!c)
+        return NULL;
+    c->probe_head = c->probe_tail = -1;
+    c->T = T;
+    if (!(c->next_sym = copy_buffer(a_next, "next_sym", 4, &P)) || !(c->lhs_of = copy_buffer(a_lhs, "lhs_of", 4, &n))
+        || n != P || !(c->is_end = copy_buffer(a_end, "is_end", 1, &n)) || n != P
+        || !(c->penult = copy_buffer(a_pen, "penultimate", 1, &n)) || n != P
+        || !(c->step_ptr = copy_buffer(a_sp, "step_ptr", 4, &n_sp)) || !(c->step_to = copy_buffer(a_st, "step_to", 4, &n_st))
+        || !(c->closure_ptr = copy_buffer(a_cp, "closure_ptr", 4, &n_cp))
+        || !(c->closure = copy_buffer(a_c, "closure", 4, &n_c))
+        || !(c->starts_ptr = copy_buffer(a_rp, "starts_ptr", 4, &n_rp))
+        || !(c->starts = copy_buffer(a_r, "starts", 4, &n_r))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "next_sym, lhs_of, is_end and penultimate must have one entry a position");
+        Py_DECREF(c);
+        return NULL;
+    }
+    c->P = (int32_t)P;
+    c->N = (int32_t)(n_cp - 1);
+    if (n_cp < 1 || n_rp != n_cp || P > INT32_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "closure_ptr and starts_ptr must have one entry a nonterminal, plus one");
+        Py_DECREF(c);
+        return NULL;
+    }
+    if (check_csr(c->step_ptr, n_sp, P, c->step_to, n_st, 0, (int32_t)P, "step") < 0
+        || check_csr(c->closure_ptr, n_cp, c->N, c->closure, n_c, T, T + c->N, "closure") < 0
+        || check_csr(c->starts_ptr, n_rp, c->N, c->starts, n_r, 0, (int32_t)P, "starts") < 0) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    for (Py_ssize_t p = 0; p < P; p++)
+        if (c->next_sym[p] < -1 || c->next_sym[p] >= T + c->N || c->lhs_of[p] < T || c->lhs_of[p] >= T + c->N) {
+            PyErr_Format(PyExc_ValueError, "next_sym or lhs_of of position %zd out of range", p);
+            Py_DECREF(c);
+            return NULL;
+        }
+    if (accept_pos < 0 || accept_pos >= P) {
+        PyErr_SetString(PyExc_ValueError, "accept_pos out of range");
+        Py_DECREF(c);
+        return NULL;
+    }
+    c->accept_pos = accept_pos;
+    c->W = (T + 63) / 64;
+    c->max_items = max_items;
+    c->max_work = max_work;
+    c->max_seconds = max_seconds;
+    Py_INCREF(error);
+    c->error = error;
+    c->n_pred_slots = 64;
+    c->pred_slots = malloc(sizeof(int32_t) * 64);
+    c->n_slots = 1024;
+    c->slots = calloc(1024, sizeof(NodeObject *));
+    c->probe_cap = 1;
+    while (c->probe_cap < recent)
+        c->probe_cap *= 2;
+    c->probes = malloc(sizeof(ProbeEntry) * (size_t)c->probe_cap);
+    c->probe_buckets = malloc(sizeof(int32_t) * (size_t)c->probe_cap);
+    c->cap_items = 256;
+    c->items = malloc(sizeof(Item) * 256);
+    c->n_set_slots = 512;
+    c->set_slots = malloc(sizeof(int32_t) * 512);
+    c->set_stamp = calloc(512, sizeof(uint32_t));
+    c->cap_complete = 256;
+    c->complete = malloc(sizeof(int64_t) * 256);
+    c->nt_mark = calloc((size_t)(c->N ? c->N : 1), 1);
+    if (!c->pred_slots || !c->slots || !c->probes || !c->probe_buckets || !c->items || !c->set_slots
+        || !c->set_stamp || !c->complete || !c->nt_mark) {
+        Py_DECREF(c);
+        return PyErr_NoMemory();
+    }
+    memset(c->pred_slots, 0xff, sizeof(int32_t) * 64);
+    memset(c->probe_buckets, 0xff, sizeof(int32_t) * (size_t)c->probe_cap);
+    /* all entries free, chained through `chain`; the table holds `recent` at most */
+    for (int32_t e = 0; e < recent; e++)
+        c->probes[e].chain = e + 1 < recent ? e + 1 : -1;
+    c->probe_free = 0;
+    return (PyObject *)c;
+}
+
+static PyObject *Core_root(CoreObject *c, PyObject *seed)
+{
+    long sym = PyLong_AsLong(seed);
+    int32_t s;
+    int32_t pred;
+    Item *items;
+    NodeObject *x;
+    if (sym == -1 && PyErr_Occurred())
+        return NULL;
+    if (sym < c->T || sym >= c->T + c->N) {
+        PyErr_SetString(PyExc_ValueError, "the root's seed must be a nonterminal");
+        return NULL;
+    }
+    s = (int32_t)sym;
+    pred = prediction_for(c, &s, 1);
+    if (pred < 0)
+        return PyErr_NoMemory();
+    items = malloc(sizeof(Item));
+    if (!items)
+        return PyErr_NoMemory();
+    /* the root's kernel is empty; its seed is its prediction's */
+    x = PyObject_GC_New(NodeObject, &NodeType);
+    if (!x) {
+        free(items);
+        return NULL;
+    }
+    x->core = (PyObject *)c;
+    Py_INCREF(c);
+    x->n_items = 0;
+    x->pred = pred;
+    x->items = items;
+    x->hash = hash_items(items, 0);
+    x->accepting = c->preds[pred].accepting;
+    x->interned = 0;
+    x->next = NULL;
+    x->leo = NULL;
+    x->leo_cap = x->leo_n = 0;
+    x->weakreflist = NULL;
+    x->cache = PyDict_New();
+    x->allowed = words_to_int(c->preds[pred].allowed, c->W);
+    if (!x->allowed || !x->cache) {
+        Py_DECREF(x);
+        return NULL;
+    }
+    PyObject_GC_Track(x);
+    return (PyObject *)x;
+}
+
+static PyObject *Core_stats(CoreObject *c, PyObject *unused)
+{
+    return Py_BuildValue("{s:L,s:i,s:i}", "nodes", (long long)c->n_used, "predictions", (int)c->n_preds,
+                         "probes", (int)c->n_probes);
+}
+
+static PyObject *Core_clear_probes(CoreObject *c, PyObject *unused)
+{
+    probe_clear(c);
+    Py_RETURN_NONE;
+}
+
+static int Core_traverse(CoreObject *c, visitproc visit, void *arg)
+{
+    Py_VISIT(c->error);
+    for (int32_t e = c->probe_head; e >= 0; e = c->probes[e].next) {
+        Py_VISIT((PyObject *)c->probes[e].node);
+        Py_VISIT(c->probes[e].terminals);
+        Py_VISIT(c->probes[e].result);
+    }
+    return 0;
+}
+
+static int Core_clear(CoreObject *c)
+{
+    if (c->probes)
+        probe_clear(c);
+    Py_CLEAR(c->error);
+    return 0;
+}
+
+static void Core_dealloc(CoreObject *c)
+{
+    PyObject_GC_UnTrack(c);
+    Core_clear(c);
+    Core_free_tables(c);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyMethodDef Core_methods[] = {
+    {"root", (PyCFunction)Core_root, METH_O, "A new root node: empty kernel, predicting the given nonterminal."},
+    {"stats", (PyCFunction)Core_stats, METH_NOARGS, "Counts: live interned nodes, predictions, remembered probes."},
+    {"clear_probes", (PyCFunction)Core_clear_probes, METH_NOARGS, "Forget the remembered probes."},
+    {NULL}};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pda.kernels._earley.Core",
+    .tp_basicsize = sizeof(CoreObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "One grammar's Earley tables, predictions, node intern table and probe memo.",
+    .tp_new = Core_new,
+    .tp_traverse = (traverseproc)Core_traverse,
+    .tp_clear = (inquiry)Core_clear,
+    .tp_dealloc = (destructor)Core_dealloc,
+    .tp_methods = Core_methods,
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_earley",
+                                    "The Earley parser's nodes and step, compiled (see pda/kernels/earley.py).", -1,
+                                    NULL};
+
+PyMODINIT_FUNC PyInit__earley(void)
+{
+    PyObject *m;
+    if (PyType_Ready(&NodeType) < 0 || PyType_Ready(&CoreType) < 0)
+        return NULL;
+    m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&NodeType);
+    Py_INCREF(&CoreType);
+    if (PyModule_AddObject(m, "Node", (PyObject *)&NodeType) < 0 || PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0
+        || PyModule_AddIntConstant(m, "CLOCK_EVERY_WORK", CLOCK_EVERY_WORK) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,179 @@
+"""The compiled Earley nodes (`pda.kernels.earley`) against the plain-Python parser (`pda.reference.ReferenceEarley`).
+
+Along random walks over random grammars (nullable symbols, right and left recursion,
+ambiguity) and over every shipped grammar, both parsers must build the same node at
+every step: the same kernel items with origins at the same earlier steps, the same
+allowed terminals and acceptance, and the same budget errors.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+
+import numpy as np
+import pytest
+
+import pda
+from pda.errors import LimitExceeded
+from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.kernels.earley import Core
+from pda.limits import Limits
+from pda.parser.earley import RECENT_PROBES, EarleyParser, kernel_arrays
+from pda.parser.tables import build_tables
+from pda.reference import ReferenceEarley
+from pda.bits import iter_bits
+
+SHIPPED = ["json", "python", "sqlite", "postgresql", "lua"]
+
+
+def random_ir(rng: random.Random) -> GrammarIR:
+    """A random grammar over terminals a..e: some rules empty, some recursive, often ambiguous."""
+    terminals = [TerminalDef(f"T{ch}", ch) for ch in "abcde"[: rng.randint(2, 5)]]
+    nts = [f"N{i}" for i in range(rng.randint(2, 6))]
+    rules = []
+    for i, lhs in enumerate(nts):
+        for _ in range(rng.randint(1, 3)):
+            rhs = []
+            for _ in range(rng.choice([0, 1, 1, 2, 2, 3, 4])):
+                if rng.random() < 0.5:
+                    rhs.append(rng.choice(terminals).name)
+                else:
+                    rhs.append(rng.choice(nts))
+            rules.append(Rule(lhs, tuple(rhs)))
+        rules.append(Rule(lhs, (terminals[i % len(terminals)].name,)))  # every symbol derives a sentence
+    return GrammarIR(terminals=tuple(terminals), rules=tuple(rules), start=nts[0])
+
+
+def kernel_by_step(node, step_of: dict[int, int]) -> set[tuple[int, int]]:
+    """A node's kernel with each origin named by the walk step it was built at."""
+    return {(p, step_of[id(o)]) for p, o in node.kernel}
+
+
+def compare_walk(tables, rng: random.Random, steps: int, *, multi: bool = True) -> int:
+    """Walk both parsers along the same random terminal sets; assert equal nodes at every step. Returns steps taken."""
+    fast, slow = EarleyParser(tables), ReferenceEarley(tables)
+    f, s = fast.root, slow.root
+    f_step, s_step = {id(f): 0}, {id(s): 0}
+    keep = [f, s]
+    for i in range(1, steps + 1):
+        assert f.allowed == s.allowed and f.accepting == s.accepting
+        choices = list(iter_bits(f.allowed))
+        if not choices:
+            return i
+        picked = rng.sample(choices, min(len(choices), rng.choice([1, 1, 2, 3]) if multi else 1))
+        terminals = sum(1 << t for t in picked)
+        if rng.random() < 0.3:  # bits the node cannot scan are ignored by both
+            terminals |= 1 << rng.randrange(tables.n_terminals + 3)
+        f2, s2 = f.advance(terminals), s.advance(terminals)
+        assert (f2 is None) == (s2 is None)
+        if f2 is None:
+            return i
+        assert f.probe(terminals) is f2  # interned: a probe finds the same node
+        f_step.setdefault(id(f2), i)
+        s_step.setdefault(id(s2), i)
+        assert kernel_by_step(f2, f_step) == kernel_by_step(s2, s_step), f"step {i}"
+        keep += [f2, s2]
+        f, s = f2, s2
+    return steps
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_random_grammars_build_the_reference_nodes(seed: int) -> None:
+    rng = random.Random(f"earley-kernel:{seed}")
+    try:
+        tables = build_tables(random_ir(rng))
+    except pda.GrammarError:  # the start symbol derives nothing finite
+        return
+    for _ in range(4):
+        compare_walk(tables, rng, 30)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_grammars_build_the_reference_nodes(name: str) -> None:
+    tables = pda.Grammar.load(name).recognizer.tables
+    rng = random.Random(f"earley-kernel:{name}")
+    taken = sum(compare_walk(tables, rng, 60) for _ in range(12))
+    assert taken > 100
+
+
+def test_right_recursion_is_constant_per_step() -> None:
+    """Leo's memo: a 3,000-deep right-recursive chain keeps kernels small, as the reference does."""
+    ir = GrammarIR(terminals=(TerminalDef("A", "a"),), rules=(Rule("S", ("A", "S")), Rule("S", ())), start="S")
+    tables = build_tables(ir)
+    fast, slow = EarleyParser(tables), ReferenceEarley(tables)
+    f, s = fast.root, slow.root
+    for _ in range(3000):
+        f, s = f.advance(1), s.advance(1)
+        assert len(f.kernel) == len(s.kernel) <= 3
+    assert f.accepting and s.accepting
+
+
+def ambiguous_tables():
+    ir = GrammarIR(
+        terminals=(TerminalDef("A", "a"),),
+        rules=(Rule("S", ("S", "S")), Rule("S", ("A",)), Rule("S", ())),
+        start="S",
+    )
+    return build_tables(ir)
+
+
+@pytest.mark.parametrize("limits", [Limits(max_node_work=300), Limits(max_node_items=40)])
+def test_budgets_cut_where_the_reference_cuts(limits: Limits) -> None:
+    tables = ambiguous_tables()
+    fast, slow = EarleyParser(tables, limits=limits), ReferenceEarley(tables, limits=limits)
+    f, s = fast.root, slow.root
+    for _ in range(200):
+        try:
+            s = s.advance(1)
+        except LimitExceeded as expected:
+            with pytest.raises(LimitExceeded) as raised:
+                f.advance(1)
+            assert str(raised.value) == str(expected)
+            # Nothing was memoised: the same step raises again, and a looser parser goes on.
+            with pytest.raises(LimitExceeded):
+                f.advance(1)
+            return
+        f = f.advance(1)
+    pytest.fail("the budget never cut")
+
+
+def test_dropped_nodes_leave_the_intern_table_and_probes_are_bounded() -> None:
+    tables = pda.Grammar.load("json").recognizer.tables
+    parser = EarleyParser(tables)
+    rng = random.Random(7)
+    node = parser.root
+    for _ in range(3 * RECENT_PROBES):
+        if not node.allowed:  # a finished document
+            node = parser.root
+        choices = list(iter_bits(node.allowed))
+        for t in choices:  # nodes a mask would look at; only the path's are memoised on their nodes
+            node.probe(1 << t)
+        node = node.advance(1 << rng.choice(choices)) or parser.root
+    assert parser.core.stats()["probes"] == RECENT_PROBES
+    before = parser.core.stats()["nodes"]
+    parser.core.clear_probes()
+    gc.collect()
+    path = parser.core.stats()["nodes"]
+    assert parser.core.stats()["probes"] == 0 and path < before
+    del node
+    parser.root = None  # the root's memo held the whole path
+    gc.collect()
+    assert parser.core.stats()["nodes"] == 0
+
+
+def test_bad_tables_and_terminals_are_refused() -> None:
+    arrays = kernel_arrays(pda.Grammar.load("json").recognizer.tables)
+    common = dict(max_items=10, max_work=10, max_seconds=1.0, recent_probes=4, error=LimitExceeded)
+    broken = dict(arrays, step_to=np.full_like(arrays["step_to"], 10**6))
+    with pytest.raises(ValueError, match="step"):
+        Core(**broken, **common)
+    with pytest.raises(ValueError):
+        Core(**dict(arrays, lhs_of=arrays["lhs_of"][:-1]), **common)
+    with pytest.raises(TypeError):
+        Core(**dict(common, error=int), **arrays)
+    root = Core(**arrays, **common).root(arrays["n_terminals"])
+    with pytest.raises(TypeError):
+        root.advance("a")
+    with pytest.raises(ValueError):
+        Core(**arrays, **common).root(0)  # a terminal, not a nonterminal
