@@ -258,8 +258,11 @@ class Indenter:
 
     def node(
         self, earley: Node, stack: tuple[Level, ...], depth: int, line_start: bool, mode: str = LINE,
-        may_end: bool = False, continued: bool = False,
+        may_end: bool = False, continued: bool = False, *, interned: bool = True,
     ) -> "IndentedNode":
+        """The state with these fields: interned, or (`interned=False`, for probes) a new one nothing else holds."""
+        if not interned:
+            return IndentedNode(self, earley, stack, depth, line_start, mode, may_end, continued)
         key = (earley, stack, depth, line_start, mode, may_end, continued)
         found = self._nodes.get(key)
         if found is None:
@@ -413,8 +416,9 @@ class IndentedNode:
         return found
 
     def probe(self, terminals: int) -> "IndentedNode | None":
-        """`advance` that memoises nothing it builds: for masks, which look past the next lexeme
-        (as `Node.probe`: memoised, the states a mask probes would live as long as this one)."""
+        """`advance` that memoises and interns nothing it builds: for masks, which look past the next
+        lexeme (as `Node.probe`: memoised, the states a mask probes would live as long as this one;
+        a mask reads only their `allowed` and probes on from them)."""
         terminals &= self.allowed
         if not terminals:
             return None
@@ -426,13 +430,15 @@ class IndentedNode:
         result: IndentedNode | None
         if terminals & ind.continuation:
             continued = not terminals & ind.crlf_continuation
-            result = ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, False, continued)
+            result = ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, False, continued,
+                              interned=not probe)
         elif terminals & ind.leading:
-            result = ind.node(self.earley, self.stack, 0, True, BLANK)
+            result = ind.node(self.earley, self.stack, 0, True, BLANK, interned=not probe)
         elif terminals & ind.all_newlines:
-            result = self._after_line_break(terminals)
+            result = self._after_line_break(terminals, interned=not probe)
         elif terminals & ind.ignored:  # white space or a comment after a line continuation
-            result = ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, self.may_end)
+            result = ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, self.may_end,
+                              interned=not probe)
         else:
             node = self.earley.probe(terminals) if probe else self.earley.advance(terminals)
             depth = self.depth
@@ -440,13 +446,13 @@ class IndentedNode:
                 depth += 1
             elif terminals & ind.closes:
                 depth -= 1
-            result = None if node is None or depth < 0 else ind.node(node, self.stack, depth, False)
+            result = None if node is None or depth < 0 else ind.node(node, self.stack, depth, False, interned=not probe)
         return result
 
-    def _after_line_break(self, terminals: int) -> "IndentedNode | None":
+    def _after_line_break(self, terminals: int, *, interned: bool) -> "IndentedNode | None":
         ind = self.indenter
         if self.depth > 0:
-            return ind.node(self.earley, self.stack, self.depth, self.line_start)
+            return ind.node(self.earley, self.stack, self.depth, self.line_start, interned=interned)
         widths = terminals & ind.widths
         node = None
         if widths:
@@ -455,10 +461,10 @@ class IndentedNode:
             node = self._after_newline(width, length)
         if node is None:
             if terminals & ind.end:  # only the end-of-text reading (its white space is no indentation)
-                return ind.node(self.earley, self.stack, 0, False, END)
+                return ind.node(self.earley, self.stack, 0, False, END, interned=interned)
             return None
         may_end, continued = bool(terminals & ind.end), bool(terminals & ind.continued_line)
-        return ind.node(node, self._stack_after(width, length), 0, True, LINE, may_end, continued)
+        return ind.node(node, self._stack_after(width, length), 0, True, LINE, may_end, continued, interned=interned)
 
     @property
     def accepting(self) -> bool:
