@@ -436,16 +436,22 @@ class TokenIndex:
         inside_nodes, inside_states, ended_nodes, ended_states = walked
         tables = self.walk_tables(live_set)
         mask = kernel.pack(self._trie_arrays, inside_nodes[tables.live[inside_states]], self.mask_words)
-        groups = []
         which = tables.ends_as[ended_states]
         kept = which >= 0
-        ended_nodes, which = ended_nodes[kept], which[kept]
-        for k in np.flatnonzero(np.bincount(which)) if len(which) else ():
-            # Sorted by node; a node repeats only where roots overlap. Int64 node ids, as walks give them
-            # (a group's key is their bytes).
-            nodes = ended_nodes[which == k]
-            groups.append(BoundaryGroup(tables.sets[k], nodes[np.diff(nodes, prepend=-1) != 0].astype(np.int64)))
-        return Classification(mask, groups)
+        if not kept.any():
+            return Classification(mask, [])
+        # By group, each group's nodes in node order (a stable sort of node-sorted ends); a node
+        # repeats only where roots overlap. Int64 node ids, as walks give them (a group's key is their bytes).
+        order = np.argsort(which[kept], kind="stable")
+        which, nodes = which[kept][order], ended_nodes[kept][order]
+        first = np.ones(len(nodes), dtype=bool)
+        first[1:] = (nodes[1:] != nodes[:-1]) | (which[1:] != which[:-1])
+        which, nodes = which[first], nodes[first].astype(np.int64)
+        cuts = (np.flatnonzero(which[1:] != which[:-1]) + 1).tolist()
+        starts, ends = [0, *cuts], [*cuts, len(which)]
+        return Classification(mask, [
+            BoundaryGroup(tables.sets[k], nodes[a:b]) for k, a, b in zip(which[starts].tolist(), starts, ends)
+        ])
 
     def _walk_states(self, roots: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The walk from `roots` at lexer state q with every terminal a candidate, kept per node (no cut).

@@ -106,7 +106,8 @@ class LexerTables:
 
     __slots__ = (
         "candidates", "n_states", "trans", "byte_class", "rows", "cls", "_accept", "_live_rows", "_live_flags",
-        "_extends", "_base", "_live_bits", "_accept_bits", "_live", "_components", "_columns", "_keys",
+        "_extends", "_base", "_live_bits", "_accept_bits", "_accept_classes", "_live", "_components", "_columns",
+        "_keys",
     )
 
     def __init__(self, candidates: int, dfa: LexerDFA, components: np.ndarray, columns: list[int]) -> None:
@@ -133,6 +134,7 @@ class LexerTables:
         self._extends: tuple | None = None  # None: `extends` is `live_flags`
         self._base: LexerTables | None = None
         self._live_bits, self._accept_bits = _packed(live, columns), _packed(accept, columns)
+        self._accept_classes: tuple[np.ndarray, list[int], np.ndarray] | None = None  # `accept_classes`
         self._live, self._components, self._columns = live, components, columns
         self._keys: dict[int, tuple] = {}
 
@@ -241,7 +243,7 @@ class LexerTables:
         view.n_states, view.trans, view.byte_class, view.rows, view.cls = (
             self.n_states, self.trans, self.byte_class, self.rows, self.cls
         )
-        view._accept = view._live_rows = view._live_flags = None
+        view._accept = view._live_rows = view._live_flags = view._accept_classes = None
         view._base = base
         view._live = view._components = view._columns = None
         view._keys = {}
@@ -251,17 +253,37 @@ class LexerTables:
         """`live` and `extends` as bool arrays over the states, the states that accept, their distinct
         `accept` masks, and which of those each accepting state has (`accept[ends[i]] == masks[which[i]]`).
 
-        Read off the packed bits in one pass each (no per-state masks built).
+        Read off the packed bits in one pass (liveness) and off `accept_classes` (acceptance: a
+        few distinct rows, masked here), so no per-state masks are built.
         """
         live = self._flags(self._live_bits)
         extends = live if self._extends is None else np.asarray(self._extends, dtype=bool)
-        words = self._accept_bits.shape[1]
-        bits = self._accept_bits & _word_mask(self.candidates, words)
-        ends = np.flatnonzero(bits.any(axis=1))
-        # Few distinct accept masks among many end states: one Python int per distinct row.
-        distinct, inverse = np.unique(np.ascontiguousarray(bits[ends]).view(f"V{8 * words}").ravel(), return_inverse=True)
-        masks = [int.from_bytes(row.tobytes(), "little") for row in distinct]
-        return live, extends, ends, masks, inverse.ravel()
+        states, rows, row_of = self.accept_classes()
+        candidates = self.candidates
+        ids: dict[int, int] = {}
+        per_row = np.array([ids.setdefault(r & candidates, len(ids)) if r & candidates else -1 for r in rows],
+                           dtype=np.int64)
+        which = per_row[row_of]
+        kept = which >= 0
+        return live, extends, states[kept], list(ids), which[kept]
+
+    def accept_classes(self) -> tuple[np.ndarray, list[int], np.ndarray]:
+        """The states that accept some terminal (of any candidate set), the distinct accept rows
+        there (ints over every column) and which row each such state has. Computed once for the
+        packed bits and shared by every view of them: a grammar meets hundreds of candidate sets.
+        """
+        base = self._base
+        owner = base if base is not None and base._accept_bits is self._accept_bits else self
+        found = owner._accept_classes
+        if found is None:
+            bits = owner._accept_bits
+            states = np.flatnonzero(bits.any(axis=1))
+            words = bits.shape[1]
+            distinct, row_of = np.unique(np.ascontiguousarray(bits[states]).view(f"V{8 * words}").ravel(),
+                                         return_inverse=True)
+            rows = [int.from_bytes(row.tobytes(), "little") for row in distinct]
+            found = owner._accept_classes = (states, rows, row_of.ravel())
+        return found
 
     def key(self, q: int) -> tuple:
         """The terminals live at q with their own DFA states (computed on demand).
