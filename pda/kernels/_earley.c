@@ -807,19 +807,13 @@ static int int_to_words(PyObject *v, uint64_t *words, int32_t W)
     return ok < 0 ? -1 : 0;
 }
 
-/* A new node over kernel items[0:n] (taken over: references are added here), sorted; NULL with an exception. */
-static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h)
+/* The prediction of kernel items[0:n] (sorted): of the nonterminals after their dots. -1 on memory failure. */
+static int32_t kernel_prediction(CoreObject *c, const Item *items, int32_t n)
 {
-    int32_t T = c->T, i, k = 0, W = c->W;
+    int32_t T = c->T, i, k = 0, pred;
     int32_t *seeds = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-    int32_t pred;
-    NodeObject *x;
-    uint64_t *allowed;
-    if (!seeds) {
-        free(items);
-        PyErr_NoMemory();
-        return NULL;
-    }
+    if (!seeds)
+        return -1;
     for (i = 0; i < n; i++) {
         int32_t sym = c->next_sym[items[i].pos];
         if (sym >= T && (k == 0 || seeds[k - 1] != sym))
@@ -827,20 +821,22 @@ static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h)
     }
     pred = prediction_for(c, seeds, k);
     free(seeds);
-    allowed = malloc(sizeof(uint64_t) * (size_t)(W ? W : 1));
-    if (pred < 0 || !allowed) {
+    return pred;
+}
+
+/* A new node over kernel items[0:n] (hash h; the array is taken over and references to the
+ * origins added here) with prediction `pred` (-1: memory failed); NULL with an exception. */
+static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h, int32_t pred)
+{
+    int32_t T = c->T, i, W = c->W;
+    uint64_t *allowed = malloc(sizeof(uint64_t) * (size_t)(W ? W : 1));
+    NodeObject *x = NULL;
+    if (pred < 0 || !allowed || !(x = PyObject_GC_New(NodeObject, &NodeType))) {
         free(items);
         free(allowed);
-        PyErr_NoMemory();
-        return NULL;
+        return PyErr_Occurred() ? NULL : (NodeObject *)PyErr_NoMemory();
     }
     memcpy(allowed, c->preds[pred].allowed, sizeof(uint64_t) * (size_t)W);
-    x = PyObject_GC_New(NodeObject, &NodeType);
-    if (!x) {
-        free(items);
-        free(allowed);
-        return NULL;
-    }
     x->core = (PyObject *)c;
     Py_INCREF(c);
     x->n_items = n;
@@ -853,8 +849,6 @@ static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h)
     x->leo = NULL;
     x->leo_cap = x->leo_n = 0;
     x->weakreflist = NULL;
-    x->allowed = NULL;
-    x->cache = NULL;
     for (i = 0; i < n; i++) {
         int32_t sym = c->next_sym[items[i].pos];
         Py_INCREF(items[i].origin);
@@ -922,7 +916,7 @@ static PyObject *advance_node(CoreObject *c, NodeObject *x, const uint64_t *term
         Py_INCREF(found);
         return (PyObject *)found;
     }
-    found = new_node(c, items, n, h);
+    found = new_node(c, items, n, h, kernel_prediction(c, items, n));
     if (!found)
         return NULL;
     {
@@ -1479,9 +1473,7 @@ static PyObject *Core_root(CoreObject *c, PyObject *seed)
 {
     long sym = PyLong_AsLong(seed);
     int32_t s;
-    int32_t pred;
     Item *items;
-    NodeObject *x;
     if (sym == -1 && PyErr_Occurred())
         return NULL;
     if (sym < c->T || sym >= c->T + c->N) {
@@ -1489,38 +1481,11 @@ static PyObject *Core_root(CoreObject *c, PyObject *seed)
         return NULL;
     }
     s = (int32_t)sym;
-    pred = prediction_for(c, &s, 1);
-    if (pred < 0)
-        return PyErr_NoMemory();
     items = malloc(sizeof(Item));
     if (!items)
         return PyErr_NoMemory();
-    /* the root's kernel is empty; its seed is its prediction's */
-    x = PyObject_GC_New(NodeObject, &NodeType);
-    if (!x) {
-        free(items);
-        return NULL;
-    }
-    x->core = (PyObject *)c;
-    Py_INCREF(c);
-    x->n_items = 0;
-    x->pred = pred;
-    x->items = items;
-    x->hash = hash_items(items, 0);
-    x->accepting = c->preds[pred].accepting;
-    x->interned = 0;
-    x->next = NULL;
-    x->leo = NULL;
-    x->leo_cap = x->leo_n = 0;
-    x->weakreflist = NULL;
-    x->cache = PyDict_New();
-    x->allowed = words_to_int(c->preds[pred].allowed, c->W);
-    if (!x->allowed || !x->cache) {
-        Py_DECREF(x);
-        return NULL;
-    }
-    PyObject_GC_Track(x);
-    return (PyObject *)x;
+    /* the root's kernel is empty and it is not interned; its prediction is the seed's */
+    return (PyObject *)new_node(c, items, 0, hash_items(items, 0), prediction_for(c, &s, 1));
 }
 
 static PyObject *Core_stats(CoreObject *c, PyObject *unused)
