@@ -253,6 +253,13 @@ class Indenter:
             if re.escape(ch) in literals:
                 self.closes |= 1 << literals[re.escape(ch)]
         self.parser_only = self.newline | self.indent | self.dedent
+        # Precomputed for the hot path (a mask probes every boundary through `IndentedNode.probe`):
+        # the terminals `_step` treats specially (any other lexeme only moves the parser and the
+        # bracket depth), and the sets `_allowed` combines.
+        self.special = self.continuation | self.leading | self.all_newlines | self.ignored
+        self.brackets = self.opens | self.closes
+        self.not_parser_only = ~self.parser_only
+        self.in_brackets = self.all_newlines | self.continuation
         # Interned weakly, as Earley nodes are: a state dies with the last matcher or memo using it.
         self._nodes: weakref.WeakValueDictionary[tuple, IndentedNode] = weakref.WeakValueDictionary()
 
@@ -372,11 +379,11 @@ class IndentedNode:
         ind = self.indenter
         if self.mode == END:
             return 0
-        allowed = self.earley.allowed & ~ind.parser_only
+        allowed = self.earley.allowed & ind.not_parser_only
         if self.continued:
             allowed |= ind.ignored
         if self.depth > 0:
-            return allowed | ind.all_newlines | ind.continuation
+            return allowed | ind.in_brackets
         newlines = 0
         if self.earley.allowed & ind.newline:
             newlines = self._newline_widths()
@@ -423,7 +430,21 @@ class IndentedNode:
         if not terminals:
             return None
         found = self._next.get(terminals, False)
-        return self._step(terminals, probe=True) if found is False else found
+        if found is not False:
+            return found
+        ind = self.indenter
+        if terminals & ind.special:
+            return self._step(terminals, probe=True)
+        # `_step`'s last case inlined (the hot path): a lexeme for the parser, moving the bracket depth
+        node = self.earley.probe(terminals)
+        if node is None:
+            return None
+        depth = self.depth
+        if terminals & ind.brackets:
+            depth += 1 if terminals & ind.opens else -1
+            if depth < 0:
+                return None
+        return IndentedNode(ind, node, self.stack, depth, False)
 
     def _step(self, terminals: int, *, probe: bool) -> "IndentedNode | None":
         ind = self.indenter
