@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections import OrderedDict, deque
+from collections import deque
 from typing import Any, Literal
 
 import numpy as np
@@ -33,6 +33,7 @@ from pda.index.token_index import TokenIndex
 from pda.index.trie import TokenTrie
 from pda.lexer.lexer import START
 from pda.limits import DEFAULT_LIMITS, Limits
+from pda.lru import budget_cache, register_budget
 from pda.masks import StepMasks
 from pda.parser.earley import Node
 from pda.recognizer import Recognizer
@@ -41,12 +42,18 @@ from pda.vocab import Vocabulary
 
 _tries: "weakref.WeakKeyDictionary[Vocabulary, TokenTrie]" = weakref.WeakKeyDictionary()
 # The compile memo holds every live compiled grammar weakly (one nobody uses is freed) and
-# the COMPILED_KEPT most recently asked for strongly, so a server that compiles the same
-# schema per request and drops it still hits the memo. Recognizers for non-default limits
-# live as long as a compiled grammar uses them.
-COMPILED_KEPT = 8
+# the most recently asked for strongly, up to the `compiled_grammars` budget (each weighs its
+# `nbytes()`, which grows as it serves: all are weighed again on every `compile`), so a server
+# that compiles the same schema per request and drops it still hits the memo. Recognizers for
+# non-default limits live as long as a compiled grammar uses them.
+COMPILED_MAX_BYTES = 64 << 20
+register_budget("compiled_grammars", COMPILED_MAX_BYTES)
+# What a compiled grammar weighs before it serves: its lexer, parser and index objects, which
+# `nbytes` does not walk (measured with tracemalloc, tiny vocabulary: json.lark 337 KiB, a small
+# JSON Schema 656 KiB). It also caps how many the memo keeps: 128 under the default budget.
+COMPILED_BASE_BYTES = 512 << 10
 _compiled: "weakref.WeakValueDictionary[tuple[str, str, int, Limits], CompiledGrammar]" = weakref.WeakValueDictionary()
-_kept: "OrderedDict[tuple[str, str, int, Limits], CompiledGrammar]" = OrderedDict()
+_kept = budget_cache("compiled_grammars")
 _recognizers: "weakref.WeakValueDictionary[tuple[str, Limits], Recognizer]" = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 
@@ -239,6 +246,12 @@ class CompiledGrammar:
     def root(self) -> Node:
         return self.recognizer.root
 
+    def nbytes(self) -> int:
+        """What the compile memo's budget weighs this grammar as: `COMPILED_BASE_BYTES` for its
+        objects, its EOS row and its index's own classifications, which grow as it serves (the masks
+        on parser nodes are under `recent_masks`)."""
+        return COMPILED_BASE_BYTES + self.eos_mask.nbytes + self.index.nbytes()
+
     # The serve-time API, answered by `self.masks` (pda/masks.py).
     def text_mask(self, node: Node, q: int) -> np.ndarray:
         """Packed mask of the text tokens allowed at (node, q); EOS not included. Memoised."""
@@ -276,11 +289,8 @@ def compile(
         built = CompiledGrammar(grammar, vocab, mask_width=mask_width, limits=limits)
         with _lock:
             found = _compiled.setdefault(key, built)
-    with _lock:
-        _kept[key] = found
-        _kept.move_to_end(key)
-        while len(_kept) > COMPILED_KEPT:
-            _kept.popitem(last=False)
+    _kept.put(key, found, found.nbytes())
+    _kept.reweigh(CompiledGrammar.nbytes)
     return found
 
 

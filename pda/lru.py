@@ -12,7 +12,7 @@ once, evicting; `pda.memory_budgets()` reports limits and use). docs/limits.md l
 the names and defaults.
 
 Invariants:
-* `nbytes` is the sum of the sizes given to `put` for the entries present, and stays
+* `nbytes` is the sum of the sizes given to `put` (or found by `reweigh`) for the entries present, and stays
   at most `max_bytes` after every `put` or `resize` but while one entry alone is larger
   (the newest entry is always kept, so a caller can use what it just stored).
 * `get`, `put` and `resize` are thread-safe: grammars compiled for one vocabulary serve
@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 
@@ -61,6 +61,13 @@ class ByteLRU:
                 self.nbytes -= old[1]
             self._entries[key] = (value, size)
             self.nbytes += size
+            self._evict()
+
+    def reweigh(self, weigh: Callable[[Any], int]) -> None:
+        """Measure every entry again (`weigh(value)`: for values that grow while held), evicting past the budget."""
+        with self._lock:
+            self._entries = OrderedDict((key, (value, weigh(value))) for key, (value, _) in self._entries.items())
+            self.nbytes = sum(size for _, size in self._entries.values())
             self._evict()
 
     def resize(self, max_bytes: int) -> None:

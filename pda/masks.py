@@ -20,27 +20,32 @@ Invariants:
 * A memoised mask is shared (between states, matchers and threads): callers copy
   it and never write to it. Equal masks are stored once.
 * Parser nodes are interned weakly, so a node's masks die with the last matcher
-  holding it; the `RECENT_STATES` most recently computed nodes are kept alive
-  for the next request.
+  holding it; the nodes of the most recently computed masks (of every grammar) are
+  kept alive for the next request, up to the `recent_masks` budget (their bytes).
 """
 
 from __future__ import annotations
 
 import itertools
 import weakref
-from collections import deque
 from typing import Literal
 
 import numpy as np
 
 from pda.index.token_index import BoundaryGroup, TokenIndex
+from pda.lru import budget_cache, register_budget
 from pda.parser.earley import Node
 from pda.rows import copy_row, scatter_row
 from pda.scanner import Scanner
 from pda.trie.lookup import FiniteSetLookup, PlainRows
 
-# Parser nodes whose memoised masks are kept alive after their last matcher (a tuning constant).
-RECENT_STATES = 4096
+# The parser nodes of the most recently computed masks (of every compiled grammar) are kept alive
+# after their last matcher while those masks weigh at most this (`pda.set_memory_budget("recent_masks",
+# n)`): 1,700 masks of Qwen2's 151,936 tokens; far more for a small vocabulary.
+RECENT_MASKS_MAX_BYTES = 32 << 20
+register_budget("recent_masks", RECENT_MASKS_MAX_BYTES)
+# (owner key, node, lexer state) -> node, each weighing its mask's bytes.
+_recent = budget_cache("recent_masks")
 
 _keys = itertools.count()
 
@@ -57,9 +62,6 @@ class StepMasks:
         self._empty = np.zeros(index.mask_words, dtype=np.int32)
         # Equal masks are stored once; each is freed with the last state that uses it.
         self._masks: weakref.WeakValueDictionary[bytes, np.ndarray] = weakref.WeakValueDictionary()
-        # Parser nodes are interned weakly, so their memoised masks die with the last matcher
-        # holding them; the most recently served states are kept alive for the next request.
-        self._recent: deque[Node] = deque(maxlen=RECENT_STATES)
         # Per parser node's allowed terminals: the finite-set lookup's plain rows, or False (`plain_rows`);
         # None when the grammar has no finite-set terminal (then every state is served from `step_mask`).
         self._plain: dict[int, PlainRows | Literal[False]] | None = {} if finite_sets.terminals else None
@@ -113,7 +115,7 @@ class StepMasks:
         if mask is None:
             mask = self._compute_mask(node, q)
             node.cache[key] = mask
-            self._recent.append(node)
+            _recent.put((self._key, node, q), node, mask.nbytes)  # kept for the next request
         return mask
 
     def can_end(self, node: Node, q: int) -> bool:

@@ -14,7 +14,6 @@ import pickle
 import random
 import shutil
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -80,7 +79,7 @@ def fresh_process() -> Iterator[None]:
         mp.setattr(lexer_module, "_combined", ByteLRU(lexer_module.ALL_TERMINAL_DFAS_MAX_BYTES))
         mp.setattr(compiler, "_tries", weakref.WeakKeyDictionary())
         mp.setattr(compiler, "_compiled", weakref.WeakValueDictionary())
-        mp.setattr(compiler, "_kept", OrderedDict())
+        mp.setattr(compiler, "_kept", ByteLRU(compiler.COMPILED_MAX_BYTES))
         mp.setattr(compiler, "_recognizers", weakref.WeakValueDictionary())
         mp.setattr(slices, "_plain", weakref.WeakKeyDictionary())
         mp.setattr(token_index, "_shared", weakref.WeakKeyDictionary())

@@ -71,21 +71,36 @@ def test_a_loaded_grammar_keeps_no_regex_parses() -> None:
 
 
 def test_the_compile_memo_frees_grammars_nobody_holds() -> None:
-    """`pda.compile` keeps the COMPILED_KEPT most recent strongly, the rest only while used."""
+    """`pda.compile` keeps the most recent strongly, up to the `compiled_grammars` budget; the rest only while used."""
     import weakref
-
-    from pda.compiler import COMPILED_KEPT
 
     vocab = pda.Vocabulary.from_tokens(TOKENS, eos_ids=[EOS])
     limits = pda.Limits(warmup_seconds=0)
     held = pda.compile(pda.Grammar.from_choices(["held"]), vocab, limits=limits)
     dropped = weakref.ref(pda.compile(pda.Grammar.from_choices(["dropped"]), vocab, limits=limits))
     assert pda.compile(pda.Grammar.from_choices(["dropped"]), vocab, limits=limits) is dropped()  # a recent one: kept
-    for i in range(COMPILED_KEPT):
-        pda.compile(pda.Grammar.from_choices([f"other{i}"]), vocab, limits=limits)
-    gc.collect()
-    assert dropped() is None
+    budget = pda.memory_budgets()["compiled_grammars"]["max_bytes"]
+    try:
+        pda.set_memory_budget("compiled_grammars", 0)  # only the newest is kept
+        pda.compile(pda.Grammar.from_choices(["other"]), vocab, limits=limits)
+        gc.collect()
+        assert dropped() is None
+    finally:
+        pda.set_memory_budget("compiled_grammars", budget)
     assert pda.compile(pda.Grammar.from_choices(["held"]), vocab, limits=limits) is held
+
+
+def test_the_compile_memo_weighs_grammars_by_what_they_hold() -> None:
+    """A compiled grammar's weight (what the memo's budget counts) grows with the classifications and masks it computed."""
+    vocab = pda.Vocabulary.from_tokens(TOKENS, eos_ids=[EOS])
+    compiled = pda.compile(pda.Grammar.load("json"), vocab, limits=pda.Limits(warmup_seconds=0))
+    before = compiled.nbytes()
+    m = pda.Matcher(compiled)
+    bitmask = allocate_token_bitmask(1, vocab.size)
+    for token in [0, 0, 1, 3, 2]:  # "[[]," then "1"
+        m.fill_bitmask(bitmask)
+        assert m.accept_token(token)
+    assert compiled.nbytes() > before
 
 
 def test_byte_lru_stays_in_its_budget_and_keeps_the_newest() -> None:

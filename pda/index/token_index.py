@@ -309,6 +309,7 @@ class TokenIndex:
         self._walk_tables: dict[int, _WalkTables] = {}
         self._trans_with_sink: dict[int, tuple] = {}
         self._roots: dict[tuple, Classification] = {}
+        self._own_bytes = 0  # of what `_roots` and `_suffixes` hold (`nbytes`)
         self._digests: dict[int, str] = {}
         self._own_tables: dict[int, _WalkTables] = {}
         self.shared = shared_classifications(trie)
@@ -519,7 +520,21 @@ class TokenIndex:
         suffix_keys = [(key_bytes[ptr[i] : ptr[i + 1]], live_set) for i, live_set in enumerate(live_sets)]
         self._roots.update(zip(root_keys, built))
         self._suffixes.update(zip(suffix_keys, built[len(root_keys) :]))
+        for found in built:
+            self._count(found)
         return True
+
+    def nbytes(self) -> int:
+        """The bytes of this grammar's own classifications (inside masks and boundary nodes; those
+        shared with the vocabulary's walks are counted here too, so this is an upper bound)."""
+        return self._own_bytes
+
+    def _count(self, found: Classification) -> Classification:
+        """`found`, its bytes added to `nbytes` (it was just stored in `_roots` or `_suffixes`)."""
+        self._own_bytes += (found.inside.nbytes if found.inside is not None else 0) + sum(
+            g.nodes.nbytes for g in found.groups
+        )
+        return found
 
     def at_state(self, q: int, live_set: int) -> Classification:
         """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""
@@ -533,8 +548,7 @@ class TokenIndex:
         key = (live_set, START) if q == START else self.lexer.tables(live_set).key(q)
         found = self._roots.get(key)
         if found is None:
-            found = self._shared_walk(self.first_nodes, b"", q, live_set)
-            self._roots[key] = found
+            found = self._roots[key] = self._count(self._shared_walk(self.first_nodes, b"", q, live_set))
         return found
 
     def after_boundary(self, group: BoundaryGroup, live_set: int) -> Classification:
@@ -544,7 +558,6 @@ class TokenIndex:
             key = (group.key, live_set)
             found = self._suffixes.get(key)
             if found is None:
-                found = self._shared_walk(group.nodes, group.key, START, live_set)
-                self._suffixes[key] = found
+                found = self._suffixes[key] = self._count(self._shared_walk(group.nodes, group.key, START, live_set))
             group.after[live_set] = found
         return found
