@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from pda.errors import RegexError
+from pda.kernels.partition import coarsest_partition
 from pda.regex.charset import merge_ranges
 from pda.regex.syntax import drive, parse_pattern
 
@@ -1000,17 +1001,12 @@ def _product(dfas: list[_DFA], wanted: list[bool], lo: int, hi: int | None) -> _
 
 
 def _minimise(d: _DFA) -> _DFA:
-    """Moore's partition refinement (vectorised); unreachable states are already absent."""
+    """The coarsest partition refining acceptance (the compiled Hopcroft, `pda.kernels.partition`);
+    unreachable states are already absent. Blocks are numbered by their first state."""
     table = np.array(d.trans, dtype=np.int64).reshape(len(d.trans), len(d.classes))
-    part = np.array(d.accept, dtype=np.int64)
-    while True:
-        # Blocks numbered by the first state (in state order) with each signature.
-        signatures = np.concatenate([part[:, None], part[table]], axis=1)
-        _, first, inverse = np.unique(signatures, axis=0, return_index=True, return_inverse=True)
-        if len(first) == len(np.unique(part)):
-            break
-        part = np.argsort(np.argsort(first))[inverse.reshape(-1)]
-    part = part.tolist()
+    block = coarsest_partition(table, np.array(d.accept, dtype=np.int64))
+    _, first, inverse = np.unique(block, return_index=True, return_inverse=True)
+    part = np.argsort(np.argsort(first))[inverse.reshape(-1)].tolist()
     n = len(set(part))
     trans = [[0] * len(d.classes) for _ in range(n)]
     accept = [False] * n
@@ -1066,7 +1062,7 @@ def _to_regex(d: _DFA) -> PatternInfo | None:
             incoming[j].add(i)
     pending = set(live)
     while pending:
-        k = min(pending, key=lambda x: len(incoming[x] - {x}) * len(R[x]))
+        k = min(pending, key=lambda x: (len(incoming[x]) - (x in incoming[x])) * len(R[x]))
         pending.discard(k)
         loop = R[k].pop(k, None)
         incoming[k].discard(k)
