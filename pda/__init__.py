@@ -1,6 +1,6 @@
 """pda: constrain a language model's output to a context-free grammar, exactly and fast.
 
-The public surface (docs/design.md): `Grammar`, `Vocabulary`, `compile`, `Matcher`,
+The public surface (docs/design.md): `Grammar`, `Vocabulary`, `compile`, `Matcher`, `fill_bitmasks`,
 `Limits`, the in-memory caches' budgets (`set_memory_budget`, `memory_budgets`), the
 error types, and `pda.integrations`.
 """
@@ -12,7 +12,7 @@ from pda import integrations
 from pda.grammar.grammar import Grammar
 from pda.limits import Limits
 from pda.lru import memory_budgets, set_memory_budget
-from pda.matcher import Matcher
+from pda.matcher import Matcher, fill_bitmasks
 from pda.vocab import Vocabulary
 
 
@@ -40,6 +40,7 @@ __all__ = [
     "Vocabulary",
     "__version__",
     "compile",
+    "fill_bitmasks",
     "memory_budgets",
     "set_memory_budget",
     "generate",

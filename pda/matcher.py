@@ -15,11 +15,18 @@ Invariants:
 * Public methods check their arguments at the boundary: ids are ints (numpy and
   torch integers too; never bool, float or str) inside the compiled width, bitmasks
   int32/uint32. The common case costs one `type(x) is int` test.
+* The ids that end the text are the vocabulary's EOS ids, or the matcher's own
+  `stop_token_ids` (special ids, e.g. a request's stop tokens): then its rows are the
+  grammar's text mask with those bits added where the text can end, and nothing is
+  rebuilt for them.
+* `accept_tokens` is all or nothing and `validate_tokens` changes nothing: both are
+  built on `accept_token` and `rollback`, so they cannot disagree with single steps.
 """
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -56,10 +63,12 @@ def _numpy_view(bitmask: Any) -> Any:
     return bitmask
 
 
-def _restore(compiled: CompiledGrammar, steps: list[int | bytes], error: LimitExceeded | None) -> "Matcher":
+def _restore(
+    compiled: CompiledGrammar, steps: list[int | bytes], error: LimitExceeded | None, stop: list[int] | None = None
+) -> "Matcher":
     """Unpickling a `Matcher`: replay its steps on the compiled grammar, then restore its sticky error."""
-    m = Matcher(compiled)
-    eos = compiled.vocab.eos_ids
+    m = Matcher(compiled, stop_token_ids=stop)
+    eos = m._eos_ids
     for step in steps:
         if error is not None and type(step) is int and step in eos:
             m.error = error  # EOS ended a matcher after its error: the error comes first
@@ -80,7 +89,10 @@ class Matcher:
     compiled grammar; pickling ships the compiled grammar and the accepted steps.
     """
 
-    def __init__(self, compiled: CompiledGrammar) -> None:
+    def __init__(self, compiled: CompiledGrammar, *, stop_token_ids: Iterable[int] | None = None) -> None:
+        """`stop_token_ids`: the ids that end the text for this matcher instead of the vocabulary's EOS ids
+        (special or unused ids inside the compiled width; ValueError for a text token, `TokenRejected`
+        for an id outside)."""
         if not isinstance(compiled, CompiledGrammar):
             raise TypeError(f"Matcher needs a pda.CompiledGrammar (from pda.compile), got {type(compiled).__name__}")
         self.compiled = compiled
@@ -88,6 +100,25 @@ class Matcher:
         self._terminated = False
         self._steps: list[int | bytes] = []
         self.error: LimitExceeded | None = None
+        self._stop: tuple[np.ndarray, np.ndarray] | None = None  # (words, bits) of own stop ids
+        self._eos_ids: frozenset[int] = compiled.vocab.eos_ids
+        self._eos_mask: np.ndarray = compiled.eos_mask
+        if stop_token_ids is not None:
+            self._set_stop_ids(stop_token_ids)
+
+    def _set_stop_ids(self, stop_token_ids: Iterable[int]) -> None:
+        vocab = self.compiled.vocab
+        ids = frozenset(self._token_id(i) for i in stop_token_ids)
+        text = [i for i in sorted(ids) if i < vocab.size and vocab.tokens[i] is not None]
+        if text:
+            raise ValueError(f"stop token {vocab.describe(text[0])} is a text token; stop ids must be special or unused ids")
+        mask = np.zeros(self.compiled.mask_words, dtype=np.int32)
+        if ids:
+            bits = np.zeros(self.compiled.mask_words * 32, dtype=bool)
+            bits[sorted(ids)] = True
+            mask = np.packbits(bits, bitorder="little").view(np.int32)
+        words = np.flatnonzero(mask)
+        self._eos_ids, self._eos_mask, self._stop = ids, mask, (words, mask[words])
 
     # --- state ------------------------------------------------------------------------
 
@@ -106,6 +137,7 @@ class Matcher:
         other._terminated = self._terminated
         other._steps = list(self._steps)
         other.error = self.error
+        other._stop, other._eos_ids, other._eos_mask = self._stop, self._eos_ids, self._eos_mask
         return other
 
     def __copy__(self) -> "Matcher":
@@ -115,7 +147,8 @@ class Matcher:
         return self.copy()  # parser nodes are interned and immutable: sharing them is the deep copy
 
     def __reduce__(self) -> tuple:
-        return _restore, (self.compiled, list(self._steps), self.error)
+        stop = sorted(self._eos_ids) if self._stop is not None else None
+        return _restore, (self.compiled, list(self._steps), self.error, stop)
 
     def is_terminated(self) -> bool:
         """True once EOS has been accepted."""
@@ -147,7 +180,7 @@ class Matcher:
         self.error = None
         for _ in range(n):
             step = self._steps.pop()
-            if self._terminated and type(step) is int and step in self.compiled.vocab.eos_ids:
+            if self._terminated and type(step) is int and step in self._eos_ids:
                 self._terminated = False
             else:
                 self._history.pop()
@@ -173,7 +206,7 @@ class Matcher:
         """
         token_id = self._token_id(token_id)
         vocab = self.compiled.vocab
-        if token_id in vocab.eos_ids:
+        if token_id in self._eos_ids:
             if not self.can_end():
                 return False
             self._terminated = True
@@ -182,6 +215,51 @@ class Matcher:
         if token_id >= vocab.size or vocab.tokens[token_id] is None:
             raise TokenRejected(f"token {vocab.describe(token_id) if token_id < vocab.size else token_id} is a special or unused id, never part of the text")
         return self._advance(vocab.tokens[token_id], token_id)
+
+    def accept_tokens(self, token_ids: Iterable[int]) -> bool:
+        """Advance by several tokens, all or none (a serving engine's accepted draft).
+
+        False, with the tokens unaccepted, if any of them is refused here, including ids no
+        text can hold (special ids other than a stop id, ids past the compiled width): a
+        draft may hold anything, so nothing is raised for those. A resource limit hit on
+        the way sets `error` as `accept_token` does. TypeError for an id that is not an integer.
+        """
+        done = 0
+        error = self.error
+        for token_id in token_ids:
+            try:
+                ok = self.accept_token(token_id)
+            except TokenRejected:
+                ok = False
+            if not ok:
+                raised = self.error  # a limit this call hit stays, as after `accept_token`
+                self.rollback(done)
+                self.error = raised if raised is not None else error
+                return False
+            done += 1
+        return True
+
+    def validate_tokens(self, token_ids: Iterable[int]) -> list[int]:
+        """The longest prefix of `token_ids` the grammar allows from here, as a list; the state is unchanged.
+
+        Stops before the first refused id, including ids no text can hold (nothing is
+        raised for those: a speculative draft may hold padding or special ids). A stop id
+        ends the prefix's text, so nothing after it is allowed. TypeError for an id that is
+        not an integer.
+        """
+        prefix: list[int] = []
+        error = self.error
+        for token_id in token_ids:
+            try:
+                ok = self.accept_token(token_id)
+            except TokenRejected:
+                ok = False
+            if not ok:
+                break
+            prefix.append(token_id if type(token_id) is int else _as_int(token_id, "token id"))
+        self.rollback(len(prefix))
+        self.error = error
+        return prefix
 
     def accept_bytes(self, data: bytes | str) -> bool:
         """Advance by raw text (e.g. forced bytes) as one step; False (unchanged) if not viable."""
@@ -217,15 +295,18 @@ class Matcher:
         After EOS, or once a resource limit was hit (`self.error`, sticky until
         `reset`/`rollback`), only EOS is allowed, so generation stops cleanly.
         """
-        compiled = self.compiled
+        masks = self.compiled.masks
         if self._terminated or self.error is not None:
-            return compiled.eos_mask
+            return self._eos_mask
         node, q = self._history[-1]
         try:
-            return compiled.masks.step_mask(node, q)
+            if self._stop is None:
+                return masks.step_mask(node, q)
+            text = masks.text_mask(node, q)
+            return text | self._eos_mask if masks.can_end(node, q) else text
         except LimitExceeded as exc:
             self.error = exc
-            return compiled.eos_mask
+            return self._eos_mask
 
     def fill_bitmask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed-token mask into row `row` of an int32 or uint32 `[batch, ceil(V/32)]` array or tensor.
@@ -245,10 +326,17 @@ class Matcher:
             # The usual case, one `pda.rows` call straight into the row. Hot path (~0.3 µs a step
             # with the compiled writer): one call to the masks' owner, which reads its own memos.
             if self._terminated or self.error is not None:
-                copy_row(bitmask, row, self.compiled.eos_mask)
+                copy_row(bitmask, row, self._eos_mask)
                 return
             node, q = self._history[-1]
-            self.compiled.masks.write_row(bitmask, row, node, q)
+            if self._stop is None:
+                self.compiled.masks.write_row(bitmask, row, node, q)
+                return
+            masks = self.compiled.masks
+            copy_row(bitmask, row, masks.text_mask(node, q))
+            if masks.can_end(node, q):
+                words, bits = self._stop
+                bitmask[row, words] |= bits
             return
         except LimitExceeded as exc:
             self.error = exc
@@ -288,6 +376,10 @@ class Matcher:
         bitmask[row, :n].copy_(torch.from_numpy(mask[:n]))
         if n < width:
             bitmask[row, n:] = 0
+
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
+        """`fill_bitmask` under the name serving engines call (XGrammar's)."""
+        self.fill_bitmask(bitmask, index)
 
     def allowed_token_ids(self) -> np.ndarray:
         """The allowed token ids, ascending (EOS ids included where the text can end)."""
@@ -336,3 +428,30 @@ def _torch_of(bitmask: Any) -> Any:
     import torch
 
     return torch if isinstance(bitmask, torch.Tensor) else None
+
+
+def fill_bitmasks(matchers: Sequence[Matcher], bitmask: Any, rows: Sequence[int] | None = None) -> None:
+    """Fill row `rows[i]` (default: i) of `bitmask` for each of `matchers`: one batch's step.
+
+    The same as `matchers[i].fill_bitmask(bitmask, rows[i])` for every i, with the bitmask's
+    layout checked once; any case the direct writers do not take goes through `fill_bitmask`.
+    """
+    if rows is None:
+        rows = range(len(matchers))
+    elif len(rows) != len(matchers):
+        raise ValueError(f"{len(matchers)} matchers but {len(rows)} rows")
+    if type(bitmask) is not np.ndarray:
+        bitmask = _numpy_view(bitmask)
+    direct = (type(bitmask) is np.ndarray and bitmask.dtype == np.int32 and bitmask.ndim == 2
+              and bitmask.flags.c_contiguous and bitmask.flags.writeable)
+    n_rows = bitmask.shape[0] if direct else 0
+    for matcher, row in zip(matchers, rows):
+        if (direct and type(row) is int and 0 <= row < n_rows and matcher._stop is None
+                and not matcher._terminated and matcher.error is None):
+            node, q = matcher._history[-1]
+            try:
+                matcher.compiled.masks.write_row(bitmask, row, node, q)
+                continue
+            except (LimitExceeded, BitmaskLayoutError, IndexError, OverflowError):
+                pass
+        matcher.fill_bitmask(bitmask, row)
