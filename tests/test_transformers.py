@@ -251,3 +251,53 @@ def test_beams_fork_and_reorder(model_tok, json_cg):
     eos = tok.eos_token_id
     assert torch.isfinite(scores[0, eos]) and torch.isfinite(scores[2, eos])
     assert torch.isinf(scores[1, eos])
+
+
+@pytest.fixture(scope="module")
+def assistant(model_tok):
+    """A second tiny random model with the same vocabulary: a draft model for assisted generation."""
+    from transformers import Qwen2ForCausalLM
+
+    model = model_tok[0]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(12345)
+        draft = Qwen2ForCausalLM(model.config)
+    draft.generation_config = model.generation_config
+    return draft.eval()
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("mode", ["assistant", "prompt_lookup"])
+def test_assisted_generation_and_prompt_lookup_stay_in_the_grammar(model_tok, vocab, json_cg, sql_cg, assistant,
+                                                                   seed, mode):
+    """Drafts of several tokens, some rejected and rolled back on the next call: every output is valid."""
+    model, tok = model_tok
+    cg, parse = (json_cg, json.loads) if seed % 2 == 0 else (sql_cg, _sqlite_parse)
+    proc = GrammarLogitsProcessor(cg)
+    # A prompt that holds grammar text, so prompt lookup finds drafts to propose.
+    prompt = PROMPTS[seed % len(PROMPTS)] + (' {"a": [1, 2], "b": "c"} ' if cg is json_cg else " SELECT id FROM pets ")
+    extra = {"assistant_model": assistant} if mode == "assistant" else {"prompt_lookup_num_tokens": 3}
+    torch.manual_seed(seed)
+    rows = _run(model, tok, [prompt], proc, do_sample=seed % 3 != 0, max_new_tokens=24, **extra)
+    for ids in rows:
+        _check_row(cg, ids, vocab, parse)
+
+
+def test_a_draft_rolled_back_restores_the_state_it_came_from(model_tok, json_cg):
+    """Calls as assisted decoding makes them: several tokens ahead, then back to the accepted prefix."""
+    model, tok = model_tok
+    proc = GrammarLogitsProcessor(json_cg)
+    width = model.config.vocab_size
+    p = tok.encode("J:")
+    bracket, one, comma, quote = (tok.encode(t)[0] for t in ("[", "1", ",", '"'))
+    proc(torch.tensor([p]), torch.zeros(1, width))
+    ahead = proc(torch.tensor([p + [bracket, one, comma]]), torch.zeros(1, width))  # three draft tokens
+    assert torch.isinf(ahead[0, tok.eos_token_id])
+    back = proc(torch.tensor([p + [bracket]]), torch.zeros(1, width))  # two of them rejected
+    fresh = GrammarLogitsProcessor(json_cg)
+    fresh(torch.tensor([p]), torch.zeros(1, width))
+    assert torch.equal(back, fresh(torch.tensor([p + [bracket]]), torch.zeros(1, width)))
+    # A rejected draft that had ended the row (a bad token) is undone too.
+    proc(torch.tensor([p + [bracket, quote, quote, quote]]), torch.zeros(1, width))
+    again = proc(torch.tensor([p + [bracket, one]]), torch.zeros(1, width))
+    assert torch.isfinite(again).any() and torch.isfinite(again[0, comma])

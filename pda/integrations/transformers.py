@@ -7,14 +7,17 @@ and the scores, so the processor reconstructs each row's state from
 
 - The prompt length is inferred on the first call (every row's prompt, left
   padding included, is `input_ids.shape[1]` long then).
-- On each later call a row either extends a row of the previous call by one
-  token (its parent: the same row under greedy decoding and sampling, any row
-  under beam search, where beams are reordered and forked between steps) or
-  equals one (the stopping criterion looks at the same step; beam search shows
-  it all `2 * num_beams` candidates, then continues with the survivors). A
-  source used by several rows is forked with `Matcher.copy()`. Matching is one
-  vectorised comparison of `input_ids` with the previous call's ids.
-- A call that does not continue the previous one (a new `generate`) starts over.
+- On each later call every row is matched to the row of the previous call it
+  shares the longest prefix with (at least the prompt): its state is that row's,
+  rolled back to the shared prefix and advanced by the rest. That covers sampling
+  and greedy decoding (one token more), the stopping criterion (the same ids
+  again), beam search (rows reordered and forked between steps; a source used by
+  several rows is forked with `Matcher.copy()`), and assisted generation and
+  prompt lookup (several draft tokens at once, rejected ones rolled back on the
+  next call). The common cases are one vectorised comparison.
+- A call that shares no prompt with the previous one (a new `generate`) starts
+  over. A new `generate` whose prompt extends the previous call's ids (the last
+  output fed back) looks like a continuation: call `reset()` between such calls.
 - A row whose matcher has terminated (EOS accepted) ignores what follows
   (transformers pads finished rows); its mask allows only EOS.
 - A row whose text was complete and that goes on with a token the grammar does
@@ -75,37 +78,56 @@ def apply_packed_bitmask_(scores: torch.Tensor, bitmask: np.ndarray) -> None:
 
 
 class _RowState:
-    """One row's matcher and how the row ended, if it did without an accepted EOS.
+    """One row's matcher, the tokens the row holds after its prompt, and how it ended, if it did without EOS.
 
-    `finished`: the text was complete and the row went on with a token the grammar
-    does not take (transformers pads a row the stopping criterion ended); only EOS
-    is allowed from then on. `dead`: the row holds a token its grammar rejects
-    before its text was complete (a -inf beam-search candidate); nothing is allowed.
+    `accepted`: how many of `tokens` the matcher took (the rest came after the row ended).
+    `finished`: the text was complete and the row went on with a token the grammar does
+    not take (transformers pads a row the stopping criterion ended); only EOS is allowed
+    from then on. `dead`: the row holds a token its grammar rejects before its text was
+    complete (a -inf beam-search candidate); nothing is allowed.
     """
 
-    __slots__ = ("matcher", "dead", "finished")
+    __slots__ = ("matcher", "tokens", "accepted", "dead", "finished")
 
-    def __init__(self, matcher: Matcher, dead: bool = False, finished: bool = False) -> None:
+    def __init__(self, matcher: Matcher) -> None:
         self.matcher = matcher
-        self.dead = dead
-        self.finished = finished
+        self.tokens: list[int] = []
+        self.accepted = 0
+        self.dead = False
+        self.finished = False
 
     def fork(self) -> "_RowState":
-        return _RowState(self.matcher.copy(), self.dead, self.finished)
+        other = _RowState(self.matcher.copy())
+        other.tokens, other.accepted = list(self.tokens), self.accepted
+        other.dead, other.finished = self.dead, self.finished
+        return other
+
+    def move_to(self, tokens: list[int], common: int) -> None:
+        """Hold `tokens` (the row after its prompt), of which the first `common` are this state's own."""
+        if common < len(self.tokens):
+            if common < self.accepted:  # back before the token that ended the row, if one did
+                self.matcher.rollback(self.accepted - common)
+                self.accepted = common
+                self.dead = self.finished = False
+            del self.tokens[common:]
+        for token_id in tokens[common:]:
+            self.advance(token_id)
 
     def advance(self, token_id: int) -> None:
-        """Feed the row's newest token; ended rows ignore padding."""
+        """Feed the row's next token; ended rows ignore padding."""
+        self.tokens.append(token_id)
         if self.dead or self.finished or self.matcher.is_terminated():
             return
         try:
             ok = self.matcher.accept_token(token_id)
         except TokenRejected:
             ok = False
-        if not ok:
-            if self.matcher.can_end():
-                self.finished = True
-            else:
-                self.dead = True
+        if ok:
+            self.accepted += 1
+        elif self.matcher.can_end():
+            self.finished = True
+        else:
+            self.dead = True
 
 
 class GrammarLogitsProcessor(LogitsProcessor):
@@ -153,26 +175,25 @@ class GrammarLogitsProcessor(LogitsProcessor):
         self._rows = [_RowState(Matcher(self._grammar_for_row(r, n))) for r in range(n)]
         self._ids = input_ids.clone()
 
-    def _match(self, input_ids: torch.Tensor) -> tuple[list[int], bool] | None:
-        """Each row's source row in the previous call, and whether rows grew by one token since.
+    def _match(self, input_ids: torch.Tensor) -> list[tuple[int, int]] | None:
+        """Per row: the previous call's row it shares the longest prefix with, and that prefix's length.
 
-        A row either equals a previous row (a second look at the same step: the stopping
-        criterion, or beam search's survivors among the candidates it showed the
-        criterion) or extends one by a token. None when the call continues nothing.
+        None when some row shares less than the prompt with every previous row (a new call).
         """
         prev = self._ids
-        if prev is None:
+        if prev is None or self.prompt_length is None or input_ids.shape[1] < self.prompt_length:
             return None
-        grew = input_ids.shape[1] == prev.shape[1] + 1
-        if not grew and input_ids.shape[1] != prev.shape[1]:
+        n_prev, n_new = prev.shape[1], input_ids.shape[1]
+        if n_new in (n_prev, n_prev + 1) and input_ids.shape[0] == prev.shape[0]:
+            if bool((input_ids[:, :n_prev] == prev[:, :n_new]).all()):  # the usual step: each row its own source
+                return [(r, min(n_prev, n_new)) for r in range(prev.shape[0])]
+        n = min(n_prev, n_new)
+        same = input_ids[:, None, :n] == prev[None, :, :n]  # [rows, previous rows, positions]
+        shared = same.to(torch.int8).cumprod(dim=2).sum(dim=2)  # common prefix lengths
+        length, source = shared.max(dim=1)
+        if bool((length < self.prompt_length).any()):
             return None
-        head = input_ids[:, :-1] if grew else input_ids
-        if head.shape == prev.shape and bool((head == prev).all()):
-            return list(range(head.shape[0])), grew
-        eq = (head.unsqueeze(1) == prev.unsqueeze(0)).all(dim=2)  # [rows, previous rows]
-        if not bool(eq.any(dim=1).all()):
-            return None
-        return eq.to(torch.int8).argmax(dim=1).tolist(), grew
+        return list(zip(source.tolist(), length.tolist()))
 
     def sync(self, input_ids: torch.Tensor) -> list[_RowState]:
         """Bring every row's matcher up to date with `input_ids` (idempotent for the same ids)."""
@@ -181,16 +202,15 @@ class GrammarLogitsProcessor(LogitsProcessor):
         if match is None:
             self._start(input_ids)
             return self._rows
-        sources, grew = match
         used = [0] * len(self._rows)
         rows = []
-        for source in sources:
+        for source, _ in match:
             state = self._rows[source]
             rows.append(state.fork() if used[source] else state)
             used[source] += 1
-        if grew:  # every fork is taken above, before any shared state advances
-            for state, token in zip(rows, input_ids[:, -1].tolist()):
-                state.advance(token)
+        prompt = self.prompt_length
+        for state, (_, common), ids in zip(rows, match, input_ids.tolist()):  # every fork is taken above
+            state.move_to(ids[prompt:], common - prompt)
         self._rows = rows
         self._ids = input_ids
         return rows
