@@ -185,7 +185,7 @@ def test_restricted_views_read_their_rows_and_flags_as_the_base_masked(name: str
             assert fresh.accept_at(q) == everything.accept_at(q) & candidates
         assert all(fresh.accept_at(q) == fresh.accept[q] for q in range(fresh.n_states))
         assert all(fresh.live_at(q) == fresh.live[q] for q in range(fresh.n_states))
-        assert fresh.live_flags == [bool(x) for x in fresh.live]
+        assert fresh.live_flags == tuple(bool(x) for x in fresh.live)
         live, extends, ends, masks, which = fresh.state_flags()
         assert live.tolist() == [bool(x) for x in fresh.live]
         assert extends.tolist() == [bool(x) for x in fresh.extends]

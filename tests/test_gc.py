@@ -50,7 +50,7 @@ def test_lexer_rows_are_not_tracked() -> None:
     lexer = grammar.recognizer.lexer
     tables = lexer.tables(grammar.recognizer.root.allowed | lexer.ignore)
     assert tables.n_states <= ROWS_AS_TUPLES_MAX_STATES
-    rows = (tables.rows, tables.cls, tables.accept, tables.live, tables.extends)
+    rows = (tables.rows, tables.cls, tables.accept, tables.live, tables.extends, tables.live_flags)
     gc.collect()
     gc.collect()
     for table in rows:

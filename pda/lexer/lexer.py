@@ -130,7 +130,9 @@ class LexerTables:
         self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())
         self._accept: tuple[int, ...] | None = None  # rows built on first read (`accept`, `live`)
         self._live_rows: tuple[int, ...] | None = None
-        self._live_flags: list[bool] | None = live.any(axis=1).tolist()
+        # Tuples (of bools: untracked after one pass of the garbage collector), not lists, which
+        # every full collection would read: python.lark meets hundreds of candidate sets' views.
+        self._live_flags: tuple[bool, ...] | None = tuple(live.any(axis=1).tolist())
         self._extends: tuple | None = None  # None: `extends` is `live_flags`
         self._base: LexerTables | None = None
         self._live_bits, self._accept_bits = _packed(live, columns), _packed(accept, columns)
@@ -157,10 +159,10 @@ class LexerTables:
         return rows
 
     @property
-    def live_flags(self) -> list[bool]:
+    def live_flags(self) -> tuple[bool, ...]:
         flags = self._live_flags
         if flags is None:  # a restricted view, read for the first time
-            flags = self._live_flags = self._flags(self._live_bits).tolist()
+            flags = self._live_flags = tuple(self._flags(self._live_bits).tolist())
         return flags
 
     @property
@@ -225,8 +227,8 @@ class LexerTables:
         view._live_bits = np.zeros((n, words), dtype="<u8")
         view._live_bits.view(np.uint8)[:, : reach.shape[1]] = reach
         view._accept_bits = _packed(typed, list(range(n_terms)))
-        view._live_flags = reach.any(axis=1).tolist()
-        view._extends = tuple(self.live_flags)
+        view._live_flags = tuple(reach.any(axis=1).tolist())
+        view._extends = self.live_flags
         return view
 
     def restrict(self, candidates: int) -> "LexerTables":
