@@ -53,6 +53,11 @@ def _as_int(value: Any, what: str) -> int:
         raise TypeError(f"{what} must be an integer, got {type(value).__name__} ({value!r})") from None
 
 
+def _as_ints(values: Iterable[Any]) -> list[int]:
+    """Token ids as a list of Python ints, all checked before any is used (TypeError as `_as_int`)."""
+    return [v if type(v) is int else _as_int(v, "token id") for v in values]
+
+
 def _numpy_view(bitmask: Any) -> Any:
     """A CPU torch tensor's numpy view (same memory), so that it takes the fast path; anything else as is."""
     if getattr(getattr(bitmask, "device", None), "type", None) == "cpu":
@@ -224,20 +229,15 @@ class Matcher:
         draft may hold anything, so nothing is raised for those. A resource limit hit on
         the way sets `error` as `accept_token` does. TypeError for an id that is not an integer.
         """
-        done = 0
+        token_ids = _as_ints(token_ids)
         error = self.error
-        for token_id in token_ids:
-            try:
-                ok = self.accept_token(token_id)
-            except TokenRejected:
-                ok = False
-            if not ok:
-                raised = self.error  # a limit this call hit stays, as after `accept_token`
-                self.rollback(done)
-                self.error = raised if raised is not None else error
-                return False
-            done += 1
-        return True
+        accepted = self._accept_prefix(token_ids)
+        if len(accepted) == len(token_ids):
+            return True
+        raised = self.error  # a limit this call hit stays, as after `accept_token`
+        self.rollback(len(accepted))
+        self.error = raised if raised is not None else error
+        return False
 
     def validate_tokens(self, token_ids: Iterable[int]) -> list[int]:
         """The longest prefix of `token_ids` the grammar allows from here, as a list; the state is unchanged.
@@ -247,19 +247,21 @@ class Matcher:
         ends the prefix's text, so nothing after it is allowed. TypeError for an id that is
         not an integer.
         """
-        prefix: list[int] = []
         error = self.error
-        for token_id in token_ids:
-            try:
-                ok = self.accept_token(token_id)
-            except TokenRejected:
-                ok = False
-            if not ok:
-                break
-            prefix.append(token_id if type(token_id) is int else _as_int(token_id, "token id"))
+        prefix = self._accept_prefix(_as_ints(token_ids))
         self.rollback(len(prefix))
         self.error = error
         return prefix
+
+    def _accept_prefix(self, token_ids: list[int]) -> list[int]:
+        """Accept tokens up to the first refused one (ids no text holds are refused, not raised); those accepted."""
+        for n, token_id in enumerate(token_ids):
+            try:
+                if not self.accept_token(token_id):
+                    return token_ids[:n]
+            except TokenRejected:
+                return token_ids[:n]
+        return token_ids
 
     def accept_bytes(self, data: bytes | str) -> bool:
         """Advance by raw text (e.g. forced bytes) as one step; False (unchanged) if not viable."""

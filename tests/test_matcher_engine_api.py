@@ -76,8 +76,13 @@ def test_accept_tokens_refuses_drafts_with_special_and_padding_ids(compiled: pda
         assert m.validate_tokens(tokens) == ([0, 2] if tokens[:2] == [0, 2] else [0] if tokens[0] == 0 else [])
     assert m.accept_tokens([0, 2, 1, EOS]) and m.is_terminated()
     assert not m.accept_tokens([0]) and m.validate_tokens([0, EOS]) == []
-    with pytest.raises(TypeError, match="token id"):
-        m.validate_tokens(["1"])  # type: ignore[list-item]
+    m.reset()
+    for bad in ([0, "1"], [0, 2.0]):  # checked before anything is accepted
+        with pytest.raises(TypeError, match="token id"):
+            m.validate_tokens(bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="token id"):
+            m.accept_tokens(bad)  # type: ignore[arg-type]
+        assert m.num_tokens == 0
 
 
 def test_a_limit_hit_in_accept_tokens_leaves_the_sticky_error() -> None:
