@@ -269,6 +269,32 @@ def sample_token(scores: Any, temperature: float, top_k: int | None, top_p: floa
     return int(torch.searchsorted(cdf, u, right=True))
 
 
+def _sampling(model: Any, temperature: float | None, top_k: int | None, top_p: float | None,
+              do_sample: bool | None) -> tuple[float, int | None, float | None]:
+    """(temperature, top_k, top_p) as transformers would decode: temperature 0 (greedy) unless sampling."""
+    config = getattr(model, "generation_config", None)
+    if do_sample is None:
+        do_sample = bool(getattr(config, "do_sample", False)) if temperature is None else temperature > 0
+    if not do_sample:
+        return 0.0, None, None
+    if temperature is None:
+        temperature = float(getattr(config, "temperature", None) or 1.0)
+    if top_k is None:
+        top_k = getattr(config, "top_k", None)
+    if top_p is None:
+        top_p = getattr(config, "top_p", None)
+    return temperature, top_k, top_p
+
+
+def _start_token(tokenizer: Any) -> int | None:
+    """The token an empty context starts from: the tokenizer's BOS, else its EOS; None with neither."""
+    for name in ("bos_token_id", "eos_token_id"):
+        token = getattr(tokenizer, name, None)
+        if isinstance(token, int):
+            return token
+    return None
+
+
 def generate(
     model: Any,
     tokenizer: Any,
@@ -276,9 +302,10 @@ def generate(
     prompt: str,
     *,
     max_new_tokens: int = 256,
-    temperature: float = 1.0,
+    temperature: float | None = None,
     top_k: int | None = None,
     top_p: float | None = None,
+    do_sample: bool | None = None,
     seed: int | None = None,
     jump_forward: bool = True,
     heal: bool | int = True,
@@ -289,9 +316,16 @@ def generate(
 
     `prefix` is text the output starts with (assistant prefill): the model sees
     `prompt + prefix`, the grammar matches `prefix` + what is generated.
-    `heal` backs up over that many prompt tokens (True: one). `temperature=0` is
-    greedy. `on_text` receives the output's text as it grows (the prefix first).
-    See the module docstring for what jump-forward and healing do exactly.
+    `heal` backs up over that many prompt tokens (True: one). Decoding follows
+    transformers: greedy unless `do_sample` (default: the model's
+    `generation_config.do_sample`, or True when a `temperature` above 0 is given),
+    and when sampling, `temperature`, `top_k` and `top_p` default to the model's
+    generation config. `on_text` receives the output's text as it grows (the prefix
+    first). An empty context (an empty prompt, or one healing backs up over entirely)
+    starts from the tokenizer's BOS token, else its EOS token (a document separator in
+    pre-training); with neither, healing keeps the prompt's last token and an empty
+    prompt is a `PdaError`. See the module docstring for what jump-forward and healing
+    do exactly.
     """
     import torch
 
@@ -305,11 +339,19 @@ def generate(
     if prefix_bytes and not matcher.accept_bytes(prefix_bytes):
         compiled.grammar.check(prefix_bytes, prefix=True)  # raises ParseError with the offset
         raise PdaError(f"the prefix {prefix!r} is not a viable start of the grammar")
+    temperature, top_k, top_p = _sampling(model, temperature, top_k, top_p, do_sample)
     encoded = list(tokenizer(prompt + prefix, add_special_tokens=True)["input_ids"])
+    start = _start_token(tokenizer)
     ids, literal = _heal(vocab, encoded, len((prompt + prefix).encode("utf-8")), int(heal))
     index = prefix_index(vocab) if literal else None
     if index is not None and len(index.starting_with(literal)) > HEAL_MAX_CANDIDATES:
         ids, literal, index = encoded, b"", None
+    if not ids and literal and start is None:  # nothing would be left to condition on: no healing
+        ids, literal, index = encoded, b"", None
+    if not ids:
+        if start is None:
+            raise PdaError("the prompt is empty and the tokenizer has no BOS or EOS token to start from")
+        ids = [start]
     output = _Output(matcher, literal, index)
 
     forward = KVCachedForward(model)
@@ -437,7 +479,8 @@ class KVCachedForward:
         import torch
 
         kwargs = {self.cache_arg: self.cache, **self.extra}
-        out = self.model(input_ids=torch.tensor([tokens], device=self.device), use_cache=True, **kwargs)
+        ids = torch.tensor([tokens], dtype=torch.long, device=self.device)
+        out = self.model(input_ids=ids, use_cache=True, **kwargs)
         self.cache = getattr(out, self.cache_arg, None)
         return out.logits[0, -1].float().to("cpu")
 

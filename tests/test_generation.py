@@ -117,7 +117,7 @@ def test_two_hundred_seeded_json_sampling_runs(model_tok, json_grammar):
 
 def test_same_seed_same_output(model_tok):
     model, tok = model_tok
-    a, b = (generate(model, tok, "json", "JSON:", seed=7, max_new_tokens=12) for _ in range(2))
+    a, b = (generate(model, tok, "json", "JSON:", temperature=1.0, seed=7, max_new_tokens=12) for _ in range(2))
     assert a == b
 
 
@@ -249,3 +249,54 @@ def test_generate_command_loads_a_local_model_folder(tmp_path, capsys, model_tok
     status = generate_main([str(grammar), "Answer:", "--model", str(tmp_path / "model"), "--seed", "0"])
     out, err = capsys.readouterr()
     assert status == 0 and out in ("yes\n", "no\n") and err == ""
+
+
+@pytest.mark.parametrize("prompt", ["x", "Hi", "{", ""])
+@pytest.mark.parametrize("heal", [True, False])
+def test_short_and_empty_prompts(model_tok, json_grammar, prompt, heal):
+    """A prompt that healing backs up over entirely, or no prompt at all, starts from the tokenizer's EOS."""
+    model, tok = model_tok
+    r = generate(model, tok, json_grammar, prompt, max_new_tokens=12, heal=heal)
+    assert r.prompt_ids and r.forward_passes >= 1
+    assert json_grammar.accepts_prefix(r.text), r.text
+    if not prompt or (heal and len(tok(prompt)["input_ids"]) == 1):
+        assert r.prompt_ids == [tok.eos_token_id]
+        assert r.healed == (prompt.encode() if heal else b"")
+
+
+class _NoSpecialTokens:
+    """A tokenizer without BOS and EOS ids (everything else from the real one)."""
+
+    bos_token_id = eos_token_id = None
+
+    def __init__(self, tokenizer):
+        self._tokenizer = tokenizer
+
+    def __call__(self, *args, **kwargs):
+        return self._tokenizer(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._tokenizer, name)
+
+
+def test_without_a_start_token_healing_keeps_the_context(model_tok, vocab, json_grammar):
+    model, tok = model_tok
+    plain = _NoSpecialTokens(tok)
+    compiled = pda.compile(json_grammar, vocab, mask_width=model.config.vocab_size)
+    r = generate(model, plain, compiled, "x", max_new_tokens=4)
+    assert r.healed == b"" and r.prompt_ids == tok("x")["input_ids"]
+    with pytest.raises(pda.PdaError, match="prompt is empty"):
+        generate(model, plain, compiled, "", max_new_tokens=4)
+
+
+def test_decoding_follows_transformers(model_tok):
+    """Greedy by default (the tiny model's generation config does not sample); a temperature, or
+    do_sample, samples; do_sample=False is greedy whatever the temperature."""
+    model, tok = model_tok
+    greedy = generate(model, tok, "json", "Data:", temperature=0, max_new_tokens=10)
+    assert generate(model, tok, "json", "Data:", max_new_tokens=10).token_ids == greedy.token_ids
+    assert generate(model, tok, "json", "Data:", temperature=1.5, do_sample=False,
+                    max_new_tokens=10).token_ids == greedy.token_ids
+    sampled = [generate(model, tok, "json", "Data:", do_sample=True, seed=s, max_new_tokens=10).token_ids
+               for s in range(4)]
+    assert any(ids != greedy.token_ids for ids in sampled)
