@@ -87,7 +87,7 @@ struct NodeObject {
     int accepting;
     int interned;
     PyObject *next;  /* dict: terminals -> node or None; NULL until used */
-    PyObject *cache; /* dict */
+    PyObject *cache; /* dict, made when first read */
     LeoEntry *leo;
     int32_t leo_cap, leo_n;
     PyObject *weakreflist;
@@ -859,8 +859,8 @@ static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h, i
     }
     x->allowed = words_to_int(allowed, W);
     free(allowed);
-    x->cache = PyDict_New();
-    if (!x->allowed || !x->cache) {
+    x->cache = NULL; /* made when first read: most nodes are probes, whose masks are never asked */
+    if (!x->allowed) {
         Py_DECREF(x);
         return NULL;
     }
