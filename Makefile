@@ -13,7 +13,8 @@ $(STAMP): pyproject.toml setup.py pda/_rows.c pda/kernels/*.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q "torch==2.13.0"
-	$(PY) -m pip install -q -e ".[demo,test]"
+	$(PY) -m pip install -q -e ".[demo,test,sglang]"
+	$(PY) -m pip install -q --no-deps "sglang==0.5.23"  # its backend base classes, for tests/test_sglang_backend.py
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,9 +1,9 @@
-"""Integrations with serving stacks: packed bitmask helpers (`bitmask`), transformers (`transformers`).
+"""Integrations with serving stacks: packed bitmask helpers (`bitmask`), transformers (`transformers`),
+SGLang's grammar backend (`sglang`).
 
 `bitmask` needs only numpy and is imported with pda. `transformers` needs torch
-and transformers, so it is imported the first time `pda.integrations.transformers`
-is used: `import pda` stays light, and the attribute still works without an
-explicit `import pda.integrations.transformers`.
+and transformers, `sglang` SGLang, so each is imported the first time it is used:
+`import pda` stays light, and the attribute still works without an explicit import.
 """
 
 import importlib
@@ -11,7 +11,7 @@ from types import ModuleType
 
 from pda.integrations import bitmask
 
-_LAZY = ("transformers",)
+_LAZY = ("transformers", "sglang")
 
 
 def __getattr__(name: str) -> ModuleType:
@@ -20,4 +20,4 @@ def __getattr__(name: str) -> ModuleType:
     raise AttributeError(f"module 'pda.integrations' has no attribute {name!r}")
 
 
-__all__ = ["bitmask", "transformers"]
+__all__ = ["bitmask", "sglang", "transformers"]
