@@ -430,45 +430,31 @@ class IndentedNode:
         if not terminals:
             return None
         found = self._next.get(terminals, False)
-        if found is not False:
-            return found
-        ind = self.indenter
-        if terminals & ind.special:
-            return self._step(terminals, probe=True)
-        # `_step`'s last case inlined (the hot path): a lexeme for the parser, moving the bracket depth
-        node = self.earley.probe(terminals)
-        if node is None:
-            return None
-        depth = self.depth
-        if terminals & ind.brackets:
-            depth += 1 if terminals & ind.opens else -1
-            if depth < 0:
-                return None
-        return IndentedNode(ind, node, self.stack, depth, False)
+        return self._step(terminals, probe=True) if found is False else found
 
     def _step(self, terminals: int, *, probe: bool) -> "IndentedNode | None":
         ind = self.indenter
-        result: IndentedNode | None
+        if not terminals & ind.special:  # the hot path: a lexeme for the parser, moving the bracket depth
+            node = self.earley.probe(terminals) if probe else self.earley.advance(terminals)
+            if node is None:
+                return None
+            depth = self.depth
+            if terminals & ind.brackets:
+                depth += 1 if terminals & ind.opens else -1
+                if depth < 0:
+                    return None
+            return ind.node(node, self.stack, depth, False, interned=not probe)
         if terminals & ind.continuation:
             continued = not terminals & ind.crlf_continuation
-            result = ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, False, continued,
-                              interned=not probe)
-        elif terminals & ind.leading:
-            result = ind.node(self.earley, self.stack, 0, True, BLANK, interned=not probe)
-        elif terminals & ind.all_newlines:
-            result = self._after_line_break(terminals, interned=not probe)
-        elif terminals & ind.ignored:  # white space or a comment after a line continuation
-            result = ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, self.may_end,
-                              interned=not probe)
-        else:
-            node = self.earley.probe(terminals) if probe else self.earley.advance(terminals)
-            depth = self.depth
-            if terminals & ind.opens:
-                depth += 1
-            elif terminals & ind.closes:
-                depth -= 1
-            result = None if node is None or depth < 0 else ind.node(node, self.stack, depth, False, interned=not probe)
-        return result
+            return ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, False, continued,
+                            interned=not probe)
+        if terminals & ind.leading:
+            return ind.node(self.earley, self.stack, 0, True, BLANK, interned=not probe)
+        if terminals & ind.all_newlines:
+            return self._after_line_break(terminals, interned=not probe)
+        # white space or a comment after a line continuation (`ind.ignored`)
+        return ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, self.may_end,
+                        interned=not probe)
 
     def _after_line_break(self, terminals: int, *, interned: bool) -> "IndentedNode | None":
         ind = self.indenter
