@@ -2,8 +2,8 @@
 
 Used for the memos that outlive one grammar (terminal DFAs by pattern, all-terminal
 products, walk results by content): they are shared across grammars on purpose, so
-nothing else would ever free them. A memo bounded by count is one whose entries
-each weigh 1 (the parser's recent probes).
+nothing else would ever free them; and the memos a grammar would keep alive past its
+users (compiled grammars, the masks kept for the next request).
 
 Each such memo is created under a budget name (`budget_cache`), whose default its
 owner registers (`register_budget`) and a user may change at any time
