@@ -1,7 +1,7 @@
 """Deterministic composition (`pda.regex.compose`) builds the same minimal DFA as the NFA path.
 
-Every pattern here holds a counted repeat large enough to be composed; its DFA is
-built both ways (composition switched off by patching `worth_composing`) and the
+Every pattern here is one composition takes (a counted repeat large enough, a
+look-ahead, a repeat of a character beyond ASCII); its DFA is built both ways (composition switched off by patching `worth_composing`) and the
 two must be the same automaton up to the numbering of states: equal once both are
 renumbered breadth first over bytes 0..255. Patterns where composition must refuse
 (a byte readable two ways) are among them, and must still come out right.
@@ -27,6 +27,10 @@ PATTERNS = [
     r"(?:a|bc){16}", r"a{20}", r"(?:\d{3}-){5}\d{4}", r"(?:[a-f]{2}:){16,17}[a-f]{2}",
     r"a{0,20}a", r"(?:ab|a){20}", r"(?:a*b){16}", r"(?:x?y){20,30}", r"[ab]{16}(?:ab)?", r"(?:){20}z",
     r"(?:[^\x00-\x7f]){16,18}", r"(?:q|[^q]{2}){16}", r"\d{16,}\.\d{0,20}",
+    # JSON Schema's shapes: strings, keys other than the declared ones, lengths as a look-ahead.
+    rf'"{JSON_CHAR}*"', rf'"(?!(?:name|price|quantity)"){JSON_CHAR}*"', rf'"(?!(?:a|ab|abc|b\-c)"){JSON_CHAR}*"',
+    rf'"(?=(?:{JSON_CHAR}){{2,5}}")[a-zé]*"', rf'(?!(?:x|yy))(?:é|[a-z])*', r"(?=a)(?:ab|ba|a)*",
+    r"(?!ab)[ab]{0,3}", r"(?:é|ü)*z", r"(?:€|[a-c])+", r'"(?!(?:)")x*"', rf'"(?!(?:k){{3}}"){JSON_CHAR}*"',
 ]
 
 
@@ -79,6 +83,25 @@ def test_random_counted_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
             assert bool(fast.accepts(text.encode())) == (re.fullmatch(pattern, text) is not None), (pattern, text)
 
 
+def test_random_look_aheads_and_unicode_repeats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Look-aheads (finite key sets, counted, Unicode) in front of repeats of multi-byte characters."""
+    rng = random.Random(23)
+    words = ["a", "ab", "b", "é", "x-y", "ba", "abc"]
+    bodies = ["(?:é|[a-c])*", "[a-c]*", "(?:ab|é)*", "[^x]{0,4}", "(?:[a-z]|ü)+", "(?:é|a){2,18}"]
+    texts = ["", "a", "ab", "abc", "é", "éa", "b", "ba", "x-y", "aaa", "üa", "éééé", "abab", "é" * 17]
+    for _ in range(60):
+        sign = rng.choice("=!")
+        look = "|".join(rng.sample(words, rng.randint(1, 4)))
+        if rng.random() < 0.3:
+            look = f"(?:{look}){{{rng.randint(1, 3)}}}"
+        pattern = f"{rng.choice(['', 'q'])}(?{sign}(?:{look})){rng.choice(bodies)}"
+        fast, slow = both_ways(pattern, monkeypatch)
+        assert canonical(fast) == canonical(slow), pattern
+        for text in texts:
+            for full in (text, "q" + text):
+                assert bool(fast.accepts(full.encode())) == (re.fullmatch(pattern, full) is not None), (pattern, full)
+
+
 def test_the_state_limit_holds_for_composed_patterns() -> None:
     with pytest.raises(LimitExceeded, match="max_states=500"):
         build_lexer_dfa([TerminalDef("T", rf'"{JSON_CHAR}{{0,255}}"')], max_states=500)
@@ -90,10 +113,29 @@ def test_refused_compositions_are_none() -> None:
     x = (one, np.array([False, True]))
     loop = one.copy()
     loop[1, ord("a")] = 1  # a+: its accepting state reads what its start reads
-    assert compose.repeat((loop, np.array([False, True])), 2, 20) is None
-    assert compose.concat(x, (np.array([[0] * 256, [-1] * 256], dtype=np.int32), np.array([True, False]))) is None
+    plus = (loop, np.array([False, True]))
+    assert compose.repeat(plus, 2, 20) is None
+    assert compose.concat(plus, x) is None  # a+ then a: the second a could be read by either
     trans, accept = compose.repeat(x, 2, 3)
     assert accept.tolist() == [False, False, True, True]
+
+
+def test_a_start_that_is_entered_again_is_split_off() -> None:
+    """concat(a, any*): B's start loops to itself, so a copy of it is merged into A's end instead."""
+    one = np.full((2, 256), -1, dtype=np.int32)
+    one[0, ord("a")] = 1
+    anything = (np.array([[0] * 256], dtype=np.int32), np.array([True]))
+    trans, accept = compose.concat((one, np.array([False, True])), anything)
+
+    def accepts(text: bytes) -> bool:
+        q = 0
+        for b in text:
+            q = int(trans[q, b])
+            if q < 0:
+                return False
+        return bool(accept[q])
+
+    assert [accepts(t) for t in (b"", b"a", b"ab", b"aaa", b"b", b"ba")] == [False, True, True, True, False, False]
 
 
 def test_counted_json_strings_are_composed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,5 +150,22 @@ def test_counted_json_strings_are_composed(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(compose, "repeat", recorded)
     build_lexer_dfa([TerminalDef("T", rf'"{JSON_CHAR}{{3,255}}"')])
-    build_lexer_dfa([TerminalDef("U", r"(?:a*b){16}")])  # a*b re-enters its start
+    build_lexer_dfa([TerminalDef("U", r"(?:a+){16}")])  # a+ reads at its end what its start reads
     assert taken == [True, False]
+
+
+def test_json_schema_key_exclusions_are_composed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A string other than the declared keys is a product of two memoised parts, not an NFA."""
+    products: list[int] = []
+    real = compose.guard_product
+
+    def recorded(body, look, negate, max_states):
+        found = real(body, look, negate, max_states)
+        products.append(len(found[0]))
+        return found
+
+    monkeypatch.setattr(compose, "guard_product", recorded)
+    dfa = build_lexer_dfa([TerminalDef("K", rf'"(?!(?:name|price)"){JSON_CHAR}*"')])
+    assert len(products) == 1
+    assert [dfa.accepts(t.encode()) for t in ('"x"', '"name"', '"names"', '"nam"', '"price"', '""')] == [
+        True, False, True, True, False, True]

@@ -1,28 +1,38 @@
-"""Deterministic composition: the byte DFA of a sequence or counted repeat from its parts' DFAs.
+"""Deterministic composition: the byte DFA of a pattern from its parts' DFAs, without the NFA.
 
-A counted string such as `"C{3,255}"` (JSON Schema's `maxLength`) has thousands of
-states; through the NFA it costs 255 copies of C's NFA, their subset construction
-and a UTF-8 spelling per state. Yet concatenating two DFAs needs no subset
-construction when no byte can be read two ways:
+Through the NFA every terminal pays its own subset construction, and a UTF-8 spelling
+per state: a counted string such as `"C{3,255}"` (JSON Schema's `maxLength`) costs 255
+copies of C's NFA, and each of a schema's strings, key exclusions and look-aheads
+rebuilds the JSON string character C from its Unicode classes. Yet most of these
+patterns are sequences, repeats and look-aheads of parts that no byte can read two
+ways, and those compose directly on the parts' DFAs (each part's DFA memoised by the
+caller, so C is built once per process):
 
-* `concat(A, B)`: when B's start is never re-entered and, at every accepting state
-  of A, the bytes A reads there and the bytes B's start reads are disjoint, the
-  accepting states of A take B's start edges as well (and accept where B's start
-  does), and B's start itself goes. The result is a DFA for A·B.
+* `concat(A, B)`: when, at every accepting state of A, the bytes A reads there and
+  the bytes B's start reads are disjoint, the accepting states of A take B's start
+  edges as well (and accept where B's start does), and B's start itself goes (a
+  start that B re-enters is first split off as a copy, `_fresh_start`). The result
+  is a DFA for A·B.
 * `repeat(X, lo, hi)`: X{lo,hi} is the chain X^lo · (X · (X · ...)?)? of copies of
   X, each copy's accepting states taking the next copy's start edges; X{lo,} loops
   the last copy's accepting states back onto its own start edges. It needs X's
-  start to be neither re-entered nor accepting, and X's accepting states to read no
-  byte that X's start reads (a JSON string character, a digit: prefix codes).
+  start not to accept, and X's accepting states to read no byte that X's start
+  reads (a JSON string character, a digit: prefix codes).
+* `guard(body, look, negate)`: a look-ahead `(?=look)body` (or `(?!look)body`) is
+  body ∩ look·Σ* (or body minus it): the product of the two DFAs in which the look's
+  accepting states absorb (a prefix matched) and so does its dead state (none can).
+* A finite set of ASCII strings (JSON Schema's keys in a look-ahead) is a trie, and
+  an ASCII character class two states: neither needs the NFA.
 
 Wherever a condition fails the composition gives None and the caller builds the
-pattern through the NFA as usual, so the language is always the pattern's own. Parts
-without a counted repeat of at least `MIN_COMPOSED_REPEAT` are built the usual way
-(`leaf`); a repeat whose chain would exceed four times `max_states` states, or a
-sequence over `max_states`, gives None too (the usual path then reports the limit).
+pattern through the NFA as usual, so the language is always the pattern's own (the
+caller minimises the result). Only patterns `worth_composing` are composed; a repeat
+whose chain would exceed four times `max_states` states, or a sequence over
+`max_states`, gives None too (the usual path then reports the limit).
 
-Automata here are partial byte DFAs: (trans int32 [n, 256] with -1 for dead,
-accept bool [n]), start 0.
+Automata here are partial DFAs: (trans int32 [n, columns] with -1 for dead, accept
+bool [n]), start 0; over bytes (256 columns) but for `guard_product`, which the
+NFA path also runs over its atoms.
 """
 
 from __future__ import annotations
@@ -31,29 +41,37 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pda.regex.syntax import Node, Repeat, Seq
+from pda.errors import LimitExceeded
+from pda.kernels.product import explore
+from pda.regex.syntax import Alt, Chars, Guard, Node, Repeat, Seq
 
 # A counted repeat this large (its lower or upper count) is worth composing.
 MIN_COMPOSED_REPEAT = 16
-# Sequences and repeats nested deeper than this are built the usual way (no recursion here).
+# Sequences, repeats and look-aheads nested deeper than this are built the usual way (no recursion here).
 MAX_COMPOSED_DEPTH = 40
+# A finite set of ASCII strings with at most this many bytes in all is built as a trie.
+MAX_TRIE_BYTES = 1 << 16
 
 Partial = tuple[np.ndarray, np.ndarray]
 
 
 def worth_composing(node: Node) -> bool:
-    """Whether `node` is a sequence or repeat holding a counted repeat of `MIN_COMPOSED_REPEAT` or more.
+    """Whether `node` is a sequence, repeat or look-ahead holding a look-ahead, a counted repeat
+    of `MIN_COMPOSED_REPEAT` or more, or a repeat of a part that reads beyond ASCII (the JSON
+    string character, whose DFA the caller memoises).
 
-    Only through at most `MAX_COMPOSED_DEPTH` nested sequences and repeats (an explicit
-    stack: patterns nest thousands deep), so that `composed` recurses no deeper.
+    Only through at most `MAX_COMPOSED_DEPTH` nested sequences, repeats and look-aheads (an
+    explicit stack: patterns nest thousands deep), so that `composed` recurses no deeper.
     """
     stack = [(node, 0)]
     while stack:
         item, depth = stack.pop()
         if depth > MAX_COMPOSED_DEPTH:
             return False
+        if isinstance(item, Guard):
+            return True
         if isinstance(item, Repeat):
-            if max(item.lo, item.hi or 0) >= MIN_COMPOSED_REPEAT:
+            if max(item.lo, item.hi or 0) >= MIN_COMPOSED_REPEAT or _beyond_ascii(item.item):
                 return True
             stack.append((item.item, depth + 1))
         elif isinstance(item, Seq):
@@ -61,8 +79,24 @@ def worth_composing(node: Node) -> bool:
     return False
 
 
+def _beyond_ascii(node: Node) -> bool:
+    """Whether a character set directly under `node` (through alternations and sequences, a few levels) reads a code point above 127."""
+    stack = [(node, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Chars):
+            if item.chars and item.chars[-1][1] > 127:
+                return True
+        elif isinstance(item, (Alt, Seq)) and depth < 3:
+            stack.extend((x, depth + 1) for x in item.items)
+    return False
+
+
 def composed(node: Node, leaf: Callable[[Node], Partial], max_states: int) -> Partial | None:
     """The partial byte DFA of `node` by composition, or None where a part cannot be composed."""
+    direct = _ascii_dfa(node)
+    if direct is not None:
+        return direct
     if isinstance(node, Seq) and worth_composing(node):
         out: Partial | None = None
         for item in node.items:
@@ -78,15 +112,31 @@ def composed(node: Node, leaf: Callable[[Node], Partial], max_states: int) -> Pa
         if item is None or len(item[0]) * max(node.lo, node.hi or 1) > 4 * max_states:
             return None
         return repeat(item, node.lo, node.hi)
+    if isinstance(node, Guard):
+        body = composed(node.body, leaf, max_states)
+        look = composed(node.look, leaf, max_states) if body is not None else None
+        if look is None:
+            return None
+        try:
+            return guard_product(body, look, node.negate, max_states)
+        except LimitExceeded:  # over bytes the product has more states than over atoms: the NFA path decides
+            return None
     return leaf(node)
 
 
+def _fresh_start(x: Partial) -> Partial:
+    """`x` with a start that is never re-entered: when some edge leads back to it, a copy of it becomes the start."""
+    t, acc = x
+    if not (t == 0).any():
+        return x
+    shifted = np.where(t >= 0, t + 1, -1).astype(np.int32)
+    return np.concatenate([shifted[:1], shifted]), np.concatenate([acc[:1], acc])
+
+
 def concat(a: Partial, b: Partial) -> Partial | None:
-    """A·B (see the module docstring), or None when a byte could be read two ways or B's start is re-entered."""
+    """A·B (see the module docstring), or None when a byte could be read two ways."""
     ta, aa = a
-    tb, ab = b
-    if (tb == 0).any():
-        return None
+    tb, ab = _fresh_start(b)
     finals = np.flatnonzero(aa)
     opens = tb[0] >= 0
     if (ta[finals][:, opens] >= 0).any():
@@ -102,15 +152,15 @@ def concat(a: Partial, b: Partial) -> Partial | None:
 
 def repeat(x: Partial, lo: int, hi: int | None) -> Partial | None:
     """X{lo,hi} (hi None: unbounded) as a chain of copies of X (see the module docstring), or None."""
-    t, acc = x
+    t, acc = _fresh_start(x)
     m = len(t)
     finals = np.flatnonzero(acc)
     opens = np.flatnonzero(t[0] >= 0)
-    if acc[0] or (t == 0).any() or (t[finals][:, opens] >= 0).any():
+    if acc[0] or (t[finals][:, opens] >= 0).any():
         return None
     copies = hi if hi is not None else max(lo, 1)
     if copies == 0:  # X{0}: the empty string
-        return np.full((1, 256), -1, dtype=np.int32), np.ones(1, dtype=bool)
+        return np.full((1, t.shape[1]), -1, dtype=np.int32), np.ones(1, dtype=bool)
     # Copy 0 keeps all m states; copy k >= 1 keeps states 1..m-1 (its start is merged away):
     # state s of copy k is s in copy 0, else base[k] + s - 1.
     base = [0] + [m + (k - 1) * (m - 1) for k in range(1, copies)]
@@ -119,7 +169,7 @@ def repeat(x: Partial, lo: int, hi: int | None) -> Partial | None:
         return np.where(states >= 0, states if k == 0 else base[k] + states - 1, -1)
 
     n = m + (copies - 1) * (m - 1)
-    trans = np.full((n, 256), -1, dtype=np.int32)
+    trans = np.full((n, t.shape[1]), -1, dtype=np.int32)
     accept = np.zeros(n, dtype=bool)
     accept[0] = lo == 0
     opened = t[0, opens]
@@ -138,3 +188,88 @@ def repeat(x: Partial, lo: int, hi: int | None) -> Partial | None:
             trans[ends[:, None], opens[None, :]] = follow[None, :]
         accept[ends] = k + 1 >= lo
     return trans, accept
+
+
+def guard_product(body: Partial, look: Partial, negate: bool, max_states: int) -> Partial:
+    """body ∩ look·Σ* (`negate`: body minus look·Σ*), both partial DFAs over the same columns.
+
+    By the compiled product search (`pda.kernels.product`): the look's accepting states
+    become SAT and its dead state NEVER, both absorbing, so a pair dies exactly when the
+    body does. Raises `LimitExceeded` over `max_states` pairs.
+    """
+    (tb, bacc), (tl, lacc) = body, look
+    k = tb.shape[1]
+    nb, nl = len(tb), len(tl)
+    body_dead, look_base = nb, nb + 1
+    never, sat = look_base + nl, look_base + nl + 1
+    table = np.empty((nb + nl + 3, k), dtype=np.int32)
+    table[:nb] = np.where(tb >= 0, tb, body_dead)
+    table[body_dead] = body_dead
+    table[look_base:never] = np.where(tl < 0, never, np.where(lacc[np.maximum(tl, 0)], sat, look_base + tl))
+    table[never], table[sat] = never, sat
+    dead = np.zeros(len(table), dtype=bool)
+    dead[body_dead] = True
+    start = np.array([0, sat if lacc[0] else look_base], dtype=np.int32)
+    explored = explore(table, dead, start, max_states)
+    if explored is None:
+        raise LimitExceeded(f"look-ahead product exceeds max_states={max_states}")
+    # Product state q >= 1 is pair q - 1 (state 0, nothing live, is never reached); a successor
+    # with one live component has lost its body: dead.
+    trans = np.where(explored.trans >= 1, explored.trans - 1, -1)[1:].astype(np.int32)
+    pairs = explored.ids.reshape(-1, 2)  # state 0 has no components, each other state two
+    return trans, bacc[pairs[:, 0]] & ((pairs[:, 1] == sat) != negate)
+
+
+def _ascii_dfa(node: Node) -> Partial | None:
+    """The partial byte DFA of an ASCII character class, or of a finite set of ASCII strings (a trie); else None."""
+    if isinstance(node, Chars):
+        if not node.chars or node.chars[-1][1] > 127:
+            return None
+        trans = np.full((2, 256), -1, dtype=np.int32)
+        for lo, hi in node.chars:
+            trans[0, lo : hi + 1] = 1
+        return trans, np.array([False, True])
+    strings = _ascii_strings(node)
+    if strings is None:
+        return None
+    trans_rows: list[np.ndarray] = [np.full(256, -1, dtype=np.int32)]
+    accept = [False]
+    for s in strings:
+        q = 0
+        for b in s:
+            nxt = int(trans_rows[q][b])
+            if nxt < 0:
+                nxt = len(trans_rows)
+                trans_rows[q][b] = nxt
+                trans_rows.append(np.full(256, -1, dtype=np.int32))
+                accept.append(False)
+            q = nxt
+        accept[q] = True
+    return np.stack(trans_rows), np.array(accept)
+
+
+def _ascii_strings(node: Node, depth: int = 0) -> list[bytes] | None:
+    """The strings of a node built from single ASCII characters by sequences and alternations
+    (a finite set: JSON Schema's keys), else None; None too past `MAX_TRIE_BYTES` bytes in all
+    or 8 levels of nesting."""
+    if isinstance(node, Chars):
+        if len(node.chars) == 1 and node.chars[0][0] == node.chars[0][1] < 128:
+            return [bytes((node.chars[0][0],))]
+        return None
+    if depth >= 8 or not isinstance(node, (Seq, Alt)) or not node.items:
+        return None
+    parts = []
+    for item in node.items:
+        found = _ascii_strings(item, depth + 1)
+        if found is None:
+            return None
+        parts.append(found)
+    if isinstance(node, Alt):
+        out = [s for part in parts for s in part]
+    else:
+        out = [b""]
+        for part in parts:
+            if len(out) * len(part) * (max(map(len, out)) + max(map(len, part))) > MAX_TRIE_BYTES:
+                return None
+            out = [a + b for a in out for b in part]
+    return out if sum(map(len, out)) <= MAX_TRIE_BYTES else None

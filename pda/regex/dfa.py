@@ -33,13 +33,20 @@ from pda.regex import charset as cs
 from pda.regex import compose, utf8
 from pda.regex.hashing import hash_weights
 from pda.kernels.partition import coarsest_partition
-from pda.kernels.product import explore
 from pda.regex.automaton import NFA, coaccessible, determinise
-from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, translate
+from pda.lru import budget_cache, register_budget
+from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, structure_key, translate
 
 # A lexer DFA this large costs ~1-2 s to build and ~1 MB per 1,000 states of
 # per-state token-index work later; callers serving many grammars pass less.
 DEFAULT_MAX_DFA_STATES = 200_000
+# The byte DFAs of the parts that composition builds through the NFA (`_composed`), by their
+# structure: the JSON string character recurs in every string terminal of every schema, and
+# costs ~2 ms to build each time. Parts of more than `LEAF_KEY_MAX_NODES` nodes are not kept.
+LEAF_DFAS_MAX_BYTES = 16 << 20
+LEAF_KEY_MAX_NODES = 4096
+register_budget("leaf_dfas", LEAF_DFAS_MAX_BYTES)
+_leaves = budget_cache("leaf_dfas")
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,10 +206,16 @@ def _composed(node: Node, names: Sequence[str], max_states: int) -> LexerDFA | N
     """The minimal byte DFA of one terminal by deterministic composition (`pda.regex.compose`), or None."""
 
     def leaf(part: Node) -> compose.Partial:
-        byte_trans, accept = _byte_dfa([part], [False], names, max_states)
-        byte_accept = np.zeros(len(byte_trans), dtype=bool)
-        byte_accept[: len(accept)] = accept[:, 0]
-        return byte_trans.astype(np.int32), byte_accept
+        key = structure_key(part, LEAF_KEY_MAX_NODES)
+        found = _leaves.get((key, max_states)) if key is not None else None
+        if found is None:
+            byte_trans, accept = _byte_dfa([part], [False], names, max_states)
+            byte_accept = np.zeros(len(byte_trans), dtype=bool)
+            byte_accept[: len(accept)] = accept[:, 0]
+            found = _freeze(byte_trans.astype(np.int32)), _freeze(byte_accept)
+            if key is not None:
+                _leaves.put((key, max_states), found, found[0].nbytes + found[1].nbytes)
+        return found
 
     found = compose.composed(node, leaf, max_states)
     if found is None:
@@ -210,7 +223,7 @@ def _composed(node: Node, names: Sequence[str], max_states: int) -> LexerDFA | N
     # Minimised over the distinct byte columns (a few dozen of the 256), then spelled out again.
     first, columns = _distinct_columns(found[0])
     trans, accept = _minimise(found[0][:, first].astype(np.int64), found[1][:, None])
-    # Each part is trimmed and reachable, so the whole is, unless some part (and so the whole) is empty.
+    # `_minimise` trims: every state but the start reaches an accepting one.
     return _finish(_within_limit(trans[:, columns], names, max_states), accept, tuple(names),
                    trimmed=bool(accept.any()))
 
@@ -349,31 +362,10 @@ def _subdfa(
     assert isinstance(node, Guard)
     body, bacc = _atom_dfa([node.body], [False], names, max_states, alphabet)
     look, lacc = _atom_dfa([node.look], [True], names, max_states, alphabet)
-    bacc, lacc = bacc[:, 0], lacc[:, 0]
-    # Product of body with "a prefix so far is in look", by the compiled product search
-    # (`pda.kernels.product`): the look-ahead's accepting states become SAT (absorbing) and its
-    # dead state NEVER (absorbing too), so a pair dies exactly when the body does.
-    k = alphabet.n_atoms
-    nb, nl = len(body), len(look)
-    body_dead, look_base = nb, nb + 1
-    never, sat = look_base + nl, look_base + nl + 1
-    table = np.empty((nb + nl + 3, k), dtype=np.int32)
-    table[:nb] = np.where(body >= 0, body, body_dead)
-    table[body_dead] = body_dead
-    table[look_base:never] = np.where(look < 0, never, np.where(lacc[np.maximum(look, 0)], sat, look_base + look))
-    table[never], table[sat] = never, sat
-    dead = np.zeros(len(table), dtype=bool)
-    dead[body_dead] = True
-    start = np.array([0, sat if lacc[0] else look_base], dtype=np.int32)
-    explored = explore(table, dead, start, max_states)
-    if explored is None:
-        raise LimitExceeded(f"look-ahead product for terminal(s) {', '.join(names)} exceeds max_states={max_states}")
-    # Product state q >= 1 is pair q - 1 (state 0, nothing live, is never reached); a successor
-    # with one live component has lost its body: dead.
-    trans = np.where(explored.trans >= 1, explored.trans - 1, -1)[1:]
-    pairs = explored.ids.reshape(-1, 2)  # state 0 has no components, each other state two
-    acc = bacc[pairs[:, 0]] & ((pairs[:, 1] == sat) != node.negate)
-    return trans, acc
+    try:
+        return compose.guard_product((body, bacc[:, 0]), (look, lacc[:, 0]), node.negate, max_states)
+    except LimitExceeded:
+        raise LimitExceeded(f"look-ahead product for terminal(s) {', '.join(names)} exceeds max_states={max_states}") from None
 
 
 def build_lexer_dfa(

@@ -89,6 +89,32 @@ class Guard:
 Node = Chars | Seq | Alt | Repeat | FirstMatch | Guard
 EMPTY = Seq(())
 
+
+def structure_key(node: Node, max_nodes: int) -> tuple | None:
+    """A hashable key equal for equal trees (a flat preorder listing, built without recursion),
+    or None for a tree of more than `max_nodes` nodes. Memos of sub-automata are keyed by it."""
+    out: list = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if len(out) >= max_nodes:
+            return None
+        if isinstance(item, Chars):
+            out.append(item.chars)
+        elif isinstance(item, (Seq, Alt)):
+            out.append((type(item).__name__, len(item.items)))
+            stack.extend(reversed(item.items))
+        elif isinstance(item, Repeat):
+            out.append(("Repeat", item.lo, item.hi))
+            stack.append(item.item)
+        elif isinstance(item, FirstMatch):
+            out.append(("FirstMatch",))
+            stack.append(item.item)
+        else:
+            out.append(("Guard", item.negate))
+            stack += [item.body, item.look]
+    return tuple(out)
+
 FLAG_LETTERS = {
     "i": re.IGNORECASE,
     "s": re.DOTALL,
