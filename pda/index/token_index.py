@@ -62,6 +62,9 @@ DISK_MIN_SECONDS = 0.002
 # A walk over fewer tokens than this (a boundary group's suffixes, mostly) is never looked up
 # on disk: it costs the kernel less than the lookup (~20-60 us: the key's hash and the listing).
 DISK_MIN_TOKENS = 4096
+# Signatures kept per index (`TokenIndex._signature`; one lists up to all of a grammar's
+# terminals): half of a JSON Schema replay's walks share the signature of an earlier one.
+SIGNATURES_KEPT = 1024
 # Basic lexer mode: the per-node walks kept to filter candidate sets' classifications from
 # (`TokenIndex._basic_classify`), at most this many bytes per index (8 bytes a node where tokens end).
 BASIC_WALKS_MAX_BYTES = 64 << 20
@@ -311,6 +314,9 @@ class TokenIndex:
         self._roots: dict[tuple, Classification] = {}
         self._own_bytes = 0  # of what `_roots` and `_suffixes` hold (`nbytes`)
         self._digests: dict[int, str] = {}
+        # The signatures of recent lexer-state keys (`_signature`): a mask's boundary groups
+        # mostly walk from the start under one live set. Cleared when full.
+        self._signatures: dict[tuple, tuple[tuple, list[int]]] = {}
         self._own_tables: dict[int, _WalkTables] = {}
         self.shared = shared_classifications(trie)
         # Basic lexer mode: per (roots, lexer state), one walk under every terminal (`_walk_states`),
@@ -371,13 +377,20 @@ class TokenIndex:
         if lexer.mode != CONTEXTUAL:
             return None
         key = self.lexer.tables(live_set).key(q)
+        found = self._signatures.get(key)
+        if found is not None:
+            return found
         if key and key[0] == "all":  # a view of the all-terminal DFA: its per-terminal components
             components = lexer.components(live_set).states[q]
             pairs = [(j, int(components[j])) for j in iter_bits(key[2])]
         else:
             pairs = key
         entries = sorted((self._digest(j), lexer.priority[j], s, j) for j, s in pairs)
-        return tuple(e[:3] for e in entries), [e[3] for e in entries]
+        found = tuple(e[:3] for e in entries), [e[3] for e in entries]
+        if len(self._signatures) >= SIGNATURES_KEPT:
+            self._signatures.clear()
+        self._signatures[key] = found
+        return found
 
     def _shared_walk(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int) -> Classification:
         """The walk from `roots` at lexer state q, through the shared classifications."""
