@@ -18,7 +18,7 @@ caller, so C is built once per process):
   the last copy's accepting states back onto its own start edges. It needs X's
   start not to accept, and X's accepting states to read no byte that X's start
   reads (a JSON string character, a digit: prefix codes).
-* `guard(body, look, negate)`: a look-ahead `(?=look)body` (or `(?!look)body`) is
+* `guard_product(body, look, negate)`: a look-ahead `(?=look)body` (or `(?!look)body`) is
   body ∩ look·Σ* (or body minus it): the product of the two DFAs in which the look's
   accepting states absorb (a prefix matched) and so does its dead state (none can).
 * A finite set of ASCII strings (JSON Schema's keys in a look-ahead) is a trie, and
@@ -41,6 +41,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from pda.arrays import sorted_trie
 from pda.errors import LimitExceeded
 from pda.kernels.product import explore
 from pda.regex.syntax import Alt, Chars, Guard, Node, Repeat, Seq
@@ -232,20 +233,13 @@ def _ascii_dfa(node: Node) -> Partial | None:
     strings = _ascii_strings(node)
     if strings is None:
         return None
-    trans_rows: list[np.ndarray] = [np.full(256, -1, dtype=np.int32)]
-    accept = [False]
-    for s in strings:
-        q = 0
-        for b in s:
-            nxt = int(trans_rows[q][b])
-            if nxt < 0:
-                nxt = len(trans_rows)
-                trans_rows[q][b] = nxt
-                trans_rows.append(np.full(256, -1, dtype=np.int32))
-                accept.append(False)
-            q = nxt
-        accept[q] = True
-    return np.stack(trans_rows), np.array(accept)
+    # The strings' trie (`pda.arrays.sorted_trie`, preorder ids, root 0): each node's edge from its parent.
+    parent, byte, _, end_node = sorted_trie(sorted(set(strings)))
+    trans = np.full((len(parent), 256), -1, dtype=np.int32)
+    trans[parent[1:], byte[1:]] = np.arange(1, len(parent), dtype=np.int32)
+    accept = np.zeros(len(parent), dtype=bool)
+    accept[end_node] = True
+    return trans, accept
 
 
 def _ascii_strings(node: Node, depth: int = 0) -> list[bytes] | None:
