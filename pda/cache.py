@@ -112,10 +112,28 @@ def enabled() -> bool:
 
 def cache_dir() -> Path:
     """$PDA_CACHE_DIR, else $XDG_CACHE_HOME/pda, else ~/.cache/pda."""
-    if os.environ.get("PDA_CACHE_DIR"):
-        return Path(os.environ["PDA_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pda"
+    return Path(_dir_name())
+
+
+# The folder's name per ($PDA_CACHE_DIR, $XDG_CACHE_HOME): a lookup runs on every walk a disk
+# entry may hold, where building a Path costs more than the miss it decides (~10 us).
+_dir_names: dict[tuple[str | None, str | None], str] = {}
+
+
+def _dir_name() -> str:
+    """`cache_dir()` as a string, memoised by the environment variables that choose it."""
+    env = os.environ
+    which = (env.get("PDA_CACHE_DIR"), env.get("XDG_CACHE_HOME"))
+    found = _dir_names.get(which)
+    if found is None:
+        if which[0]:
+            found = which[0]
+        else:
+            found = os.path.join(which[1] or os.path.join(os.path.expanduser("~"), ".cache"), "pda")
+        if len(_dir_names) >= 16:
+            _dir_names.clear()
+        _dir_names[which] = found
+    return found
 
 
 def max_bytes() -> int:
@@ -132,8 +150,11 @@ def _canonical(key: Mapping[str, Any]) -> str:
 
 def entry_path(kind: str, key: Mapping[str, Any]) -> Path:
     """Where the entry of `kind` with this key lives: its name is a hash of (version, kind, key)."""
-    name = hashlib.sha256(f"{VERSION}\0{kind}\0{_canonical(key)}".encode()).hexdigest()[:40]
-    return cache_dir() / kind / (name + SUFFIX)
+    return Path(_dir_name(), kind, _entry_name(kind, key))
+
+
+def _entry_name(kind: str, key: Mapping[str, Any]) -> str:
+    return hashlib.sha256(f"{VERSION}\0{kind}\0{_canonical(key)}".encode()).hexdigest()[:40] + SUFFIX
 
 
 # Per (cache folder, kind): when its entries were last listed and their file names, plus the
@@ -142,27 +163,25 @@ def entry_path(kind: str, key: Mapping[str, Any]) -> Path:
 # (~0.1 ms) that would otherwise confirm it. Another process's new entry is seen once the
 # listing is that old (until then it is only a miss, never a wrong answer).
 LISTING_MAX_AGE = 5.0
-_listings: dict[tuple[str, str], tuple[float, set[str]]] = {}
+_listings: dict[str, tuple[float, set[str]]] = {}
 
 
-def _may_exist(path: Path) -> bool:
-    """Whether an entry file may be at `path`: False only when a recent listing of its folder lacks it."""
-    folder = str(path.parent)
-    key = (folder, path.parent.name)
+def _may_exist(folder: str, name: str) -> bool:
+    """Whether an entry file may be `name` in `folder`: False only when a recent listing of the folder lacks it."""
     now = time.monotonic()
-    found = _listings.get(key)
+    found = _listings.get(folder)
     if found is None or now - found[0] > LISTING_MAX_AGE:
         try:
             names = set(os.listdir(folder))
         except OSError:
             names = set()
-        found = _listings[key] = (now, names)
-    return path.name in found[1]
+        found = _listings[folder] = (now, names)
+    return name in found[1]
 
 
 def _listed(path: Path) -> None:
     """Record an entry this process just wrote in its folder's listing."""
-    found = _listings.get((str(path.parent), path.parent.name))
+    found = _listings.get(str(path.parent))
     if found is not None:
         found[1].add(path.name)
 
@@ -174,9 +193,10 @@ def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np
     """
     if not enabled():
         return None
-    path = entry_path(kind, key)
-    if not _may_exist(path):
+    folder, name = os.path.join(_dir_name(), kind), _entry_name(kind, key)
+    if not _may_exist(folder, name):
         return None
+    path = Path(folder, name)
     try:
         meta, arrays = _read(path, kind, key)
         found = decode(meta, arrays)

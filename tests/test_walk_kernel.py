@@ -226,6 +226,29 @@ def random_tables(rng: np.random.Generator, n_states: int, n_classes: int, n_set
     return kernel.TableArrays(trans, byte_class, live, stops, ends_as)
 
 
+def random_packed_tables(rng: np.random.Generator, n_states: int, n_classes: int,
+                         n_sets: int) -> tuple[kernel.PackedTableArrays, kernel.TableArrays]:
+    """Random packed tables over up to 130 terminals (three words) and the flag tables they spell."""
+    flags = random_tables(rng, n_states, n_classes, n_sets)
+    n_terms = int(rng.integers(1, 130))
+    words = -(-n_terms // 64)
+    bits = rng.random((n_states, words * 64)) < 0.2
+    bits[:, n_terms:] = False
+    candidates = rng.random(words * 64) < 0.5
+    candidates[n_terms:] = False
+    pack = lambda m: np.packbits(m, axis=-1, bitorder="little").view("<u8")  # noqa: E731
+    accept_row = rng.integers(-1, n_sets, n_states).astype(np.int32)
+    row_bits = rng.random((n_sets, words * 64)) < 0.1
+    row_bits[:, n_terms:] = False
+    packed = kernel.PackedTableArrays(flags.trans, flags.byte_class, np.ascontiguousarray(pack(bits)),
+                                      np.ascontiguousarray(pack(candidates)), accept_row,
+                                      np.ascontiguousarray(pack(row_bits)))
+    live = (bits & candidates).any(axis=1)
+    meets = (row_bits & candidates).any(axis=1)
+    ends_as = np.where((accept_row >= 0) & meets[accept_row], accept_row, -1).astype(np.int32)
+    return packed, kernel.TableArrays(flags.trans, flags.byte_class, live, ~live, ends_as)
+
+
 def kernel_reference(trie, tables: kernel.TableArrays, roots: np.ndarray, q: int,
                      mask_words: int) -> tuple[np.ndarray | None, list[tuple[int, bytes]]]:
     """`kernel.walk`'s expected result by the reference walk: (mask or None, [(set index, nodes' int64 bytes)])."""
@@ -250,22 +273,25 @@ def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
     mask_words = (synthetic.size + 31) // 32 + 1
     rng = np.random.default_rng(5)
     cuts = 0
-    for _ in range(30):
+    for i in range(60):
         n_states, n_sets = int(rng.integers(2, 40)), int(rng.integers(1, 5))
-        tables = random_tables(rng, n_states, int(rng.integers(1, 12)), n_sets)
+        if i % 2:  # packed: walked from the packed form, checked against the flags it spells
+            packed, tables = random_packed_tables(rng, n_states, int(rng.integers(1, 12)), n_sets)
+        else:
+            packed = tables = random_tables(rng, n_states, int(rng.integers(1, 12)), n_sets)
         proof = kernel.new_proof(n_states)
         first = trie.child_ids[trie.child_ptr[0] : trie.child_ptr[1]]
         for roots in (first, rng.choice(np.arange(1, trie.n_nodes), 40), np.sort(rng.choice(first, 10))):
             q = int(rng.integers(0, n_states))
             want_mask, want_groups = kernel_reference(trie, tables, roots, q, mask_words)
             for with_cut in (True, False):
-                got = kernel.walk(arrays, tables, n_sets, roots, q, mask_words, *((cut, proof) if with_cut else ()))
+                got = kernel.walk(arrays, packed, n_sets, roots, q, mask_words, *((cut, proof) if with_cut else ()))
                 assert (got.inside is None) == (want_mask is None)
                 if want_mask is not None:
                     assert np.array_equal(got.inside, want_mask)
                 assert [(k, nodes.tobytes()) for k, nodes in got.boundaries] == want_groups
                 cuts += got.cut
-            inside_nodes, inside_states, ended_nodes, ended_states = kernel.walk_states(arrays, tables, roots, q)
+            inside_nodes, inside_states, ended_nodes, ended_states = kernel.walk_states(arrays, packed, roots, q)
             inside, boundaries = reference_walk(trie, tables, roots, q)
             assert set(zip(inside_nodes.tolist(), inside_states.tolist())) == {(n, s) for _, n, s in inside}
             assert list(zip(ended_nodes.tolist(), ended_states.tolist())) == sorted(boundaries)
@@ -298,8 +324,11 @@ def valid(synthetic: pda.Vocabulary) -> dict:
     tables = index.walk_tables(live_set)
     body = int(tables.trans[START, tables.byte_class[ord('"')]])
     trie = index.trie
+    flags = kernel.TableArrays(tables.trans, tables.byte_class, tables.live, tables.stops, tables.ends_as)
+    assert isinstance(tables.arrays, kernel.PackedTableArrays)  # a contextual candidate set: packed
     return {
-        "trie": kernel.TrieArrays.of(trie), "tables": tables.arrays, "n_sets": len(tables.sets),
+        "trie": kernel.TrieArrays.of(trie), "tables": flags, "packed": tables.arrays, "walk_tables": tables,
+        "n_sets": len(tables.sets),
         "roots": np.asarray(index.first_nodes, np.int64), "state": body, "mask_words": index.mask_words,
         "slices": index._slices, "proof": kernel.new_proof(len(tables.live)),
     }
@@ -360,6 +389,41 @@ CORRUPT = {
 }
 
 
+def packed_with(v: dict, **arrays: np.ndarray) -> dict:
+    return {"tables": v["packed"]._replace(**arrays)}
+
+
+CORRUPT_PACKED = {
+    "live_bits too short": lambda v: packed_with(v, live_bits=v["packed"].live_bits[:-1]),
+    "live_bits signed": lambda v: packed_with(v, live_bits=v["packed"].live_bits.astype(np.int64)),
+    "candidates of another width": lambda v: packed_with(v, candidates=np.zeros(5, "<u8")),
+    "accept_row too short": lambda v: packed_with(v, accept_row=v["packed"].accept_row[:-1]),
+    "accept_row past the rows": lambda v: packed_with(v, accept_row=np.full_like(v["packed"].accept_row, 10**6)),
+    "row_bits of another width": lambda v: packed_with(v, row_bits=np.zeros((len(v["packed"].row_bits), 7), "<u8")),
+    "row_bits 1-D": lambda v: packed_with(v, row_bits=v["packed"].row_bits.ravel()),
+}
+
+
+def test_packed_tables_walk_as_their_flags(valid: dict) -> None:
+    """The fixture's packed tables (what the index hands the kernel) give the walk its flags give: the same
+    inside tokens, and the same nodes per terminal set once accept rows are mapped to sets."""
+    packed = run_walk({**valid, "tables": valid["packed"], "n_sets": valid["walk_tables"].n_sets,
+                       "proof": kernel.new_proof(len(valid["tables"].live))})
+    flags = run_walk({**valid, "proof": kernel.new_proof(len(valid["tables"].live))})
+    assert np.array_equal(packed.inside, flags.inside)
+    got = sorted((g.terminals, g.nodes.tobytes()) for g in valid["walk_tables"].groups(packed.boundaries))
+    sets = valid["walk_tables"].sets
+    assert got == sorted((sets[k], n.tobytes()) for k, n in flags.boundaries)
+    assert got
+
+
+@pytest.mark.parametrize("case", sorted(CORRUPT_PACKED))
+def test_corrupt_packed_input_raises_value_error(case: str, valid: dict) -> None:
+    v = {**valid, "proof": kernel.new_proof(len(valid["tables"].live)), **CORRUPT_PACKED[case](valid)}
+    with pytest.raises(ValueError):
+        run_walk(v)
+
+
 @pytest.mark.parametrize("case", sorted(CORRUPT))
 def test_corrupt_input_raises_value_error(case: str, valid: dict) -> None:
     assert run_walk(valid).inside is not None  # the valid walk works
@@ -396,7 +460,7 @@ def test_threads_walking_at_once_agree_with_one_thread(qwen2: pda.Vocabulary) ->
     assert len(jobs) > 40
 
     def walk(tables: token_index._WalkTables, q: int, proof: np.ndarray) -> tuple:
-        got = kernel.walk(index._trie_arrays, tables.arrays, len(tables.sets), index.first_nodes, q,
+        got = kernel.walk(index._trie_arrays, tables.arrays, tables.n_sets, index.first_nodes, q,
                           index.mask_words, index._slices, proof)
         return (None if got.inside is None else got.inside.tobytes()), [(k, n.tobytes()) for k, n in got.boundaries]
 

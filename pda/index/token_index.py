@@ -102,75 +102,129 @@ class BoundaryGroup:
 
 
 class _WalkTables:
-    """A DFA as arrays for the walk: transitions, byte classes, liveness, lexeme ends.
+    """A DFA as arrays for the walk: transitions, byte classes, and per state liveness and lexeme ends.
 
-    `ends_as[q]` indexes `sets` (the terminal set a lexeme ending in q is handed as),
-    or is -1. `trans` must send every state that is not live to a state that is not
-    live (the candidate set's tables get a sink row; a terminal's own DFA has its dead state).
-    `arrays` are the same tables as the kernel takes them; `proof(depth)` is the kernel's
-    memo of plain-body proofs for these tables, kept across walks (`pda.kernels.walk`).
+    `arrays` are the tables as the kernel takes them (`pda.kernels.walk`): a terminal's
+    own DFA, and every candidate set under the basic lexer mode, as per-state flags whose
+    ends index `sets`; a contextual candidate set as its DFA's packed terminal bits with
+    the candidates' words, whose ends are accept rows, mapped to terminal sets by
+    `groups` for the rows a walk met: no pass over the DFA's states or its accept rows is
+    paid per set (a JSON Schema meets hundreds of sets, most walked once or twice).
+    `live`, `stops`, `ends_as` and `sets` are the flags as arrays, derived from the
+    lexer's tables when first read (the basic mode's filtering and the reference walk
+    read them). `trans` must send every state that is not live to a state that is not
+    live (the candidate set's tables get a sink row; a terminal's own DFA has its dead
+    state). `proof(depth)` is the kernel's memo of plain-body proofs for these tables.
     """
 
-    __slots__ = ("trans", "byte_class", "live", "stops", "ends_as", "sets", "arrays", "_proof", "__weakref__")
+    __slots__ = ("trans", "byte_class", "arrays", "n_sets", "_rows", "_flags", "_source", "_proof", "__weakref__")
 
     @classmethod
     def of_candidates(cls, lexer: Lexer, tables: LexerTables, sinks: dict) -> "_WalkTables":
-        """The walk tables of one candidate set's DFA (one grammar's terminal ids in `sets`)."""
+        """The walk tables of one candidate set's DFA (one grammar's terminal ids in its groups)."""
         self = cls.__new__(cls)
         n = tables.n_states
-        # Views of one DFA share its transition table (with a sink row added).
+        # Views of one DFA share its transition table (with a sink row added) and its packed rows.
         arrays = sinks.get(id(tables.trans))
         if arrays is None:
-            trans = np.vstack([tables.trans, np.full((1, tables.trans.shape[1]), n, dtype=np.int32)])
-            arrays = (tables.trans, trans)
+            trans = np.ascontiguousarray(np.vstack([tables.trans, np.full((1, tables.trans.shape[1]), n, np.int32)]))
+            arrays = [tables.trans, trans, None]
             sinks[id(tables.trans)] = arrays
         self.trans = arrays[1]
-        self.byte_class = tables.byte_class
-        live, extends, ends, masks, which = tables.state_flags()
-        self.live = np.append(live, False)
-        # Where the lexeme cannot grow: only there may it end (basic mode: not merely "not live").
-        self.stops = ~np.append(extends, False)
-        self.ends_as = np.full(n + 1, -1, dtype=np.int32)
-        # The terminal set each end is handed as, from the few distinct accept masks; sets
-        # numbered by the first state (in state order) that ends as each.
-        kept = ends != START
-        ends = ends[kept]
-        ids: dict[int, int] = {}
-        best = [ids.setdefault(lexer.best(m), len(ids)) for m in masks]
-        per_end = np.asarray(best, dtype=np.int64)[which[kept]] if len(ends) else np.zeros(0, np.int64)
-        found, first = np.unique(per_end, return_index=True)
-        order = found[np.argsort(first)]
-        rank = np.empty(len(ids), dtype=np.int32)
-        rank[order] = np.arange(len(order), dtype=np.int32)
-        self.ends_as[ends] = rank[per_end]
-        value = list(ids)
-        self.sets = [value[i] for i in order.tolist()]
-        return self._finish()
+        self.byte_class = np.ascontiguousarray(tables.byte_class, dtype=np.int32)
+        self._source = (lexer, tables)
+        self._flags = self._proof = self._rows = None
+        if lexer.mode != CONTEXTUAL:
+            live, stops, ends_as, sets = self._flag_arrays()
+            self.arrays, self.n_sets = kernel.TableArrays(self.trans, self.byte_class, live, stops, ends_as), len(sets)
+            return self
+        live_bits, candidates, accept_row, row_bits, rows = tables.packed_rows()
+        if arrays[2] is None or arrays[2][0] is not live_bits:  # the sink row's bits and accept row, once per DFA
+            arrays[2] = (live_bits, np.vstack([live_bits, np.zeros((1, live_bits.shape[1]), dtype="<u8")]),
+                         np.append(accept_row, np.int32(-1)), np.ascontiguousarray(row_bits))
+        _, bits, accept, row_bits = arrays[2]
+        self._rows = rows
+        self.n_sets = len(rows)
+        self.arrays = kernel.PackedTableArrays(self.trans, self.byte_class, bits, candidates, accept, row_bits)
+        return self
 
     @classmethod
     def of_terminal(cls, dfa: LexerDFA) -> "_WalkTables":
         """The walk tables of one terminal's own DFA (contextual mode; the set is position 0: `sets == [1]`)."""
         self = cls.__new__(cls)
-        self.trans = np.asarray(dfa.trans, dtype=np.int32)
-        self.byte_class = np.asarray(dfa.byte_class, dtype=np.int32)
-        self.live = np.asarray(dfa.live, dtype=bool).any(axis=1)
-        self.stops = ~self.live
-        self.ends_as = np.where(np.asarray(dfa.accept, dtype=bool).any(axis=1), 0, -1).astype(np.int32)
-        self.sets = [1]
-        return self._finish()
-
-    def _finish(self) -> "_WalkTables":
-        c = np.ascontiguousarray
-        self.arrays = kernel.TableArrays(c(self.trans, np.int32), c(self.byte_class, np.int32), c(self.live, bool),
-                                         c(self.stops, bool), c(self.ends_as, np.int32))
-        self._proof = None  # (trie depth, proof buffer)
+        self.trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+        self.byte_class = np.ascontiguousarray(dfa.byte_class, dtype=np.int32)
+        live = np.ascontiguousarray(np.asarray(dfa.live, dtype=bool).any(axis=1))
+        ends_as = np.where(np.asarray(dfa.accept, dtype=bool).any(axis=1), 0, -1).astype(np.int32)
+        self._flags = (live, ~live, ends_as, [1])
+        self._source = self._proof = self._rows = None
+        self.n_sets = 1
+        self.arrays = kernel.TableArrays(self.trans, self.byte_class, *self._flags[:3])
         return self
+
+    def groups(self, boundaries: list[tuple[int, np.ndarray]]) -> list[BoundaryGroup]:
+        """A walk's boundaries (kernel set index, nodes) as boundary groups, one per terminal set.
+
+        Packed tables' indices are accept rows: each is handed as the top-priority
+        candidates it accepts, and rows handed as the same set have their nodes merged.
+        """
+        rows = self._rows
+        if rows is None:
+            sets = self._flag_arrays()[3]
+            return [BoundaryGroup(sets[k], nodes) for k, nodes in boundaries]
+        lexer, tables = self._source
+        candidates = tables.candidates
+        merged: dict[int, np.ndarray] = {}
+        for k, nodes in boundaries:
+            terminals = lexer.best(rows[k] & candidates)
+            found = merged.get(terminals)
+            merged[terminals] = nodes if found is None else np.union1d(found, nodes)
+        return [BoundaryGroup(terminals, nodes) for terminals, nodes in merged.items()]
+
+    def _flag_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+        """(live, stops, ends_as, sets) over the states, the sink row included, from the lexer's tables.
+
+        Read off `LexerTables.state_flags` (a pass over every state), not off the packed rows
+        the kernel reads, which the reference walk checks them against; sets numbered by the
+        first state (in state order) that ends as each.
+        """
+        found = self._flags
+        if found is None:
+            lexer, tables = self._source
+            n = tables.n_states
+            live, extends, ends, masks, which = tables.state_flags()
+            handed = [lexer.best(m) for m in masks]
+            number: dict[int, int] = {}
+            for k in which.tolist():  # the ending states in state order
+                number.setdefault(handed[k], len(number))
+            ends_as = np.full(n + 1, -1, dtype=np.int32)
+            if len(ends):
+                ends_as[ends] = np.asarray([number[t] for t in handed], dtype=np.int32)[which]
+            found = self._flags = (np.append(live, False), ~np.append(extends, False), ends_as, list(number))
+        return found
+
+    @property
+    def live(self) -> np.ndarray:
+        return self._flag_arrays()[0]
+
+    @property
+    def stops(self) -> np.ndarray:
+        return self._flag_arrays()[1]
+
+    @property
+    def ends_as(self) -> np.ndarray:
+        return self._flag_arrays()[2]
+
+    @property
+    def sets(self) -> list[int]:
+        """The terminal set each index of `ends_as` stands for."""
+        return self._flag_arrays()[3]
 
     def proof(self, depth: int) -> np.ndarray:
         """The kernel's plain-body proofs for these tables under a trie `depth` bytes deep (made on first use)."""
         found = self._proof
         if found is None or found[0] != depth:
-            found = self._proof = (depth, kernel.new_proof(len(self.live)))
+            found = self._proof = (depth, kernel.new_proof(self.trans.shape[0]))
         return found[1]
 
 
@@ -317,6 +371,7 @@ class TokenIndex:
         # The signatures of recent lexer-state keys (`_signature`): a mask's boundary groups
         # mostly walk from the start under one live set. Cleared when full.
         self._signatures: dict[tuple, tuple[tuple, list[int]]] = {}
+        self._content_digests: dict[tuple, str] = {}  # `_content_digest`, cleared when full
         self._own_tables: dict[int, _WalkTables] = {}
         self.shared = shared_classifications(trie)
         # Basic lexer mode: per (roots, lexer state), one walk under every terminal (`_walk_states`),
@@ -362,9 +417,9 @@ class TokenIndex:
         not walked (`pda.index.slices`); the result is the same either way.
         """
         depth = self.trie.max_depth
-        walked = kernel.walk(self._trie_arrays, tables.arrays, len(tables.sets), roots, root_state, self.mask_words,
+        walked = kernel.walk(self._trie_arrays, tables.arrays, tables.n_sets, roots, root_state, self.mask_words,
                              self._slices if cut else None, tables.proof(depth) if cut else None)
-        return Classification(walked.inside, [BoundaryGroup(tables.sets[k], nodes) for k, nodes in walked.boundaries])
+        return Classification(walked.inside, tables.groups(walked.boundaries))
 
     def _signature(self, q: int, live_set: int) -> tuple[tuple, list[int]] | None:
         """What the walk from lexer state q depends on: (content, the live terminals in its order).
@@ -428,8 +483,7 @@ class TokenIndex:
         """How many tokens a walk from `roots` can reach (its cost bound)."""
         if roots is self.first_nodes:
             return len(self.trie.token_ids)
-        trie = self.trie
-        return int((trie.token_ptr[trie.end[roots]] - trie.token_ptr[roots]).sum())
+        return int(self.trie.subtree_tokens[roots].sum())
 
     def _basic_classify(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int) -> Classification:
         """`_classify` under the basic lexer mode, filtered from one walk under every terminal.
@@ -486,10 +540,19 @@ class TokenIndex:
             "vocab": self.vocab_key,
             "mask_words": mask_words,
             "roots": hashlib.sha256(roots_key).hexdigest(),
-            # The live terminals' (DFA digest, priority, state), hashed: a key with hundreds of
-            # them (JSON Schema keys) would cost more to serialise than the walk it names.
-            "content": hashlib.sha256(repr([(d, int(p), int(s)) for d, p, s in content]).encode()).hexdigest(),
+            "content": self._content_digest(content),
         }
+
+    def _content_digest(self, content: tuple) -> str:
+        """The live terminals' (DFA digest, priority, state), hashed (memoised as `_signature` is): a key
+        with hundreds of them (JSON Schema keys) would cost more to serialise than the walk it names."""
+        found = self._content_digests.get(content)
+        if found is None:
+            found = hashlib.sha256(repr([(d, int(p), int(s)) for d, p, s in content]).encode()).hexdigest()
+            if len(self._content_digests) >= SIGNATURES_KEPT:
+                self._content_digests.clear()
+            self._content_digests[content] = found
+        return found
 
     def _decode_shared(self, n_live: int) -> Callable[[dict, dict], SharedEntry]:
         """Reads one shared entry back; its groups' terminal sets are bits over the `n_live` live terminals."""

@@ -11,6 +11,12 @@
  *     its byte]. Not live[next]: the node is a boundary of set ends_as[state] when
  *     stops[next] and ends_as[state] >= 0, else its tokens are dead. Live: the tokens
  *     ending at the node are inside and its children are walked from next.
+ *     `tables` holds those flags per state, or (packed, a contextual candidate set seen
+ *     through a DFA of more terminals) per state the live terminals as bit words, the
+ *     candidates' words, the state's accept row and each row's terminals as bit words:
+ *     live[s] = any(live_bits[s] & candidates), stops[s] = !live[s], ends_as[s] =
+ *     accept_row[s] where that row meets the candidates, else -1 (the caller maps rows
+ *     to terminal sets); each worked out on a state's first visit.
  *     With `slices`, the plain-body cut (pda/index/slices.py): the walk carries the
  *     plain-body automaton state u down each path (a refused byte restarts it at 0),
  *     and takes a node's whole subtree as inside when below[node] has bit u and the
@@ -76,7 +82,7 @@ static int format_kind(const char *format)
 
 /* The buffers one call holds, released together. */
 typedef struct {
-    Py_buffer views[16];
+    Py_buffer views[20];
     int held;
 } Buffers;
 
@@ -166,10 +172,16 @@ typedef struct {
     const uint8_t *byte;
     const int32_t *end;
     Py_ssize_t n_nodes, n_child_ids, n_tokens;
-    /* walk tables */
+    /* walk tables: per-state flags (live, stops, ends_as), or packed (live_bits, candidates,
+     * accept_row, row_bits) read through `info`, the flags of the states met so far */
     const int32_t *trans, *byte_class, *ends_as;
     const uint8_t *live, *stops;
     Py_ssize_t n_states, n_classes, n_sets;
+    int packed;
+    const uint64_t *live_bits, *candidates, *row_bits;
+    const int32_t *accept_row;
+    Py_ssize_t words, n_rows;
+    uint8_t *info;
     /* the cut: NULL `below` when off */
     const uint8_t *below;
     const int16_t *rest;
@@ -205,6 +217,58 @@ static int fail(Walk *w, const char *message, int64_t at)
     w->error = message;
     w->error_at = at;
     return -1;
+}
+
+/* Whether a row of packed terminal bits meets the candidates. */
+static inline int meets_candidates(const Walk *w, const uint64_t *row)
+{
+    uint64_t any = 0;
+    for (Py_ssize_t k = 0; k < w->words; k++)
+        any |= row[k] & w->candidates[k];
+    return any != 0;
+}
+
+/* Packed tables' per-state flags in `info`, worked out on a state's first visit. */
+enum { LIVE_KNOWN = 1, LIVE = 2, ENDS_KNOWN = 4, ENDS = 8 };
+
+/* Whether a state is live: its flag, or (packed tables) whether it has a live candidate terminal. */
+static inline int state_live(Walk *w, int32_t s)
+{
+    if (!w->packed)
+        return w->live[s];
+    uint8_t info = w->info[s];
+    if (!(info & LIVE_KNOWN)) {
+        info |= LIVE_KNOWN | (meets_candidates(w, w->live_bits + (Py_ssize_t)s * w->words) ? LIVE : 0);
+        w->info[s] = info;
+    }
+    return (info & LIVE) != 0;
+}
+
+/* Where a lexeme cannot grow into s, may it end before it? Packed tables are contextual: exactly
+ * where s is not live. */
+static inline int state_stops(Walk *w, int32_t s)
+{
+    return w->packed ? !state_live(w, s) : w->stops[s];
+}
+
+/* The terminal-set index a lexeme ending in s is handed as (-1: none), checked against n_sets
+ * by the caller. Packed tables: the state's accept row when that row meets the candidates
+ * (the caller maps rows to terminal sets), -2 when the row is outside the rows. */
+static inline int32_t state_ends_as(Walk *w, int32_t s)
+{
+    if (!w->packed)
+        return w->ends_as[s];
+    int32_t row = w->accept_row[s];
+    if (row < 0)
+        return -1;
+    if (row >= w->n_rows)
+        return -2;
+    uint8_t info = w->info[s];
+    if (!(info & ENDS_KNOWN)) {
+        info |= ENDS_KNOWN | (meets_candidates(w, w->row_bits + (Py_ssize_t)row * w->words) ? ENDS : 0);
+        w->info[s] = info;
+    }
+    return (info & ENDS) ? row : -1;
 }
 
 /* Proof values, memoised per (u, state) in `proof` with relaxed atomics: another thread may
@@ -331,7 +395,7 @@ static int search(Walk *w, int u0, int32_t s0)
                 int32_t t2;
                 if (next_state(w, t, w->move_c[v][m], &t2) < 0)
                     return -2;
-                if (!w->live[t2]) {
+                if (!state_live(w, t2)) {
                     proven = level; /* a path of level + 1 bytes kills it */
                     break;
                 }
@@ -442,13 +506,13 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
         w->visited++;
         if (next_state(w, f.state, w->byte_class[b], &next) < 0)
             goto done;
-        if (!w->live[next]) {
-            int32_t set = w->ends_as[f.state];
+        if (!state_live(w, next)) {
+            int32_t set = state_ends_as(w, f.state);
             if (set < -1 || set >= w->n_sets) {
                 fail(w, "a state's terminal set is outside the sets", f.state);
                 goto done;
             }
-            if (w->stops[next] && set >= 0) {
+            if (state_stops(w, next) && set >= 0) {
                 if (push2(&w->out_nodes, &w->out_states, node, w->keep_states ? f.state : set, !w->keep_states) < 0)
                     goto out_of_memory;
             }
@@ -570,13 +634,17 @@ shape:
     return -1;
 }
 
-/* The tables tuple (trans, byte_class, live, stops, ends_as). */
+/* The tables tuple: (trans, byte_class, live, stops, ends_as), or packed
+ * (trans, byte_class, live_bits, candidates, accept_row, row_bits). */
 static int open_tables(Walk *w, Buffers *b, PyObject *tables)
 {
     Py_ssize_t s[2];
     Py_buffer *v;
-    if (check_tuple(tables, 5, "tables") < 0)
+    if (!PyTuple_Check(tables) || (PyTuple_GET_SIZE(tables) != 5 && PyTuple_GET_SIZE(tables) != 6)) {
+        PyErr_SetString(PyExc_ValueError, "tables must be a tuple of 5 arrays (flags) or 6 (packed)");
         return -1;
+    }
+    w->packed = PyTuple_GET_SIZE(tables) == 6;
     if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 0), "trans", KIND_INT, 4, 2, 0, s)))
         return -1;
     w->trans = v->buf;
@@ -599,6 +667,40 @@ static int open_tables(Walk *w, Buffers *b, PyObject *tables)
             return -1;
         }
     }
+    if (w->packed) {
+        if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 2), "live_bits", KIND_UINT, 8, 2, 0, s)))
+            return -1;
+        w->live_bits = v->buf;
+        w->words = s[1];
+        if (s[0] != w->n_states)
+            goto shape;
+        if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 3), "candidates", KIND_UINT, 8, 1, 0, s)))
+            return -1;
+        w->candidates = v->buf;
+        if (s[0] != w->words) {
+            PyErr_SetString(PyExc_ValueError, "candidates must have one word per column of live_bits");
+            return -1;
+        }
+        if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 4), "accept_row", KIND_INT, 4, 1, 0, s)))
+            return -1;
+        w->accept_row = v->buf;
+        if (s[0] != w->n_states)
+            goto shape;
+        if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 5), "row_bits", KIND_UINT, 8, 2, 0, s)))
+            return -1;
+        w->row_bits = v->buf;
+        w->n_rows = s[0];
+        if (s[1] != w->words) {
+            PyErr_SetString(PyExc_ValueError, "row_bits must have as many words per row as live_bits");
+            return -1;
+        }
+        w->info = calloc((size_t)w->n_states, 1);
+        if (w->info == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        return 0;
+    }
     if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 2), "live", KIND_BOOL, 1, 1, 0, s)))
         return -1;
     w->live = v->buf;
@@ -616,7 +718,7 @@ static int open_tables(Walk *w, Buffers *b, PyObject *tables)
         goto shape;
     return 0;
 shape:
-    PyErr_SetString(PyExc_ValueError, "live, stops and ends_as must have one entry per row of trans");
+    PyErr_SetString(PyExc_ValueError, "live, stops, ends_as (live_bits, accept_row) must have one entry per row of trans");
     return -1;
 }
 
@@ -814,6 +916,7 @@ static void free_walk(Walk *w)
     free(w->slots);
     free(w->queue);
     free(w->level);
+    free(w->info);
 }
 
 static PyObject *mask_or_none(Walk *w)

@@ -19,7 +19,15 @@ every index it reads as it goes, so corrupt input raises ValueError, never crash
   `end` int32 [n] (v's subtree is the node range [v, end[v]));
 * `TableArrays` — the walk tables of one DFA (`pda.index.token_index._WalkTables`):
   `trans` int32 [n_states, n_classes], `byte_class` int32 [256], `live`, `stops` bool
-  [n_states], `ends_as` int32 [n_states] (-1 or an index below `n_sets`);
+  [n_states], `ends_as` int32 [n_states] (-1 or an index below `n_sets`); or
+  `PackedTableArrays`, the same DFA's flags left to the kernel (a contextual candidate
+  set): `live_bits` uint64 [n_states, words] (the terminals live per state),
+  `candidates` uint64 [words], `accept_row` int32 [n_states] (-1 or a row) and
+  `row_bits` uint64 [rows, words] (each row's accepted terminals): live =
+  any(live_bits & candidates), stops = not live, ends_as = accept_row where that row
+  meets the candidates, else -1 — set indices are accept rows (`n_sets` the number of
+  rows), which the caller maps to terminal sets; each worked out on a state's first
+  visit in each walk;
 * `roots` (nodes other than the trie's root; taken as int64), `root_state`, `mask_words`;
 * optionally `SliceArrays`, the plain-body cut (pda/index/slices.py): `below` uint8 [n],
   `rest` int16 [n], `plain_body` int8 [8, 256], the trie's `depth`, and a per-table proof
@@ -88,6 +96,17 @@ class TableArrays(NamedTuple):
     ends_as: np.ndarray
 
 
+class PackedTableArrays(NamedTuple):
+    """A contextual candidate set's walk tables as packed terminal bits (the flags worked out per state met)."""
+
+    trans: np.ndarray
+    byte_class: np.ndarray
+    live_bits: np.ndarray
+    candidates: np.ndarray
+    accept_row: np.ndarray
+    row_bits: np.ndarray
+
+
 class SliceArrays(NamedTuple):
     """The per-trie inputs of the plain-body cut (`pda.index.slices.PlainBody`)."""
 
@@ -112,7 +131,7 @@ def new_proof(n_states: int) -> np.ndarray:
     return np.full((AUTOMATON_STATES, n_states), -1, dtype=np.int16)
 
 
-def walk(trie: TrieArrays, tables: TableArrays, n_sets: int, roots: np.ndarray, root_state: int, mask_words: int,
+def walk(trie: TrieArrays, tables: TableArrays | PackedTableArrays, n_sets: int, roots: np.ndarray, root_state: int, mask_words: int,
          slices: SliceArrays | None = None, proof: np.ndarray | None = None) -> Walked:
     """Classify the tokens below `roots` from `root_state`; with `slices` and `proof`, cutting plain-body subtrees."""
     cut = None if slices is None else (slices.below, slices.rest, slices.plain_body, proof, slices.depth)
@@ -125,7 +144,7 @@ def walk(trie: TrieArrays, tables: TableArrays, n_sets: int, roots: np.ndarray, 
     )
 
 
-def walk_states(trie: TrieArrays, tables: TableArrays, roots: np.ndarray,
+def walk_states(trie: TrieArrays, tables: TableArrays | PackedTableArrays, roots: np.ndarray,
                 root_state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The walk without the cut, kept per node: the live nodes where tokens end with the state after their
     byte, and the boundary nodes with the state before theirs (int32, sorted by node then state)."""

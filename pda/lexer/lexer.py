@@ -136,7 +136,7 @@ class LexerTables:
         self._extends: tuple | None = None  # None: `extends` is `live_flags`
         self._base: LexerTables | None = None
         self._live_bits, self._accept_bits = _packed(live, columns), _packed(accept, columns)
-        self._accept_classes: tuple[np.ndarray, list[int], np.ndarray] | None = None  # `accept_classes`
+        self._accept_classes: tuple | None = None  # `_accept_rows`
         self._live, self._components, self._columns = live, components, columns
         self._keys: dict[int, tuple] = {}
 
@@ -276,16 +276,39 @@ class LexerTables:
         """
         base = self._base
         owner = base if base is not None and base._accept_bits is self._accept_bits else self
-        found = owner._accept_classes
+        return owner._accept_rows()[:3]
+
+    def _accept_rows(self) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray, np.ndarray]:
+        """`accept_classes` (memoised here, on the owner of the bits), with each state's row (-1: none)
+        and the distinct rows as packed words."""
+        found = self._accept_classes
         if found is None:
-            bits = owner._accept_bits
+            bits = self._accept_bits
             states = np.flatnonzero(bits.any(axis=1))
             words = bits.shape[1]
             distinct, row_of = np.unique(np.ascontiguousarray(bits[states]).view(f"V{8 * words}").ravel(),
                                          return_inverse=True)
             rows = [int.from_bytes(row.tobytes(), "little") for row in distinct]
-            found = owner._accept_classes = (states, rows, row_of.ravel())
+            per_state = np.full(self.n_states, -1, dtype=np.int32)
+            per_state[states] = row_of.ravel()
+            row_bits = np.frombuffer(distinct.tobytes(), dtype="<u8").reshape(len(rows), words)
+            found = self._accept_classes = (states, rows, row_of.ravel(), per_state, row_bits)
         return found
+
+    def packed_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[int]]:
+        """What the walk kernel reads of these tables, without a pass over the states per candidate set.
+
+        Returns the per-state live terminals as packed uint64 words (bit t % 64 of word
+        t // 64 is terminal t), the candidates as such words, each state's accept row
+        (int32, -1: accepts nothing), the distinct accept rows as such words and as ints
+        over every column. All but the candidates' words are shared by every view of the
+        same bits, never copied.
+        """
+        base = self._base
+        owner = base if base is not None and base._accept_bits is self._accept_bits else self
+        _, rows, _, per_state, row_bits = owner._accept_rows()
+        live_bits = self._live_bits
+        return live_bits, _word_mask(self.candidates, live_bits.shape[1]), per_state, row_bits, rows
 
     def key(self, q: int) -> tuple:
         """The terminals live at q with their own DFA states (computed on demand).
