@@ -35,6 +35,13 @@ TEXTS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def search_under_every_subtree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This file's vocabularies are small: their subtrees are under `SEARCH_MIN_NODES`, so the walks
+    here search for proofs under every subtree (read when an index is made), to exercise the cut."""
+    monkeypatch.setattr(kernel, "SEARCH_MIN_NODES", 0)
+
+
 def vocabulary(seed: int = 5) -> pda.Vocabulary:
     """Every single byte, pieces of TEXTS cut at any byte (split characters), runs of spaces and slashes."""
     tokens = byte_pieces(TEXTS, seed=seed, pieces=1500, longest=10)

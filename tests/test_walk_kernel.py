@@ -269,7 +269,8 @@ def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
     trie = vocabulary_trie(synthetic)
     arrays = kernel.TrieArrays.of(trie)
     plain = slices.plain_body(trie)
-    cut = kernel.SliceArrays(plain.below, plain.rest, slices.PLAIN_BODY, trie.max_depth)
+    # The synthetic trie's subtrees are small: searching under every one exercises the cut.
+    cut = kernel.SliceArrays(plain.below, plain.rest, slices.PLAIN_BODY, trie.max_depth, search_min_nodes=0)
     mask_words = (synthetic.size + 31) // 32 + 1
     rng = np.random.default_rng(5)
     cuts = 0
@@ -383,6 +384,7 @@ CORRUPT = {
     "plain body outside": lambda v: {"slices": v["slices"]._replace(plain_body=np.full((8, 256), 9, np.int8))},
     "plain body of 7 rows": lambda v: {"slices": v["slices"]._replace(plain_body=np.zeros((7, 256), np.int8))},
     "depth too big": lambda v: {"slices": v["slices"]._replace(depth=10**6)},
+    "negative search size": lambda v: {"slices": v["slices"]._replace(search_min_nodes=-1)},
     "proof of the wrong width": lambda v: {"proof": kernel.new_proof(3)},
     "proof read-only": lambda v: {"proof": np.frombuffer(v["proof"].tobytes(), np.int16).reshape(8, -1)},
     "proof as int32": lambda v: {"proof": v["proof"].astype(np.int32)},

@@ -361,7 +361,7 @@ class TokenIndex:
         self._trie_arrays = kernel.TrieArrays.of(trie)
         # The vocabulary's plain-string-body slice (`pda.index.slices`): built with the first index of a vocabulary.
         plain = plain_body(trie, vocab_key)
-        self._slices = kernel.SliceArrays(plain.below, plain.rest, PLAIN_BODY, trie.max_depth)
+        self._slices = kernel.SliceArrays(plain.below, plain.rest, PLAIN_BODY, trie.max_depth, kernel.SEARCH_MIN_NODES)
         self._suffixes: dict[tuple[bytes, int], Classification] = {}
         self._walk_tables: dict[int, _WalkTables] = {}
         self._trans_with_sink: dict[int, tuple] = {}

@@ -21,7 +21,9 @@
  *     plain-body automaton state u down each path (a refused byte restarts it at 0),
  *     and takes a node's whole subtree as inside when below[node] has bit u and the
  *     pair (u, next) is proven live rest[node] bytes deep. Proofs are memoised in
- *     `proof` (int16 [8, n_states], kept by the caller across walks; see search()).
+ *     `proof` (int16 [8, n_states], kept by the caller across walks; see search()); a
+ *     pair not yet proven deep enough is searched for only under a subtree of at least
+ *     `search_min_nodes` nodes (a search can cost more than walking a small subtree).
  *     Returns (mask bytearray of int32 words or None, [(set index, bytearray of int64
  *     nodes ascending, unique)] by set index, (nodes visited, subtrees cut, pairs searched)).
  * walk_states(trie, tables, roots, root_state)
@@ -51,6 +53,7 @@
 #define MAX_PAIRS 8192
 /* ... and one walk's searches together at most this many; then unknown pairs stay unproven. */
 #define WALK_SEARCH_BUDGET 65536
+
 
 /* ------------------------------------------------------------------------------------------ */
 /* Buffers                                                                                    */
@@ -188,6 +191,7 @@ typedef struct {
     const int8_t *plain;
     int16_t *proof;
     int depth;
+    long search_min_nodes; /* a pair is searched for only under a subtree of this many nodes */
     /* the search's scratch, allocated on the first search */
     int8_t move_u[U_STATES][256];
     int32_t move_c[U_STATES][256];
@@ -436,14 +440,15 @@ static int search(Walk *w, int u0, int32_t s0)
     return proven;
 }
 
-/* How many bytes deep the pair (u, s) is proven live, searching when what is known is below `need`. */
-static int proven_depth(Walk *w, int u, int32_t s, int need)
+/* How many bytes deep the pair (u, s) is proven live; when what is known is below `need`,
+ * searching if `may_search`. */
+static int proven_depth(Walk *w, int u, int32_t s, int need, int may_search)
 {
     int16_t known = proof_load(&w->proof[(Py_ssize_t)u * w->n_states + s]);
     if (known >= 0)
         return known;
     int bound = known <= -2 ? -2 - known : -1;
-    if (bound >= need)
+    if (bound >= need || !may_search)
         return bound;
     int found = search(w, u, s);
     if (found == -2)
@@ -489,7 +494,11 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
     int status = -1;
     int16_t root_proven = -1;
     if (w->below != NULL) {
-        int found = proven_depth(w, 0, root_state, w->depth);
+        /* The roots' pair is searched for as any pair is: when what lies below them is big enough. */
+        int64_t below = 0;
+        for (Py_ssize_t i = 0; i < n_roots && below < w->search_min_nodes; i++)
+            below += w->end[roots[i]] - roots[i];
+        int found = proven_depth(w, 0, root_state, w->depth, below >= w->search_min_nodes);
         if (found == -2)
             goto done;
         root_proven = (int16_t)found;
@@ -532,7 +541,7 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                     goto done;
                 }
                 if (proven < need) {
-                    int found = proven_depth(w, u, next, need);
+                    int found = proven_depth(w, u, next, need, w->end[node] - node >= w->search_min_nodes);
                     if (found == -2)
                         goto done;
                     if (found > proven)
@@ -722,12 +731,12 @@ shape:
     return -1;
 }
 
-/* The slices tuple (below, rest, plain_body, proof, depth). */
+/* The slices tuple (below, rest, plain_body, proof, depth, search_min_nodes). */
 static int open_slices(Walk *w, Buffers *b, PyObject *slices)
 {
     Py_ssize_t s[2];
     Py_buffer *v;
-    if (check_tuple(slices, 5, "slices") < 0)
+    if (check_tuple(slices, 6, "slices") < 0)
         return -1;
     if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 0), "below", KIND_UINT, 1, 1, 0, s)))
         return -1;
@@ -767,6 +776,13 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
         return -1;
     }
     w->depth = (int)depth;
+    w->search_min_nodes = PyLong_AsLong(PyTuple_GET_ITEM(slices, 5));
+    if (w->search_min_nodes == -1 && PyErr_Occurred())
+        return -1;
+    if (w->search_min_nodes < 0) {
+        PyErr_SetString(PyExc_ValueError, "search_min_nodes must not be negative");
+        return -1;
+    }
     w->budget = WALK_SEARCH_BUDGET;
     return 0;
 shape:
