@@ -95,7 +95,7 @@ class Recognizer:
         tables = lexer.tables(node.allowed | lexer.ignore)
         growing = 0  # terminals the pending lexeme could still grow into
         for c in set(tables.cls):
-            growing |= tables.live_at(tables.rows[q][c])
+            growing |= tables.live_at(tables.row(q)[c])
         live = growing & node.allowed
         after = self.scanner.commit(node, q)
         more = after.allowed if after is not None else 0
@@ -132,7 +132,7 @@ class Recognizer:
         if lexer.mode != BASIC:
             return ""
         tables = lexer.tables(node.allowed | lexer.ignore)
-        q2 = tables.rows[q][tables.cls[data[offset]]]
+        q2 = tables.row(q)[tables.cls[data[offset]]]
         if not tables.extends[q2]:
             return ""
         names = self.tables.names_of(lexer.could_end_as(q2))

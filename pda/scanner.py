@@ -61,7 +61,8 @@ class Scanner:
         tables = lexer.tables(node.allowed | ignore)
         rows, cls, live, extends = tables.rows, tables.cls, tables.live_flags, tables.extends
         for offset, byte in enumerate(data):
-            q2 = rows[q][cls[byte]]
+            row = rows.get(q)
+            q2 = (row or tables.row(q))[cls[byte]]
             if live[q2]:
                 q = q2
                 continue
@@ -71,7 +72,7 @@ class Scanner:
             if after is None:
                 return node, q, offset
             tables = lexer.tables(after.allowed | ignore)
-            q2 = tables.rows[START][tables.cls[byte]]
+            q2 = tables.row(START)[tables.cls[byte]]
             if not tables.live_flags[q2]:
                 return node, q, offset
             node, q = after, q2
@@ -96,7 +97,7 @@ class Scanner:
         lexer = self.lexer
         ignore = lexer.ignore
         tables = lexer.tables(node.allowed | ignore)
-        row, cls, live, extends = tables.rows[q], tables.cls, tables.live_flags, tables.extends
+        row, cls, live, extends = tables.row(q), tables.cls, tables.live_flags, tables.extends
         after: Node | None | bool = False  # the commit, once needed
         found = None
         for byte in range(256):
@@ -111,7 +112,7 @@ class Scanner:
                 if after is None:
                     continue
                 next_tables = lexer.tables(after.allowed | ignore)
-                q3 = next_tables.rows[START][next_tables.cls[byte]]
+                q3 = next_tables.row(START)[next_tables.cls[byte]]
                 if not next_tables.live_flags[q3]:
                     continue
                 nxt = (after, q3)

@@ -41,11 +41,6 @@ from pda.regex.product import combine, component_dtype
 START = 0  # the state of every candidate set's DFA where no lexeme is in progress
 # Above this size the all-terminal DFA is not built; each candidate set gets its own.
 ALL_TERMINALS_MAX_STATES = 20_000
-# DFAs up to this size keep their rows as tuples of Python ints (fastest for the byte
-# loop; unlike lists, tuples of ints stop being tracked by the garbage collector after
-# its first pass over them); bigger ones (a 100,000-value enum) stay numpy, which costs
-# the loop little and spares compile time a tuple per state.
-ROWS_AS_TUPLES_MAX_STATES = 10_000
 
 
 def _packed(matrix: np.ndarray, columns: list[int]) -> np.ndarray:
@@ -88,6 +83,11 @@ class TerminalComponents(NamedTuple):
 class LexerTables:
     """The DFA of one candidate set, in the forms the byte loop and the token index need.
 
+    `row(q)[cls[byte]]` is the byte loop's transition: rows are tuples of Python ints (its
+    fastest form; untracked by the garbage collector after one pass), each built when first
+    read and kept in `rows` (shared by every view). A candidate set's own DFA has thousands
+    of states and the byte loop meets a few: building every row up front cost more than
+    the lexing (10 ms for 5,000 states of 20 classes), and numpy rows ~0.7 us a byte more.
     `accept[q]`/`live[q]` are bitmasks over the grammar's terminal indices;
     `live_flags[q]` is `live[q] != 0` (what the byte loop tests);
     `extends[q]` says whether a lexeme may grow into q at all: where it does
@@ -124,9 +124,8 @@ class LexerTables:
         self.n_states = trans.shape[0]
         self.trans = trans
         self.byte_class = np.asarray(dfa.byte_class, dtype=np.int32)
-        self.rows: tuple[tuple[int, ...], ...] | np.ndarray = (
-            tuple(map(tuple, trans.tolist())) if trans.shape[0] <= ROWS_AS_TUPLES_MAX_STATES else trans
-        )
+        # The byte loop's rows, each a tuple of ints built when first read (`row`), shared by every view.
+        self.rows: dict[int, tuple[int, ...]] = {}
         self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())
         self._accept: tuple[int, ...] | None = None  # rows built on first read (`accept`, `live`)
         self._live_rows: tuple[int, ...] | None = None
@@ -139,6 +138,13 @@ class LexerTables:
         self._accept_classes: tuple | None = None  # `_accept_rows`
         self._live, self._components, self._columns = live, components, columns
         self._keys: dict[int, tuple] = {}
+
+    def row(self, q: int) -> tuple[int, ...]:
+        """State q's transitions by byte class (built on first read, then kept in `rows`)."""
+        found = self.rows.get(q)
+        if found is None:
+            found = self.rows[q] = tuple(self.trans[q].tolist())
+        return found
 
     @property
     def accept(self) -> tuple[int, ...]:
