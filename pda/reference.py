@@ -222,6 +222,19 @@ def reference_explore(
     return trans, states
 
 
+def reference_reachable(table: np.ndarray, dead: np.ndarray, seeds: np.ndarray) -> list[int]:
+    """`pda.kernels.product.reachable` in plain Python: the live states reachable from `seeds`, ascending."""
+    rows = np.asarray(table).tolist()
+    is_dead = np.asarray(dead, dtype=bool).tolist()
+    reached = {int(s) for s in seeds if not is_dead[s]}
+    frontier = list(reached)
+    while frontier:
+        following = {t for s in frontier for t in rows[s] if not is_dead[t]} - reached
+        reached |= following
+        frontier = list(following)
+    return sorted(reached)
+
+
 def reference_subsets(nfa: "NFAArrays", start: int, n_atoms: int, n_terms: int) -> tuple[np.ndarray, np.ndarray]:
     """The subset construction of `pda.kernels.subsets.determinise` in plain Python, same numbering, no limit."""
     eps = [nfa.eps_dst[a:b].tolist() for a, b in zip(nfa.eps_ptr[:-1], nfa.eps_ptr[1:])]

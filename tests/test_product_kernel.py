@@ -1,4 +1,5 @@
-"""The product search kernel (`pda.kernels.product.explore`) against its plain-Python oracle (`pda.reference.reference_explore`)."""
+"""The product kernels (`pda.kernels.product.explore`, `reachable`) against their plain-Python oracles
+(`pda.reference.reference_explore`, `reference_reachable`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from pda.kernels.product import explore
-from pda.reference import reference_explore
+from pda.kernels.product import explore, reachable
+from pda.reference import reference_explore, reference_reachable
 
 
 def _random_terminals(rng: random.Random) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -69,3 +70,26 @@ def test_a_start_equal_to_a_later_state_is_still_state_one() -> None:
 def test_bad_input_raises_value_error(table: np.ndarray, dead: np.ndarray, start: np.ndarray) -> None:
     with pytest.raises(ValueError):
         explore(table, dead, start, 100)
+
+
+def test_reachable_states_are_the_reference_ones() -> None:
+    """From random seeds, the explored product's single successors among them, as `combine` asks."""
+    rng = random.Random(11)
+    for _ in range(1500):
+        table, dead, start = _random_terminals(rng)
+        seeds = np.array([rng.randrange(len(table)) for _ in range(rng.randint(0, 6))], dtype=np.int64)
+        got = reachable(table, dead, seeds)
+        assert got.dtype == np.int64
+        assert got.tolist() == reference_reachable(table, dead, seeds)
+
+
+@pytest.mark.parametrize("table, dead, seeds", [
+    (np.array([[5]], dtype=np.int32), np.array([False]), np.array([0])),  # no such state in the table
+    (np.array([[0]], dtype=np.int32), np.array([False]), np.array([3])),  # no such seed
+    (np.array([[0]], dtype=np.int32), np.array([False]), np.array([-1])),
+    (np.array([[0]], dtype=np.int32), np.array([False, False]), np.array([0])),  # dead of the wrong length
+    (np.zeros(3, dtype=np.int32), np.zeros(3, dtype=bool), np.array([0])),  # not 2-D
+])
+def test_reachable_bad_input_raises_value_error(table: np.ndarray, dead: np.ndarray, seeds: np.ndarray) -> None:
+    with pytest.raises(ValueError):
+        reachable(table, dead, seeds)

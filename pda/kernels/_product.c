@@ -20,6 +20,11 @@
  *     ptr int64 [m + 1] and ids int32 [ptr[m]] (state q's live components are
  *     ids[ptr[q]:ptr[q+1]]); or None when a product state id would exceed max_states.
  *
+ * reach(table, dead, seeds) -> bytes
+ *     The global states reachable from int64 `seeds` along `table` (the seeds included),
+ *     dead states left out and not followed; int64 ids, ascending. (A product's single
+ *     states: each runs one terminal's own DFA.)
+ *
  * Method: one pass over the queue; a successor's components are gathered into a
  * scratch list and interned in an open-addressing hash table keyed by content, so
  * the work is O(explored states x classes x live components). Every index read
@@ -200,12 +205,54 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *for
     return 0;
 }
 
+/* The (table, dead, third) arguments of explore and reach, acquired and checked: table a
+ * 2-D int32 array whose every entry is a global state, dead one byte per global state, the
+ * third of `format`/`itemsize`. 0, or -1 with an error set and nothing held. */
+static int open_product_args(PyObject *const *args, Py_buffer *tv, Py_buffer *dv, Py_buffer *sv, const char *format,
+                             Py_ssize_t itemsize, const char *name, int64_t *g, int64_t *k)
+{
+    if (get_buffer(args[0], tv, PyBUF_ND, "iil", 4, "table") < 0)
+        return -1;
+    if (get_buffer(args[1], dv, PyBUF_ND, "BB?", 1, "dead") < 0) {
+        PyBuffer_Release(tv);
+        return -1;
+    }
+    if (get_buffer(args[2], sv, PyBUF_ND, format, itemsize, name) < 0) {
+        PyBuffer_Release(tv);
+        PyBuffer_Release(dv);
+        return -1;
+    }
+    int bad = 0;
+    if (tv->ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "table must be 2-dimensional");
+        bad = 1;
+    } else if (dv->len != tv->shape[0]) {
+        PyErr_SetString(PyExc_ValueError, "dead must have one entry per global state");
+        bad = 1;
+    }
+    *g = bad ? 0 : tv->shape[0];
+    *k = bad ? 0 : tv->shape[1];
+    const int32_t *table = tv->buf;
+    for (int64_t i = 0; !bad && i < *g * *k; i++)
+        if (table[i] < 0 || table[i] >= *g) {
+            PyErr_Format(PyExc_ValueError, "table holds %d, not a global state", (int)table[i]);
+            bad = 1;
+        }
+    if (bad) {
+        PyBuffer_Release(tv);
+        PyBuffer_Release(dv);
+        PyBuffer_Release(sv);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer tv, dv, sv;
     Explorer e;
     int64_t g, k, i, n_start, max_states;
-    int status = 0, bad = 0;
+    int status = 0;
     PyObject *result = NULL;
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "explore(table, dead, start, max_states) takes 4 arguments");
@@ -214,45 +261,18 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     max_states = PyLong_AsLongLong(args[3]);
     if (max_states == -1 && PyErr_Occurred())
         return NULL;
-    if (get_buffer(args[0], &tv, PyBUF_ND, "iil", 4, "table") < 0)
+    if (open_product_args(args, &tv, &dv, &sv, "iil", 4, "start", &g, &k) < 0)
         return NULL;
-    if (get_buffer(args[1], &dv, PyBUF_ND, "BB?", 1, "dead") < 0) {
-        PyBuffer_Release(&tv);
-        return NULL;
-    }
-    if (get_buffer(args[2], &sv, PyBUF_ND, "iil", 4, "start") < 0) {
-        PyBuffer_Release(&tv);
-        PyBuffer_Release(&dv);
-        return NULL;
-    }
-    if (tv.ndim != 2) {
-        PyErr_SetString(PyExc_ValueError, "table must be 2-dimensional");
-        bad = 1;
-    }
-    g = bad ? 0 : tv.shape[0];
-    k = bad ? 0 : tv.shape[1];
     n_start = sv.len / 4;
-    if (!bad && dv.len != g) {
-        PyErr_SetString(PyExc_ValueError, "dead must have one entry per global state");
-        bad = 1;
-    }
     const int32_t *table = tv.buf, *start = sv.buf;
-    for (i = 0; !bad && i < g * k; i++)
-        if (table[i] < 0 || table[i] >= g) {
-            PyErr_Format(PyExc_ValueError, "table holds %d, not a global state", (int)table[i]);
-            bad = 1;
-        }
-    for (i = 0; !bad && i < n_start; i++)
+    for (i = 0; i < n_start; i++)
         if (start[i] < 0 || start[i] >= g || ((const uint8_t *)dv.buf)[start[i]]) {
             PyErr_Format(PyExc_ValueError, "start holds %d, not a live global state", (int)start[i]);
-            bad = 1;
+            PyBuffer_Release(&tv);
+            PyBuffer_Release(&dv);
+            PyBuffer_Release(&sv);
+            return NULL;
         }
-    if (bad) {
-        PyBuffer_Release(&tv);
-        PyBuffer_Release(&dv);
-        PyBuffer_Release(&sv);
-        return NULL;
-    }
     memset(&e, 0, sizeof e);
     e.k = k;
     e.table = table;
@@ -293,9 +313,88 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return result;
 }
 
+/* The global states reachable from `seeds` along `table` (seeds included), dead states left
+ * out and not followed: one depth-first pass with a mark per state. 0, or -1 out of memory. */
+static int reach_run(const int32_t *table, const uint8_t *dead, int64_t g, int64_t k, const int64_t *seeds,
+                     int64_t n_seeds, uint8_t *reached)
+{
+    int64_t *stack = malloc((size_t)(g ? g : 1) * sizeof(int64_t)), top = 0;
+    if (stack == NULL)
+        return -1;
+    for (int64_t i = 0; i < n_seeds; i++) {
+        int64_t s = seeds[i];
+        if (!dead[s] && !reached[s]) {
+            reached[s] = 1;
+            stack[top++] = s;
+        }
+    }
+    while (top > 0) {
+        const int32_t *row = table + stack[--top] * k;
+        for (int64_t c = 0; c < k; c++) {
+            int32_t t = row[c];
+            if (!dead[t] && !reached[t]) {
+                reached[t] = 1;
+                stack[top++] = t;
+            }
+        }
+    }
+    free(stack);
+    return 0;
+}
+
+static PyObject *reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer tv, dv, sv;
+    int64_t g, k, i, n_seeds;
+    int bad = 0;
+    PyObject *result = NULL;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "reach(table, dead, seeds) takes 3 arguments");
+        return NULL;
+    }
+    if (open_product_args(args, &tv, &dv, &sv, "qql", 8, "seeds", &g, &k) < 0)
+        return NULL;
+    n_seeds = sv.len / 8;
+    const int32_t *table = tv.buf;
+    const int64_t *seeds = sv.buf;
+    for (i = 0; !bad && i < n_seeds; i++)
+        if (seeds[i] < 0 || seeds[i] >= g) {
+            PyErr_Format(PyExc_ValueError, "seeds hold %lld, not a global state", (long long)seeds[i]);
+            bad = 1;
+        }
+    uint8_t *reached = bad ? NULL : calloc((size_t)(g ? g : 1), 1);
+    int status = bad ? 0 : reached == NULL ? -1 : 0;
+    if (!bad && status == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        status = reach_run(table, dv.buf, g, k, seeds, n_seeds, reached);
+        Py_END_ALLOW_THREADS
+    }
+    if (!bad && status < 0)
+        PyErr_NoMemory();
+    else if (!bad) {
+        int64_t n = 0;
+        for (i = 0; i < g; i++)
+            n += reached[i];
+        result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+        if (result != NULL) {
+            int64_t *out = (int64_t *)PyBytes_AS_STRING(result), m = 0;
+            for (i = 0; i < g; i++)
+                if (reached[i])
+                    out[m++] = i;
+        }
+    }
+    free(reached);
+    PyBuffer_Release(&tv);
+    PyBuffer_Release(&dv);
+    PyBuffer_Release(&sv);
+    return result;
+}
+
 static PyMethodDef product_methods[] = {
     {"explore", (PyCFunction)(void (*)(void))explore, METH_FASTCALL,
      "explore(table, dead, start, max_states) -> (trans, ptr, ids) or None (see the module source)."},
+    {"reach", (PyCFunction)(void (*)(void))reach, METH_FASTCALL,
+     "reach(table, dead, seeds) -> int64 bytes: the live global states reachable from seeds, ascending."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -18,6 +18,11 @@ components `ids[ptr[q]:ptr[q+1]]`; or None when a state id would exceed `max_sta
 The kernel checks every index up front (ValueError), runs without the GIL, and costs
 O(states x classes x live components). `pda.reference.reference_product` is the
 plain-Python product the tests compare it to.
+
+`reachable(table, dead, seeds)` is the other half of a product: the global states
+reachable from `seeds` in the terminals' own DFAs (the seeds included, dead states left
+out), ascending; one pass, O(states x classes). `pda.reference.reference_reachable`
+is its plain-Python oracle.
 """
 
 from __future__ import annotations
@@ -53,3 +58,12 @@ def explore(table: np.ndarray, dead: np.ndarray, start: np.ndarray, max_states: 
         np.frombuffer(ptr, dtype=np.int64),
         np.frombuffer(ids, dtype=np.int32),
     )
+
+
+def reachable(table: np.ndarray, dead: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """The live global states reachable from `seeds` (included) along `table`, int64 ascending."""
+    table = np.ascontiguousarray(table, dtype=np.int32)
+    if table.ndim != 2:
+        raise ValueError("table must be 2-dimensional")
+    found = _product.reach(table, np.ascontiguousarray(dead, dtype=bool), np.ascontiguousarray(seeds, dtype=np.int64))
+    return np.frombuffer(found, dtype=np.int64)

@@ -21,7 +21,7 @@ import numpy as np
 
 from pda.errors import LimitExceeded
 from pda.kernels.partition import coarsest_partition
-from pda.kernels.product import explore
+from pda.kernels.product import explore, reachable
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 
 
@@ -45,8 +45,8 @@ def combine(
     # All terminals' states in one table: global id = offset[j] + local state.
     offsets = np.concatenate(([0], np.cumsum([d.n_states for d in dfas]))).astype(np.int64)
     table = np.concatenate(
-        [d.trans[:, d.byte_class[rep]].astype(np.int64) + offsets[j] for j, d in enumerate(dfas)]
-    ) if n_terms else np.zeros((0, n_classes), np.int64)
+        [d.trans[:, d.byte_class[rep]].astype(np.int32) + np.int32(offsets[j]) for j, d in enumerate(dfas)]
+    ) if n_terms else np.zeros((0, n_classes), np.int32)
     dead_ids = np.array([offsets[j] + d.dead for j, d in enumerate(dfas)], dtype=np.int64)
     acc_table = np.concatenate([d.accept[:, 0] for d in dfas]) if n_terms else np.zeros(0, bool)
     live_table = np.concatenate([d.live[:, 0] for d in dfas]) if n_terms else np.zeros(0, bool)
@@ -68,7 +68,7 @@ def combine(
     mixed_states = np.tile(dead_ids, (n_mixed, 1))
     ids = explored.ids.astype(np.int64)
     mixed_states[np.repeat(np.arange(n_mixed), np.diff(explored.ptr)), owner[ids]] = ids
-    singles = _reachable(table, dead_of, -mixed_trans[mixed_trans < 0] - 1)
+    singles = reachable(table, is_dead, -mixed_trans[mixed_trans < 0] - 1)
     if n_mixed + len(singles) > max_states + 1:
         raise LimitExceeded(f"combined lexer DFA of {n_terms} terminals exceeds max_states={max_states}")
     # Final numbering: the mixed states, then the single ones in global-id order.
@@ -94,19 +94,6 @@ def component_dtype(dfas: Sequence[LexerDFA]) -> np.dtype:
     a large JSON Schema: 18 MB as int64, 4.5 MB as int16).
     """
     return np.dtype(np.int16 if max((d.n_states for d in dfas), default=0) <= 2**15 else np.int32)
-
-
-def _reachable(table: np.ndarray, dead_of: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    """The global ids reachable from `seeds` in the terminals' own DFAs, dead states left out; sorted."""
-    reached = np.zeros(len(table), dtype=bool)
-    frontier = np.unique(seeds)
-    reached[frontier] = True
-    while len(frontier):
-        following = table[frontier].reshape(-1)
-        following = np.unique(following[(following != dead_of[following]) & ~reached[following]])
-        reached[following] = True
-        frontier = following
-    return np.flatnonzero(reached)
 
 
 def _minimise(
