@@ -30,6 +30,7 @@ so pda's DFA builder can compile it.
 from __future__ import annotations
 
 import functools
+import heapq
 import re
 import re._constants as C
 from collections.abc import Callable, Generator, Hashable, Iterator
@@ -1060,9 +1061,19 @@ def _to_regex(d: _DFA) -> PatternInfo | None:
     for i, outs in R.items():
         for j in outs:
             incoming[j].add(i)
+    # Eliminate the state of least (incoming x outgoing) first: a heap of (cost, state), an
+    # entry stale once its state is gone or its cost changed (each elimination changes the
+    # costs of its neighbours, which are pushed again).
+    def cost(x: int) -> int:
+        return (len(incoming[x]) - (x in incoming[x])) * len(R[x])
+
     pending = set(live)
+    heap = [(cost(x), x) for x in pending]
+    heapq.heapify(heap)
     while pending:
-        k = min(pending, key=lambda x: (len(incoming[x]) - (x in incoming[x])) * len(R[x]))
+        c, k = heapq.heappop(heap)
+        if k not in pending or c != cost(k):
+            continue
         pending.discard(k)
         loop = R[k].pop(k, None)
         incoming[k].discard(k)
@@ -1070,7 +1081,8 @@ def _to_regex(d: _DFA) -> PatternInfo | None:
         outs = R.pop(k)
         for j in outs:
             incoming[j].discard(k)
-        for i in incoming.pop(k):
+        incoming_k = incoming.pop(k)
+        for i in incoming_k:
             into = R[i].pop(k)
             for j, out in outs.items():
                 text = into + star + out
@@ -1082,6 +1094,8 @@ def _to_regex(d: _DFA) -> PatternInfo | None:
                 # Every entry is safe to concatenate (a unit, a group, or a concatenation of those).
                 R[i][j] = text
                 incoming[j].add(i)
+        for x in {*outs, *incoming_k} & pending:
+            heapq.heappush(heap, (cost(x), x))
     body = R[S].get(F)
     return None if body is None else PatternInfo(body, lo, hi)
 
