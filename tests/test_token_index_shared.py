@@ -199,8 +199,9 @@ def test_store_is_bounded_by_bytes() -> None:
         pda.set_memory_budget("token_walks", default)
 
 
-def test_small_walks_never_touch_the_disk(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A walk over fewer than `DISK_MIN_TOKENS` tokens is neither looked up nor written on disk."""
+def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walks from the trie's root over a vocabulary of `DISK_MIN_TOKENS` tokens or more are looked up on disk
+    and written there; boundary groups' suffix walks never are, nor any walk over a smaller vocabulary."""
     monkeypatch.setattr(token_index, "DISK_MIN_SECONDS", 0.0)
     looked_up = []
     real_load = token_index.cache.load
@@ -208,14 +209,16 @@ def test_small_walks_never_touch_the_disk(fresh: Path, monkeypatch: pytest.Monke
                         lambda kind, key, decode: looked_up.append(key) or real_load(kind, key, decode))
     vocab = vocabulary()
     everything = len(vocabulary_trie(vocab).token_ids)
-    monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", everything + 1)  # more than any walk can reach
+    monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", everything + 1)  # a larger vocabulary than this one
     check_walks(compile_lark(GRAMMAR_A, vocab), 10, seed=6)
-    assert not [k for k in looked_up if "roots" in k], "a walk below the threshold was looked up on disk"
+    assert not [k for k in looked_up if "roots" in k], "a walk over a small vocabulary was looked up on disk"
     assert not (fresh / "classes").exists() or not list((fresh / "classes").glob("*.pdac"))
     monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
-    monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", 0)
-    check_walks(compile_lark(GRAMMAR_B, vocab), 10, seed=6)
+    monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", everything)
+    compiled = compile_lark(GRAMMAR_B, vocab)
+    assert check_walks(compiled, 10, seed=6) > 0
+    assert compiled.index._suffixes, "no suffix walk ran"
     empty = token_index.hashlib.sha256(b"").hexdigest()
     walks = [k for k in looked_up if "roots" in k]
-    assert any(k["roots"] == empty for k in walks) and any(k["roots"] != empty for k in walks)
+    assert walks and all(k["roots"] == empty for k in walks), "a suffix walk was looked up on disk"
     assert list((fresh / "classes").glob("*.pdac"))

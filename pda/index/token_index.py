@@ -59,8 +59,10 @@ register_budget("token_walks", SHARED_MAX_BYTES)
 # Walks at least this slow are also written to the disk cache, one file each (reading one
 # back costs ~0.1 ms; most walks on Qwen2 take 0.01-0.5 ms, a few, deep in a long counter, more).
 DISK_MIN_SECONDS = 0.002
-# A walk over fewer tokens than this (a boundary group's suffixes, mostly) is never looked up
-# on disk: it costs the kernel less than the lookup (~20-60 us: the key's hash and the listing).
+# Only walks from the trie's root touch the disk, and only over a vocabulary of at least this
+# many tokens: a lookup (~20-130 us: the key's hash and the listing) costs more than most walks.
+# Measured on a replay of 32 JSON Schemas (Qwen2): of 2,205 root walks 117 were slow enough to
+# store; of 1,848 boundary groups' suffix walks over 4,096+ tokens, 1.
 DISK_MIN_TOKENS = 4096
 # Signatures kept per index (`TokenIndex._signature`; one lists up to all of a grammar's
 # terminals): half of a JSON Schema replay's walks share the signature of an earlier one.
@@ -456,7 +458,8 @@ class TokenIndex:
         key = (self.mask_words, roots_key, content)
         entry = self.shared.get(key)
         if entry is None:
-            disk_key = self._disk_key(key) if self._tokens_below(roots) >= DISK_MIN_TOKENS else None
+            from_root = roots is self.first_nodes and len(self.trie.token_ids) >= DISK_MIN_TOKENS
+            disk_key = self._disk_key(key) if from_root else None
             entry = cache.load("classes", disk_key, self._decode_shared(len(order))) if disk_key else None
             if entry is None:
                 start = time.perf_counter()
@@ -478,12 +481,6 @@ class TokenIndex:
         return Classification(inside, [
             BoundaryGroup(sum(1 << order[i] for i in iter_bits(positions)), nodes) for positions, nodes in groups
         ])
-
-    def _tokens_below(self, roots: np.ndarray) -> int:
-        """How many tokens a walk from `roots` can reach (its cost bound)."""
-        if roots is self.first_nodes:
-            return len(self.trie.token_ids)
-        return int(self.trie.subtree_tokens[roots].sum())
 
     def _basic_classify(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int) -> Classification:
         """`_classify` under the basic lexer mode, filtered from one walk under every terminal.

@@ -16,10 +16,7 @@ from pda.vocab import Vocabulary
 
 
 class TokenTrie:
-    """Trie nodes (root = 0) with parent, byte, depth, subtree end; tokens sorted by bytes.
-
-    `subtree_tokens[n]` counts the tokens in n's subtree (a walk's cost bound).
-    """
+    """Trie nodes (root = 0) with parent, byte, depth, subtree end; tokens sorted by bytes."""
 
     def __init__(self, vocab: Vocabulary) -> None:
         ids = [i for i, tok in enumerate(vocab.tokens) if tok]
@@ -47,7 +44,6 @@ class TokenTrie:
         ends_here = np.bincount(self.token_end, minlength=self.n_nodes)
         self.token_ptr = np.concatenate(([0], np.cumsum(ends_here))).astype(np.int64)
         self.token_positions = np.arange(len(self.token_end), dtype=np.int64)
-        self.subtree_tokens = self.token_ptr[self.end] - self.token_ptr[:-1]
 
     _ARRAYS = ("parent", "byte", "depth", "token_ids", "token_end", "end", "child_ids", "child_ptr", "token_ptr")
 
@@ -72,5 +68,4 @@ class TokenTrie:
         self.token_ptr = take(arrays, "token_ptr", np.int64, (n + 1,), (0, len(self.token_ids) + 1))
         self.max_depth = int(self.depth.max(initial=0))
         self.token_positions = np.arange(len(self.token_end), dtype=np.int64)
-        self.subtree_tokens = self.token_ptr[self.end] - self.token_ptr[:-1]
         return self
