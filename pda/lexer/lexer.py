@@ -280,13 +280,14 @@ class LexerTables:
         there (ints over every column) and which row each such state has. Computed once for the
         packed bits and shared by every view of them: a grammar meets hundreds of candidate sets.
         """
-        base = self._base
-        owner = base if base is not None and base._accept_bits is self._accept_bits else self
-        return owner._accept_rows()[:3]
+        return self._accept_rows()[:3]
 
     def _accept_rows(self) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray, np.ndarray]:
-        """`accept_classes` (memoised here, on the owner of the bits), with each state's row (-1: none)
-        and the distinct rows as packed words."""
+        """`accept_classes`, with each state's row (-1: none) and the distinct rows as packed words;
+        memoised on the tables that own the bits (a view's base, when the view shares them)."""
+        base = self._base
+        if base is not None and base._accept_bits is self._accept_bits:
+            return base._accept_rows()
         found = self._accept_classes
         if found is None:
             bits = self._accept_bits
@@ -310,9 +311,7 @@ class LexerTables:
         over every column. All but the candidates' words are shared by every view of the
         same bits, never copied.
         """
-        base = self._base
-        owner = base if base is not None and base._accept_bits is self._accept_bits else self
-        _, rows, _, per_state, row_bits = owner._accept_rows()
+        _, rows, _, per_state, row_bits = self._accept_rows()
         live_bits = self._live_bits
         return live_bits, _word_mask(self.candidates, live_bits.shape[1]), per_state, row_bits, rows
 
