@@ -2,8 +2,10 @@
 
 * `pda.kernels._walk` (pda/kernels/_walk.c, the token index's trie walk),
   `pda.kernels._subsets` (pda/kernels/_subsets.c, the subset construction),
-  `pda.kernels._partition` (pda/kernels/_partition.c, DFA minimisation) and
-  `pda.kernels._product` (pda/kernels/_product.c, the lexer's product DFA) are required:
+  `pda.kernels._partition` (pda/kernels/_partition.c, DFA minimisation),
+  `pda.kernels._product` (pda/kernels/_product.c, the lexer's product DFA),
+  `pda.kernels._earley` (pda/kernels/_earley.c, the Earley step) and
+  `pda.kernels._trie` (pda/kernels/_trie.c, the trie of byte strings) are required:
   without a C compiler and Python's headers the install fails, saying so.
 * `pda._rows` (pda/_rows.c, see pda/rows.py) is `optional=True`: where it cannot be
   built pda uses the numpy row writers, which give the same results more slowly.
@@ -36,6 +38,7 @@ setup(
         Extension("pda.kernels._product", ["pda/kernels/_product.c"]),
         Extension("pda.kernels._subsets", ["pda/kernels/_subsets.c"]),
         Extension("pda.kernels._earley", ["pda/kernels/_earley.c"]),
+        Extension("pda.kernels._trie", ["pda/kernels/_trie.c"]),
         Extension("pda._rows", ["pda/_rows.c"], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pda.arrays import sorted_trie
 from pda.cache import take
+from pda.kernels.trie import string_trie
 from pda.vocab import Vocabulary
 
 
@@ -19,27 +19,19 @@ class TokenTrie:
     """Trie nodes (root = 0) with parent, byte, depth, subtree end; tokens sorted by bytes."""
 
     def __init__(self, vocab: Vocabulary) -> None:
-        ids = [i for i, tok in enumerate(vocab.tokens) if tok]
-        ids.sort(key=vocab.tokens.__getitem__)
-        toks = [vocab.tokens[i] for i in ids]
-        parent, byte, depth, end_node = sorted_trie(toks)
-        self.n_nodes = len(parent)
-        self.parent = parent.astype(np.int32)
-        self.byte = byte
-        self.depth = depth.astype(np.int32)
-        self.token_ids = np.asarray(ids, dtype=np.int64)
-        self.token_end = end_node.astype(np.int32)
-        # end[n]: one past the last node of n's subtree (preorder ids are contiguous per subtree).
-        end = np.arange(1, self.n_nodes + 1, dtype=np.int32)
-        for d in range(int(self.depth.max(initial=0)), 0, -1):
-            nodes = np.flatnonzero(self.depth == d)
-            np.maximum.at(end, self.parent[nodes], end[nodes])
-        self.end = end
+        tokens = vocab.tokens  # None or b"" for ids that spell nothing; C-level loops, as there are 151k
+        ids = np.flatnonzero(np.fromiter(map(bool, tokens), dtype=bool, count=len(tokens)))
+        trie = string_trie(list(filter(None, tokens)))
+        self.n_nodes = len(trie.parent)
+        self.parent = trie.parent
+        self.byte = trie.byte
+        self.depth = trie.depth
+        self.token_ids = ids[trie.order]
+        self.token_end = trie.end_node
+        self.end = trie.end  # end[n]: one past the last node of n's subtree
         self.max_depth = int(self.depth.max(initial=0))
         # Children in CSR form: the children of p are child_ids[child_ptr[p]:child_ptr[p + 1]].
-        self.child_ids = np.argsort(self.parent[1:], kind="stable").astype(np.int64) + 1
-        counts = np.bincount(self.parent[1:], minlength=self.n_nodes)
-        self.child_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self.child_ids, self.child_ptr = trie.child_ids, trie.child_ptr
         # Tokens ending exactly at node n: sorted positions token_ptr[n]:token_ptr[n + 1].
         ends_here = np.bincount(self.token_end, minlength=self.n_nodes)
         self.token_ptr = np.concatenate(([0], np.cumsum(ends_here))).astype(np.int64)

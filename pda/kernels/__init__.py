@@ -1,2 +1,4 @@
-"""Compiled kernels: `walk` wraps `_walk` (pda/kernels/_walk.c), the token index's trie walk; `partition` wraps
-`_partition` (pda/kernels/_partition.c), DFA minimisation's partition refinement."""
+"""Compiled kernels, each a C module (`_name`, pda/kernels/_name.c) behind a Python module that documents it:
+`walk` (the token index's trie walk), `trie` (the trie of byte strings), `subsets` (the subset construction),
+`partition` (DFA minimisation's partition refinement), `product` (the lexer's product DFA), `earley` (the
+Earley step)."""

@@ -41,9 +41,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pda.arrays import sorted_trie
 from pda.errors import LimitExceeded
 from pda.kernels.product import explore
+from pda.kernels.trie import string_trie
 from pda.regex.syntax import Alt, Chars, Guard, Node, Repeat, Seq
 
 # A counted repeat this large (its lower or upper count) is worth composing.
@@ -233,8 +233,9 @@ def _ascii_dfa(node: Node) -> Partial | None:
     strings = _ascii_strings(node)
     if strings is None:
         return None
-    # The strings' trie (`pda.arrays.sorted_trie`, preorder ids, root 0): each node's edge from its parent.
-    parent, byte, _, end_node = sorted_trie(sorted(set(strings)))
+    # The strings' trie (preorder ids, root 0): each node's edge from its parent.
+    trie = string_trie(list(set(strings)))
+    parent, byte, end_node = trie.parent, trie.byte, trie.end_node
     trans = np.full((len(parent), 256), -1, dtype=np.int32)
     trans[parent[1:], byte[1:]] = np.arange(1, len(parent), dtype=np.int32)
     accept = np.zeros(len(parent), dtype=bool)

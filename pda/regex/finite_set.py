@@ -7,7 +7,7 @@ directly from the sorted strings (`build_literal_dfa`) instead of through
 regex → NFA → subset construction. The language is exactly the regex path's.
 
 The strings are sorted, so a trie comes from longest-common-prefix lengths
-alone (`pda.arrays.sorted_trie`, the vocabulary trie's layout too): string k creates the nodes at
+alone (`pda.kernels.trie.string_trie`, the vocabulary trie's layout too): string k creates the nodes at
 depths lcp(k-1, k)+1 .. len(k), in preorder. Suffixes are then merged bottom-up
 by height: two nodes are equivalent iff they agree on acceptance and map every
 byte class to equivalent children (for an acyclic automaton this is the
@@ -27,8 +27,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from pda.arrays import sorted_trie, stable_order
+from pda.arrays import stable_order
 from pda.errors import LimitExceeded
+from pda.kernels.trie import string_trie
 from pda.grammar.ir import TerminalDef
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.hashing import hash_weights, mix
@@ -47,11 +48,11 @@ class LiteralTrie:
     """The trie of a sorted, duplicate-free list of byte strings (root = node 0)."""
 
     def __init__(self, strings: list[bytes]) -> None:
-        parent, byte, depth, end_node = sorted_trie(strings)
-        self.n_nodes = len(parent)
-        self.parent, self.byte, self.depth = parent, byte, depth
+        trie = string_trie(strings)
+        self.n_nodes = len(trie.parent)
+        self.parent, self.byte, self.depth = trie.parent, trie.byte, trie.depth
         self.accept = np.zeros(self.n_nodes, dtype=bool)
-        self.accept[end_node] = True  # the empty string ends at the root
+        self.accept[trie.end_node] = True  # the empty string ends at the root
 
     def heights(self) -> np.ndarray:
         """Longest path from each node down to a leaf (a leaf has height 0)."""
