@@ -17,8 +17,6 @@ from __future__ import annotations
 import hashlib
 import operator
 import os
-import sys
-from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -214,20 +212,14 @@ class Vocabulary:
     @cached_property
     def content_hash(self) -> str:
         """sha256 over every token's bytes and the EOS and special ids: the compile-cache key."""
-        h = hashlib.sha256(b"pda-vocabulary-v2\0")
+        h = hashlib.sha256(b"pda-vocabulary-v1\0")
         h.update(self.size.to_bytes(8, "little"))
-        # The positions of the None tokens, then each other token's length as uint32, then their
-        # bytes: unambiguous, and built by C-level loops (a Python loop over 151k tokens is ~30 ms).
-        tokens = self.tokens
-        nones = [i for i, t in enumerate(tokens) if t is None] if None in tokens else []
-        present = [t for t in tokens if t is not None] if nones else tokens
-        h.update(len(nones).to_bytes(8, "little"))
-        h.update(b"".join(i.to_bytes(8, "little") for i in nones))
-        lengths = array("I", map(len, present))
-        if sys.byteorder != "little":
-            lengths.byteswap()
-        h.update(lengths.tobytes())
-        h.update(b"".join(present))
+        # Length-prefixed records (0 for None, else len + 1) keep the encoding unambiguous.
+        h.update(
+            b"".join(
+                b"\0\0\0\0" if t is None else (len(t) + 1).to_bytes(4, "little") + t for t in self.tokens
+            )
+        )
         for ids in (self.eos_ids, self.special_ids):
             h.update(len(ids).to_bytes(8, "little"))
             h.update(b"".join(i.to_bytes(8, "little") for i in sorted(ids)))
