@@ -262,7 +262,7 @@ def _minimise(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.nda
     sub = trans[keep]
     sub = np.where(sub >= 0, renum[np.maximum(sub, 0)], -1)
     packed = np.packbits(accept[keep], axis=1)
-    initial = np.unique(packed, axis=0, return_inverse=True)[1] if accept.shape[1] else np.zeros(len(keep), np.int64)
+    initial = utf8.distinct_rows(packed)[1] if accept.shape[1] else np.zeros(len(keep), np.int64)
     block_of = coarsest_partition(sub, initial)
     order = np.unique(block_of, return_index=True)[1]
     firsts = sorted(order.tolist(), key=lambda q: (q != 0, q))
