@@ -313,6 +313,26 @@ def test_ecma_translation() -> None:
     assert re.search(er.ecma_to_python(r"^a$"), "a\n") is None
 
 
+def test_range_set_operations_match_code_point_sets() -> None:
+    """`intersect`, `subtract` and `complement` (one merge pass over sorted ranges) against sets of code points,
+    on unsorted, overlapping and adjacent ranges."""
+    rng = random.Random(3)
+
+    def ranges() -> tuple[tuple[int, int], ...]:
+        return tuple((lo, lo + rng.randint(0, 9)) for lo in (rng.randint(0, 60) for _ in range(rng.randint(0, 6))))
+
+    def points(rs: tuple[tuple[int, int], ...]) -> set[int]:
+        return {c for lo, hi in rs for c in range(lo, hi + 1)}
+
+    for _ in range(3000):
+        a, b = ranges(), ranges()
+        for got, want in ((er.intersect(a, b), points(a) & points(b)), (er.subtract(a, b), points(a) - points(b))):
+            assert points(got) == want
+            assert all(hi + 1 < lo for (_, hi), (lo, _) in zip(got, got[1:])), "not sorted, disjoint and merged"
+        assert points(er.intersect(er.complement(a), ((0, 79),))) == set(range(80)) - points(a)
+        assert er.complement(a)[-1] == (max(points(a), default=-1) + 1, er.MAX_CP)
+
+
 @pytest.mark.parametrize("lo,hi", [(0, 0), (5, 123), (99, 1000), (7, None), (0, None)])
 def test_decimal_ranges_match_re(lo: int, hi: int | None) -> None:
     r = er.decimal_range_regex(lo, hi)

@@ -29,6 +29,7 @@ so pda's DFA builder can compile it.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 import re
@@ -87,12 +88,18 @@ def subtract(a: Ranges, b: Ranges) -> Ranges:
 
 def intersect(a: Ranges, b: Ranges) -> Ranges:
     """Code points in both `a` and `b`."""
+    a, b = normalize(a), normalize(b)
     out = []
-    for lo1, hi1 in normalize(a):
-        for lo2, hi2 in normalize(b):
-            lo, hi = max(lo1, lo2), min(hi1, hi2)
-            if lo <= hi:
-                out.append((lo, hi))
+    i = j = 0
+    while i < len(a) and j < len(b):  # both sorted and disjoint: one merge pass
+        (lo1, hi1), (lo2, hi2) = a[i], b[j]
+        lo, hi = max(lo1, lo2), min(hi1, hi2)
+        if lo <= hi:
+            out.append((lo, hi))
+        if hi1 < hi2:
+            i += 1
+        else:
+            j += 1
     return normalize(out)
 
 
@@ -939,13 +946,20 @@ def _classes(nfa: _NFA) -> tuple[list[Ranges], list[list[tuple[list[int], int]]]
     bounds = sorted(cuts)
     pieces = [(a, b - 1) for a, b in zip(bounds, bounds[1:])]
     labels = sorted({ranges for edges in nfa.edges for ranges, _ in edges})
-    sig: dict[tuple[bool, ...], list[tuple[int, int]]] = {}
-    for piece in pieces:
-        key = tuple(bool(intersect(lab, (piece,))) for lab in labels)
+    # A piece lies wholly inside or outside each range (every range end is a cut), so its
+    # signature, the labels that hold it as a bitmask, is set range by range over the pieces' ids.
+    held = [0] * len(pieces)
+    for i, lab in enumerate(labels):
+        bit = 1 << i
+        for lo, hi in lab:
+            for p in range(bisect.bisect_left(bounds, lo), bisect.bisect_left(bounds, hi + 1)):
+                held[p] |= bit
+    sig: dict[int, list[tuple[int, int]]] = {}
+    for piece, key in zip(pieces, held):
         sig.setdefault(key, []).append(piece)
     keys = list(sig)
     classes = [normalize(sig[k]) for k in keys]
-    label_classes = {lab: [c for c, k in enumerate(keys) if k[i]] for i, lab in enumerate(labels)}
+    label_classes = {lab: [c for c, k in enumerate(keys) if k >> i & 1] for i, lab in enumerate(labels)}
     edges = [[(label_classes[ranges], dst) for ranges, dst in out] for out in nfa.edges]
     return classes, edges
 
