@@ -230,7 +230,7 @@ class CompiledGrammar:
         """States of the candidate set's DFA reachable from the start inside one lexeme, nearest first."""
         tables = self.lexer.tables(live_set)
         trans = tables.trans[:, np.unique(tables.byte_class)]
-        live = np.asarray(tables.live_flags, dtype=bool)
+        live = tables.live_array()
         seen = np.zeros(tables.n_states, dtype=bool)
         seen[START] = True
         order = []

@@ -29,7 +29,7 @@ the language. `node` is an Earley `Node` or anything with its interface
 
 from __future__ import annotations
 
-from pda.lexer.lexer import START, Lexer
+from pda.lexer.lexer import START, UNKNOWN, Lexer
 from pda.parser.earley import Node
 
 
@@ -63,7 +63,10 @@ class Scanner:
         for offset, byte in enumerate(data):
             row = rows.get(q)
             q2 = (row or tables.row(q))[cls[byte]]
-            if live[q2]:
+            flag = live[q2]
+            if flag == UNKNOWN:
+                flag = tables.live_flag(q2)
+            if flag:
                 q = q2
                 continue
             if q == START or extends[q2]:
@@ -73,7 +76,7 @@ class Scanner:
                 return node, q, offset
             tables = lexer.tables(after.allowed | ignore)
             q2 = tables.row(START)[tables.cls[byte]]
-            if not tables.live_flags[q2]:
+            if not tables.live_flag(q2):
                 return node, q, offset
             node, q = after, q2
             rows, cls, live, extends = tables.rows, tables.cls, tables.live_flags, tables.extends
@@ -102,7 +105,10 @@ class Scanner:
         found = None
         for byte in range(256):
             q2 = row[cls[byte]]
-            if live[q2]:
+            flag = live[q2]
+            if flag == UNKNOWN:
+                flag = tables.live_flag(q2)
+            if flag:
                 nxt = (node, q2)
             elif q == START or extends[q2]:
                 continue
@@ -113,7 +119,7 @@ class Scanner:
                     continue
                 next_tables = lexer.tables(after.allowed | ignore)
                 q3 = next_tables.row(START)[next_tables.cls[byte]]
-                if not next_tables.live_flags[q3]:
+                if not next_tables.live_flag(q3):
                     continue
                 nxt = (after, q3)
             if found is not None:

@@ -13,6 +13,7 @@ import pytest
 
 import pda
 from pda.errors import GrammarError
+from pda.lexer.lexer import UNKNOWN
 from pda.reference import mask_mismatches, random_walk_states
 from pda.testing.sampler import GrammarSampler, RandomChoices
 from tests.conftest import GRAMMARS
@@ -172,7 +173,8 @@ def test_under_every_terminal_a_lexeme_stops_live_where_it_cannot_grow(name: str
 @pytest.mark.parametrize("name", ["json", "sqlite", "lua"])
 def test_restricted_views_read_their_rows_and_flags_as_the_base_masked(name: str) -> None:
     """A candidate set's view of the all-terminal DFA builds its rows on demand; rows, per-state
-    reads (`live_at`, `accept_at`), `live_flags` and `state_flags` equal the base's rows masked by the set."""
+    reads (`live_at`, `accept_at`), `live_flags` (worked out state by state) and `state_flags` equal the base's
+    rows masked by the set."""
     lexer = pda.Grammar.load(name).recognizer.lexer
     rng = random.Random(name)
     n = len(lexer.dfas)
@@ -185,7 +187,10 @@ def test_restricted_views_read_their_rows_and_flags_as_the_base_masked(name: str
             assert fresh.accept_at(q) == everything.accept_at(q) & candidates
         assert all(fresh.accept_at(q) == fresh.accept[q] for q in range(fresh.n_states))
         assert all(fresh.live_at(q) == fresh.live[q] for q in range(fresh.n_states))
-        assert fresh.live_flags == tuple(bool(x) for x in fresh.live)
+        assert all(flag in (0, 1, UNKNOWN) for flag in fresh.live_flags)
+        assert [fresh.live_flag(q) for q in range(fresh.n_states)] == [int(bool(x)) for x in fresh.live]
+        assert list(fresh.live_flags) == [int(bool(x)) for x in fresh.live], "live_flag keeps what it works out"
+        assert fresh.live_array().tolist() == [bool(x) for x in fresh.live]
         live, extends, ends, masks, which = fresh.state_flags()
         assert live.tolist() == [bool(x) for x in fresh.live]
         assert extends.tolist() == [bool(x) for x in fresh.extends]

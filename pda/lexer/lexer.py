@@ -39,6 +39,7 @@ from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.product import combine, component_dtype
 
 START = 0  # the state of every candidate set's DFA where no lexeme is in progress
+UNKNOWN = 2  # a restricted view's `live_flags` entry not worked out yet (`LexerTables.live_flag`)
 # Above this size the all-terminal DFA is not built; each candidate set gets its own.
 ALL_TERMINALS_MAX_STATES = 20_000
 
@@ -89,16 +90,17 @@ class LexerTables:
     of states and the byte loop meets a few: building every row up front cost more than
     the lexing (10 ms for 5,000 states of 20 classes), and numpy rows ~0.7 us a byte more.
     `accept[q]`/`live[q]` are bitmasks over the grammar's terminal indices;
-    `live_flags[q]` is `live[q] != 0` (what the byte loop tests);
+    `live_flags[q]` is `live[q] != 0` (what the byte loop tests; `UNKNOWN` in a view until
+    `live_flag(q)` works it out);
     `extends[q]` says whether a lexeme may grow into q at all: where it does
     but q is not `live`, the text is refused rather than the lexeme ended
-    (only in the basic mode; contextually `extends` is `live_flags`).
+    (only in the basic mode, where it is a tuple of bools; contextually `extends` is `live_flags`).
     `key(q)` names q's future independently of the candidate set (the states of
     the terminals still live at q), so index entries can be shared across sets.
 
     A view restricted to a candidate set (`restrict`) shares the arrays and the
     per-state bits, packed 8 terminals a byte (`_live_bits`, `_accept_bits`), and
-    builds its rows only when first read: its `live_flags` in one vectorised pass,
+    builds its rows only when first read: its `live_flags` state by state,
     its `accept`/`live` bitmasks (a Python int per state) only if asked for. A JSON
     Schema meets hundreds of candidate sets, and most are only asked `key(q)` for
     a state or two (`live_at`).
@@ -165,11 +167,26 @@ class LexerTables:
         return rows
 
     @property
-    def live_flags(self) -> tuple[bool, ...]:
+    def live_flags(self) -> Sequence[int]:
+        """Per state, whether some candidate is live there; a restricted view's entries are `UNKNOWN` until
+        `live_flag` works them out (the byte loop meets a few states of each view: a pass over
+        every state of the all-terminal DFA per view was 13% of a JSON Schema replay)."""
         flags = self._live_flags
         if flags is None:  # a restricted view, read for the first time
-            flags = self._live_flags = tuple(self._flags(self._live_bits).tolist())
+            flags = self._live_flags = bytearray([UNKNOWN]) * self.n_states
         return flags
+
+    def live_flag(self, q: int) -> int:
+        """`live_flags[q]`, worked out (and kept) where it is still `UNKNOWN`."""
+        flags = self.live_flags
+        flag = flags[q]
+        if flag == UNKNOWN:
+            flag = flags[q] = 1 if self.live_at(q) else 0
+        return flag
+
+    def live_array(self) -> np.ndarray:
+        """Every state's live flag as a bool array (one vectorised pass)."""
+        return self._flags(self._live_bits)
 
     @property
     def extends(self) -> Sequence:
