@@ -999,8 +999,25 @@ def _determinise(nfa: _NFA, start: int, end: int) -> _DFA:
                     stack.append(t)
         return frozenset(seen)
 
-    order, trans = _explore(closure({start}), len(classes),
-                            lambda cur, c: closure({dst for s in cur for cs, dst in edges[s] if c in cs}))
+    # Per NFA state, its targets by class; and the closure of each move set met, memoised (many
+    # (state, class) pairs move to the same set, the empty one most of all).
+    moves: list[dict[int, list[int]]] = []
+    for out in edges:
+        by_class: dict[int, list[int]] = {}
+        for cs, dst in out:
+            for c in cs:
+                by_class.setdefault(c, []).append(dst)
+        moves.append(by_class)
+    closures: dict[frozenset[int], frozenset[int]] = {}
+
+    def step(cur: frozenset[int], c: int) -> frozenset[int]:
+        moved = frozenset(dst for s in cur for dst in moves[s].get(c, ()))
+        found = closures.get(moved)
+        if found is None:
+            found = closures[moved] = closure(moved)
+        return found
+
+    order, trans = _explore(closure({start}), len(classes), step)
     return _DFA(classes, trans, [end in st for st in order])
 
 
