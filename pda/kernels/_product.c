@@ -25,9 +25,10 @@
  *     dead states left out and not followed; int64 ids, ascending. (A product's single
  *     states: each runs one terminal's own DFA.)
  *
- * Method: one pass over the queue; a successor's components are gathered into a
- * scratch list and interned in an open-addressing hash table keyed by content, so
- * the work is O(explored states x classes x live components). Every index read
+ * Method: one pass over the queue; a state's successors are gathered per class from its
+ * components' successors that are not dead (a CSR built once) and interned in an
+ * open-addressing hash table keyed by content, so the work is O(explored states x
+ * (classes + the live components' live successors)). Every index read
  * from the inputs is checked first (ValueError), and the search runs without the GIL.
  */
 #define PY_SSIZE_T_CLEAN
@@ -146,50 +147,100 @@ static int64_t intern(Explorer *e, const int32_t *ids, int64_t n, int *added)
     return q;
 }
 
-/* Explore from the start; 0 when done, 1 over max_states, -1 on memory failure. */
-static int run(Explorer *e, const int32_t *start, int64_t n_start, int64_t max_states)
+/* Per global state, its successors that are not dead, by class, in class order (CSR): a product
+ * state's row then costs what its components can do rather than classes x components (a JSON
+ * Schema's key literals are live on one class of seventy). 0, or -1 out of memory. */
+static int sparse_successors(const Explorer *e, int64_t g, int64_t **ptr, int32_t **cls, int32_t **dst)
 {
-    int64_t k = e->k, q, c, i, j, n;
-    int added;
-    int32_t *scratch = malloc(((size_t)n_start + 1) * sizeof(int32_t));
-    if (!scratch)
+    int64_t k = e->k, s, c, n = 0;
+    *ptr = malloc((size_t)(g + 1) * sizeof(int64_t));
+    if (*ptr == NULL)
         return -1;
-    /* state 0, nothing live; state 1, the start, found by content only if no other state has its components */
-    if (intern(e, scratch, 0, &added) != 0 || append_state(e, start, n_start, hash_ids(start, n_start)) != 1) {
-        free(scratch);
-        return -1;
+    for (s = 0; s < g; s++) {
+        (*ptr)[s] = n;
+        for (c = 0; c < k; c++)
+            n += !e->dead[e->table[s * k + c]];
     }
+    (*ptr)[g] = n;
+    *cls = malloc((size_t)(n + 1) * sizeof(int32_t));
+    *dst = malloc((size_t)(n + 1) * sizeof(int32_t));
+    if (*cls == NULL || *dst == NULL)
+        return -1;
+    for (s = 0, n = 0; s < g; s++)
+        for (c = 0; c < k; c++) {
+            int32_t t = e->table[s * k + c];
+            if (!e->dead[t]) {
+                (*cls)[n] = (int32_t)c;
+                (*dst)[n++] = t;
+            }
+        }
+    return 0;
+}
+
+/* Explore from the start; 0 when done, 1 over max_states, -1 on memory failure.
+ * A state's successors are gathered per class by a counting sort of its components' sparse
+ * successors (components in terminal order, so each class's list keeps that order). */
+static int run(Explorer *e, int64_t g, const int32_t *start, int64_t n_start, int64_t max_states)
+{
+    int64_t k = e->k, q, c, i, j, n, cap = 256;
+    int added, status = -1;
+    int64_t *sp_ptr = NULL, *count = calloc((size_t)k + 1, sizeof(int64_t)), *offset = malloc(((size_t)k + 1) * sizeof(int64_t));
+    int32_t *sp_cls = NULL, *sp_dst = NULL, *bucket = malloc((size_t)cap * sizeof(int32_t)), empty = 0;
+    if (count == NULL || offset == NULL || bucket == NULL || sparse_successors(e, g, &sp_ptr, &sp_cls, &sp_dst) < 0)
+        goto done;
+    /* state 0, nothing live; state 1, the start, found by content only if no other state has its components */
+    if (intern(e, &empty, 0, &added) != 0 || append_state(e, start, n_start, hash_ids(start, n_start)) != 1)
+        goto done;
     i = find_slot(e, start, n_start, e->hash_of[1]);
     if (e->slots[i] < 0)
         e->slots[i] = 1;
     for (q = 0; q < e->n_states; q++) {
+        const int32_t *live = e->ids + e->ptr[q]; /* read before interning, which may move the pool */
+        int64_t n_live = e->ptr[q + 1] - e->ptr[q], total = 0;
+        memset(count, 0, (size_t)k * sizeof(int64_t));
+        for (i = 0; i < n_live; i++)
+            for (j = sp_ptr[live[i]]; j < sp_ptr[live[i] + 1]; j++)
+                count[sp_cls[j]]++;
         for (c = 0; c < k; c++) {
-            const int32_t *live = e->ids + e->ptr[q]; /* read afresh: interning may move the pool */
-            int64_t count = e->ptr[q + 1] - e->ptr[q];
-            n = 0;
-            for (i = 0; i < count; i++) {
-                int32_t s = e->table[(int64_t)live[i] * k + c];
-                if (!e->dead[s])
-                    scratch[n++] = s;
-            }
+            offset[c] = total;
+            total += count[c];
+        }
+        if (total > cap) {
+            int32_t *grown = realloc(bucket, (size_t)total * sizeof(int32_t));
+            if (grown == NULL)
+                goto done;
+            bucket = grown;
+            cap = total;
+        }
+        for (i = 0; i < n_live; i++)
+            for (j = sp_ptr[live[i]]; j < sp_ptr[live[i] + 1]; j++)
+                bucket[offset[sp_cls[j]]++] = sp_dst[j];
+        for (c = 0; c < k; c++) {
+            n = count[c];
+            const int32_t *successors = bucket + offset[c] - n; /* offset[c] now ends class c's list */
             if (n == 1) {
-                e->trans[q * k + c] = -((int64_t)scratch[0] + 1);
+                e->trans[q * k + c] = -((int64_t)successors[0] + 1);
                 continue;
             }
-            j = intern(e, scratch, n, &added);
-            if (j < 0) {
-                free(scratch);
-                return -1;
-            }
+            j = intern(e, successors, n, &added);
+            if (j < 0)
+                goto done;
             if (added && j > max_states) {
-                free(scratch);
-                return 1;
+                status = 1;
+                goto done;
             }
             e->trans[q * k + c] = j;
         }
     }
-    free(scratch);
-    return 0;
+    status = 0;
+done:
+    free(sp_ptr);
+    free(sp_cls);
+    free(sp_dst);
+    free(count);
+    free(offset);
+    free(bucket);
+    return status;
 }
 
 static int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *format, Py_ssize_t itemsize,
@@ -290,7 +341,7 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     else {
         memset(e.slots, 0xff, (size_t)e.n_slots * sizeof(int64_t));
         Py_BEGIN_ALLOW_THREADS
-        status = run(&e, start, n_start, max_states);
+        status = run(&e, g, start, n_start, max_states);
         Py_END_ALLOW_THREADS
     }
     if (status == 0)
