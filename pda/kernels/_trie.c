@@ -20,7 +20,8 @@
  * Method: the strings' pointers are sorted by a radix sort (skipped when they come sorted),
  * then one pass keeps the current string's path (the node at each depth): a string
  * closes the subtrees of the previous path below their common prefix and opens its own.
- * Time O(total bytes + n log n comparisons), memory O(total bytes). The strings are held
+ * Time about linear in the total bytes (the radix sort reads each string's bytes once, up to
+ * where its bucket drops below 32 strings), memory O(total bytes). The strings are held
  * through a tuple for the duration of the call, so the work runs without the GIL.
  */
 #define PY_SSIZE_T_CLEAN
@@ -50,8 +51,8 @@ static int compare_str(const void *a, const void *b)
 /* Sort a[0:n], which share their first d bytes, stably by bytes: most-significant-byte radix
  * sort (strings that end at d first, then by byte d), insertion sort below 32 strings. The
  * largest bucket is sorted by the loop, the others by recursion, so the recursion is at most
- * log2(n) deep whatever the strings' lengths. -1 on memory failure. */
-static int radix_sort(Str *a, int64_t n, int64_t d, Str *tmp)
+ * log2(n) deep whatever the strings' lengths. `tmp` holds at least n entries. */
+static void radix_sort(Str *a, int64_t n, int64_t d, Str *tmp)
 {
     int64_t count[257], start[258];
     while (n >= 32) {
@@ -72,10 +73,10 @@ static int radix_sort(Str *a, int64_t n, int64_t d, Str *tmp)
             if (count[b] > count[largest])
                 largest = b;
         for (b = 1; b < 257; b++) /* bucket 0 (ended at d) is all equal strings, already in position order */
-            if (b != largest && count[b] > 1 && radix_sort(a + start[b], count[b], d + 1, tmp) < 0)
-                return -1;
+            if (b != largest && count[b] > 1)
+                radix_sort(a + start[b], count[b], d + 1, tmp);
         if (count[largest] <= 1)
-            return 0;
+            return;
         a += start[largest];
         n = count[largest];
         d++;
@@ -89,7 +90,6 @@ static int radix_sort(Str *a, int64_t n, int64_t d, Str *tmp)
         }
         a[j] = x;
     }
-    return 0;
 }
 
 typedef struct {
@@ -109,10 +109,10 @@ static int build_run(Str *strs, int64_t n, int64_t max_len, Trie *t)
         sorted = compare_str(&strs[k - 1], &strs[k]) < 0;
     if (!sorted) {
         Str *tmp = malloc(((size_t)n + 1) * sizeof(Str));
-        int status = tmp == NULL ? -1 : radix_sort(strs, n, 0, tmp);
-        free(tmp);
-        if (status < 0)
+        if (tmp == NULL)
             return -1;
+        radix_sort(strs, n, 0, tmp);
+        free(tmp);
     }
     int32_t *path = malloc(((size_t)max_len + 1) * sizeof(int32_t));
     if (path == NULL)

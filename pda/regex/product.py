@@ -42,12 +42,9 @@ def combine(
     # product), then numbered by their lowest byte.
     local = np.stack([d.byte_class for d in dfas], axis=1) if n_terms else np.zeros((256, 1), np.int32)
     first, inverse = distinct_rows(local.astype(np.int32))
-    order = np.argsort(first)
-    rank = np.empty(len(first), dtype=np.int32)
-    rank[order] = np.arange(len(first), dtype=np.int32)
-    byte_class = rank[inverse]
+    byte_class = np.argsort(np.argsort(first)).astype(np.int32)[inverse]  # as `dfa._finish` numbers classes
     n_classes = len(first)
-    rep = first[order]
+    rep = np.sort(first)
     # All terminals' states in one table: global id = offset[j] + local state.
     offsets = np.concatenate(([0], np.cumsum([d.n_states for d in dfas]))).astype(np.int64)
     table = np.concatenate(
