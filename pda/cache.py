@@ -22,7 +22,11 @@ The header holds the format version, the entry's kind, its full key, a JSON
   running total over the budget scans the folder and deletes the least recently
   used entries;
 * a folder that cannot be created or written means no disk cache (one logged
-  warning), never an error. `PDA_CACHE=0` or `set_enabled(False)` turns it off.
+  warning), never an error. `PDA_CACHE=0` or `set_enabled(False)` turns it off;
+* a store returns once its entry is queued: one background thread (`_Writer`) hashes
+  and writes it, so a compile never waits for the disk. A load of a queued entry waits
+  for its write; `flush()` waits for all of them, and runs at exit. The queued bytes
+  are bounded (`PENDING_MAX_BYTES`): past them a store writes in the caller's thread.
 
 The hash catches corruption and the key check catches a file copied over
 another key's name; neither is a signature against someone who may write the
@@ -31,13 +35,16 @@ folder, which is why `decode` still bounds-checks every index it hands on.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
 import math
 import os
 import tempfile
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -63,6 +70,10 @@ RESCAN_EVERY = 256
 EVICT_TO = 0.9
 # A temporary file this old is a crashed writer's leftover.
 STALE_TMP_SECONDS = 3600
+# Entries queued for the background writer weigh at most this many bytes; a store past it
+# writes in the caller's thread. Measured on 43 cold JSON Schemas (Qwen2): 200 stores took
+# 0.32 s of the callers' 4.6 s when written in place (hashing, writing, renaming).
+PENDING_MAX_BYTES = 256 << 20
 
 _log = logging.getLogger("pda.cache")
 
@@ -194,9 +205,11 @@ def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np
     if not enabled():
         return None
     folder, name = os.path.join(_dir_name(), kind), _entry_name(kind, key)
-    if not _may_exist(folder, name):
-        return None
     path = Path(folder, name)
+    if _writer.wait_for(str(path)):  # queued by this process: read it once written
+        _listed(path)
+    elif not _may_exist(folder, name):
+        return None
     try:
         meta, arrays = _read(path, kind, key)
         found = decode(meta, arrays)
@@ -242,9 +255,11 @@ def _read(path: Path, kind: str, key: Mapping[str, Any]) -> tuple[dict, dict[str
 
 
 def store(kind: str, key: Mapping[str, Any], meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
-    """Write an entry atomically (a temporary file renamed into place), then keep the folder within budget.
+    """Queue an entry for writing; it is written atomically (a temporary file renamed into place), then the
+    folder kept within budget. Raises TypeError, in the caller, for an array of a dtype an entry cannot hold.
 
-    A folder that cannot be written is skipped (one warning per folder and process).
+    Arrays that can still change are copied first, so the entry holds what they held at
+    this call. A folder that cannot be written is skipped (one warning per folder and process).
     """
     if not enabled():
         return
@@ -253,6 +268,8 @@ def store(kind: str, key: Mapping[str, Any], meta: Mapping[str, Any], arrays: Ma
         array = np.ascontiguousarray(array)
         if array.dtype.str not in DTYPES:
             raise TypeError(f"cache entry array {name!r} has dtype {array.dtype}, not a plain numeric one")
+        if array.flags.writeable:
+            array = array.copy()
         pad = -offset % 16  # aligned arrays read faster
         parts.append(bytes(pad))
         offset += pad
@@ -264,31 +281,128 @@ def store(kind: str, key: Mapping[str, Any], meta: Mapping[str, Any], arrays: Ma
         separators=(",", ":"), ensure_ascii=True,
     ).encode()
     head = len(header).to_bytes(8, "little") + header
-    digest = hashlib.sha256(head)
-    for part in parts:
-        digest.update(part)
-    path = entry_path(kind, key)
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + digest.digest() + head)
-            for part in parts:
-                f.write(part)
-        os.replace(tmp, path)
-        tmp = None
-        _listed(path)
-    except OSError as e:
-        _unwritable(path.parent, e)
-        return
-    finally:
-        if tmp is not None:
+    _writer.submit(_Entry(entry_path(kind, key), cache_dir(), head, parts, len(head) + offset))
+
+
+class _Entry:
+    """One entry to write: its path, its cache folder, the header and the array bytes."""
+
+    __slots__ = ("path", "root", "head", "parts", "size")
+
+    def __init__(self, path: Path, root: Path, head: bytes, parts: list, size: int) -> None:
+        self.path, self.root, self.head, self.parts, self.size = path, root, head, parts, size
+
+    def write(self) -> None:
+        """Hash and write the entry (the hash and the writes release the GIL), then account for it."""
+        digest = hashlib.sha256(self.head)
+        for part in self.parts:
+            digest.update(part)
+        path, tmp = self.path, None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(MAGIC + digest.digest() + self.head)
+                for part in self.parts:
+                    f.write(part)
+            os.replace(tmp, path)
+            tmp = None
+            _listed(path)
+        except OSError as e:
+            _unwritable(path.parent, e)
+            return
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        _account(self.root, len(MAGIC) + _DIGEST_BYTES + self.size)
+
+
+class _Writer:
+    """The background thread that writes queued entries in order (started on the first store).
+
+    `pending` counts the queued entries per path (a key stored twice is queued twice);
+    `wait_for(path)` and `flush()` block on the condition until those are written.
+    """
+
+    def __init__(self) -> None:
+        self._done = threading.Condition()
+        self._queue: deque[_Entry] = deque()
+        self._pending: dict[str, int] = {}
+        self._bytes = 0
+        self._thread: threading.Thread | None = None
+
+    def submit(self, entry: _Entry) -> None:
+        with self._done:
+            if self._bytes + entry.size > PENDING_MAX_BYTES:
+                inline = True
+            else:
+                inline = False
+                self._queue.append(entry)
+                self._pending[str(entry.path)] = self._pending.get(str(entry.path), 0) + 1
+                self._bytes += entry.size
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="pda-cache-writer", daemon=True)
+                    self._thread.start()
+                self._done.notify_all()
+        if inline:
+            entry.write()
+
+    def _run(self) -> None:
+        while True:
+            with self._done:
+                while not self._queue:
+                    self._done.wait()
+                entry = self._queue[0]
             try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-    _account(len(MAGIC) + _DIGEST_BYTES + len(head) + offset)
+                entry.write()
+            except Exception:  # a bug, not a full disk: logged, and the queue goes on
+                _log.exception("pda: writing the cache entry %s failed", entry.path)
+            with self._done:
+                self._queue.popleft()
+                key = str(entry.path)
+                left = self._pending[key] - 1
+                if left:
+                    self._pending[key] = left
+                else:
+                    del self._pending[key]
+                self._bytes -= entry.size
+                self._done.notify_all()
+
+    def wait_for(self, path: str) -> bool:
+        """Wait until the entries queued for `path` are written; whether there were any."""
+        if path not in self._pending:  # a dict read: no lock on the usual path, a miss
+            return False
+        with self._done:
+            while path in self._pending:
+                self._done.wait()
+        return True
+
+    def flush(self) -> None:
+        """Wait until every queued entry is written."""
+        with self._done:
+            while self._queue:
+                self._done.wait()
+
+    def forget(self) -> None:
+        """In a forked child: the parent's thread and queue are not this process's (the parent writes them)."""
+        self._done = threading.Condition()
+        self._queue.clear()
+        self._pending.clear()
+        self._bytes = 0
+        self._thread = None
+
+
+_writer = _Writer()
+atexit.register(_writer.flush)
+os.register_at_fork(after_in_child=_writer.forget)
+
+
+def flush() -> None:
+    """Wait until every entry this process stored is on disk (stores return before they are written)."""
+    _writer.flush()
 
 
 _warned: set[str] = set()
@@ -304,9 +418,8 @@ def _unwritable(folder: Path, error: OSError) -> None:
 _usage: dict[str, tuple[int, int]] = {}
 
 
-def _account(written: int) -> None:
-    """Add a store to the running total; past the budget (or every RESCAN_EVERY stores), scan and evict."""
-    root = cache_dir()
+def _account(root: Path, written: int) -> None:
+    """Add a store to the running total of `root`; past the budget (or every RESCAN_EVERY stores), scan and evict."""
     total, stores = _usage.get(str(root), (-1, 0))
     budget = max_bytes()
     if total >= 0 and total + written <= budget and stores + 1 < RESCAN_EVERY:

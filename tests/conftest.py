@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from pda import cache
 
 REPO = Path(__file__).resolve().parent.parent
 GRAMMARS = REPO / "pda" / "grammars"
@@ -22,6 +25,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _cache_writes_finish() -> Iterator[None]:
+    """Every disk-cache entry a test stored is written before the next test starts (stores are queued)."""
+    yield
+    cache.flush()
 
 
 def corpus_path(*parts: str) -> Path:

@@ -280,6 +280,7 @@ def test_the_cache_stays_within_its_budget(tmp_path: Path, monkeypatch: pytest.M
     for i in range(200):
         size = int(rng.integers(500, 5000))
         cache.store("test", {"i": i}, {"i": i}, {"a": rng.integers(0, 255, size=size, dtype=np.uint8)})
+        cache.flush()  # a store returns once queued; the budget holds once it is written
         assert cache.usage() <= budget, f"over budget after store {i}"
     assert cache.load("test", {"i": 199}, lambda meta, arrays: meta["i"]) == 199
     assert cache.load("test", {"i": 0}, lambda meta, arrays: meta["i"]) is None
@@ -292,10 +293,12 @@ def test_eviction_drops_the_least_recently_used(tmp_path: Path, monkeypatch: pyt
     payload = {"a": np.zeros(1000, np.uint8)}
     for i in range(8):
         cache.store("test", {"i": i}, {}, payload)
+        cache.flush()
         os.utime(cache.entry_path("test", {"i": i}), (1_000_000 + i, 1_000_000 + i))
     assert cache.load("test", {"i": 0}, lambda meta, arrays: True)  # now the most recent
     for i in range(8, 12):
         cache.store("test", {"i": i}, {}, payload)
+    cache.flush()
     assert cache.entry_path("test", {"i": 0}).exists()
     assert not cache.entry_path("test", {"i": 1}).exists()
     assert cache.usage() <= 12_000
@@ -397,6 +400,7 @@ def test_the_version_follows_the_source(tmp_path: Path, monkeypatch: pytest.Monk
     with monkeypatch.context() as mp:
         mp.setattr(cache, "VERSION", "older-code")
         cache.store("test", {"k": 1}, {}, {"a": np.zeros(3, np.int32)})
+        cache.flush()
         old = cache.entry_path("test", {"k": 1})
     new = cache.entry_path("test", {"k": 1})
     assert old != new
@@ -415,6 +419,7 @@ def test_qwen_tokenizer_entry_is_verified(tmp_path: Path, monkeypatch: pytest.Mo
     load_qwen2_tokenizer.cache_clear()
     try:
         want = load_qwen2_tokenizer().encode(text)
+        cache.flush()
         (entry,) = (tmp_path / "cache" / "tokenizer").glob("*" + cache.SUFFIX)
         clean = entry.read_bytes()
         data = bytearray(clean)
@@ -423,6 +428,7 @@ def test_qwen_tokenizer_entry_is_verified(tmp_path: Path, monkeypatch: pytest.Mo
         entry.write_bytes(bytes(data))
         load_qwen2_tokenizer.cache_clear()
         assert load_qwen2_tokenizer().encode(text) == want
+        cache.flush()
         assert entry.read_bytes() == clean, "the damaged entry was not rewritten"
         (tmp_path / "file").write_text("not a folder")
         monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path / "file"))
@@ -469,6 +475,7 @@ def test_a_miss_in_a_recent_listing_opens_no_file_and_another_process_entry_is_s
     assert cache.load("unit", {"k": 1}, decode) == ({"m": 1}, [0, 1, 2])  # this process's own store is listed
     # Another process's entry: on disk, not in this process's listing.
     cache.store("unit", {"k": 2}, {"m": 2}, {"x": np.arange(2)})
+    cache.flush()
     path = cache.entry_path("unit", {"k": 2})
     next(iter(cache._listings.values()))[1].discard(path.name)
     opened = []
@@ -491,10 +498,12 @@ def test_cheap_terminal_dfas_stay_off_the_disk(tmp_path, monkeypatch):
         terminals.terminal_dfa(pda.grammar.ir.TerminalDef(name="KEY", pattern=r"\"name\""))
     assert calls == [], "a single literal's DFA was looked up on disk"
     terminals.terminal_dfa(pda.grammar.ir.TerminalDef(name="WORD", pattern="[a-z]+"))
+    cache.flush()
     assert not list(tmp_path.rglob("*" + cache.SUFFIX)), "a DFA built in microseconds was written"
     monkeypatch.setattr(terminals, "DISK_MIN_SECONDS", 0.0)
     slow = pda.grammar.ir.TerminalDef(name="NUM", pattern="[0-9]+")
     built = terminals.terminal_dfa(slow)
+    cache.flush()
     assert len(list((tmp_path / "dfa").glob("*" + cache.SUFFIX))) == 1
     monkeypatch.setattr(terminals, "_memory", ByteLRU(terminals.TERMINAL_DFAS_MAX_BYTES))
     with recorded_loads() as calls:

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import pda
+from pda import cache
 from pda.compiler import vocabulary_trie
 from pda.index import token_index
 from pda.lexer import lexer as lexer_module
@@ -139,6 +140,7 @@ def test_disk_entries_equal_fresh_walks(fresh: Path, monkeypatch: pytest.MonkeyP
     vocab = vocabulary()
     a = compile_lark(GRAMMAR_A, vocab)
     check_walks(a, 10, seed=3)
+    cache.flush()
     files = list((fresh / "classes").glob("*.pdac"))
     assert files, "no classification was written to disk"
     # A new process: an empty memory store, the same disk cache.
@@ -212,6 +214,7 @@ def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, mon
     monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", everything + 1)  # a larger vocabulary than this one
     check_walks(compile_lark(GRAMMAR_A, vocab), 10, seed=6)
     assert not [k for k in looked_up if "roots" in k], "a walk over a small vocabulary was looked up on disk"
+    cache.flush()
     assert not (fresh / "classes").exists() or not list((fresh / "classes").glob("*.pdac"))
     monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
     monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", everything)
@@ -221,4 +224,5 @@ def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, mon
     empty = token_index.hashlib.sha256(b"").hexdigest()
     walks = [k for k in looked_up if "roots" in k]
     assert walks and all(k["roots"] == empty for k in walks), "a suffix walk was looked up on disk"
+    cache.flush()
     assert list((fresh / "classes").glob("*.pdac"))

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import pda
+from pda import cache
 from pda.compiler import vocabulary_trie
 from pda.index import slices, token_index
 from pda.kernels import walk as kernel
@@ -114,6 +115,7 @@ def test_plain_body_is_read_back_from_the_disk_cache(tmp_path: Path, monkeypatch
     monkeypatch.setattr(slices, "_plain", weakref.WeakKeyDictionary())
     trie = vocabulary_trie(vocabulary())
     built = slices.plain_body(trie, "k" * 40)
+    cache.flush()
     assert list((tmp_path / "slices").glob("*.pdac"))
     monkeypatch.setattr(slices, "_plain", weakref.WeakKeyDictionary())
     loaded = slices.plain_body(trie, "k" * 40)
