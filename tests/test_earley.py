@@ -124,3 +124,78 @@ def test_nodes_are_interned_and_advance_memoised() -> None:
 def test_empty_language_is_an_error() -> None:
     with pytest.raises(GrammarError, match="empty"):
         make_parser([("S", "S a")])
+
+
+def _random_rules(rng) -> tuple[list[TerminalDef], list[Rule], str]:
+    """Rules over a few terminals and nonterminals: empty and nullable ones, unproductive loops, undefined names."""
+    terminals = [TerminalDef(f"T{i}", chr(97 + i)) for i in range(rng.randint(1, 4))]
+    nts = [f"N{i}" for i in range(rng.randint(1, 7))]
+    symbols = [t.name for t in terminals] + nts + ["UNDEFINED"]
+    rules = [Rule(rng.choice(nts), tuple(rng.choice(symbols) for _ in range(rng.choice([0, 1, 1, 2, 3, 5]))))
+             for _ in range(rng.randint(1, 14))]
+    return terminals, rules, nts[0]
+
+
+def _closed(start: set, grow) -> set:
+    """The least fixpoint: `start` plus whatever `grow(current)` adds, until nothing does."""
+    done = set(start)
+    while True:
+        more = grow(done) - done
+        if not more:
+            return done
+        done |= more
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_tables_match_their_definitions(seed: int) -> None:
+    """The vectorised tables against the definitions spelled out rule by rule on random grammars."""
+    import random
+
+    rng = random.Random(seed)
+    terminals, rules, start = _random_rules(rng)
+    names = {t.name for t in terminals}
+    productive = _closed(names, lambda p: {r.lhs for r in rules if all(s in p for s in r.rhs)}) - names
+    if start not in productive:
+        with pytest.raises(GrammarError, match="empty"):
+            build_tables(GrammarIR(terminals=tuple(terminals), rules=tuple(rules), start=start))
+        return
+    tables = build_tables(GrammarIR(terminals=tuple(terminals), rules=tuple(rules), start=start))
+    kept = [r for r in rules if r.lhs in productive and all(s in names or s in productive for s in r.rhs)]
+    t = len(terminals)
+    assert tables.nonterminal_names == (*sorted(productive, key=lambda n: (n != start, n)), "$start")
+    name = tables.symbol_name
+    assert [(name(a), tuple(name(s) for s in rhs)) for a, rhs in zip(tables.lhs, tables.rhs)] == [
+        (r.lhs, r.rhs) for r in kept] + [("$start", (start,))]
+    nullable = _closed(set(), lambda n: {tables.lhs[r] for r, rhs in enumerate(tables.rhs) if all(s in n for s in rhs)})
+    p = 0
+    for r, rhs in enumerate(tables.rhs):
+        assert tables.rule_start[r] == p
+        for d in range(len(rhs) + 1):
+            e = d
+            while e < len(rhs) and rhs[e] in nullable:
+                e += 1
+            assert tables.skip[r][d] == tuple(range(d, e + 1))
+            assert tables.pos_rule[p] == r and tables.is_end[p] == (d == len(rhs))
+            assert tables.next_sym[p] == (rhs[d] if d < len(rhs) else -1)
+            assert tables.penultimate[p] == (d == len(rhs) - 1)
+            assert tables.term_bit[p] == (1 << rhs[d] if d < len(rhs) and rhs[d] < t else 0)
+            assert tables.step[p] == (tuple(p - d + x for x in tables.skip[r][d + 1]) if d < len(rhs) else ())
+            p += 1
+    direct = {a: {rhs[d] for r, rhs in enumerate(tables.rhs) if tables.lhs[r] == a
+                  for d in tables.skip[r][0] if d < len(rhs) and rhs[d] >= t} for a in range(t, t + len(tables.nonterminal_names))}
+    for a in direct:
+        assert tables.closure[a - t] == frozenset(_closed({a}, lambda c: set().union(*(direct[b] for b in c))))
+        assert tables.rules_of[a - t] == tuple(r for r, b in enumerate(tables.lhs) if b == a)
+    kernel = tables.kernel
+    assert kernel["next_sym"].tolist() == list(tables.next_sym)
+    assert kernel["lhs_of"].tolist() == [tables.lhs[r] for r in tables.pos_rule]
+    ptr, starts = kernel["starts_ptr"].tolist(), kernel["starts"].tolist()
+    for a in range(len(tables.nonterminal_names)):
+        assert starts[ptr[a]:ptr[a + 1]] == [tables.rule_start[r] + d for r in tables.rules_of[a] for d in tables.skip[r][0]]
+    assert tables.accept_pos == tables.rule_start[tables.start_rule] + 1 == kernel["accept_pos"]
+
+
+def test_a_rule_named_like_a_terminal_is_refused() -> None:
+    ir = GrammarIR(terminals=(TerminalDef("A", "a"),), rules=(Rule("S", ("A",)), Rule("A", ())), start="S")
+    with pytest.raises(GrammarError, match="both a terminal and a rule"):
+        build_tables(ir)

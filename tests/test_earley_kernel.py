@@ -19,7 +19,7 @@ from pda.errors import LimitExceeded
 from pda.grammar.ir import GrammarIR, Rule, TerminalDef
 from pda.kernels.earley import Core
 from pda.limits import Limits
-from pda.parser.earley import RECENT_PROBES, EarleyParser, kernel_arrays
+from pda.parser.earley import RECENT_PROBES, EarleyParser
 from pda.parser.tables import build_tables
 from pda.reference import ReferenceEarley
 from pda.bits import iter_bits
@@ -163,7 +163,7 @@ def test_dropped_nodes_leave_the_intern_table_and_probes_are_bounded() -> None:
 
 
 def test_bad_tables_and_terminals_are_refused() -> None:
-    arrays = kernel_arrays(pda.Grammar.load("json").recognizer.tables)
+    arrays = pda.Grammar.load("json").recognizer.tables.kernel
     common = dict(max_items=10, max_work=10, max_seconds=1.0, recent_probes=4, error=LimitExceeded)
     broken = dict(arrays, step_to=np.full_like(arrays["step_to"], 10**6))
     with pytest.raises(ValueError, match="step"):

@@ -26,14 +26,12 @@ Invariants (see docs/design.md, "The parser"):
   is interned or memoised (the Leo memos it filled on older nodes stay valid),
   so a failed step can be retried or rolled back.
 
-The nodes and their step are `pda.kernels.earley` (C); this module turns a grammar's
-`ParserTables` into the kernel's arrays. `pda.reference.ReferenceEarley` is the same
+The nodes and their step are `pda.kernels.earley` (C), which reads a grammar's
+`ParserTables.kernel` arrays. `pda.reference.ReferenceEarley` is the same
 algorithm in Python, the oracle the tests compare the kernel to.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from pda.errors import LimitExceeded
 from pda.kernels.earley import Core, Node
@@ -48,39 +46,6 @@ __all__ = ["EarleyParser", "Node", "RECENT_PROBES"]
 RECENT_PROBES = 2048
 
 
-def _csr(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Row lists as (pointers, entries), int32."""
-    ptr = np.zeros(len(rows) + 1, dtype=np.int32)
-    ptr[1:] = np.cumsum([len(r) for r in rows])
-    flat = np.fromiter((x for r in rows for x in r), dtype=np.int32, count=int(ptr[-1]))
-    return ptr, flat
-
-
-def kernel_arrays(tables: ParserTables) -> dict[str, object]:
-    """The kernel's view of `tables` (see `pda.kernels.earley`): flat arrays over positions and nonterminals."""
-    t = tables.n_terminals
-    step_ptr, step_to = _csr([list(s) for s in tables.step])
-    closure_ptr, closure = _csr([sorted(c) for c in tables.closure])
-    starts_ptr, starts = _csr([
-        [tables.rule_start[r] + d for r in tables.rules_of[a] for d in tables.skip[r][0]]
-        for a in range(len(tables.nonterminal_names))
-    ])
-    return {
-        "n_terminals": t,
-        "next_sym": np.asarray(tables.next_sym, dtype=np.int32),
-        "lhs_of": np.asarray([tables.lhs[r] for r in tables.pos_rule], dtype=np.int32),
-        "is_end": np.asarray(tables.is_end, dtype=bool),
-        "penultimate": np.asarray(tables.penultimate, dtype=bool),
-        "step_ptr": step_ptr,
-        "step_to": step_to,
-        "closure_ptr": closure_ptr,
-        "closure": closure,
-        "starts_ptr": starts_ptr,
-        "starts": starts,
-        "accept_pos": tables.accept_pos,
-    }
-
-
 class EarleyParser:
     """Owns the tables, the compiled core (predictions, intern table, probe memo) and the root node of one grammar."""
 
@@ -88,7 +53,7 @@ class EarleyParser:
         self.tables = tables
         self.limits = limits
         self.core = Core(
-            **kernel_arrays(tables),
+            **tables.kernel,
             max_items=limits.max_node_items,
             max_work=limits.max_node_work,
             max_seconds=limits.max_node_seconds,

@@ -4,40 +4,44 @@ Symbols are small integers: terminals first (in the IR's terminal order, which
 is also the lexer DFA's column order), then nonterminals. Rules that can never
 derive a terminal string are pruned here, so that every live parser node can
 still be completed to a sentence; `S' -> start` is added as the last rule.
+
+Everything indexed by dot position is computed as whole arrays (a JSON Schema has
+tens of thousands of positions: per position in Python, this was a fifth of its
+compile); the compiled parser reads those arrays (`ParserTables.kernel`), and the
+Python reference parser reads tuple views of them, made on first read.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
 
 from pda.errors import GrammarError
 from pda.grammar.ir import GrammarIR
 
 
-@dataclass(frozen=True)
 class ParserTables:
-    """Static facts about the grammar that every parser node consults."""
+    """Static facts about the grammar that every parser node consults.
 
-    terminal_names: tuple[str, ...]
-    nonterminal_names: tuple[str, ...]
-    lhs: tuple[int, ...]
-    rhs: tuple[tuple[int, ...], ...]
-    rule_len: tuple[int, ...]
-    skip: tuple[tuple[tuple[int, ...], ...], ...]
-    nullable: frozenset[int]
-    closure: tuple[frozenset[int], ...]
-    rules_of: tuple[tuple[int, ...], ...]
-    start_rule: int
-    start_symbol: int
-    # Dot positions, flattened: position p is (pos_rule[p], pos_dot[p]).
-    rule_start: tuple[int, ...]
-    pos_rule: tuple[int, ...]
-    next_sym: tuple[int, ...]
-    term_bit: tuple[int, ...]
-    step: tuple[tuple[int, ...], ...]
-    is_end: tuple[bool, ...]
-    penultimate: tuple[bool, ...]
-    accept_pos: int
+    Per rule r: `lhs[r]`, `rhs[r]`, `rule_start[r]` (its first dot position); per
+    nonterminal a (index a - n_terminals): `rules_of`, `closure` (the nonterminals
+    predicted, transitively, when a is). Dot position p is (`pos_rule[p]`, dot
+    `p - rule_start[pos_rule[p]]`); `next_sym[p]` is the symbol after the dot (-1 at
+    the end), `step[p]` the positions after moving over it and then over nullable
+    symbols, `skip[r][d]` the positions reached from dot d by stepping over nullables.
+    `kernel` holds the same as the flat int32/bool arrays `pda.kernels.earley` takes.
+    """
+
+    def __init__(self, terminal_names: tuple[str, ...], nonterminal_names: tuple[str, ...], lhs: np.ndarray,
+                 flat_rhs: np.ndarray, rule_start: np.ndarray, run_end: np.ndarray,
+                 kernel: dict[str, object]) -> None:
+        self.terminal_names = terminal_names
+        self.nonterminal_names = nonterminal_names
+        self._lhs, self._flat_rhs, self._rule_start, self._run_end = lhs, flat_rhs, rule_start, run_end
+        self.kernel = kernel
+        self.start_rule = len(lhs) - 1
+        self.accept_pos = int(rule_start[self.start_rule]) + 1
 
     @property
     def n_terminals(self) -> int:
@@ -59,120 +63,191 @@ class ParserTables:
             terminal_set ^= low
         return names
 
+    # Tuple views for the reference parser and the CLI (the compiled parser reads `kernel`).
+    @cached_property
+    def lhs(self) -> tuple[int, ...]:
+        return tuple(self._lhs.tolist())
 
-def _productive(ir: GrammarIR, terminal_names: set[str]) -> set[str]:
-    productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for rule in ir.rules:
-            if rule.lhs not in productive and all(
-                s in terminal_names or s in productive for s in rule.rhs
-            ):
-                productive.add(rule.lhs)
-                changed = True
-    return productive
+    @cached_property
+    def rule_start(self) -> tuple[int, ...]:
+        return tuple(self._rule_start[:-1].tolist())
+
+    @cached_property
+    def rhs(self) -> tuple[tuple[int, ...], ...]:
+        flat, starts = self._flat_rhs.tolist(), self._rule_start.tolist()
+        # Rule r's symbols are flat[starts[r] - r : starts[r + 1] - r - 1] (one end position per rule before it).
+        return tuple(tuple(flat[s - r : e - r - 1]) for r, (s, e) in enumerate(zip(starts, starts[1:])))
+
+    @cached_property
+    def rules_of(self) -> tuple[tuple[int, ...], ...]:
+        t = len(self.terminal_names)
+        rules: list[list[int]] = [[] for _ in self.nonterminal_names]
+        for r, a in enumerate(self.lhs):
+            rules[a - t].append(r)
+        return tuple(tuple(x) for x in rules)
+
+    @cached_property
+    def pos_rule(self) -> tuple[int, ...]:
+        return tuple(np.repeat(np.arange(len(self._lhs)), np.diff(self._rule_start)).tolist())
+
+    @cached_property
+    def next_sym(self) -> tuple[int, ...]:
+        return tuple(self.kernel["next_sym"].tolist())
+
+    @cached_property
+    def term_bit(self) -> tuple[int, ...]:
+        t = len(self.terminal_names)
+        return tuple(1 << s if 0 <= s < t else 0 for s in self.next_sym)
+
+    @cached_property
+    def is_end(self) -> tuple[bool, ...]:
+        return tuple(self.kernel["is_end"].tolist())
+
+    @cached_property
+    def penultimate(self) -> tuple[bool, ...]:
+        return tuple(self.kernel["penultimate"].tolist())
+
+    @cached_property
+    def step(self) -> tuple[tuple[int, ...], ...]:
+        return _rows(self.kernel["step_ptr"], self.kernel["step_to"])
+
+    @cached_property
+    def closure(self) -> tuple[frozenset[int], ...]:
+        return tuple(frozenset(row) for row in _rows(self.kernel["closure_ptr"], self.kernel["closure"]))
+
+    @cached_property
+    def skip(self) -> tuple[tuple[tuple[int, ...], ...], ...]:
+        starts, run_end = self._rule_start.tolist(), self._run_end.tolist()
+        return tuple(
+            tuple(tuple(range(p - s, run_end[p] - s + 1)) for p in range(s, e))
+            for s, e in zip(starts, starts[1:])
+        )
+
+
+def _rows(ptr: np.ndarray, entries: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    """CSR rows as tuples."""
+    ptr_list, flat = ptr.tolist(), entries.tolist()
+    return tuple(tuple(flat[a:b]) for a, b in zip(ptr_list, ptr_list[1:]))
+
+
+def _ranges(first: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (pointers, entries) whose row i is first[i], first[i] + 1, ..., first[i] + count[i] - 1 (int32)."""
+    ptr = np.zeros(len(count) + 1, dtype=np.int64)
+    np.cumsum(count, out=ptr[1:])
+    offset = np.arange(ptr[-1], dtype=np.int64) - np.repeat(ptr[:-1], count)
+    return ptr.astype(np.int32), (np.repeat(first, count) + offset).astype(np.int32)
+
+
+def _fixpoint(lhs: np.ndarray, flat: np.ndarray, rule_of: np.ndarray, holds: np.ndarray) -> np.ndarray:
+    """Grow `holds` (per symbol) by every rule whose right-hand side symbols all hold, until nothing changes.
+
+    One vectorised pass per round; rounds are bounded by the grammar's depth.
+    """
+    n_rules = len(lhs)
+    while True:
+        failing = np.bincount(rule_of[~holds[flat]], minlength=n_rules)
+        grown = holds.copy()
+        grown[lhs[failing == 0]] = True
+        if np.array_equal(grown, holds):
+            return holds
+        holds = grown
 
 
 def build_tables(ir: GrammarIR) -> ParserTables:
-    """Index symbols, prune unproductive rules, compute nullables and closures."""
+    """Index symbols, prune unproductive rules, compute nullables, closures and the per-position arrays."""
     terminal_names = [t.name for t in ir.terminals]
-    term_set = set(terminal_names)
-    productive = _productive(ir, term_set)
-    if ir.start not in productive:
-        raise GrammarError(f"the start symbol {ir.start!r} derives no finite sentence: the language is empty")
-    rules = [
-        r for r in ir.rules if r.lhs in productive and all(s in term_set or s in productive for s in r.rhs)
-    ]
-    nt_names = sorted({r.lhs for r in rules}, key=lambda n: (n != ir.start, n))
-    aug = "$start"
-    nt_names.append(aug)
     t = len(terminal_names)
-    sym_id = {name: i for i, name in enumerate(terminal_names)}
-    sym_id.update({name: t + i for i, name in enumerate(nt_names)})
+    ids = {name: i for i, name in enumerate(terminal_names)}
+    lhs_all = np.array([ids.setdefault(r.lhs, len(ids)) for r in ir.rules], dtype=np.int64)
+    if t and len(lhs_all) and lhs_all.min() < t:
+        name = terminal_names[int(lhs_all[lhs_all < t][0])]
+        raise GrammarError(f"{name!r} names both a terminal and a rule", terminal=name)
+    flat_all = np.array([ids.setdefault(s, len(ids)) for r in ir.rules for s in r.rhs], dtype=np.int64)
+    lens_all = np.array([len(r.rhs) for r in ir.rules], dtype=np.int64)
+    rule_of = np.repeat(np.arange(len(lhs_all)), lens_all)
 
-    lhs = [sym_id[r.lhs] for r in rules] + [sym_id[aug]]
-    rhs = [tuple(sym_id[s] for s in r.rhs) for r in rules] + [(sym_id[ir.start],)]
-    n_nt = len(nt_names)
-    rules_of: list[list[int]] = [[] for _ in range(n_nt)]
-    for r, a in enumerate(lhs):
-        rules_of[a - t].append(r)
+    # Productive: terminals, then every lhs with a rule whose symbols are all productive.
+    terminal = np.zeros(len(ids), dtype=bool)
+    terminal[:t] = True
+    productive = _fixpoint(lhs_all, flat_all, rule_of, terminal)
+    kept = np.bincount(rule_of[~productive[flat_all]], minlength=len(lhs_all)) == 0
+    start = ids.get(ir.start)
+    if start is None or not (lhs_all[kept] == start).any():
+        raise GrammarError(f"the start symbol {ir.start!r} derives no finite sentence: the language is empty")
+    names = list(ids)
+    kept_lhs = {names[a] for a in np.unique(lhs_all[kept]).tolist()}
+    nt_names = sorted(kept_lhs, key=lambda n: (n != ir.start, n))
+    nt_names.append("$start")
+    renumber = np.full(len(ids), -1, dtype=np.int64)
+    renumber[:t] = np.arange(t)
+    renumber[[ids[n] for n in nt_names[:-1]]] = t + np.arange(len(nt_names) - 1)
 
-    nullable: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for r, a in enumerate(lhs):
-            if a not in nullable and all(s in nullable for s in rhs[r]):
-                nullable.add(a)
-                changed = True
+    # The kept rules in IR order, then `$start -> start`.
+    aug = t + len(nt_names) - 1
+    lhs = np.append(renumber[lhs_all[kept]], aug)
+    flat = np.append(renumber[flat_all[kept[rule_of]]], renumber[start])
+    lens = np.append(lens_all[kept], 1)
+    n_rules = len(lhs)
+    rule_of = np.repeat(np.arange(n_rules), lens)
+    nullable = _fixpoint(lhs, flat, rule_of, np.zeros(aug + 1, dtype=bool))
 
-    # skip[r][d]: the dot positions reached from d by stepping over nullable symbols.
-    skip = []
-    for r in range(len(lhs)):
-        per_rule = []
-        for d in range(len(rhs[r]) + 1):
-            positions = [d]
-            e = d
-            while e < len(rhs[r]) and rhs[r][e] in nullable:
-                e += 1
-                positions.append(e)
-            per_rule.append(tuple(positions))
-        skip.append(tuple(per_rule))
+    # Dot positions: rule r's are rule_start[r] .. rule_start[r] + lens[r] (the last at its end).
+    rule_start = np.zeros(n_rules + 1, dtype=np.int64)
+    np.cumsum(lens + 1, out=rule_start[1:])
+    n_pos = int(rule_start[-1])
+    pos_rule = np.repeat(np.arange(n_rules), lens + 1)
+    dot = np.arange(n_pos) - rule_start[pos_rule]
+    is_end = dot == lens[pos_rule]
+    next_sym = np.full(n_pos, -1, dtype=np.int64)
+    next_sym[~is_end] = flat
+    # run_end[p]: the last position reached from p over nullable symbols (a rule's end stops every run).
+    over_nullable = ~is_end & nullable[np.maximum(next_sym, 0)]
+    run_end = np.minimum.accumulate(np.where(over_nullable, n_pos, np.arange(n_pos))[::-1])[::-1]
 
-    # closure[A]: nonterminals predicted, transitively, when A is predicted.
-    direct: list[set[int]] = [set() for _ in range(n_nt)]
-    for r, a in enumerate(lhs):
-        for d in skip[r][0]:
-            if d < len(rhs[r]) and rhs[r][d] >= t:
-                direct[a - t].add(rhs[r][d])
-    closure = []
-    for a in range(n_nt):
+    # step[p]: p + 1 .. run_end[p + 1], nothing at a rule's end.
+    after = np.minimum(np.arange(n_pos) + 1, n_pos - 1)
+    step_ptr, step_to = _ranges(after, np.where(is_end, 0, run_end[after] - after + 1))
+    # A nonterminal's start positions: each of its rules' skip[r][0], rules in order.
+    by_lhs = np.argsort(lhs, kind="stable")
+    firsts = rule_start[:-1][by_lhs]
+    counts = run_end[firsts] - firsts + 1
+    _, starts = _ranges(firsts, counts)
+    starts_ptr = np.zeros(len(nt_names) + 1, dtype=np.int32)
+    np.cumsum(np.bincount(lhs[by_lhs] - t, weights=counts, minlength=len(nt_names)).astype(np.int64),
+              out=starts_ptr[1:])
+
+    # closure[a]: the nonterminals reached from a through the symbols at its rules' start runs.
+    direct: list[set[int]] = [set() for _ in nt_names]
+    predicted = next_sym[starts]
+    owner = np.repeat(lhs[by_lhs] - t, counts)
+    for a, b in zip(owner[predicted >= t].tolist(), predicted[predicted >= t].tolist()):
+        direct[a].add(b)
+    closure_rows = []
+    for a in range(len(nt_names)):
         seen = {a + t}
         stack = [a + t]
         while stack:
-            b = stack.pop()
-            for c in direct[b - t]:
+            for c in direct[stack.pop() - t]:
                 if c not in seen:
                     seen.add(c)
                     stack.append(c)
-        closure.append(frozenset(seen))
+        closure_rows.append(sorted(seen))
+    closure_ptr = np.zeros(len(closure_rows) + 1, dtype=np.int32)
+    np.cumsum([len(row) for row in closure_rows], out=closure_ptr[1:])
+    closure = np.fromiter((c for row in closure_rows for c in row), dtype=np.int32, count=int(closure_ptr[-1]))
 
-    rule_start, pos_rule, next_sym, term_bit, is_end, penult = [], [], [], [], [], []
-    for r in range(len(lhs)):
-        rule_start.append(len(pos_rule))
-        for d in range(len(rhs[r]) + 1):
-            pos_rule.append(r)
-            sym = rhs[r][d] if d < len(rhs[r]) else -1
-            next_sym.append(sym)
-            term_bit.append(1 << sym if 0 <= sym < t else 0)
-            is_end.append(d == len(rhs[r]))
-            penult.append(d == len(rhs[r]) - 1)
-    # step[p]: positions after moving the dot over the next symbol, then over nullables.
-    step = []
-    for p, r in enumerate(pos_rule):
-        d = p - rule_start[r]
-        step.append(tuple(rule_start[r] + e for e in skip[r][d + 1]) if d < len(rhs[r]) else ())
-    start_rule = len(lhs) - 1
-
-    return ParserTables(
-        terminal_names=tuple(terminal_names),
-        nonterminal_names=tuple(nt_names),
-        lhs=tuple(lhs),
-        rhs=tuple(rhs),
-        rule_len=tuple(len(x) for x in rhs),
-        skip=tuple(skip),
-        nullable=frozenset(nullable),
-        closure=tuple(closure),
-        rules_of=tuple(tuple(x) for x in rules_of),
-        start_rule=start_rule,
-        start_symbol=sym_id[ir.start],
-        rule_start=tuple(rule_start),
-        pos_rule=tuple(pos_rule),
-        next_sym=tuple(next_sym),
-        term_bit=tuple(term_bit),
-        step=tuple(step),
-        is_end=tuple(is_end),
-        penultimate=tuple(penult),
-        accept_pos=rule_start[start_rule] + 1,
-    )
+    kernel = {
+        "n_terminals": t,
+        "next_sym": next_sym.astype(np.int32),
+        "lhs_of": lhs[pos_rule].astype(np.int32),
+        "is_end": is_end,
+        "penultimate": dot == lens[pos_rule] - 1,
+        "step_ptr": step_ptr,
+        "step_to": step_to,
+        "closure_ptr": closure_ptr,
+        "closure": closure,
+        "starts_ptr": starts_ptr,
+        "starts": starts,
+        "accept_pos": int(rule_start[n_rules - 1]) + 1,
+    }
+    return ParserTables(tuple(terminal_names), tuple(nt_names), lhs, flat, rule_start, run_end, kernel)
