@@ -115,14 +115,12 @@ def structure_key(node: Node, max_nodes: int) -> tuple | None:
             stack += [item.body, item.look]
     return tuple(out)
 
-FLAG_LETTERS = {
-    "i": re.IGNORECASE,
-    "s": re.DOTALL,
-    "m": re.MULTILINE,
-    "x": re.VERBOSE,
-    "a": re.ASCII,
-    "u": re.UNICODE,
-}
+# The `re` flags as plain ints: `int & re.IGNORECASE` runs enum's `__rand__` (~2 us a test;
+# one JSON Schema key set's pattern makes thousands, a fifth of its translation).
+_IGNORECASE, _DOTALL, _MULTILINE, _VERBOSE, _ASCII, _UNICODE = (
+    int(f) for f in (re.IGNORECASE, re.DOTALL, re.MULTILINE, re.VERBOSE, re.ASCII, re.UNICODE)
+)
+FLAG_LETTERS = {"i": _IGNORECASE, "s": _DOTALL, "m": _MULTILINE, "x": _VERBOSE, "a": _ASCII, "u": _UNICODE}
 
 
 # pda's own flag (not a `re` one): the pattern reads bytes, as a Python bytes regex does.
@@ -141,7 +139,7 @@ def flags_value(flags: str, *, name: str) -> int:
         if letter == BYTE_MODE:
             if "u" in flags:
                 raise RegexError("the byte-mode flag excludes the u flag", terminal=name)
-            value |= re.ASCII
+            value |= _ASCII
             continue
         if letter not in FLAG_LETTERS:
             raise RegexError(f"unknown regex flag {letter!r}", terminal=name)
@@ -317,7 +315,7 @@ def _parse(pattern: str, flags: int, name: str, line: int | None) -> sre_parse.S
     its code-point ranges (`unicode_props`). A pattern without either is
     parsed by `re._parser` alone.
     """
-    found = _scan(pattern, bool(flags & re.VERBOSE), name, line)
+    found = _scan(pattern, bool(flags & _VERBOSE), name, line)
     if not found.props and not found.groups:
         return sre_parse.parse(pattern, flags)
     used = set(map(ord, pattern))
@@ -354,7 +352,7 @@ def _parse(pattern: str, flags: int, name: str, line: int | None) -> sre_parse.S
     verbose_at = {(a, b): v for a, b, v in found.groups}
     groups: dict[int, tuple] = {}
     for span, text in texts.items():
-        chunk_flags = (flags & ~re.VERBOSE) | (re.VERBOSE if verbose_at[span] else 0)
+        chunk_flags = (flags & ~_VERBOSE) | (_VERBOSE if verbose_at[span] else 0)
         chunk = sre_parse.parse(text, chunk_flags)
         # `re._parser` unwraps a plain `(?:...)`: its items are then the group's sequence.
         groups[placeholder[span]] = chunk.data[0] if len(chunk.data) == 1 else (C.SUBPATTERN, (None, 0, 0, chunk))
@@ -603,7 +601,7 @@ class _Translator:
                 "a lazy `.*?` with a look-behind not followed by a closing delimiter",
                 'write the string as `"(?:[^"\\\\]|\\\\.)*"`',
             )
-        dot = cs.any_set(bool(flags & re.DOTALL))
+        dot = cs.any_set(bool(flags & _DOTALL))
         unit = Alt(
             (
                 self.chars(_minus(dot, 92)),
@@ -615,8 +613,8 @@ class _Translator:
         return body if rest == EMPTY else Seq((body, rest))
 
     def item(self, op: object, av: Any, flags: int, head: bool, tail: bool) -> Generator[Any, Node, Node]:
-        ignorecase = bool(flags & re.IGNORECASE)
-        ascii_only = bool(flags & re.ASCII) or self.byte_mode
+        ignorecase = bool(flags & _IGNORECASE)
+        ascii_only = bool(flags & _ASCII) or self.byte_mode
         if op in (C.LITERAL, C.NOT_LITERAL):
             self.byte_literal(av)
             chars = cs.literal_set(av, ignorecase, ascii_only)
@@ -627,7 +625,7 @@ class _Translator:
                     self.byte_literal(sav if sop is C.LITERAL else sav[1])
             return self.chars(cs.class_set(list(av), ignorecase, ascii_only))
         if op is C.ANY:
-            return self.chars(cs.any_set(bool(flags & re.DOTALL)))
+            return self.chars(cs.any_set(bool(flags & _DOTALL)))
         if op in (C.MAX_REPEAT, C.MIN_REPEAT):
             lo, hi, sub = av
             inner = yield self.seq(list(sub), flags, False, False)
