@@ -267,10 +267,10 @@ def kernel_reference(trie, tables: kernel.TableArrays, roots: np.ndarray, q: int
 def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
     """Straight through `pda.kernels.walk`: random tables, roots sorted, unsorted and nested; proofs kept."""
     trie = vocabulary_trie(synthetic)
-    arrays = kernel.TrieArrays.of(trie)
     plain = slices.plain_body(trie)
+    arrays = kernel.TrieArrays.of(trie, plain.below, plain.rest)
     # The synthetic trie's subtrees are small: searching under every one exercises the cut.
-    cut = kernel.SliceArrays(plain.below, plain.rest, slices.PLAIN_BODY, trie.max_depth, search_min_nodes=0)
+    cut = kernel.SliceArrays(slices.PLAIN_BODY, trie.max_depth, search_min_nodes=0)
     mask_words = (synthetic.size + 31) // 32 + 1
     rng = np.random.default_rng(5)
     cuts = 0
@@ -302,6 +302,7 @@ def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
 def test_pack_marks_the_tokens_ending_at_nodes(synthetic: pda.Vocabulary) -> None:
     trie = vocabulary_trie(synthetic)
     arrays = kernel.TrieArrays.of(trie)
+    assert arrays.nodes[:, 2].tolist()[:-1] == trie.byte.tolist()  # no cut bits without a plain body
     rng = np.random.default_rng(2)
     mask_words = (synthetic.size + 31) // 32
     for size in (0, 1, 50, trie.n_nodes):
@@ -328,7 +329,7 @@ def valid(synthetic: pda.Vocabulary) -> dict:
     flags = kernel.TableArrays(tables.trans, tables.byte_class, tables.live, tables.stops, tables.ends_as)
     assert isinstance(tables.arrays, kernel.PackedTableArrays)  # a contextual candidate set: packed
     return {
-        "trie": kernel.TrieArrays.of(trie), "tables": flags, "packed": tables.arrays, "walk_tables": tables,
+        "trie": index._trie_arrays, "tables": flags, "packed": tables.arrays, "walk_tables": tables,
         "n_sets": len(tables.sets),
         "roots": np.asarray(index.first_nodes, np.int64), "state": body, "mask_words": index.mask_words,
         "slices": index._slices, "proof": kernel.new_proof(len(tables.live)),
@@ -342,6 +343,13 @@ def run_walk(v: dict) -> kernel.Walked:
 
 def trie_with(v: dict, **arrays: np.ndarray) -> kernel.TrieArrays:
     return v["trie"]._replace(**{k: a for k, a in arrays.items()})
+
+
+def records_with(v: dict, column: int, value: int, rows: slice = slice(None)) -> kernel.TrieArrays:
+    """The trie's node records with one column set to `value` (column 2 as the rest bits: value << 16)."""
+    nodes = v["trie"].nodes.copy()
+    nodes[rows, column] = value if column < 2 else (nodes[rows, 2] & 0xFFFF) | (value << 16)
+    return v["trie"]._replace(nodes=nodes)
 
 
 def broken(array: np.ndarray, index: int | slice, value: int) -> np.ndarray:
@@ -362,25 +370,25 @@ CORRUPT = {
     "non-contiguous trans": lambda v: {"tables": v["tables"]._replace(
         trans=np.repeat(v["tables"].trans, 2, axis=1)[:, ::2])},
     "tables tuple too short": lambda v: {"tables": tuple(v["tables"])[:4]},
-    "child pointing back": lambda v: {"trie": trie_with(v, child_ids=broken(v["trie"].child_ids, slice(None), 1))},
-    "child outside": lambda v: {"trie": trie_with(v, child_ids=broken(v["trie"].child_ids, slice(None), 10**9))},
-    "child_ptr outside": lambda v: {"trie": trie_with(v, child_ptr=broken(v["trie"].child_ptr, slice(1, None), 10**9))},
-    "child_ptr decreasing": lambda v: {"trie": trie_with(v, child_ptr=v["trie"].child_ptr[::-1].copy())},
-    "child_ptr too short": lambda v: {"trie": trie_with(v, child_ptr=v["trie"].child_ptr[:-1])},
-    "token_ptr outside": lambda v: {"trie": trie_with(v, token_ptr=broken(v["trie"].token_ptr, slice(1, None), 10**9))},
+    "records of 2 columns": lambda v: {"trie": trie_with(v, nodes=np.ascontiguousarray(v["trie"].nodes[:, :2]))},
+    "records as int64": lambda v: {"trie": trie_with(v, nodes=v["trie"].nodes.astype(np.int64))},
+    "no record past the last node": lambda v: {"trie": trie_with(v, nodes=v["trie"].nodes[:1].copy())},
+    "token position outside": lambda v: {"trie": records_with(v, 1, 10**9, slice(1, None))},
+    "token positions decreasing": lambda v: {"trie": trie_with(v, nodes=np.column_stack([
+        v["trie"].nodes[:, 0], np.arange(len(v["trie"].nodes), dtype=np.int32)[::-1], v["trie"].nodes[:, 2]]))},
     "token id outside the mask": lambda v: {"trie": trie_with(v, token_ids=broken(v["trie"].token_ids, slice(None), 10**9))},
     "negative token id": lambda v: {"trie": trie_with(v, token_ids=broken(v["trie"].token_ids, slice(None), -3))},
-    "subtree end outside": lambda v: {"trie": trie_with(v, end=broken(v["trie"].end, slice(None), 10**8))},
-    "subtree end before the node": lambda v: {"trie": trie_with(v, end=broken(v["trie"].end, slice(None), 0))},
-    "byte as int32": lambda v: {"trie": trie_with(v, byte=v["trie"].byte.astype(np.int32))},
+    "subtree end outside": lambda v: {"trie": records_with(v, 0, 10**8)},
+    "subtree end before the node": lambda v: {"trie": records_with(v, 0, 0)},
+    "subtree end at the node": lambda v: {"trie": trie_with(v, nodes=np.column_stack(
+        [np.arange(len(v["trie"].nodes), dtype=np.int32), v["trie"].nodes[:, 1:]]))},
     "root 0": lambda v: {"roots": np.zeros(1, np.int64)},
     "root outside": lambda v: {"roots": np.array([10**9], np.int64)},
     "2-D roots": lambda v: {"roots": v["roots"].reshape(1, -1)},
     "root state outside": lambda v: {"state": 10**6},
     "negative root state": lambda v: {"state": -1},
     "negative mask words": lambda v: {"mask_words": -1},
-    "rest negative": lambda v: {"slices": v["slices"]._replace(rest=np.full_like(v["slices"].rest, -1))},
-    "below too short": lambda v: {"slices": v["slices"]._replace(below=v["slices"].below[:-1])},
+    "rest negative": lambda v: {"trie": records_with(v, 2, -1)},
     "plain body outside": lambda v: {"slices": v["slices"]._replace(plain_body=np.full((8, 256), 9, np.int8))},
     "plain body of 7 rows": lambda v: {"slices": v["slices"]._replace(plain_body=np.zeros((7, 256), np.int8))},
     "depth too big": lambda v: {"slices": v["slices"]._replace(depth=10**6)},
@@ -439,12 +447,13 @@ def test_corrupt_input_raises_value_error(case: str, valid: dict) -> None:
 
 def test_corrupt_pack_input_raises_value_error(valid: dict) -> None:
     trie = valid["trie"]
-    for nodes in (np.array([-1], np.int32), np.array([len(trie.byte)], np.int32), np.zeros(3, np.int64)):
+    n_nodes = len(trie.nodes) - 1
+    for nodes in (np.array([-1], np.int32), np.array([n_nodes], np.int32), np.zeros(3, np.int64)):
         with pytest.raises(ValueError):
             kernel.pack(trie, nodes, valid["mask_words"])
     with pytest.raises(ValueError):
         kernel.pack(trie._replace(token_ids=broken(trie.token_ids, slice(None), 10**9)),
-                    np.arange(len(trie.byte), dtype=np.int32), valid["mask_words"])
+                    np.arange(n_nodes, dtype=np.int32), valid["mask_words"])
 
 
 def test_threads_walking_at_once_agree_with_one_thread(qwen2: pda.Vocabulary) -> None:

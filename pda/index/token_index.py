@@ -41,7 +41,7 @@ import numpy as np
 from pda import cache
 from pda.lru import budget_cache, register_budget
 from pda.grammar.ir import CONTEXTUAL
-from pda.index.slices import PLAIN_BODY, plain_body
+from pda.index.slices import PLAIN_BODY, PlainBody, plain_body
 from pda.index.trie import TokenTrie
 from pda.kernels import walk as kernel
 from pda.lexer.lexer import START, Lexer, LexerTables
@@ -248,6 +248,13 @@ class SharedClassifications:
     def __init__(self) -> None:
         self.walks = budget_cache("token_walks")
         self.terminal_tables: weakref.WeakValueDictionary[str, _WalkTables] = weakref.WeakValueDictionary()
+        self._trie_arrays: kernel.TrieArrays | None = None
+
+    def trie_arrays(self, trie: TokenTrie, plain: PlainBody) -> kernel.TrieArrays:
+        """The kernel records of this vocabulary's `trie` with the plain-body cut's bits (made on first use)."""
+        if self._trie_arrays is None:
+            self._trie_arrays = kernel.TrieArrays.of(trie, plain.below, plain.rest)
+        return self._trie_arrays
 
     def get(self, key: tuple) -> SharedEntry | None:
         return self.walks.get(key)
@@ -360,10 +367,11 @@ class TokenIndex:
         self.mask_words = mask_words
         self.vocab_key = vocab_key
         self.first_nodes = trie.child_ids[trie.child_ptr[0] : trie.child_ptr[1]]
-        self._trie_arrays = kernel.TrieArrays.of(trie)
-        # The vocabulary's plain-string-body slice (`pda.index.slices`): built with the first index of a vocabulary.
-        plain = plain_body(trie, vocab_key)
-        self._slices = kernel.SliceArrays(plain.below, plain.rest, PLAIN_BODY, trie.max_depth, kernel.SEARCH_MIN_NODES)
+        self.shared = shared_classifications(trie)
+        # The vocabulary's plain-string-body slice (`pda.index.slices`): built with the first index of a vocabulary;
+        # its per-node bits go in the trie's kernel records, made once per trie.
+        self._trie_arrays = self.shared.trie_arrays(trie, plain_body(trie, vocab_key))
+        self._slices = kernel.SliceArrays(PLAIN_BODY, trie.max_depth, kernel.SEARCH_MIN_NODES)
         self._suffixes: dict[tuple[bytes, int], Classification] = {}
         self._walk_tables: dict[int, _WalkTables] = {}
         self._trans_with_sink: dict[int, tuple] = {}
@@ -375,7 +383,6 @@ class TokenIndex:
         self._signatures: dict[tuple, tuple[tuple, list[int]]] = {}
         self._content_digests: dict[tuple, str] = {}  # `_content_digest`, cleared when full
         self._own_tables: dict[int, _WalkTables] = {}
-        self.shared = shared_classifications(trie)
         # Basic lexer mode: per (roots, lexer state), one walk under every terminal (`_walk_states`),
         # the least recently used dropped past BASIC_WALKS_MAX_BYTES.
         self._basic_walks = budget_cache("basic_walks")
@@ -476,7 +483,11 @@ class TokenIndex:
                     ))
                 if disk_key and time.perf_counter() - start >= DISK_MIN_SECONDS:
                     cache.store("classes", disk_key, *entries_to_arrays([entry], self.mask_words))
-            self.shared.put(key, entry)
+                self.shared.put(key, entry)
+                if len(order) > 1:  # its groups already name this grammar's terminals
+                    return walked
+            else:
+                self.shared.put(key, entry)
         inside, groups = entry
         return Classification(inside, [
             BoundaryGroup(sum(1 << order[i] for i in iter_bits(positions)), nodes) for positions, nodes in groups

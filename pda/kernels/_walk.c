@@ -17,10 +17,16 @@
  *     live[s] = any(live_bits[s] & candidates), stops[s] = !live[s], ends_as[s] =
  *     accept_row[s] where that row meets the candidates, else -1 (the caller maps rows
  *     to terminal sets); each worked out on a state's first visit.
+ *     `trie` is (nodes, token_ids): one record of three int32 per node and a last one,
+ *     (end, first token, byte | below << 8 | rest << 16): the node's subtree is the id
+ *     range [v, end), its tokens the sorted positions [first token of v, of v + 1) into
+ *     `token_ids`, its first child v + 1 (when below end) and a child's next sibling its
+ *     own end (while below the parent's). One record holds what a visit reads, so a walk
+ *     over cold memory meets one cache line a node where seven arrays cost seven.
  *     With `slices`, the plain-body cut (pda/index/slices.py): the walk carries the
  *     plain-body automaton state u down each path (a refused byte restarts it at 0),
- *     and takes a node's whole subtree as inside when below[node] has bit u and the
- *     pair (u, next) is proven live rest[node] bytes deep. Proofs are memoised in
+ *     and takes a node's whole subtree as inside when below (of its record) has bit u
+ *     and the pair (u, next) is proven live rest bytes deep. Proofs are memoised in
  *     `proof` (int16 [8, n_states], kept by the caller across walks; see search()); a
  *     pair not yet proven deep enough is searched for only under a subtree of at least
  *     `search_min_nodes` nodes (a search can cost more than walking a small subtree).
@@ -30,13 +36,13 @@
  *     The same walk without the cut, keeping states: returns four bytearrays of int32,
  *     the live nodes where tokens end with the state after their byte, and the
  *     boundary nodes with the state before theirs (sorted by node, then state).
- * pack(token_ptr, token_ids, nodes, mask_words)
+ * pack(trie, nodes, mask_words)
  *     The tokens ending at int32 `nodes` as a packed mask (bytearray), or None.
  *
  * Every index read from an array is checked before use (shapes up front, values as
  * the walk reads them): a corrupt table raises ValueError, never reads out of bounds.
- * In the trie every child's id is greater than its parent's, which the walk checks,
- * so it ends whatever the arrays hold. The walk itself runs without the GIL: buffers
+ * Every record's end is above its node, which the walk checks, so child and sibling ids
+ * only grow and it ends whatever the arrays hold. The walk itself runs without the GIL: buffers
  * are acquired before, result objects built after.
  */
 #define PY_SSIZE_T_CLEAN
@@ -159,6 +165,7 @@ static int vec_reserve(Vec *v, Py_ssize_t more)
 typedef struct {
     int64_t node;
     int32_t state;
+    int32_t stop;   /* the parent's subtree end: the node's next sibling is its own end while below it (0: a root) */
     int16_t proven; /* bytes deep the parent's pair is proven live, -1 for none */
     int8_t u;
 } Frame;
@@ -170,11 +177,10 @@ typedef struct {
 #define SLOTS (2 * MAX_PAIRS)
 
 typedef struct {
-    /* trie */
-    const int64_t *child_ptr, *child_ids, *token_ptr, *token_ids;
-    const uint8_t *byte;
-    const int32_t *end;
-    Py_ssize_t n_nodes, n_child_ids, n_tokens;
+    /* trie: records (end, first token, byte | below << 8 | rest << 16) per node, and one past the last */
+    const int32_t *rec;
+    const int64_t *token_ids;
+    Py_ssize_t n_nodes, n_tokens;
     /* walk tables: per-state flags (live, stops, ends_as), or packed (live_bits, candidates,
      * accept_row, row_bits) read through `info`, the flags of the states met so far */
     const int32_t *trans, *byte_class, *ends_as;
@@ -185,9 +191,7 @@ typedef struct {
     const int32_t *accept_row;
     Py_ssize_t words, n_rows;
     uint8_t *info;
-    /* the cut: NULL `below` when off */
-    const uint8_t *below;
-    const int16_t *rest;
+    /* the cut: NULL `plain` when off */
     const int8_t *plain;
     int16_t *proof;
     int depth;
@@ -222,6 +226,13 @@ static int fail(Walk *w, const char *message, int64_t at)
     w->error_at = at;
     return -1;
 }
+
+/* A node's record: its subtree end, its first token position, its byte, cut bits and depth below. */
+static inline int32_t node_end(const Walk *w, int64_t v) { return w->rec[3 * v]; }
+static inline int32_t node_tokens(const Walk *w, int64_t v) { return w->rec[3 * v + 1]; }
+static inline uint8_t node_byte(const Walk *w, int64_t v) { return (uint8_t)(w->rec[3 * v + 2] & 0xFF); }
+static inline uint8_t node_below(const Walk *w, int64_t v) { return (uint8_t)((w->rec[3 * v + 2] >> 8) & 0xFF); }
+static inline int16_t node_rest(const Walk *w, int64_t v) { return (int16_t)(w->rec[3 * v + 2] >> 16); }
 
 /* Whether a row of packed terminal bits meets the candidates. */
 static inline int meets_candidates(const Walk *w, const uint64_t *row)
@@ -493,11 +504,11 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
     Vec stack = {NULL, 0, 0, sizeof(Frame)};
     int status = -1;
     int16_t root_proven = -1;
-    if (w->below != NULL) {
+    if (w->plain != NULL) {
         /* The roots' pair is searched for as any pair is: when what lies below them is big enough. */
         int64_t below = 0;
         for (Py_ssize_t i = 0; i < n_roots && below < w->search_min_nodes; i++)
-            below += w->end[roots[i]] - roots[i];
+            below += node_end(w, roots[i]) - roots[i];
         int found = proven_depth(w, 0, root_state, w->depth, below >= w->search_min_nodes);
         if (found == -2)
             goto done;
@@ -506,11 +517,22 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
     if (vec_reserve(&stack, n_roots) < 0)
         goto out_of_memory;
     for (Py_ssize_t i = n_roots - 1; i >= 0; i--)
-        ((Frame *)stack.data)[stack.len++] = (Frame){roots[i], root_state, root_proven, 0};
+        ((Frame *)stack.data)[stack.len++] = (Frame){roots[i], root_state, 0, root_proven, 0};
     while (stack.len > 0) {
         Frame f = ((Frame *)stack.data)[--stack.len];
         const int64_t node = f.node;
-        const uint8_t b = w->byte[node];
+        const int32_t end = node_end(w, node);
+        if (end <= node || end > w->n_nodes) {
+            fail(w, "a node's subtree end is outside the trie", node);
+            goto done;
+        }
+        /* The next sibling first, so that it comes after this node's subtree (preorder). */
+        if (end < f.stop) {
+            if (vec_reserve(&stack, 2) < 0)
+                goto out_of_memory;
+            ((Frame *)stack.data)[stack.len++] = (Frame){end, f.state, f.stop, f.proven, f.u};
+        }
+        const uint8_t b = node_byte(w, node);
         int32_t next;
         w->visited++;
         if (next_state(w, f.state, w->byte_class[b], &next) < 0)
@@ -529,38 +551,33 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
         }
         int8_t u = 0;
         int16_t proven = -1;
-        if (w->below != NULL) {
+        if (w->plain != NULL) {
             /* The plain-body cut: see the header and pda/index/slices.py. */
             int8_t v = w->plain[f.u * 256 + b];
             u = v >= 0 ? v : 0;
             proven = (v >= 0 && f.proven > 0) ? (int16_t)(f.proven - 1) : -1;
-            if ((w->below[node] >> u) & 1) {
-                int need = w->rest[node];
+            if ((node_below(w, node) >> u) & 1) {
+                int need = node_rest(w, node);
                 if (need < 0) {
                     fail(w, "a node's depth below is negative", node);
                     goto done;
                 }
                 if (proven < need) {
-                    int found = proven_depth(w, u, next, need, w->end[node] - node >= w->search_min_nodes);
+                    int found = proven_depth(w, u, next, need, end - node >= w->search_min_nodes);
                     if (found == -2)
                         goto done;
                     if (found > proven)
                         proven = (int16_t)found;
                 }
                 if (proven >= need) {
-                    int32_t stop = w->end[node];
-                    if (stop <= node || stop > w->n_nodes) {
-                        fail(w, "a node's subtree end is outside the trie", node);
-                        goto done;
-                    }
-                    if (mark_tokens(w, w->token_ptr[node], w->token_ptr[stop], node) < 0)
+                    if (mark_tokens(w, node_tokens(w, node), node_tokens(w, end), node) < 0)
                         goto done;
                     w->cut++;
                     continue;
                 }
             }
         }
-        int64_t lo = w->token_ptr[node], hi = w->token_ptr[node + 1];
+        int64_t lo = node_tokens(w, node), hi = node_tokens(w, node + 1);
         if (w->keep_states) {
             if (lo < 0 || lo > hi || hi > w->n_tokens) {
                 fail(w, "a node's token range is outside the tokens", node);
@@ -571,20 +588,10 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
         } else if (mark_tokens(w, lo, hi, node) < 0) {
             goto done;
         }
-        int64_t first = w->child_ptr[node], last = w->child_ptr[node + 1];
-        if (first < 0 || first > last || last > w->n_child_ids) {
-            fail(w, "a node's children are outside the child ids", node);
-            goto done;
-        }
-        if (vec_reserve(&stack, last - first) < 0)
-            goto out_of_memory;
-        for (int64_t k = last - 1; k >= first; k--) {
-            int64_t child = w->child_ids[k];
-            if (child <= node || child >= w->n_nodes) {
-                fail(w, "a child id is not a later node of the trie", node);
-                goto done;
-            }
-            ((Frame *)stack.data)[stack.len++] = (Frame){child, next, proven, u};
+        if (node + 1 < end) {
+            if (vec_reserve(&stack, 1) < 0)
+                goto out_of_memory;
+            ((Frame *)stack.data)[stack.len++] = (Frame){node + 1, next, end, proven, u};
         }
     }
     status = 0;
@@ -599,48 +606,32 @@ done:
 /* ------------------------------------------------------------------------------------------ */
 /* Arguments and results                                                                      */
 
-/* The trie tuple (child_ptr, child_ids, byte, token_ptr, end, token_ids). */
-static int open_trie(Walk *w, Buffers *b, PyObject *trie)
+/* The trie's node records and token ids (see the header). */
+static int open_records(Walk *w, Buffers *b, PyObject *nodes, PyObject *token_ids)
 {
-    Py_ssize_t s[1], n;
+    Py_ssize_t s[2];
     Py_buffer *v;
-    if (check_tuple(trie, 6, "trie") < 0)
+    if (!(v = get_array(b, nodes, "nodes", KIND_INT, 4, 2, 0, s)))
         return -1;
-    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 2), "byte", KIND_UINT, 1, 1, 0, s)))
-        return -1;
-    w->byte = v->buf;
-    n = w->n_nodes = s[0];
-    if (n < 1 || n > INT32_MAX - 1) {
-        PyErr_SetString(PyExc_ValueError, "the trie must have between 1 and 2**31 - 2 nodes");
+    w->rec = v->buf;
+    if (s[1] != 3 || s[0] < 2 || s[0] > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "nodes must be int32 [n + 1, 3] records, between 1 and 2**31 - 2 nodes");
         return -1;
     }
-    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 0), "child_ptr", KIND_INT, 8, 1, 0, s)))
-        return -1;
-    w->child_ptr = v->buf;
-    if (s[0] != n + 1)
-        goto shape;
-    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 1), "child_ids", KIND_INT, 8, 1, 0, s)))
-        return -1;
-    w->child_ids = v->buf;
-    w->n_child_ids = s[0];
-    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 3), "token_ptr", KIND_INT, 8, 1, 0, s)))
-        return -1;
-    w->token_ptr = v->buf;
-    if (s[0] != n + 1)
-        goto shape;
-    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 4), "end", KIND_INT, 4, 1, 0, s)))
-        return -1;
-    w->end = v->buf;
-    if (s[0] != n)
-        goto shape;
-    if (!(v = get_array(b, PyTuple_GET_ITEM(trie, 5), "token_ids", KIND_INT, 8, 1, 0, s)))
+    w->n_nodes = s[0] - 1;
+    if (!(v = get_array(b, token_ids, "token_ids", KIND_INT, 8, 1, 0, s)))
         return -1;
     w->token_ids = v->buf;
     w->n_tokens = s[0];
     return 0;
-shape:
-    PyErr_SetString(PyExc_ValueError, "the trie's arrays disagree on the number of nodes");
-    return -1;
+}
+
+/* The trie tuple (nodes, token_ids). */
+static int open_trie(Walk *w, Buffers *b, PyObject *trie)
+{
+    if (check_tuple(trie, 2, "trie") < 0)
+        return -1;
+    return open_records(w, b, PyTuple_GET_ITEM(trie, 0), PyTuple_GET_ITEM(trie, 1));
 }
 
 /* The tables tuple: (trans, byte_class, live, stops, ends_as), or packed
@@ -731,24 +722,14 @@ shape:
     return -1;
 }
 
-/* The slices tuple (below, rest, plain_body, proof, depth, search_min_nodes). */
+/* The slices tuple (plain_body, proof, depth, search_min_nodes); below and rest are in the node records. */
 static int open_slices(Walk *w, Buffers *b, PyObject *slices)
 {
     Py_ssize_t s[2];
     Py_buffer *v;
-    if (check_tuple(slices, 6, "slices") < 0)
+    if (check_tuple(slices, 4, "slices") < 0)
         return -1;
-    if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 0), "below", KIND_UINT, 1, 1, 0, s)))
-        return -1;
-    w->below = v->buf;
-    if (s[0] != w->n_nodes)
-        goto shape;
-    if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 1), "rest", KIND_INT, 2, 1, 0, s)))
-        return -1;
-    w->rest = v->buf;
-    if (s[0] != w->n_nodes)
-        goto shape;
-    if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 2), "plain_body", KIND_INT, 1, 2, 0, s)))
+    if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 0), "plain_body", KIND_INT, 1, 2, 0, s)))
         return -1;
     w->plain = v->buf;
     if (s[0] != U_STATES || s[1] != 256) {
@@ -761,14 +742,14 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
             return -1;
         }
     }
-    if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 3), "proof", KIND_INT, 2, 2, 1, s)))
+    if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 1), "proof", KIND_INT, 2, 2, 1, s)))
         return -1;
     w->proof = v->buf;
     if (s[0] != U_STATES || s[1] != w->n_states) {
         PyErr_SetString(PyExc_ValueError, "proof must be int16 [8, rows of trans]");
         return -1;
     }
-    long depth = PyLong_AsLong(PyTuple_GET_ITEM(slices, 4));
+    long depth = PyLong_AsLong(PyTuple_GET_ITEM(slices, 2));
     if (depth == -1 && PyErr_Occurred())
         return -1;
     if (depth < 0 || depth > MAX_DEPTH) {
@@ -776,7 +757,7 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
         return -1;
     }
     w->depth = (int)depth;
-    w->search_min_nodes = PyLong_AsLong(PyTuple_GET_ITEM(slices, 5));
+    w->search_min_nodes = PyLong_AsLong(PyTuple_GET_ITEM(slices, 3));
     if (w->search_min_nodes == -1 && PyErr_Occurred())
         return -1;
     if (w->search_min_nodes < 0) {
@@ -785,9 +766,6 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
     }
     w->budget = WALK_SEARCH_BUDGET;
     return 0;
-shape:
-    PyErr_SetString(PyExc_ValueError, "below and rest must have one entry per trie node");
-    return -1;
 }
 
 /* The roots: int64 nodes of the trie other than its root. Sets *sorted when they are ascending
@@ -807,7 +785,7 @@ static const int64_t *open_roots(Walk *w, Buffers *b, PyObject *obj, Py_ssize_t 
             return NULL;
         }
         if (i > 0) {
-            int32_t stop = w->end[roots[i - 1]];
+            int32_t stop = node_end(w, roots[i - 1]);
             if (stop <= roots[i - 1] || stop > w->n_nodes) {
                 PyErr_Format(PyExc_ValueError, "node %lld's subtree end is outside the trie", (long long)roots[i - 1]);
                 return NULL;
@@ -1081,7 +1059,7 @@ done:
 }
 
 PyDoc_STRVAR(pack_doc,
-"pack(token_ptr, token_ids, nodes, mask_words)\n--\n\n"
+"pack(trie, nodes, mask_words)\n--\n\n"
 "The tokens ending at int32 `nodes` as a packed int32 mask (a bytearray), or None when there are none.");
 
 static PyObject *pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1093,19 +1071,13 @@ static PyObject *pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *result = NULL;
     memset(&w, 0, sizeof w);
     b.held = 0;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "pack(token_ptr, token_ids, nodes, mask_words) takes 4 arguments");
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "pack(trie, nodes, mask_words) takes 3 arguments");
         return NULL;
     }
-    if (!(v = get_array(&b, args[0], "token_ptr", KIND_INT, 8, 1, 0, s)))
+    if (open_trie(&w, &b, args[0]) < 0)
         goto done;
-    w.token_ptr = v->buf;
-    w.n_nodes = s[0] - 1;
-    if (!(v = get_array(&b, args[1], "token_ids", KIND_INT, 8, 1, 0, s)))
-        goto done;
-    w.token_ids = v->buf;
-    w.n_tokens = s[0];
-    if (!(v = get_array(&b, args[2], "nodes", KIND_INT, 4, 1, 0, s)) || parse_mask_words(args[3], &w.mask_words) < 0)
+    if (!(v = get_array(&b, args[1], "nodes", KIND_INT, 4, 1, 0, s)) || parse_mask_words(args[2], &w.mask_words) < 0)
         goto done;
     const int32_t *nodes = v->buf;
     w.mask = calloc((size_t)(w.mask_words + 1), sizeof(uint32_t));
@@ -1118,7 +1090,7 @@ static PyObject *pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             PyErr_Format(PyExc_ValueError, "node %d is outside the trie", nodes[i]);
             goto done;
         }
-        if (mark_tokens(&w, w.token_ptr[nodes[i]], w.token_ptr[nodes[i] + 1], nodes[i]) < 0) {
+        if (mark_tokens(&w, node_tokens(&w, nodes[i]), node_tokens(&w, nodes[i] + 1), nodes[i]) < 0) {
             walk_error(&w);
             goto done;
         }

@@ -12,11 +12,15 @@ A walk classifies every token below some trie nodes (`roots`) from a DFA state:
 Inputs (all C-contiguous numpy arrays; the kernel checks dtypes and shapes up front and
 every index it reads as it goes, so corrupt input raises ValueError, never crashes):
 
-* `TrieArrays` — the vocabulary trie in preorder (`pda.index.trie.TokenTrie`): child CSR
-  (`child_ptr` int64 [n + 1], `child_ids` int64, each child's id above its parent's),
-  `byte` uint8 [n], the tokens ending at node v at sorted positions
-  `token_ptr[v]:token_ptr[v + 1]` (int64 [n + 1]) with ids `token_ids` (int64), and
-  `end` int32 [n] (v's subtree is the node range [v, end[v]));
+* `TrieArrays` — the vocabulary trie in preorder (`pda.index.trie.TokenTrie`) as one
+  record per node, `nodes` int32 [n + 1, 3]: (end, first token, byte | below << 8 |
+  rest << 16). v's subtree is the node range [v, end), its first child v + 1 (when below
+  end) and a child's next sibling that child's end (while below v's end); the tokens
+  ending at v are at sorted positions [first token of v, first token of v + 1) of
+  `token_ids` (int64); `below` and `rest` are the plain-body cut's (0 without one). The
+  last record closes the token positions. A visit reads one record, where the seven
+  arrays it replaced cost a cache miss each: small walks over cold memory (most walks
+  after a boundary) took 20-33 us, 4-5 us warm;
 * `TableArrays` — the walk tables of one DFA (`pda.index.token_index._WalkTables`):
   `trans` int32 [n_states, n_classes], `byte_class` int32 [256], `live`, `stops` bool
   [n_states], `ends_as` int32 [n_states] (-1 or an index below `n_sets`); or
@@ -29,8 +33,8 @@ every index it reads as it goes, so corrupt input raises ValueError, never crash
   rows), which the caller maps to terminal sets; each worked out on a state's first
   visit in each walk;
 * `roots` (nodes other than the trie's root; taken as int64), `root_state`, `mask_words`;
-* optionally `SliceArrays`, the plain-body cut (pda/index/slices.py): `below` uint8 [n],
-  `rest` int16 [n], `plain_body` int8 [8, 256], the trie's `depth`, the subtree size under
+* optionally `SliceArrays`, the plain-body cut (pda/index/slices.py; its per-node `below`
+  and `rest` are in the trie's records): `plain_body` int8 [8, 256], the trie's `depth`, the subtree size under
   which no proof is searched for (`SEARCH_MIN_NODES`), and a per-table proof buffer `proof`
   int16 [8, n_states] (`new_proof`), which the caller keeps across walks: what it holds is
   only true of the tables, plain-body automaton and depth that filled it.
@@ -71,20 +75,24 @@ AUTOMATON_STATES = 8
 
 
 class TrieArrays(NamedTuple):
-    """The trie's arrays the kernel reads, in the dtypes it takes."""
+    """The trie as the kernel reads it: one int32 record per node (and a last one), and the token ids."""
 
-    child_ptr: np.ndarray
-    child_ids: np.ndarray
-    byte: np.ndarray
-    token_ptr: np.ndarray
-    end: np.ndarray
+    nodes: np.ndarray
     token_ids: np.ndarray
 
     @classmethod
-    def of(cls, trie: TokenTrie) -> "TrieArrays":
-        c = np.ascontiguousarray
-        return cls(c(trie.child_ptr, np.int64), c(trie.child_ids, np.int64), c(trie.byte, np.uint8),
-                   c(trie.token_ptr, np.int64), c(trie.end, np.int32), c(trie.token_ids, np.int64))
+    def of(cls, trie: TokenTrie, below: np.ndarray | None = None, rest: np.ndarray | None = None) -> "TrieArrays":
+        """The records of `trie`, with the plain-body cut's per-node `below` (uint8) and `rest` (int16) if given."""
+        n = trie.n_nodes
+        nodes = np.zeros((n + 1, 3), dtype=np.int32)
+        nodes[:n, 0] = trie.end
+        nodes[n, 0] = n
+        nodes[:, 1] = trie.token_ptr
+        meta = np.asarray(trie.byte, dtype=np.int32)
+        if below is not None and rest is not None:
+            meta = meta | np.asarray(below, dtype=np.int32) << 8 | np.asarray(rest, dtype=np.int32) << 16
+        nodes[:n, 2] = meta
+        return cls(nodes, np.ascontiguousarray(trie.token_ids, dtype=np.int64))
 
 
 class TableArrays(NamedTuple):
@@ -117,10 +125,8 @@ SEARCH_MIN_NODES = 64
 
 
 class SliceArrays(NamedTuple):
-    """The per-trie inputs of the plain-body cut (`pda.index.slices.PlainBody`)."""
+    """The plain-body cut's automaton and bounds (`pda.index.slices`; its per-node bits are in `TrieArrays`)."""
 
-    below: np.ndarray
-    rest: np.ndarray
     plain_body: np.ndarray
     depth: int
     search_min_nodes: int = SEARCH_MIN_NODES
@@ -144,8 +150,7 @@ def new_proof(n_states: int) -> np.ndarray:
 def walk(trie: TrieArrays, tables: TableArrays | PackedTableArrays, n_sets: int, roots: np.ndarray, root_state: int, mask_words: int,
          slices: SliceArrays | None = None, proof: np.ndarray | None = None) -> Walked:
     """Classify the tokens below `roots` from `root_state`; with `slices` and `proof`, cutting plain-body subtrees."""
-    cut = None if slices is None else (slices.below, slices.rest, slices.plain_body, proof, slices.depth,
-                                       slices.search_min_nodes)
+    cut = None if slices is None else (slices.plain_body, proof, slices.depth, slices.search_min_nodes)
     roots = np.ascontiguousarray(roots, dtype=np.int64)
     mask, groups, (visited, cuts, searched) = _walk.walk(trie, tables, n_sets, roots, root_state, mask_words, cut)
     return Walked(
@@ -165,5 +170,5 @@ def walk_states(trie: TrieArrays, tables: TableArrays | PackedTableArrays, roots
 
 def pack(trie: TrieArrays, nodes: np.ndarray, mask_words: int) -> np.ndarray | None:
     """The tokens ending at the int32 `nodes` as a packed int32 mask, or None when there are none."""
-    mask = _walk.pack(trie.token_ptr, trie.token_ids, nodes, mask_words)
+    mask = _walk.pack(trie, nodes, mask_words)
     return None if mask is None else np.frombuffer(mask, dtype=np.int32)
