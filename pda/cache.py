@@ -335,20 +335,27 @@ class _Writer:
         self._thread: threading.Thread | None = None
 
     def submit(self, entry: _Entry) -> None:
+        """Queue `entry`, or write it here when the queue is full or no thread can be started."""
         with self._done:
-            if self._bytes + entry.size > PENDING_MAX_BYTES:
-                inline = True
-            else:
-                inline = False
+            inline = self._bytes + entry.size > PENDING_MAX_BYTES or not self._running()
+            if not inline:
                 self._queue.append(entry)
                 self._pending[str(entry.path)] = self._pending.get(str(entry.path), 0) + 1
                 self._bytes += entry.size
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name="pda-cache-writer", daemon=True)
-                    self._thread.start()
                 self._done.notify_all()
         if inline:
             entry.write()
+
+    def _running(self) -> bool:
+        """Whether the writer thread runs, starting it if need be (not at interpreter shutdown)."""
+        if self._thread is None:
+            thread = threading.Thread(target=self._run, name="pda-cache-writer", daemon=True)
+            try:
+                thread.start()
+            except RuntimeError:
+                return False
+            self._thread = thread
+        return True
 
     def _run(self) -> None:
         while True:

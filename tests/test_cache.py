@@ -13,6 +13,8 @@ import os
 import pickle
 import random
 import shutil
+import subprocess
+import sys
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -509,3 +511,30 @@ def test_cheap_terminal_dfas_stay_off_the_disk(tmp_path, monkeypatch):
     with recorded_loads() as calls:
         again = terminals.terminal_dfa(slow)
     assert calls == [("dfa", True)] and np.array_equal(again.trans, built.trans)
+
+
+def test_stores_are_queued_and_a_full_queue_writes_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load of an entry still queued waits for it; past PENDING_MAX_BYTES a store writes before it returns."""
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
+    cache.store("queued", {"k": 1}, {"m": 1}, {"a": np.arange(5, dtype=np.int64)})
+    assert cache.load("queued", {"k": 1}, lambda meta, arrays: arrays["a"].tolist()) == [0, 1, 2, 3, 4]
+    cache.flush()
+    monkeypatch.setattr(cache, "PENDING_MAX_BYTES", 0)
+    cache.store("inline", {"k": 2}, {}, {"a": np.zeros(3, np.int32)})
+    assert cache.entry_path("inline", {"k": 2}).exists(), "a store past the queue's budget returned before writing"
+
+
+def test_a_process_that_exits_at_once_leaves_its_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stores still queued when the interpreter exits are written by the exit flush."""
+    code = (
+        "import numpy as np\n"
+        "from pda import cache\n"
+        "for i in range(20):\n"
+        "    cache.store('exit', {'i': i}, {}, {'a': np.full(50_000, i, np.int64)})\n"
+    )
+    env = {**os.environ, "PDA_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=Path(__file__).resolve().parent.parent)
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "_listings", {})
+    for i in range(20):
+        assert cache.load("exit", {"i": i}, lambda meta, arrays: int(arrays["a"][-1])) == i
