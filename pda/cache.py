@@ -206,9 +206,8 @@ def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np
         return None
     folder, name = os.path.join(_dir_name(), kind), _entry_name(kind, key)
     path = Path(folder, name)
-    if _writer.wait_for(str(path)):  # queued by this process: read it once written
-        _listed(path)
-    elif not _may_exist(folder, name):
+    # An entry this process queued is read once written (the write lists it); others only if listed.
+    if not _writer.wait_for(str(path)) and not _may_exist(folder, name):
         return None
     try:
         meta, arrays = _read(path, kind, key)

@@ -268,7 +268,7 @@ def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
     """Straight through `pda.kernels.walk`: random tables, roots sorted, unsorted and nested; proofs kept."""
     trie = vocabulary_trie(synthetic)
     plain = slices.plain_body(trie)
-    arrays = kernel.TrieArrays.of(trie, plain.below, plain.rest)
+    arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest))
     # The synthetic trie's subtrees are small: searching under every one exercises the cut.
     cut = kernel.SliceArrays(slices.PLAIN_BODY, trie.max_depth, search_min_nodes=0)
     mask_words = (synthetic.size + 31) // 32 + 1

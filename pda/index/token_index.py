@@ -253,7 +253,7 @@ class SharedClassifications:
     def trie_arrays(self, trie: TokenTrie, plain: PlainBody) -> kernel.TrieArrays:
         """The kernel records of this vocabulary's `trie` with the plain-body cut's bits (made on first use)."""
         if self._trie_arrays is None:
-            self._trie_arrays = kernel.TrieArrays.of(trie, plain.below, plain.rest)
+            self._trie_arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest))
         return self._trie_arrays
 
     def get(self, key: tuple) -> SharedEntry | None:
@@ -468,6 +468,7 @@ class TokenIndex:
             from_root = roots is self.first_nodes and len(self.trie.token_ids) >= DISK_MIN_TOKENS
             disk_key = self._disk_key(key) if from_root else None
             entry = cache.load("classes", disk_key, self._decode_shared(len(order))) if disk_key else None
+            fresh = None  # a walk whose groups already name this grammar's terminals
             if entry is None:
                 start = time.perf_counter()
                 if not order:  # nothing is live: every token dies at its first byte
@@ -476,18 +477,16 @@ class TokenIndex:
                     walked = self._walk(self._terminal_tables(order[0]), roots, content[0][2])
                     entry = (walked.inside, tuple((g.terminals, g.nodes) for g in walked.groups))
                 else:
-                    walked = self._classify(roots, q, live_set)
+                    fresh = self._classify(roots, q, live_set)
                     position = {j: i for i, j in enumerate(order)}
-                    entry = (walked.inside, tuple(
-                        (sum(1 << position[j] for j in iter_bits(g.terminals)), g.nodes) for g in walked.groups
+                    entry = (fresh.inside, tuple(
+                        (sum(1 << position[j] for j in iter_bits(g.terminals)), g.nodes) for g in fresh.groups
                     ))
                 if disk_key and time.perf_counter() - start >= DISK_MIN_SECONDS:
                     cache.store("classes", disk_key, *entries_to_arrays([entry], self.mask_words))
-                self.shared.put(key, entry)
-                if len(order) > 1:  # its groups already name this grammar's terminals
-                    return walked
-            else:
-                self.shared.put(key, entry)
+            self.shared.put(key, entry)
+            if fresh is not None:
+                return fresh
         inside, groups = entry
         return Classification(inside, [
             BoundaryGroup(sum(1 << order[i] for i in iter_bits(positions)), nodes) for positions, nodes in groups

@@ -81,15 +81,16 @@ class TrieArrays(NamedTuple):
     token_ids: np.ndarray
 
     @classmethod
-    def of(cls, trie: TokenTrie, below: np.ndarray | None = None, rest: np.ndarray | None = None) -> "TrieArrays":
-        """The records of `trie`, with the plain-body cut's per-node `below` (uint8) and `rest` (int16) if given."""
+    def of(cls, trie: TokenTrie, cut: tuple[np.ndarray, np.ndarray] | None = None) -> "TrieArrays":
+        """The records of `trie`, with the plain-body cut's per-node (`below` uint8, `rest` int16) if given."""
         n = trie.n_nodes
         nodes = np.zeros((n + 1, 3), dtype=np.int32)
         nodes[:n, 0] = trie.end
         nodes[n, 0] = n
         nodes[:, 1] = trie.token_ptr
         meta = np.asarray(trie.byte, dtype=np.int32)
-        if below is not None and rest is not None:
+        if cut is not None:
+            below, rest = cut
             meta = meta | np.asarray(below, dtype=np.int32) << 8 | np.asarray(rest, dtype=np.int32) << 16
         nodes[:n, 2] = meta
         return cls(nodes, np.ascontiguousarray(trie.token_ids, dtype=np.int64))

@@ -41,7 +41,7 @@ class ParserTables:
         self._lhs, self._flat_rhs, self._rule_start, self._run_end = lhs, flat_rhs, rule_start, run_end
         self.kernel = kernel
         self.start_rule = len(lhs) - 1
-        self.accept_pos = int(rule_start[self.start_rule]) + 1
+        self.accept_pos: int = kernel["accept_pos"]
 
     @property
     def n_terminals(self) -> int:
