@@ -185,6 +185,19 @@ def reference_partition(trans: np.ndarray, initial: np.ndarray) -> list[int]:
         block = refined
 
 
+def reference_coaccessible(trans: np.ndarray, accepting: np.ndarray) -> list[bool]:
+    """The states of a partial DFA (-1: no transition) from which an accepting state is reachable, by a fixpoint."""
+    rows = np.asarray(trans).tolist()
+    good = [bool(a) for a in np.asarray(accepting).tolist()]
+    changed = True
+    while changed:
+        changed = False
+        for q, row in enumerate(rows):
+            if not good[q] and any(t >= 0 and good[t] for t in row):
+                good[q] = changed = True
+    return good
+
+
 def reference_explore(
     table: np.ndarray, dead: np.ndarray, start: np.ndarray, max_states: int
 ) -> tuple[list[list[int]], list[tuple[int, ...]]] | None:

@@ -1,4 +1,4 @@
-"""The minimisation kernel (`pda.kernels.partition`) against Moore's rounds (`pda.reference.reference_partition`)."""
+"""The minimisation kernels (`pda.kernels.partition`) against Moore's rounds and a reachability fixpoint (`pda.reference`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from pda.kernels.partition import coarsest_partition
-from pda.reference import reference_partition
+from pda.kernels.partition import coaccessible, coarsest_partition
+from pda.reference import reference_coaccessible, reference_partition
 
 
 def _canonical(blocks) -> list[int]:
@@ -36,6 +36,25 @@ def test_the_kernel_gives_moores_partition_on_random_partial_dfas() -> None:
         assert _canonical(coarsest_partition(trans, initial)) == reference_partition(trans, initial)
 
 
+def test_the_trim_kernel_gives_the_fixpoints_states_on_random_partial_dfas() -> None:
+    rng = random.Random(29)
+    for _ in range(2000):
+        trans, initial = _random_dfa(rng)
+        accepting = initial == 1
+        assert coaccessible(trans, accepting).tolist() == reference_coaccessible(trans, accepting)
+
+
+def test_the_trim_reaches_back_along_a_long_chain() -> None:
+    """x{5000}y|z: every state of the chain reaches the end; a branch off it that dies does not."""
+    m = 5003
+    trans = np.full((m, 2), -1, dtype=np.int64)
+    trans[np.arange(m - 3), 0] = np.arange(1, m - 2)
+    trans[m - 3, 1] = m - 2
+    trans[0, 1] = m - 1  # a branch to a state with no way out
+    good = coaccessible(trans, np.arange(m) == m - 2)
+    assert good[: m - 1].all() and not good[m - 1]
+
+
 def test_a_counted_chain_keeps_every_state_apart() -> None:
     """x{5000}: every state is at another distance from the end (one of Moore's worst cases)."""
     m = 5001
@@ -60,3 +79,5 @@ def test_initial_ids_may_be_any_ints() -> None:
 def test_bad_input_raises_value_error(trans: np.ndarray, initial: np.ndarray) -> None:
     with pytest.raises(ValueError):
         coarsest_partition(trans, initial)
+    with pytest.raises(ValueError):
+        coaccessible(trans, initial == 0)

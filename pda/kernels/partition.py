@@ -12,6 +12,10 @@ states by something else (`pda.regex.dfa._minimise`: each block's first state). 
 kernel checks every index up front (ValueError), runs without the GIL, and costs
 O(m k log m) time and O(m k) memory. The Python reference it is tested against is
 `pda.reference.reference_partition`.
+
+`coaccessible(trans, accepting)` is minimisation's trim: the states from which an
+accepting state is reachable, by one backward search over the incoming edges, O(m k),
+without the GIL (`pda.reference.reference_coaccessible` is its oracle).
 """
 
 from __future__ import annotations
@@ -34,3 +38,15 @@ def coarsest_partition(trans: np.ndarray, initial: np.ndarray) -> np.ndarray:
     out = np.empty(trans.shape[0], dtype=np.int64)
     _partition.refine(trans, blocks, out)
     return out
+
+
+def coaccessible(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """Per state of a partial DFA (int64 [m, k], -1: none), whether an `accepting` state is reachable from it."""
+    trans = np.ascontiguousarray(trans, dtype=np.int64)
+    if trans.ndim != 2:
+        raise ValueError("trans must be 2-dimensional")
+    good = np.array(accepting, dtype=bool).reshape(-1)
+    if len(good) != trans.shape[0]:
+        raise ValueError("accepting must have one entry per state")
+    _partition.coaccessible(trans, good.view(np.uint8))
+    return good

@@ -174,26 +174,3 @@ def nfa_arrays(nfa: NFA, finals: Sequence[int], owner: Sequence[int], lazy: Sequ
         owner=owners,
         lazy=np.asarray(lazy, dtype=bool).reshape(-1),
     )
-
-
-def coaccessible(trans: np.ndarray, accept_any: np.ndarray) -> np.ndarray:
-    """States from which some accepting state is reachable (trans uses -1 for dead).
-
-    Backwards from the accepting states over the distinct (source, target) edges, a
-    frontier of numpy gathers at a time (a byte DFA has 256 columns, mostly repeats).
-    """
-    n = trans.shape[0]
-    src, _ = np.nonzero(trans >= 0)
-    tgt = trans[trans >= 0]
-    pairs = np.unique(tgt.astype(np.int64) * n + src) if len(src) else np.zeros(0, np.int64)
-    tgt, src = pairs // n, pairs % n
-    starts = np.searchsorted(tgt, np.arange(n + 1))
-    good = np.asarray(accept_any, dtype=bool).copy()
-    frontier = np.flatnonzero(good)
-    while len(frontier):
-        lengths = starts[frontier + 1] - starts[frontier]
-        offsets = np.repeat(starts[frontier] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-        found = np.unique(src[offsets])
-        frontier = found[~good[found]]
-        good[frontier] = True
-    return good

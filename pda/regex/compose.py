@@ -31,13 +31,17 @@ whose chain would exceed four times `max_states` states, or a sequence over
 `max_states`, gives None too (the usual path then reports the limit).
 
 Automata here are partial DFAs: (trans int32 [n, columns] with -1 for dead, accept
-bool [n]), start 0; over bytes (256 columns) but for `guard_product`, which the
-NFA path also runs over its atoms.
+bool [n]), start 0. `concat`, `repeat` and `guard_product` take operands over the same
+columns (the NFA path runs `guard_product` over its atoms). `composed` works over byte
+classes (`Classed`: each part carries the map from bytes to its columns, and two parts are
+brought onto their common refinement before they meet), so a counted JSON string is
+built over its ~20 classes instead of 256 byte columns: about a tenth of the work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,6 +49,7 @@ from pda.errors import LimitExceeded
 from pda.kernels.product import explore
 from pda.kernels.trie import string_trie
 from pda.regex.syntax import Alt, Chars, Guard, Node, Repeat, Seq
+from pda.regex.utf8 import distinct_rows
 
 # A counted repeat this large (its lower or upper count) is worth composing.
 MIN_COMPOSED_REPEAT = 16
@@ -54,6 +59,43 @@ MAX_COMPOSED_DEPTH = 40
 MAX_TRIE_BYTES = 1 << 16
 
 Partial = tuple[np.ndarray, np.ndarray]
+
+
+class Classed(NamedTuple):
+    """A partial DFA over byte classes: `trans` int32 [n, k] (-1 dead), `accept` bool [n], and
+    `classes` int32 [256], the column each byte reads (every column is read by some byte)."""
+
+    trans: np.ndarray
+    accept: np.ndarray
+    classes: np.ndarray
+
+    @classmethod
+    def of_bytes(cls, trans: np.ndarray, accept: np.ndarray) -> "Classed":
+        """A partial DFA over the 256 byte columns, its equal columns merged."""
+        first, inverse = distinct_rows(trans.T)
+        return cls(np.ascontiguousarray(trans[:, first]), accept, inverse.astype(np.int32))
+
+
+def _aligned(a: Classed, b: Classed) -> tuple[Classed, Classed]:
+    """`a` and `b` over the same columns: their classes' common refinement (each byte's pair of columns)."""
+    if a.classes is b.classes or np.array_equal(a.classes, b.classes):
+        return a, b
+    pairs = a.classes.astype(np.int64) * b.trans.shape[1] + b.classes
+    _, first, classes = np.unique(pairs, return_index=True, return_inverse=True)
+    classes = classes.reshape(-1).astype(np.int32)
+    if len(first) == a.trans.shape[1]:  # b's classes are coarser: a keeps its columns
+        return a, Classed(np.ascontiguousarray(b.trans[:, b.classes[_representatives(a.classes)]]), b.accept, a.classes)
+    if len(first) == b.trans.shape[1]:
+        return Classed(np.ascontiguousarray(a.trans[:, a.classes[_representatives(b.classes)]]), a.accept, b.classes), b
+    return (Classed(np.ascontiguousarray(a.trans[:, a.classes[first]]), a.accept, classes),
+            Classed(np.ascontiguousarray(b.trans[:, b.classes[first]]), b.accept, classes))
+
+
+def _representatives(classes: np.ndarray) -> np.ndarray:
+    """One byte per column of `classes` (the lowest), in column order."""
+    found = np.full(int(classes.max()) + 1, 256, dtype=np.int64)
+    np.minimum.at(found, classes, np.arange(256))
+    return found
 
 
 def worth_composing(node: Node) -> bool:
@@ -93,33 +135,40 @@ def _beyond_ascii(node: Node) -> bool:
     return False
 
 
-def composed(node: Node, leaf: Callable[[Node], Partial], max_states: int) -> Partial | None:
-    """The partial byte DFA of `node` by composition, or None where a part cannot be composed."""
+def composed(node: Node, leaf: Callable[[Node], Classed], max_states: int) -> Classed | None:
+    """The partial DFA of `node` over byte classes by composition, or None where a part cannot be composed."""
     direct = _ascii_dfa(node)
     if direct is not None:
         return direct
     if isinstance(node, Seq) and worth_composing(node):
-        out: Partial | None = None
+        out: Classed | None = None
         for item in node.items:
             part = composed(item, leaf, max_states)
             if part is None:
                 return None
-            out = part if out is None else concat(out, part)
-            if out is None or len(out[0]) > max_states:
+            if out is None:
+                out = part
+                continue
+            a, b = _aligned(out, part)
+            joined = concat(a[:2], b[:2])
+            if joined is None or len(joined[0]) > max_states:
                 return None
+            out = Classed(*joined, a.classes)
         return out
     if isinstance(node, Repeat) and worth_composing(node):
         item = composed(node.item, leaf, max_states)
-        if item is None or len(item[0]) * max(node.lo, node.hi or 1) > 4 * max_states:
+        if item is None or len(item.trans) * max(node.lo, node.hi or 1) > 4 * max_states:
             return None
-        return repeat(item, node.lo, node.hi)
+        repeated = repeat(item[:2], node.lo, node.hi)
+        return None if repeated is None else Classed(*repeated, item.classes)
     if isinstance(node, Guard):
         body = composed(node.body, leaf, max_states)
         look = composed(node.look, leaf, max_states) if body is not None else None
         if look is None:
             return None
+        body, look = _aligned(body, look)
         try:
-            return guard_product(body, look, node.negate, max_states)
+            return Classed(*guard_product(body[:2], look[:2], node.negate, max_states), body.classes)
         except LimitExceeded:  # over bytes the product has more states than over atoms: the NFA path decides
             return None
     return leaf(node)
@@ -163,31 +212,23 @@ def repeat(x: Partial, lo: int, hi: int | None) -> Partial | None:
     if copies == 0:  # X{0}: the empty string
         return np.full((1, t.shape[1]), -1, dtype=np.int32), np.ones(1, dtype=bool)
     # Copy 0 keeps all m states; copy k >= 1 keeps states 1..m-1 (its start is merged away):
-    # state s of copy k is s in copy 0, else base[k] + s - 1.
-    base = [0] + [m + (k - 1) * (m - 1) for k in range(1, copies)]
-
-    def ids(k: int, states: np.ndarray) -> np.ndarray:
-        return np.where(states >= 0, states if k == 0 else base[k] + states - 1, -1)
-
+    # state s of copy k is base[k] + s - 1 (s itself in copy 0; no edge enters state 0).
+    base = np.arange(copies, dtype=np.int64) * (m - 1) + 1
     n = m + (copies - 1) * (m - 1)
-    trans = np.full((n, t.shape[1]), -1, dtype=np.int32)
+    trans = np.empty((n, t.shape[1]), dtype=np.int32)
+    trans[:m] = t
+    later = np.where(t[1:] >= 0, t[1:].astype(np.int64)[None] + (base[1:] - 1)[:, None, None], -1)
+    trans[m:] = later.reshape(-1, t.shape[1])
+    # Reading X once more from copy k's accepting states: copy k + 1's start edges, or (X{lo,}) the loop.
+    ends = finals[None, :] + base[:, None] - 1  # [copies, finals]
+    opened = t[0, opens].astype(np.int64)
+    follows = base[1:, None] + opened[None, :] - 1  # copy k + 1's start edges, for k < copies - 1
+    trans[ends[:-1].reshape(-1)[:, None], opens[None, :]] = np.repeat(follows, len(finals), axis=0)
+    if hi is None:
+        trans[ends[-1][:, None], opens[None, :]] = (base[-1] + opened - 1)[None, :]
     accept = np.zeros(n, dtype=bool)
     accept[0] = lo == 0
-    opened = t[0, opens]
-    for k in range(copies):
-        rows = np.arange(m) if k == 0 else np.arange(1, m)
-        trans[ids(k, rows)] = ids(k, t[rows])
-        # Reading X once more from copy k's accepting states: copy k + 1's start edges, or the loop.
-        if k + 1 < copies:
-            follow = ids(k + 1, opened)
-        elif hi is None:
-            follow = ids(k, opened)
-        else:
-            follow = None
-        ends = ids(k, finals)
-        if follow is not None:
-            trans[ends[:, None], opens[None, :]] = follow[None, :]
-        accept[ends] = k + 1 >= lo
+    accept[ends.reshape(-1)] = np.repeat(np.arange(1, copies + 1) >= lo, len(finals))
     return trans, accept
 
 
@@ -221,26 +262,32 @@ def guard_product(body: Partial, look: Partial, negate: bool, max_states: int) -
     return trans, bacc[pairs[:, 0]] & ((pairs[:, 1] == sat) != negate)
 
 
-def _ascii_dfa(node: Node) -> Partial | None:
-    """The partial byte DFA of an ASCII character class, or of a finite set of ASCII strings (a trie); else None."""
+def _ascii_dfa(node: Node) -> Classed | None:
+    """The partial DFA of an ASCII character class, or of a finite set of ASCII strings (a trie); else None.
+
+    Over byte classes: the class's bytes and the rest; each byte the strings use, and the rest.
+    """
     if isinstance(node, Chars):
         if not node.chars or node.chars[-1][1] > 127:
             return None
-        trans = np.full((2, 256), -1, dtype=np.int32)
+        classes = np.zeros(256, dtype=np.int32)
         for lo, hi in node.chars:
-            trans[0, lo : hi + 1] = 1
-        return trans, np.array([False, True])
+            classes[lo : hi + 1] = 1
+        return Classed(np.array([[-1, 1], [-1, -1]], dtype=np.int32), np.array([False, True]), classes)
     strings = _ascii_strings(node)
     if strings is None:
         return None
     # The strings' trie (preorder ids, root 0): each node's edge from its parent.
     trie = string_trie(list(set(strings)))
     parent, byte, end_node = trie.parent, trie.byte, trie.end_node
-    trans = np.full((len(parent), 256), -1, dtype=np.int32)
-    trans[parent[1:], byte[1:]] = np.arange(1, len(parent), dtype=np.int32)
+    used = np.unique(byte[1:])
+    classes = np.zeros(256, dtype=np.int32)
+    classes[used] = np.arange(1, len(used) + 1, dtype=np.int32)
+    trans = np.full((len(parent), len(used) + 1), -1, dtype=np.int32)
+    trans[parent[1:], classes[byte[1:]]] = np.arange(1, len(parent), dtype=np.int32)
     accept = np.zeros(len(parent), dtype=bool)
     accept[end_node] = True
-    return trans, accept
+    return Classed(trans, accept, classes)
 
 
 def _ascii_strings(node: Node, depth: int = 0) -> list[bytes] | None:

@@ -32,8 +32,8 @@ from pda.grammar.ir import TerminalDef
 from pda.regex import charset as cs
 from pda.regex import compose, utf8
 from pda.regex.hashing import hash_weights
-from pda.kernels.partition import coarsest_partition
-from pda.regex.automaton import NFA, coaccessible, determinise
+from pda.kernels.partition import coaccessible, coarsest_partition
+from pda.regex.automaton import NFA, determinise
 from pda.lru import budget_cache, register_budget
 from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, structure_key, translate
 
@@ -205,27 +205,26 @@ def _within_limit(byte_trans: np.ndarray, names: Sequence[str], max_states: int)
 def _composed(node: Node, names: Sequence[str], max_states: int) -> LexerDFA | None:
     """The minimal byte DFA of one terminal by deterministic composition (`pda.regex.compose`), or None."""
 
-    def leaf(part: Node) -> compose.Partial:
+    def leaf(part: Node) -> compose.Classed:
         key = structure_key(part, LEAF_KEY_MAX_NODES)
         found = _leaves.get((key, max_states)) if key is not None else None
         if found is None:
             byte_trans, accept = _byte_dfa([part], [False], names, max_states)
             byte_accept = np.zeros(len(byte_trans), dtype=bool)
             byte_accept[: len(accept)] = accept[:, 0]
-            found = _freeze(byte_trans.astype(np.int32)), _freeze(byte_accept)
+            found = compose.Classed(*(_freeze(a) for a in compose.Classed.of_bytes(byte_trans.astype(np.int32), byte_accept)))
             if key is not None:
-                _leaves.put((key, max_states), found, found[0].nbytes + found[1].nbytes)
+                _leaves.put((key, max_states), found, sum(a.nbytes for a in found))
         return found
 
     found = compose.composed(node, leaf, max_states)
     if found is None:
         return None
-    # Minimised over the distinct byte columns (a few dozen of the 256), then spelled out again.
-    first, columns = _distinct_columns(found[0])
-    trans, accept = _minimise(found[0][:, first].astype(np.int64), found[1][:, None])
+    # Minimised over the composition's byte classes (a few dozen), never spelled out over 256 bytes.
+    trans, accept = _minimise(found.trans.astype(np.int64), found.accept[:, None])
     # `_minimise` trims: every state but the start reaches an accepting one.
-    return _finish(_within_limit(trans[:, columns], names, max_states), accept, tuple(names),
-                   trimmed=bool(accept.any()))
+    return _finish(_within_limit(trans, names, max_states), accept, tuple(names),
+                   trimmed=bool(accept.any()), classes=found.classes)
 
 
 def _atom_dfa(
@@ -264,30 +263,38 @@ def _minimise(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.nda
     packed = np.packbits(accept[keep], axis=1)
     initial = utf8.distinct_rows(packed)[1] if accept.shape[1] else np.zeros(len(keep), np.int64)
     block_of = coarsest_partition(sub, initial)
-    order = np.unique(block_of, return_index=True)[1]
-    firsts = sorted(order.tolist(), key=lambda q: (q != 0, q))
+    rep = np.sort(np.unique(block_of, return_index=True)[1])  # each block's first state, the start's first
     new_id = np.empty(block_of.max() + 1, dtype=np.int64)
-    new_id[block_of[firsts]] = np.arange(len(firsts))
-    rep = np.array(firsts, dtype=np.int64)
+    new_id[block_of[rep]] = np.arange(len(rep))
     rows = sub[rep]
     out = np.where(rows >= 0, new_id[block_of[np.maximum(rows, 0)]], -1)
     return out, accept[keep][rep]
 
 
-def _finish(byte_trans: np.ndarray, accept: np.ndarray, names: tuple[str, ...], *, trimmed: bool = False) -> LexerDFA:
-    """Byte classes, the dead state (last) and live rows for a byte DFA with -1 for dead.
+def _finish(
+    trans: np.ndarray, accept: np.ndarray, names: tuple[str, ...], *, trimmed: bool = False,
+    classes: np.ndarray | None = None,
+) -> LexerDFA:
+    """Byte classes, the dead state (last) and live rows for a DFA with -1 for dead.
 
+    `trans` reads bytes (256 columns), or the columns `classes` maps each byte to.
     `trimmed`: every state but the start can reach an accept (the atom DFA went through
     `_minimise`, and UTF-8 expansion only adds states on the way to such states), and
     every state is reachable from the start. Then one terminal's live rows need no search.
     """
-    m = byte_trans.shape[0]
+    m = trans.shape[0]
     dead = m
-    full = np.vstack([np.where(byte_trans >= 0, byte_trans, dead), np.full((1, 256), dead)])
+    full = np.vstack([np.where(trans >= 0, trans, dead), np.full((1, trans.shape[1]), dead)])
     first, inverse = _distinct_columns(full)
-    # classes numbered by their lowest byte
-    byte_class = np.argsort(np.argsort(first))[inverse]
-    out = full[:, np.sort(first)]
+    group = inverse if classes is None else inverse[classes]  # each byte's group of equal columns
+    # classes numbered by their lowest byte (a column no byte reads is dropped)
+    lowest = np.full(len(first), 256, dtype=np.int64)
+    np.minimum.at(lowest, group, np.arange(256))
+    order = np.argsort(lowest, kind="stable")[: len(np.unique(group))]
+    number = np.empty(len(first), dtype=np.int64)
+    number[order] = np.arange(len(order))
+    byte_class = number[group]
+    out = full[:, first[order]]
     acc = np.zeros((m + 1, accept.shape[1]), dtype=bool)
     acc[: len(accept)] = accept
     if trimmed and acc.shape[1] == 1:
