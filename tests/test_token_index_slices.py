@@ -149,9 +149,10 @@ WORD: /"[ -!#-\[\]-~]*"/
 
 def proven_pairs(proof: np.ndarray, depth: int) -> list[tuple[int, int, int]]:
     """(u, state, bytes deep) of every pair a proof buffer holds something about (final or provisional)."""
+    depths = kernel.proven_depths(proof)
     out = []
-    for u, q in zip(*np.nonzero(proof != -1)):
-        v = int(proof[u, q])
+    for u, q in zip(*np.nonzero(depths != -1)):
+        v = int(depths[u, q])
         out.append((int(u), int(q), v if v >= 0 else -2 - v))
     assert all(0 <= d <= depth for _, _, d in out)
     return out
@@ -182,8 +183,9 @@ def test_proofs_keep_sampled_slice_strings_live(name: str) -> None:
                 assert tables.live[q], f"pair {(u, s)} is proven {d} deep but a slice path kills it"
     body = int(tables.trans[START, tables.byte_class[ord('"')]])
     # Only the unbounded body over all of Unicode takes every slice path as deep as any token goes.
-    assert (proof[0, body] == depth) == (name == "json-string")
-    assert proof[0, START] == 0  # a quote is not plain body: the first byte kills the pair
+    depths = kernel.proven_depths(proof)
+    assert (depths[0, body] == depth) == (name == "json-string")
+    assert depths[0, START] == 0  # a quote is not plain body: the first byte kills the pair
 
 
 SCHEMA = {

@@ -456,6 +456,28 @@ def test_corrupt_pack_input_raises_value_error(valid: dict) -> None:
                     np.arange(n_nodes, dtype=np.int32), valid["mask_words"])
 
 
+def test_the_mask_is_the_callers_writable_int32_words(valid: dict) -> None:
+    """The kernel sets inside bits in the caller's array and clears none; an array it cannot write into
+    as int32 words raises ValueError before anything is walked."""
+    from pda.kernels import _walk
+
+    want = run_walk(valid).inside
+    cut = (valid["slices"].plain_body, kernel.new_proof(len(valid["tables"].live)), valid["slices"].depth,
+           valid["slices"].search_min_nodes)
+    args = (valid["trie"], valid["tables"], valid["n_sets"], valid["roots"], valid["state"])
+    mask = np.zeros(valid["mask_words"], np.int32)
+    mask[-1] = -1  # words the walk leaves alone keep their bits
+    groups, any_inside, _ = _walk.walk(*args, mask, cut)
+    assert any_inside is True
+    assert np.array_equal(mask[:-1], want[:-1]) and mask[-1] == -1
+    read_only = np.zeros(valid["mask_words"], np.int32)
+    read_only.flags.writeable = False
+    for bad in (read_only, np.zeros(valid["mask_words"], np.int64), np.zeros((2, valid["mask_words"]), np.int32),
+                np.zeros(valid["mask_words"], np.uint8)):
+        with pytest.raises(ValueError, match="mask"):
+            _walk.walk(*args, bad, cut)
+
+
 def test_threads_walking_at_once_agree_with_one_thread(qwen2: pda.Vocabulary) -> None:
     """Walks from many states on four threads at once, sharing each table's proof buffer (written concurrently,
     without the GIL), give the results one thread gives with fresh buffers."""

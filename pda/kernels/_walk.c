@@ -5,12 +5,13 @@
  * is the Python side and documents the interface; docs/design.md ("Native kernels")
  * says why it is C.
  *
- * walk(trie, tables, n_sets, roots, root_state, mask_words, slices)
+ * walk(trie, tables, n_sets, roots, root_state, mask, slices)
  *     A depth-first walk in preorder (children ascending, so nodes come out sorted)
  *     from `roots` at DFA state `root_state`. Per node: next = trans[state][class of
  *     its byte]. Not live[next]: the node is a boundary of set ends_as[state] when
  *     stops[next] and ends_as[state] >= 0, else its tokens are dead. Live: the tokens
- *     ending at the node are inside and its children are walked from next.
+ *     ending at the node are inside (their bits are set in `mask`, the caller's writable
+ *     int32 words; none is cleared) and its children are walked from next.
  *     `tables` holds those flags per state, or (packed, a contextual candidate set seen
  *     through a DFA of more terminals) per state the live terminals as bit words, the
  *     candidates' words, the state's accept row and each row's terminals as bit words:
@@ -27,11 +28,12 @@
  *     plain-body automaton state u down each path (a refused byte restarts it at 0),
  *     and takes a node's whole subtree as inside when below (of its record) has bit u
  *     and the pair (u, next) is proven live rest bytes deep. Proofs are memoised in
- *     `proof` (int16 [8, n_states], kept by the caller across walks; see search()); a
- *     pair not yet proven deep enough is searched for only under a subtree of at least
- *     `search_min_nodes` nodes (a search can cost more than walking a small subtree).
- *     Returns (mask bytearray of int32 words or None, [(set index, bytearray of int64
- *     nodes ascending, unique)] by set index, (nodes visited, subtrees cut, pairs searched)).
+ *     `proof` (int16 [8, n_states], zeroed when new, kept by the caller across walks; see
+ *     proof_load()); a pair not yet proven deep enough is searched for only under a
+ *     subtree of at least `search_min_nodes` nodes (a search can cost more than walking
+ *     a small subtree). Searches take their scratch from a pool (see Scratch).
+ *     Returns ([(set index, bytearray of int64 nodes ascending, unique)] by set index,
+ *     whether any token is inside, (nodes visited, subtrees cut, pairs searched)).
  * walk_states(trie, tables, roots, root_state)
  *     The same walk without the cut, keeping states: returns four bytearrays of int32,
  *     the live nodes where tokens end with the state after their byte, and the
@@ -176,6 +178,76 @@ typedef struct {
 } Slot;
 #define SLOTS (2 * MAX_PAIRS)
 
+/* A search's scratch: the pair set (tagged per search, so a reused one needs no clearing), the
+ * queue and the levels, 176 KB. Walks take one from a pool and give it back, so that a walk
+ * does not allocate and fault in fresh pages for it: per walk, that was half the page faults
+ * of a JSON Schema replay and most of its short searching walks' time. */
+typedef struct Scratch {
+    Slot *slots;
+    int32_t *queue;
+    int16_t *level;
+    int32_t tag;
+    struct Scratch *next;
+} Scratch;
+
+/* At most this many scratches wait in the pool (one per thread walking at once suffices). */
+#define POOL_MAX 8
+static Scratch *pool;
+static int pooled;
+static PyThread_type_lock pool_lock; /* taken with or without the GIL */
+
+static void scratch_free(Scratch *s)
+{
+    if (s == NULL)
+        return;
+    free(s->slots);
+    free(s->queue);
+    free(s->level);
+    free(s);
+}
+
+/* A scratch from the pool, or a new one (NULL when out of memory). */
+static Scratch *scratch_take(void)
+{
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    Scratch *s = pool;
+    if (s != NULL) {
+        pool = s->next;
+        pooled--;
+    }
+    PyThread_release_lock(pool_lock);
+    if (s != NULL)
+        return s;
+    s = calloc(1, sizeof(Scratch));
+    if (s == NULL)
+        return NULL;
+    s->slots = calloc(SLOTS, sizeof(Slot));
+    s->queue = malloc(MAX_PAIRS * sizeof(int32_t));
+    s->level = malloc(MAX_PAIRS * sizeof(int16_t));
+    if (s->slots == NULL || s->queue == NULL || s->level == NULL) {
+        scratch_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Back to the pool, or freed when the pool is full. */
+static void scratch_give(Scratch *s)
+{
+    if (s == NULL)
+        return;
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    int kept = pooled < POOL_MAX;
+    if (kept) {
+        s->next = pool;
+        pool = s;
+        pooled++;
+    }
+    PyThread_release_lock(pool_lock);
+    if (!kept)
+        scratch_free(s);
+}
+
 typedef struct {
     /* trie: records (end, first token, byte | below << 8 | rest << 16) per node, and one past the last */
     const int32_t *rec;
@@ -196,15 +268,12 @@ typedef struct {
     int16_t *proof;
     int depth;
     long search_min_nodes; /* a pair is searched for only under a subtree of this many nodes */
-    /* the search's scratch, allocated on the first search */
+    /* the search's moves and scratch, made ready on the first search */
     int8_t move_u[U_STATES][256];
     int32_t move_c[U_STATES][256];
     int n_moves[U_STATES];
     int moves_ready;
-    Slot *slots;
-    int32_t *queue;
-    int16_t *level;
-    int32_t tag;
+    Scratch *scratch;
     long budget;
     /* outputs */
     uint32_t *mask;
@@ -292,22 +361,24 @@ static inline int32_t state_ends_as(Walk *w, int32_t s)
  *            and searching again would not prove more (or is not worth it);
  *   v == -1  unknown;
  *   v <= -2  provisional: proven -2 - v bytes deep, as a pair met by another pair's search;
- *            a search from the pair itself may prove more. */
+ *            a search from the pair itself may prove more.
+ * A cell holds v + 1, so that a zeroed buffer is all unknown: a new one costs no pass, and
+ * the pages of states no walk meets are never touched. */
 static inline int16_t proof_load(const int16_t *cell)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    return __atomic_load_n(cell, __ATOMIC_RELAXED);
+    return (int16_t)(__atomic_load_n(cell, __ATOMIC_RELAXED) - 1);
 #else
-    return *(volatile const int16_t *)cell;
+    return (int16_t)(*(volatile const int16_t *)cell - 1);
 #endif
 }
 
 static inline void proof_store(int16_t *cell, int16_t value)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    __atomic_store_n(cell, value, __ATOMIC_RELAXED);
+    __atomic_store_n(cell, (int16_t)(value + 1), __ATOMIC_RELAXED);
 #else
-    *(volatile int16_t *)cell = value;
+    *(volatile int16_t *)cell = (int16_t)(value + 1);
 #endif
 }
 
@@ -345,23 +416,21 @@ static int prepare_moves(Walk *w)
         w->n_moves[u] = n;
     }
     free(seen);
-    w->slots = calloc(SLOTS, sizeof(Slot));
-    w->queue = malloc(MAX_PAIRS * sizeof(int32_t));
-    w->level = malloc(MAX_PAIRS * sizeof(int16_t));
-    if (w->slots == NULL || w->queue == NULL || w->level == NULL)
+    w->scratch = scratch_take();
+    if (w->scratch == NULL)
         return -1;
     w->moves_ready = 1;
     return 0;
 }
 
 /* Add a pair code to this search's set: 1 if new, 0 if met before. */
-static inline int meet(Walk *w, int32_t code)
+static inline int meet(Scratch *sc, int32_t code)
 {
     uint32_t h = ((uint32_t)code * 2654435761u) & (SLOTS - 1);
     for (;;) {
-        Slot *slot = &w->slots[h];
-        if (slot->tag != w->tag) {
-            slot->tag = w->tag;
+        Slot *slot = &sc->slots[h];
+        if (slot->tag != sc->tag) {
+            slot->tag = sc->tag;
             slot->code = code;
             return 1;
         }
@@ -392,11 +461,18 @@ static int search(Walk *w, int u0, int32_t s0)
     }
     const Py_ssize_t n = w->n_states;
     const int depth = w->depth;
-    w->tag++;
+    Scratch *sc = w->scratch;
+    int32_t *queue = sc->queue;
+    int16_t *level_of = sc->level;
+    if (sc->tag == INT32_MAX) { /* every tag used: clear the set once and start over */
+        memset(sc->slots, 0, SLOTS * sizeof(Slot));
+        sc->tag = 0;
+    }
+    sc->tag++;
     Py_ssize_t len = 1, start = 0, stop = 1;
-    w->queue[0] = (int32_t)(u0 * n + s0);
-    w->level[0] = 0;
-    meet(w, w->queue[0]);
+    queue[0] = (int32_t)(u0 * n + s0);
+    level_of[0] = 0;
+    meet(sc, queue[0]);
     int proven = -1, closed = 0;
     for (int level = 0; proven < 0; level++) {
         if (level >= depth) {
@@ -404,8 +480,8 @@ static int search(Walk *w, int u0, int32_t s0)
             break;
         }
         for (Py_ssize_t i = start; i < stop && proven < 0; i++) {
-            int v = (int)(w->queue[i] / n);
-            int32_t t = (int32_t)(w->queue[i] % n);
+            int v = (int)(queue[i] / n);
+            int32_t t = (int32_t)(queue[i] % n);
             for (int m = 0; m < w->n_moves[v]; m++) {
                 int32_t t2;
                 if (next_state(w, t, w->move_c[v][m], &t2) < 0)
@@ -415,13 +491,13 @@ static int search(Walk *w, int u0, int32_t s0)
                     break;
                 }
                 int32_t code = (int32_t)(w->move_u[v][m] * n + t2);
-                if (meet(w, code)) {
+                if (meet(sc, code)) {
                     if (len == MAX_PAIRS) {
                         proven = level; /* every path of `level` bytes was seen live */
                         break;
                     }
-                    w->queue[len] = code;
-                    w->level[len] = (int16_t)(level + 1);
+                    queue[len] = code;
+                    level_of[len] = (int16_t)(level + 1);
                     len++;
                 }
             }
@@ -435,15 +511,15 @@ static int search(Walk *w, int u0, int32_t s0)
     }
     w->budget -= (long)len;
     w->searched += len;
-    proof_store(&w->proof[w->queue[0]], (int16_t)proven);
+    proof_store(&w->proof[queue[0]], (int16_t)proven);
     for (Py_ssize_t i = 1; i < len; i++) {
-        int16_t *cell = &w->proof[w->queue[i]];
+        int16_t *cell = &w->proof[queue[i]];
         int16_t old = proof_load(cell);
         if (closed) {
             proof_store(cell, (int16_t)depth);
             continue;
         }
-        int bound = proven - w->level[i];
+        int bound = proven - level_of[i];
         if (old >= 0 || bound <= 0 || bound <= -2 - old)
             continue;
         proof_store(cell, (int16_t)(-2 - bound));
@@ -907,9 +983,7 @@ static void free_walk(Walk *w)
     free(w->out_states.data);
     free(w->in_nodes.data);
     free(w->in_states.data);
-    free(w->slots);
-    free(w->queue);
-    free(w->level);
+    scratch_give(w->scratch);
     free(w->info);
 }
 
@@ -921,9 +995,10 @@ static PyObject *mask_or_none(Walk *w)
 }
 
 PyDoc_STRVAR(walk_doc,
-"walk(trie, tables, n_sets, roots, root_state, mask_words, slices)\n--\n\n"
-"Classify the tokens below `roots` from DFA state `root_state` (see pda/kernels/walk.py).\n"
-"Returns (mask bytearray or None, [(set index, int64 nodes bytearray)], (visited, cut, searched)).");
+"walk(trie, tables, n_sets, roots, root_state, mask, slices)\n--\n\n"
+"Classify the tokens below `roots` from DFA state `root_state` (see pda/kernels/walk.py), setting\n"
+"the inside tokens' bits in `mask` (a writable int32 array). Returns ([(set index, int64 nodes\n"
+"bytearray)], whether any token is inside, (visited, cut, searched)).");
 
 static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -932,13 +1007,13 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t n_roots;
     int32_t root_state;
     int sorted, status;
-    PyObject *result = NULL, *mask = NULL, *groups = NULL;
+    PyObject *result = NULL, *groups = NULL;
     memset(&w, 0, sizeof w);
     b.held = 0;
     w.out_nodes.itemsize = sizeof(int64_t);
     w.out_states.itemsize = sizeof(int32_t);
     if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "walk(trie, tables, n_sets, roots, root_state, mask_words, slices) takes 7 arguments");
+        PyErr_SetString(PyExc_TypeError, "walk(trie, tables, n_sets, roots, root_state, mask, slices) takes 7 arguments");
         return NULL;
     }
     if (open_trie(&w, &b, args[0]) < 0 || open_tables(&w, &b, args[1]) < 0)
@@ -951,15 +1026,16 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     const int64_t *roots = open_roots(&w, &b, args[3], &n_roots, &sorted);
-    if (roots == NULL || parse_state(args[4], w.n_states, &root_state) < 0 || parse_mask_words(args[5], &w.mask_words) < 0)
+    if (roots == NULL || parse_state(args[4], w.n_states, &root_state) < 0)
         goto done;
+    Py_ssize_t s[1];
+    Py_buffer *out = get_array(&b, args[5], "mask", KIND_INT, 4, 1, 1, s);
+    if (out == NULL)
+        goto done;
+    w.mask_words = s[0];
     if (args[6] != Py_None && open_slices(&w, &b, args[6]) < 0)
         goto done;
-    w.mask = calloc((size_t)(w.mask_words + 1), sizeof(uint32_t));
-    if (w.mask == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    w.mask = out->buf; /* the caller's words (not freed here), written without the GIL: see walk.py */
     Py_BEGIN_ALLOW_THREADS
     status = run(&w, roots, n_roots, root_state);
     Py_END_ALLOW_THREADS
@@ -967,11 +1043,11 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         walk_error(&w);
         goto done;
     }
-    if (!(mask = mask_or_none(&w)) || !(groups = boundary_groups(&w, sorted)))
+    if (!(groups = boundary_groups(&w, sorted)))
         goto done;
-    result = Py_BuildValue("(OO(nnn))", mask, groups, w.visited, w.cut, w.searched);
+    result = Py_BuildValue("(ON(nnn))", groups, PyBool_FromLong(w.any_inside), w.visited, w.cut, w.searched);
 done:
-    Py_XDECREF(mask);
+    w.mask = NULL;
     Py_XDECREF(groups);
     free_walk(&w);
     release_all(&b);
@@ -1116,5 +1192,7 @@ static struct PyModuleDef walk_module = {
 
 PyMODINIT_FUNC PyInit__walk(void)
 {
+    if (pool_lock == NULL && (pool_lock = PyThread_allocate_lock()) == NULL)
+        return PyErr_NoMemory();
     return PyModule_Create(&walk_module);
 }

@@ -36,8 +36,9 @@ every index it reads as it goes, so corrupt input raises ValueError, never crash
 * optionally `SliceArrays`, the plain-body cut (pda/index/slices.py; its per-node `below`
   and `rest` are in the trie's records): `plain_body` int8 [8, 256], the trie's `depth`, the subtree size under
   which no proof is searched for (`SEARCH_MIN_NODES`), and a per-table proof buffer `proof`
-  int16 [8, n_states] (`new_proof`), which the caller keeps across walks: what it holds is
-  only true of the tables, plain-body automaton and depth that filled it.
+  int16 [8, n_states] (`new_proof`: zeros, every pair unknown; a cell holds 1 + what is
+  proven, see `proven_depths`), which the caller keeps across walks: what it holds is only
+  true of the tables, plain-body automaton and depth that filled it.
 
 Outputs: the mask (None when no token is inside) and the boundaries as (set index,
 int64 nodes) pairs, ascending by set index, each set's nodes ascending and unique. The
@@ -144,8 +145,18 @@ class Walked(NamedTuple):
 
 
 def new_proof(n_states: int) -> np.ndarray:
-    """An empty proof buffer for a DFA of `n_states` states (every pair unknown)."""
-    return np.full((AUTOMATON_STATES, n_states), -1, dtype=np.int16)
+    """An empty proof buffer for a DFA of `n_states` states (every pair unknown).
+
+    Zeros: a large buffer's pages are then mapped only where walks write (a table of
+    8,000 states has a 128 KB buffer, of which a walk meets a few pairs).
+    """
+    return np.zeros((AUTOMATON_STATES, n_states), dtype=np.int16)
+
+
+def proven_depths(proof: np.ndarray) -> np.ndarray:
+    """What a proof buffer says per (u, state): -1 unknown, d >= 0 proven final d bytes deep,
+    v <= -2 proven -2 - v bytes deep so far (a search from the pair may prove more)."""
+    return proof.astype(np.int32) - 1
 
 
 def walk(trie: TrieArrays, tables: TableArrays | PackedTableArrays, n_sets: int, roots: np.ndarray, root_state: int, mask_words: int,
@@ -153,9 +164,11 @@ def walk(trie: TrieArrays, tables: TableArrays | PackedTableArrays, n_sets: int,
     """Classify the tokens below `roots` from `root_state`; with `slices` and `proof`, cutting plain-body subtrees."""
     cut = None if slices is None else (slices.plain_body, proof, slices.depth, slices.search_min_nodes)
     roots = np.ascontiguousarray(roots, dtype=np.int64)
-    mask, groups, (visited, cuts, searched) = _walk.walk(trie, tables, n_sets, roots, root_state, mask_words, cut)
+    # The kernel sets bits in an array made here: no copy out, and no buffer object kept beside it.
+    mask = np.zeros(mask_words, dtype=np.int32)
+    groups, any_inside, (visited, cuts, searched) = _walk.walk(trie, tables, n_sets, roots, root_state, mask, cut)
     return Walked(
-        None if mask is None else np.frombuffer(mask, dtype=np.int32),
+        mask if any_inside else None,
         [(k, np.frombuffer(nodes, dtype=np.int64)) for k, nodes in groups],
         visited, cuts, searched,
     )
