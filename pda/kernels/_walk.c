@@ -180,8 +180,7 @@ typedef struct {
 
 /* A search's scratch: the pair set (tagged per search, so a reused one needs no clearing), the
  * queue and the levels, 176 KB. Walks take one from a pool and give it back, so that a walk
- * does not allocate and fault in fresh pages for it: per walk, that was half the page faults
- * of a JSON Schema replay and most of its short searching walks' time. */
+ * does not allocate and fault in fresh pages for it (docs/limits.md, POOL_MAX). */
 typedef struct Scratch {
     Slot *slots;
     int32_t *queue;
