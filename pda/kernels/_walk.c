@@ -32,14 +32,14 @@
  *     proof_load()); a pair not yet proven deep enough is searched for only under a
  *     subtree of at least `search_min_nodes` nodes (a search can cost more than walking
  *     a small subtree). Searches take their scratch from a pool (see Scratch).
- *     Returns ([(set index, bytearray of int64 nodes ascending, unique)] by set index,
+ *     Returns ([(set index, bytes of int64 nodes ascending, unique)] by set index,
  *     whether any token is inside, (nodes visited, subtrees cut, pairs searched)).
  * walk_states(trie, tables, roots, root_state)
- *     The same walk without the cut, keeping states: returns four bytearrays of int32,
+ *     The same walk without the cut, keeping states: returns four bytes objects of int32,
  *     the live nodes where tokens end with the state after their byte, and the
  *     boundary nodes with the state before theirs (sorted by node, then state).
  * pack(trie, nodes, mask_words)
- *     The tokens ending at int32 `nodes` as a packed mask (bytearray), or None.
+ *     The tokens ending at int32 `nodes` as a packed mask (bytes), or None.
  *
  * Every index read from an array is checked before use (shapes up front, values as
  * the walk reads them): a corrupt table raises ValueError, never reads out of bounds.
@@ -930,7 +930,7 @@ static Py_ssize_t sort_unique(int64_t *values, Py_ssize_t n)
     return kept;
 }
 
-/* [(set index, bytearray of int64 nodes)] from the boundaries in visit order, grouped by set
+/* [(set index, bytes of int64 nodes)] from the boundaries in visit order, grouped by set
  * (a counting sort, so each group keeps the walk's ascending order; sorted here when not). */
 static PyObject *boundary_groups(Walk *w, int sorted)
 {
@@ -959,7 +959,7 @@ static PyObject *boundary_groups(Walk *w, int sorted)
             continue;
         if (!sorted)
             size = sort_unique(grouped + lo, size);
-        PyObject *item = Py_BuildValue("(nN)", k, PyByteArray_FromStringAndSize((char *)(grouped + lo),
+        PyObject *item = Py_BuildValue("(nN)", k, PyBytes_FromStringAndSize((char *)(grouped + lo),
                                                                                  size * (Py_ssize_t)sizeof(int64_t)));
         if (item == NULL || PyList_Append(groups, item) < 0) {
             Py_XDECREF(item);
@@ -990,14 +990,14 @@ static PyObject *mask_or_none(Walk *w)
 {
     if (!w->any_inside)
         Py_RETURN_NONE;
-    return PyByteArray_FromStringAndSize((char *)w->mask, w->mask_words * 4);
+    return PyBytes_FromStringAndSize((char *)w->mask, w->mask_words * 4);
 }
 
 PyDoc_STRVAR(walk_doc,
 "walk(trie, tables, n_sets, roots, root_state, mask, slices)\n--\n\n"
 "Classify the tokens below `roots` from DFA state `root_state` (see pda/kernels/walk.py), setting\n"
 "the inside tokens' bits in `mask` (a writable int32 array). Returns ([(set index, int64 nodes\n"
-"bytearray)], whether any token is inside, (visited, cut, searched)).");
+"bytes)], whether any token is inside, (visited, cut, searched)).");
 
 static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1076,13 +1076,13 @@ static Py_ssize_t sort_pairs(Vec *nodes, Vec *states, int64_t *scratch)
 
 static PyObject *vec_bytes(const Vec *v)
 {
-    return PyByteArray_FromStringAndSize(v->data ? v->data : "", v->len * v->itemsize);
+    return PyBytes_FromStringAndSize(v->data ? v->data : "", v->len * v->itemsize);
 }
 
 PyDoc_STRVAR(walk_states_doc,
 "walk_states(trie, tables, roots, root_state)\n--\n\n"
 "The walk without the cut, keeping states: (inside nodes, their states, boundary nodes, the states\n"
-"before them), four bytearrays of int32 (see pda/kernels/walk.py).");
+"before them), four bytes objects of int32 (see pda/kernels/walk.py).");
 
 static PyObject *walk_states(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1135,7 +1135,7 @@ done:
 
 PyDoc_STRVAR(pack_doc,
 "pack(trie, nodes, mask_words)\n--\n\n"
-"The tokens ending at int32 `nodes` as a packed int32 mask (a bytearray), or None when there are none.");
+"The tokens ending at int32 `nodes` as a packed int32 mask (bytes), or None when there are none.");
 
 static PyObject *pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {

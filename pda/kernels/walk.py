@@ -41,7 +41,9 @@ every index it reads as it goes, so corrupt input raises ValueError, never crash
   true of the tables, plain-body automaton and depth that filled it.
 
 Outputs: the mask (None when no token is inside) and the boundaries as (set index,
-int64 nodes) pairs, ascending by set index, each set's nodes ascending and unique. The
+int64 nodes) pairs, ascending by set index, each set's nodes ascending and unique; node
+arrays (and `walk_states`' and `pack`'s results) are read-only views of the kernel's `bytes`,
+which the garbage collector does not track (a `bytearray` costs two tracked objects). The
 int64 dtype is part of the contract: a boundary group's key is its nodes' bytes, which
 must equal between walks, the shared classifications and the disk cache.
 
