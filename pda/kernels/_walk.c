@@ -960,7 +960,7 @@ static PyObject *boundary_groups(Walk *w, int sorted)
         if (!sorted)
             size = sort_unique(grouped + lo, size);
         PyObject *item = Py_BuildValue("(nN)", k, PyBytes_FromStringAndSize((char *)(grouped + lo),
-                                                                                 size * (Py_ssize_t)sizeof(int64_t)));
+                                                                             size * (Py_ssize_t)sizeof(int64_t)));
         if (item == NULL || PyList_Append(groups, item) < 0) {
             Py_XDECREF(item);
             Py_CLEAR(groups);
