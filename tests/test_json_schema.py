@@ -547,3 +547,108 @@ def test_from_pydantic_models_and_adapted_types() -> None:
     assert not g.accepts('{"age":3}') and not g.accepts('{"name":1}')
     ints = pda.Grammar.from_pydantic(list[int])
     assert ints.accepts("[1,2]") and not ints.accepts('["a"]')
+
+
+def test_integer_bounds_with_fractions_agree_with_jsonschema() -> None:
+    """Integer ranges from fractional, exclusive and integral bounds, on both sides of zero, hold exactly
+    the integers `jsonschema` validates (fractional bounds were truncated toward zero: `minimum: 1.5`
+    accepted 1, `maximum: -1.5` accepted -1)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    rng = random.Random(11)
+    checked = 0
+    for _ in range(150):
+        schema: dict = {"type": "integer"}
+        for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if rng.random() < 0.45:
+                schema[key] = rng.choice([rng.randint(-6, 6), rng.randint(-60, 60) / 10])
+        valid = [n for n in range(-9, 10) if jsonschema.Draft202012Validator(schema).is_valid(n)]
+        if not valid:  # bounds within -6..6 leave integers within -9..9 unless the range is empty
+            with pytest.raises(GrammarError, match="accepts no JSON value"):
+                pda.Grammar.from_json_schema(schema)
+            continue
+        g = pda.Grammar.from_json_schema(schema)
+        assert [n for n in range(-9, 10) if g.accepts(str(n))] == valid, schema
+        checked += 1
+    assert checked > 100
+
+
+def _random_ipv6_text(rng: random.Random) -> str:
+    """A valid address in a random spelling (compressed or not, IPv4 tail or not), or a near miss."""
+    import ipaddress
+
+    bits = rng.getrandbits(128) if rng.random() < 0.5 else rng.getrandbits(16) << rng.choice([0, 16, 96, 112])
+    address = ipaddress.IPv6Address(bits)
+    unpadded = ":".join(g.lstrip("0") or "0" for g in address.exploded.split(":"))
+    spelled = rng.choice([address.compressed, address.exploded, unpadded])
+    if rng.random() < 0.3:
+        groups = spelled.rsplit(":", 2)
+        if len(groups) == 3 and groups[1] and groups[2]:
+            v4 = int(groups[1], 16) << 16 | int(groups[2], 16)
+            spelled = f"{groups[0]}:{ipaddress.IPv4Address(v4)}"
+    if rng.random() < 0.5:  # a near miss: one character dropped, doubled or replaced
+        i = rng.randrange(len(spelled))
+        spelled = rng.choice([spelled[:i] + spelled[i + 1:], spelled[:i] + spelled[i] + spelled[i:],
+                              spelled[:i] + rng.choice(":.0fg") + spelled[i + 1:]])
+    return spelled
+
+
+def test_ipv6_format_agrees_with_ipaddress() -> None:
+    """`format: ipv6` is RFC 4291's textual form, checked against `ipaddress.IPv6Address` (scope ids
+    aside, which the format excludes) on random spellings and near misses; `::1`, `::` and
+    `::ffff:1.2.3.4` were refused."""
+    import ipaddress
+
+    g = pda.Grammar.from_json_schema({"type": "string", "format": "ipv6"})
+    rng = random.Random(3)
+    texts = ["::1", "::", "::ffff:1.2.3.4", "1::", "1:::", "1::2::3", ":1::", "1:2:3:4:5:6:7::", "::01.2.3.4"]
+    texts += [_random_ipv6_text(rng) for _ in range(600)]
+    valid = 0
+    for text in texts:
+        try:
+            want = "%" not in text and ipaddress.IPv6Address(text) is not None
+        except ValueError:
+            want = False
+        assert g.accepts(json.dumps(text)) == want, text
+        valid += want
+    assert 200 < valid < len(texts) - 150
+
+
+def test_allof_of_object_branches_agrees_with_jsonschema() -> None:
+    """allOf of two object schemas, one with patternProperties and one without, each open or closed
+    (additionalProperties false or a schema), with declared names: where no warning says otherwise,
+    the merged grammar accepts exactly what `jsonschema` validates, and where one does, at least that.
+    A closed branch's additionalProperties once applied to keys only another branch's patterns
+    matched (`{"foo": 42}` passed `allOf: [{additionalProperties: false}, {patternProperties: {"^f": ...}}]`)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    rng = random.Random(17)
+    values = [{"type": "integer"}, {"type": "string"}, {"type": "integer", "minimum": 10}, True, False]
+    keys = ["foo", "far", "bar", "baz", "qux"]
+    instances = [{k: v} for k in keys for v in (1, 12, "x")] + [{}, {"foo": 12, "bar": "x"}, {"far": 1, "qux": 12}]
+    exact = 0
+    for _ in range(120):
+        with_patterns: dict = {"patternProperties": {rng.choice(["^f", "^b", "a"]): rng.choice(values)}}
+        without: dict = {}
+        for side in (with_patterns, without):
+            if rng.random() < 0.5:
+                side["properties"] = {k: rng.choice(values) for k in rng.sample(keys, rng.randint(1, 2))}
+            if rng.random() < 0.7:
+                side["additionalProperties"] = rng.choice([False, {"type": "integer"}, {"type": "string"}])
+        branches = [with_patterns, without] if rng.random() < 0.5 else [without, with_patterns]
+        schema = {"type": "object", "allOf": branches}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                g = pda.Grammar.from_json_schema(schema)
+            except GrammarError as error:
+                assert "accepts no JSON value" in str(error)
+                assert not any(jsonschema.Draft202012Validator(schema).is_valid(x) for x in instances)
+                continue
+        validator = jsonschema.Draft202012Validator(schema)
+        for x in instances:
+            got = g.accepts(json.dumps(x, separators=(",", ":")))
+            if caught:  # an approximation accepts more, never less
+                assert got or not validator.is_valid(x), (schema, x)
+            else:
+                assert got == validator.is_valid(x), (schema, x)
+        exact += not caught
+    assert exact > 80

@@ -171,10 +171,14 @@ _FORMATS = {
 }
 _H16 = r"[0-9A-Fa-f]{1,4}"
 _V4 = _FORMATS["ipv4"]
+_LS32 = rf"(?:{_H16}:{_H16}|{_V4})"
+# RFC 4291 section 2.2 as RFC 3986's IPv6address ABNF spells it: eight groups, or fewer around one
+# "::" (`[ *k( h16 ":" ) h16 ] "::"` and what may follow it), the last 32 bits possibly as IPv4.
+_IPV6_AFTER_GAP = [rf"(?:{_H16}:){{4}}{_LS32}", rf"(?:{_H16}:){{3}}{_LS32}", rf"(?:{_H16}:){{2}}{_LS32}",
+                   rf"{_H16}:{_LS32}", _LS32, _H16, ""]
 _FORMATS["ipv6"] = "(?:" + "|".join([
-    rf"(?:{_H16}:){{7}}{_H16}", rf"(?:{_H16}:){{6}}{_V4}",
-    *[rf"(?:{_H16}:){{0,{k}}}{_H16}?::(?:{_H16}:){{0,{5 - k}}}(?:{_H16}|{_V4})" for k in range(0, 6)],
-    rf"(?:{_H16}:){{0,6}}{_H16}?::",
+    rf"(?:{_H16}:){{6}}{_LS32}", rf"::(?:{_H16}:){{5}}{_LS32}",
+    *[rf"(?:(?:{_H16}:){{0,{k}}}{_H16})?::{after}" for k, after in enumerate(_IPV6_AFTER_GAP)],
 ]) + ")"
 _FORMATS["date-time"] = _FORMATS["date"] + "[Tt]" + _FORMATS["time"]  # RFC 3339 ABNF: no space
 # ISO 8601 duration with at least one component (and at least one after T).
@@ -516,13 +520,18 @@ class _Compiler:
         skip: set[str] = set()
         open_a = a.get("additionalProperties", True) in (True, {})
         open_b = b.get("additionalProperties", True) in (True, {})
+        with_patterns = [side for side in (a, b) if "patternProperties" in side]
+        one_sided = len(with_patterns) == 1
         if ({"properties", "additionalProperties"} & (a.keys() | b.keys())
-                and ("patternProperties" not in a and "patternProperties" not in b or open_a and open_b)):
+                and (not with_patterns or one_sided or open_a and open_b)):
             # A name declared on one side only must also pass the other side's
-            # additionalProperties; names declared on neither side pass both.
+            # additionalProperties, or its patterns that the name matches (kept below);
+            # names declared on neither side pass both.
             pa, pb = a.get("properties") or {}, b.get("properties") or {}
             aa, ab = a.get("additionalProperties", True), b.get("additionalProperties", True)
-            props = {n: _conj(pa.get(n, aa), pb.get(n, ab)) for n in [*pa, *(n for n in pb if n not in pa)]}
+            matched = self._pattern_matched_names(a, b, path) if one_sided else set()
+            props = {n: _conj(pa.get(n, True if n in matched else aa), pb.get(n, True if n in matched else ab))
+                     for n in [*pa, *(n for n in pb if n not in pa)]}
             out.pop("properties", None)
             out.pop("additionalProperties", None)
             if props:
@@ -531,6 +540,21 @@ class _Compiler:
             if addl not in (True, {}):
                 out["additionalProperties"] = addl
             skip = {"properties", "additionalProperties"}
+            if one_sided:
+                # A key that matches a pattern of one side is additional on the other side,
+                # which has no patterns: it passes that pattern's schema and the other side's
+                # additionalProperties. Unless the other side declares a name that matches the
+                # pattern: that name passes the pattern alone, so the pattern stays as it is.
+                rest = ab if with_patterns[0] is a else aa
+                patterns = with_patterns[0]["patternProperties"]
+                if matched and rest not in (True, {}):
+                    self.approximate("allOf/patternProperties", path,
+                                     f"property {sorted(matched)[0]!r} is declared in one branch and matches "
+                                     "another branch's patternProperties: keys matching those patterns are not "
+                                     "checked against the additionalProperties of the branch without patterns")
+                    rest = True
+                out["patternProperties"] = {pat: _conj(ps, rest) for pat, ps in patterns.items()}
+                skip.add("patternProperties")
         for k, v in b.items():
             if k in skip:
                 continue
@@ -592,6 +616,14 @@ class _Compiler:
             else:
                 self.unsupported(f"allOf/{k}", path, f"the first value of {k!r} is kept")
         return out
+
+    def _pattern_matched_names(self, a: dict[str, Any], b: dict[str, Any], path: tuple[str, ...]) -> set[str]:
+        """Of two `merge` sides, one with patternProperties: the names the other side declares (and the
+        patterned side does not) that match one of its patterns."""
+        with_patterns, other = (a, b) if "patternProperties" in a else (b, a)
+        declared = with_patterns.get("properties") or {}
+        return {name for name in other.get("properties") or {} if name not in declared
+                and any(self._search(pat, name, path) for pat in with_patterns["patternProperties"])}
 
     def flatten(self, schema: Any, path: tuple[str, ...], seen: frozenset[str] = frozenset()) -> Any:
         """Inline `$ref` (with its siblings) and `allOf` into one schema, one level deep."""
@@ -1183,10 +1215,10 @@ class _Compiler:
         else:
             m = None
         if integer:
-            ilo = None if lo is None else (int(lo) + 1 if lo_ex and lo == int(lo) else -(-lo // 1))
-            ihi = None if hi is None else (int(hi) - 1 if hi_ex and hi == int(hi) else hi // 1)
-            ilo = None if ilo is None else int(ilo)
-            ihi = None if ihi is None else int(ihi)
+            # The integers inside the bounds: ceil and floor (Decimal's `//` truncates toward zero,
+            # which took `minimum: 1.5` for 1 and `maximum: -1.5` for -1).
+            ilo = None if lo is None else (int(lo) + 1 if lo_ex and lo == int(lo) else math.ceil(lo))
+            ihi = None if hi is None else (int(hi) - 1 if hi_ex and hi == int(hi) else math.floor(hi))
             if ilo is not None and ihi is not None and ilo > ihi:
                 return None
             if m is not None and int(Decimal(str(m))) != 1:
