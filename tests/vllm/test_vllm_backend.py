@@ -14,15 +14,17 @@ import random
 
 import numpy as np
 import pytest
-from vllm.exceptions import VLLMValidationError
-from vllm.v1.structured_output.backend_types import StructuredOutputGrammar
-from vllm.v1.structured_output.backend_types import StructuredOutputOptions as Kind
-from vllm.v1.structured_output.backend_xgrammar import XgrammarBackend
-from vllm.v1.structured_output.utils import choice_as_grammar
 
-from pda.demo.qwen import QWEN2_SPECIAL_TOKENS
-from pda.integrations.bitmask import unpack_bitmask
-from pda.integrations.vllm import PdaBackend, PdaGrammar, vocabulary
+pytest.importorskip("vllm", reason="vllm is not installed here: `make test-vllm` runs tests/vllm in .venv-vllm/")
+from vllm.exceptions import VLLMValidationError  # noqa: E402
+from vllm.v1.structured_output.backend_types import StructuredOutputGrammar  # noqa: E402
+from vllm.v1.structured_output.backend_types import StructuredOutputOptions as Kind  # noqa: E402
+from vllm.v1.structured_output.backend_xgrammar import XgrammarBackend  # noqa: E402
+from vllm.v1.structured_output.utils import choice_as_grammar  # noqa: E402
+
+from pda.demo.qwen import QWEN2_SPECIAL_TOKENS  # noqa: E402
+from pda.integrations.bitmask import unpack_bitmask  # noqa: E402
+from pda.integrations.vllm import PdaBackend, PdaGrammar, vocabulary  # noqa: E402
 
 ENDOFTEXT, IM_START, IM_END = QWEN2_SPECIAL_TOKENS.values()
 
@@ -47,7 +49,7 @@ def mask(grammar: StructuredOutputGrammar, backend, vocab_size: int) -> np.ndarr
 
 def test_drafts_with_padding_special_and_refused_ids(backend, tokenizer, vocab_size):
     grammar = backend.compile_grammar(Kind.REGEX, "[a-c]{2,4}-[0-9]{1,3}", {IM_END, ENDOFTEXT})
-    assert isinstance(grammar, StructuredOutputGrammar)
+    assert isinstance(grammar, PdaGrammar) and isinstance(grammar, StructuredOutputGrammar)
     good = ids(tokenizer, "ab-1")
     before = mask(grammar, backend, vocab_size)
     padding = [len(tokenizer), vocab_size - 1, vocab_size, vocab_size + 7, 10**9]  # past the tokenizer, past the logits

@@ -1,0 +1,157 @@
+"""`vllm.LLM` generation through pda after `pda.integrations.vllm.enable()`, on a tiny random Qwen2 model.
+
+The model is built here from a transformers config (nothing is downloaded) around the
+real Qwen2 tokenizer and saved with it to a temporary folder that vLLM loads. Its
+weights are random, so its text is nonsense; what is checked is that every finished
+output belongs to its language by an independent check (`json` + `jsonschema`, `re`,
+Lark itself) and every output cut at `max_tokens` is a viable prefix, with and without
+n-gram speculative decoding, whose drafts go through `PdaGrammar.validate_tokens`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import jsonschema
+import lark
+import pytest
+
+pytest.importorskip("vllm", reason="vllm is not installed here: `make test-vllm` runs tests/vllm in .venv-vllm/")
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine core in this process, where pda is enabled
+import torch  # noqa: E402
+from transformers import Qwen2Config, Qwen2ForCausalLM  # noqa: E402
+from vllm import LLM, SamplingParams  # noqa: E402
+from vllm.exceptions import VLLMValidationError  # noqa: E402
+from vllm.sampling_params import StructuredOutputsParams  # noqa: E402
+
+import pda  # noqa: E402
+from pda.integrations import vllm as pda_vllm  # noqa: E402
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 8}, "age": {"type": "integer", "minimum": 0}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+PATTERN = r"[a-c]{2,4}-[0-9]{1,3}"
+CHOICES = ["red", "green", "blue", "light blue"]
+SQL = r"""
+start: "SELECT " columns " FROM " table where?
+columns: "*" | column (", " column)*
+column: "id" | "name" | "age"
+table: "people" | "pets"
+where: " WHERE " column op value
+op: " = " | " < " | " > "
+value: /[0-9]{1,4}/ | "'" /[a-z]{1,8}/ "'"
+"""
+GBNF = """
+root ::= "(" num ("," num)* ")"
+num  ::= [0-9] | [1-9] [0-9] | [1-9] [0-9] [0-9]
+"""
+GBNF_LANGUAGE = r"\((0|[1-9][0-9]{0,2})(,(0|[1-9][0-9]{0,2}))*\)"
+
+
+def json_ok(text: str) -> bool:
+    jsonschema.validate(json.loads(text), SCHEMA)
+    return True
+
+
+sql_parser = lark.Lark(SQL)
+# kind: (structured_outputs, the language's own check, pda's grammar for viable prefixes of cut outputs)
+KINDS = {
+    "json": (StructuredOutputsParams(json=SCHEMA), json_ok, pda.Grammar.from_json_schema(SCHEMA, whitespace="flexible")),
+    "regex": (StructuredOutputsParams(regex=PATTERN), lambda t: bool(re.fullmatch(PATTERN, t)), pda.Grammar.from_regex(PATTERN)),
+    "choice": (StructuredOutputsParams(choice=CHOICES), lambda t: t in CHOICES, pda.Grammar.from_choices(CHOICES)),
+    "lark-sql": (StructuredOutputsParams(grammar=SQL), lambda t: bool(sql_parser.parse(t)), pda.Grammar.from_lark(SQL)),
+    "gbnf": (StructuredOutputsParams(grammar=GBNF), lambda t: bool(re.fullmatch(GBNF_LANGUAGE, t)), pda.Grammar.from_gbnf(GBNF)),
+}
+SAMPLES = 8
+MAX_TOKENS = 48
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tokenizer, vocab_size):
+    """A tiny random Qwen2 (head_dim 64: vLLM's CPU attention refuses 16) with the Qwen2 tokenizer, saved."""
+    folder = tmp_path_factory.mktemp("tiny-qwen2")
+    config = Qwen2Config(vocab_size=vocab_size, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
+                         tie_word_embeddings=True, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        Qwen2ForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def make_llm(model_dir: str, **kwargs) -> LLM:
+    pda_vllm.enable()
+    return LLM(model=model_dir, dtype="float32", max_model_len=512, max_num_seqs=SAMPLES, enforce_eager=True,
+               seed=0, kv_cache_memory_bytes=256 << 20, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def llm(model_dir):
+    return make_llm(model_dir)
+
+
+@pytest.fixture(scope="module")
+def spec_llm(model_dir):
+    return make_llm(model_dir, speculative_config={"method": "ngram", "num_speculative_tokens": 3,
+                                                   "prompt_lookup_min": 1, "prompt_lookup_max": 3})
+
+
+def structured_backend(llm: LLM) -> object:
+    return llm.llm_engine.engine_core.engine_core.structured_output_manager.backend
+
+
+def generate_and_check(llm: LLM, kind: str) -> tuple[int, int]:
+    """SAMPLES outputs of one kind; each finished one in the language, each cut one a viable prefix. (finished, total)"""
+    constraint, check, grammar = KINDS[kind]
+    params = [SamplingParams(max_tokens=MAX_TOKENS, temperature=1.0, seed=seed, structured_outputs=constraint)
+              for seed in range(SAMPLES)]
+    outputs = llm.generate([f"Sample {kind} #{i}:" for i in range(SAMPLES)], params, use_tqdm=False)
+    finished = 0
+    for output in outputs:
+        done = output.outputs[0]
+        assert done.finish_reason in ("stop", "length"), done
+        if done.finish_reason == "stop":
+            assert check(done.text), done.text
+            finished += 1
+        else:
+            assert grammar.accepts_prefix(done.text), done.text
+    return finished, len(outputs)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_kind_through_pda(llm, kind):
+    finished, total = generate_and_check(llm, kind)
+    assert isinstance(structured_backend(llm), pda_vllm.PdaBackend)
+    assert total == SAMPLES and finished >= (1 if kind == "json" else SAMPLES // 2)
+
+
+@pytest.mark.parametrize("kind", ["json", "regex", "gbnf"])
+def test_ngram_speculative_drafts_are_validated_by_pda(spec_llm, kind, monkeypatch):
+    drafts = []
+    validate = pda_vllm.PdaGrammar.validate_tokens
+
+    def recording(self, tokens):
+        drafts.append(len(tokens))
+        return validate(self, tokens)
+
+    monkeypatch.setattr(pda_vllm.PdaGrammar, "validate_tokens", recording)
+    finished, total = generate_and_check(spec_llm, kind)
+    assert total == SAMPLES and finished >= 1
+    assert sum(drafts) > 0  # n-gram drafts were proposed and went through pda
+
+
+def test_refused_constraints_are_vllm_validation_errors(llm):
+    for constraint, message in [
+        (StructuredOutputsParams(grammar="start: undefined_rule"), "pda cannot serve this grammar"),
+        (StructuredOutputsParams(json={"type": "string", "pattern": "(?<=a)b"}), "pda cannot serve this JSON Schema"),
+        (StructuredOutputsParams(structural_tag=json.dumps({"type": "structural_tag", "format": {}})), "structural tag"),
+    ]:
+        with pytest.raises(VLLMValidationError, match=message):
+            llm.generate(["x"], SamplingParams(max_tokens=4, structured_outputs=constraint), use_tqdm=False)
