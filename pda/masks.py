@@ -154,7 +154,7 @@ class StepMasks:
         # A sample of the words keys the dedupe table cheaply; a hit is confirmed in full.
         sample = acc[::16].tobytes()
         shared = self._masks.get(sample)
-        if shared is not None and np.array_equal(shared, acc):
+        if shared is not None and shared.tobytes() == acc.tobytes():  # 1.5 us for Qwen2's row; np.array_equal 2.7
             return shared
         self._masks[sample] = acc
         return acc
@@ -171,7 +171,10 @@ class StepMasks:
                 after = at.probe(terminals) if terminals & at.allowed else at
                 if after is None:
                     continue
-                sub = index.after_boundary(group, after.allowed | ignore)
+                live_set = after.allowed | ignore
+                sub = group.after.get(live_set)  # `after_boundary`'s memo, read here to save a call
+                if sub is None:
+                    sub = index.after_boundary(group, live_set)
                 if sub.inside is not None:
                     np.bitwise_or(acc, sub.inside, out=acc)
                 if sub.groups:

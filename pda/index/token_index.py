@@ -430,17 +430,19 @@ class TokenIndex:
                              self._slices if cut else None, tables.proof(depth) if cut else None)
         return Classification(walked.inside, tables.groups(walked.boundaries))
 
-    def _signature(self, q: int, live_set: int) -> tuple[tuple, list[int]] | None:
+    def _signature(self, q: int, live_set: int, key: tuple | None = None) -> tuple[tuple, list[int]] | None:
         """What the walk from lexer state q depends on: (content, the live terminals in its order).
 
         The content is the live terminals' (DFA digest, priority, own state), sorted; a
         group's terminal set is then a bitmask over positions in that order. None under
-        the basic lexer mode, where all terminals (live or not) cut the lexeme.
+        the basic lexer mode, where all terminals (live or not) cut the lexeme. `key` is
+        `LexerTables.key(q)` when the caller has it.
         """
         lexer = self.lexer
         if lexer.mode != CONTEXTUAL:
             return None
-        key = self.lexer.tables(live_set).key(q)
+        if key is None:
+            key = lexer.tables(live_set).key(q)
         found = self._signatures.get(key)
         if found is not None:
             return found
@@ -456,9 +458,12 @@ class TokenIndex:
         self._signatures[key] = found
         return found
 
-    def _shared_walk(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int) -> Classification:
-        """The walk from `roots` at lexer state q, through the shared classifications."""
-        found = self._signature(q, live_set)
+    def _shared_walk(
+        self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int, state_key: tuple | None = None
+    ) -> Classification:
+        """The walk from `roots` at lexer state q, through the shared classifications (`state_key`: q's
+        `LexerTables.key`, when the caller has it)."""
+        found = self._signature(q, live_set, state_key)
         if found is None:
             return self._basic_classify(roots, roots_key, q, live_set)
         content, order = found
@@ -628,10 +633,13 @@ class TokenIndex:
                 return found
         # From a state inside a lexeme only the terminals still live there matter, so the
         # entry is keyed by their own DFA states and shared by every candidate set.
-        key = (live_set, START) if q == START else self.lexer.tables(live_set).key(q)
+        if q == START:
+            key, state_key = (live_set, START), None
+        else:
+            key = state_key = self.lexer.tables(live_set).key(q)
         found = self._roots.get(key)
         if found is None:
-            found = self._roots[key] = self._count(self._shared_walk(self.first_nodes, b"", q, live_set))
+            found = self._roots[key] = self._count(self._shared_walk(self.first_nodes, b"", q, live_set, state_key))
         return found
 
     def after_boundary(self, group: BoundaryGroup, live_set: int) -> Classification:
