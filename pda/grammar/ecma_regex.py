@@ -1057,8 +1057,10 @@ def _minimise(d: _DFA) -> _DFA:
     return _DFA(d.classes, out, acc)
 
 
-def _to_regex(d: _DFA) -> PatternInfo | None:
-    """The DFA's language as a lexeme-body regex over JSON units (state elimination)."""
+def _to_regex(d: _DFA, limit: int = MAX_PATTERN_REGEX, reverse: bool = False) -> PatternInfo | None:
+    """The DFA's language as a lexeme-body regex over JSON units (state elimination);
+    `_TooBig` once an entry passes `limit` characters. With `reverse`, the regex of the
+    language's reversal (each path's pieces concatenated the other way round)."""
     n = len(d.trans)
     # Live states: those from which an accepting state is reachable.
     live = {q for q in range(n) if d.accept[q]}
@@ -1116,11 +1118,11 @@ def _to_regex(d: _DFA) -> PatternInfo | None:
         for i in incoming_k:
             into = R[i].pop(k)
             for j, out in outs.items():
-                text = into + star + out
+                text = out + star + into if reverse else into + star + out
                 prev = R[i].get(j)
                 if prev is not None and prev != text:
                     text = f"(?:{prev}|{text})"
-                if len(text) > MAX_PATTERN_REGEX:
+                if len(text) > limit:
                     raise _TooBig
                 # Every entry is safe to concatenate (a unit, a group, or a concatenation of those).
                 R[i][j] = text
@@ -1181,6 +1183,21 @@ def _accepts_everything(d: _DFA) -> bool:
     """Whether a minimal DFA accepts every string: its start accepts and loops on every
     class of scalar values (only the surrogate class, never matched, may leave it)."""
     return d.accept[0] and all(t == 0 for c, t in enumerate(d.trans[0]) if subtract(d.classes[c], (SURROGATES,)))
+
+
+def dfa_regex(classes: list[Ranges], trans: list[list[int]], accept: list[bool], limit: int,
+              reverse: bool = False) -> str | None:
+    """The language of a complete DFA (start state 0, `trans[q][c]` for class `classes[c]`)
+    as one regex, minimised first; None when it is empty. With `reverse`, the DFA reads
+    the strings backwards and the regex is of the strings themselves (numerals decided
+    by their last digits have the simpler automaton backwards). For front ends that
+    build a regular language as an automaton (`multiples`); `RegexError` when the regex
+    would pass `limit` characters."""
+    try:
+        info = _to_regex(_minimise(_DFA(classes, trans, accept)), limit, reverse)
+    except _TooBig:
+        raise RegexError(f"the automaton's regex is longer than {limit} characters") from None
+    return None if info is None else info.body
 
 
 def pattern_set_body(positive: list[str], negative: list[str], *, min_len: int = 0,

@@ -41,13 +41,15 @@ from urllib.parse import unquote
 from pda.errors import GrammarError, PdaError, RegexError
 from pda.grammar import ecma_regex as er
 from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.grammar.multiples import MAX_MULTIPLE_REGEX, MultiplesTooLarge, multiples_regex
 from pda.regex import has_lazy_quantifier
 
 MAX_WHITESPACE_RUN = 64
 """Longest run of JSON white space between two tokens with ``whitespace="flexible"``."""
 
 MAX_ENUMERATED_MULTIPLES = 1000
-"""`multipleOf` on a bounded integer range is enumerated up to this many values."""
+"""A `multipleOf` whose regex is over `multiples`' limits is enumerated on a bounded range
+of up to this many multiples."""
 
 MAX_COUNTED_PROPERTIES = 64
 """Largest `minProperties`/`maxProperties` bound tracked (rules grow with bound x properties)."""
@@ -1202,38 +1204,35 @@ class _Compiler:
             else:
                 return self.terminal(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*", "NUM")
         if isinstance(m, (int, float)) and not isinstance(m, bool) and m > 0:
+            # The step as p/10^scale: its multiples are the numbers whose value times 10^scale is an
+            # integer multiple of p. Among integers those are the multiples of p/gcd(p, 10^scale).
             md = Decimal(str(m))
-            if md == md.to_integral_value():
-                integer = True
-            elif md == Decimal(1).scaleb(md.adjusted()) and lo is None and hi is None:
-                # A multiple of 10^-k is a plain decimal with at most k fraction digits.
-                return self.terminal(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]{1,%d}0*)?" % -md.adjusted(), "NUM")
-            else:
-                self.approximate("multipleOf", path + ("multipleOf",),
-                                 "a fractional multipleOf is not expressible here; it is ignored")
-                m = None
-        else:
-            m = None
+            exponent = md.normalize().as_tuple().exponent
+            assert isinstance(exponent, int)  # a finite number (validated)
+            scale = max(-exponent, 0)
+            p = int(md.scaleb(scale))
+            if scale == 0 or integer:
+                p, scale, integer = p // math.gcd(p, 10**scale), 0, True
+            if p != 1 or scale:
+                nlo, nhi = _scaled(lo, lo_ex, scale, True), _scaled(hi, hi_ex, scale, False)
+                if nlo is not None and nhi is not None and nlo > nhi:
+                    return None
+                try:
+                    regex = multiples_regex(p, scale, nlo, nhi)
+                    return None if regex is None else self.terminal(regex, "INT" if integer else "NUM")
+                except MultiplesTooLarge:
+                    # (An empty range returned None above, before any regex was built.)
+                    if nlo is not None and nhi is not None and (nhi - nlo) // p <= MAX_ENUMERATED_MULTIPLES:
+                        first = -(-nlo // p) * p
+                        vals = [_number_literal_regex(Decimal(n).scaleb(-scale)) for n in range(first, nhi + 1, p)]
+                        return self.terminal("(?:" + "|".join(vals) + ")", "INT" if integer else "NUM")
+                    self.approximate("multipleOf", path + ("multipleOf",),
+                                     f"the multiples of {m} need a regex over {MAX_MULTIPLE_REGEX} characters and "
+                                     f"the range is unbounded or holds over {MAX_ENUMERATED_MULTIPLES}; it is ignored")
         if integer:
-            # The integers inside the bounds: ceil and floor (Decimal's `//` truncates toward zero,
-            # which took `minimum: 1.5` for 1 and `maximum: -1.5` for -1).
-            ilo = None if lo is None else (int(lo) + 1 if lo_ex and lo == int(lo) else math.ceil(lo))
-            ihi = None if hi is None else (int(hi) - 1 if hi_ex and hi == int(hi) else math.floor(hi))
+            ilo, ihi = _scaled(lo, lo_ex, 0, True), _scaled(hi, hi_ex, 0, False)
             if ilo is not None and ihi is not None and ilo > ihi:
                 return None
-            if m is not None and int(Decimal(str(m))) != 1:
-                step = int(Decimal(str(m)))
-                if ilo is not None and ihi is not None and (ihi - ilo) // step <= MAX_ENUMERATED_MULTIPLES:
-                    first = -(-ilo // step) * step
-                    vals = [str(x) for x in range(first, ihi + 1, step)]
-                    if not vals:
-                        return None
-                    return self.terminal("(?:" + "|".join(vals).replace("-", "\\-") + r")(?:\.0+)?", "INT")
-                tail = _multiple_suffix_regex(step)
-                if tail is not None and ilo is None and ihi is None:
-                    return self.terminal(tail, "INT")
-                self.approximate("multipleOf", path + ("multipleOf",),
-                                 "an integer multipleOf over a large or one-sided range is ignored")
             if ilo is None and ihi is None:
                 return self.terminal(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?(?:[eE]\+?[0-9]+)?", "INT")
             return self.terminal(self.int_regex(ilo, ihi), "INT")
@@ -1891,16 +1890,6 @@ class _Compiler:
         return GrammarIR(terminals=tuple(terminals), rules=tuple(ir_rules), start="start", source="<json-schema>")
 
 
-def _multiple_suffix_regex(step: int) -> str | None:
-    """Integers divisible by `step` when `step` divides 10^j (j <= 3): decided by the last j digits."""
-    for j in range(1, 4):
-        if 10**j % step == 0:
-            short = "|".join(str(x) for x in range(0, 10**j, step))
-            tails = "|".join(f"{x:0{j}d}" for x in range(0, 10**j, step))
-            return rf"-?(?:[1-9][0-9]*(?:{tails})|{short})(?:\.0+)?"
-    return None
-
-
 # Strings of characters with one JSON spelling (themselves) and `/`.
 _SINGLE_OR_SLASH = re.compile("[" + "".join(f"{er.py_char(a)}-{er.py_char(b)}" for a, b in er.SINGLE_SPELLING)
                               + "/]*")
@@ -1965,6 +1954,18 @@ def _is_int(v: Any) -> bool:
 def _num(d: Decimal) -> int | float:
     """A decimal as the JSON number a schema keyword holds."""
     return int(d) if d == d.to_integral_value() else float(d)
+
+
+def _scaled(bound: Decimal | None, strict: bool, scale: int, lower: bool) -> int | None:
+    """The integer bound on value * 10^scale, rounded inward: ceil for a lower bound, floor
+    for an upper one (Decimal's `//` truncates toward zero, which took `minimum: 1.5` for 1
+    and `maximum: -1.5` for -1), one step further when a strict bound falls on an integer."""
+    if bound is None:
+        return None
+    b = bound.scaleb(scale)
+    if strict and b == b.to_integral_value():
+        return int(b) + (1 if lower else -1)
+    return math.ceil(b) if lower else math.floor(b)
 
 
 def _split(d: Decimal) -> tuple[int, str]:
