@@ -190,7 +190,6 @@ class PdaBackend(StructuredOutputBackend):
 
 def _pda_validate_structured_outputs(original: Any) -> Any:
     """vLLM's request validation with pda's: the constraint is parsed by pda and the backend named `pda`."""
-
     from vllm.v1.structured_output.request import get_structured_output_key
 
     @functools.wraps(original)
