@@ -1,8 +1,8 @@
 """`pda.generate`: pda's own decoding loop, with jump-forward and token healing.
 
 `model.generate` samples one token per forward pass and cannot change the
-prompt's tokens. This loop (one sequence, KV-cached, any causal LM with the
-transformers forward interface) adds two things:
+prompt's tokens. This loop (KV-cached, any causal LM with the transformers
+forward interface; one prompt, or a batch of them) adds two things:
 
 **Jump-forward.** After each sampled token x the grammar may fix the next bytes
 F (`Matcher.forced_bytes`: `": "` after a fixed key, say). Appending F token by
@@ -36,6 +36,21 @@ ending in a bare space), where checking each one would cost more than it is
 worth. Jump-forward then treats L as forced text, so `{"na` + forced `me": `
 becomes the canonical `name`, `":`.
 
+**Stop strings.** An output ends as soon as its generated text (the prefix
+excluded) contains a stop string; the text is cut before it and reported with
+`stopped` set and `terminated=False`, since the grammar has not ended: the text is
+a viable prefix of a sentence. A stop string may span tokens, or start the output.
+
+**Batches.** A list of prompts runs as one batch: the prompts left-padded to the
+longest, padding masked out by the attention mask and positions counted per row,
+so greedy rows come out as each prompt alone without jump-forward. Each row has
+its own matcher (one `fill_bitmasks` call a step), heals its own prompt, and
+leaves the batch (and its KV cache) when it ends. Jump-forward is off in a batch:
+it feeds a row a varying number of tokens per pass, which a batch can only take
+with padding in the middle of rows and per-row cache bookkeeping; one token per
+row and pass keeps every row aligned. A list of one prompt runs alone, with
+jump-forward.
+
 Outputs cut by `max_new_tokens` come back with `terminated=False`: only an
 accepted EOS makes an output complete.
 """
@@ -46,7 +61,7 @@ import bisect
 import codecs
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +70,7 @@ import numpy as np
 from pda.compiler import CompiledGrammar, compile
 from pda.errors import PdaError
 from pda.grammar.grammar import Grammar
-from pda.matcher import Matcher
+from pda.matcher import Matcher, fill_bitmasks
 from pda.vocab import Vocabulary
 
 HEAL_MAX_CANDIDATES = 4096
@@ -71,7 +86,10 @@ class GenerationResult:
     when terminated). `forced_tokens` counts tokens appended by jump-forward
     without sampling, so without a forward pass of their own. `constraint_seconds`
     is the time spent on the grammar (masks, accepting tokens, jump-forward), the
-    model's forward passes and the sampling excluded: the constraint's overhead.
+    model's forward passes and the sampling excluded: the constraint's overhead
+    (in a batch, each step's masks are shared evenly among its rows). `stopped` is
+    the stop string that ended the output, if one did: `text` is cut before it and
+    `token_ids` end with the token that completed it.
     """
 
     text: str
@@ -82,6 +100,7 @@ class GenerationResult:
     prompt_ids: list[int] = field(default_factory=list)
     healed: bytes = b""
     constraint_seconds: float = field(default=0.0, compare=False)
+    stopped: str | None = None
 
 
 class TokenPrefixIndex:
@@ -198,14 +217,14 @@ class _Output:
         """Bytes fixed from here: the rest of the literal, then what the grammar forces after it."""
         return self.literal + self.matcher.forced_bytes()
 
-    def fill_bitmask(self, bitmask: np.ndarray) -> None:
-        """Row 0 of `bitmask`: the grammar's mask, or while healing, the tokens that spell the literal."""
+    def fill_bitmask(self, bitmask: np.ndarray, row: int = 0) -> None:
+        """Row `row` of `bitmask`: the grammar's mask, or while healing, the tokens that spell the literal."""
         if not self.literal:
-            self.matcher.fill_bitmask(bitmask, 0)
+            self.matcher.fill_bitmask(bitmask, row)
             return
-        bitmask[0] = 0
+        bitmask[row] = 0
         ids = self.healing_ids()
-        np.bitwise_or.at(bitmask[0].view(np.uint32), ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+        np.bitwise_or.at(bitmask[row].view(np.uint32), ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
 
     def healing_ids(self) -> np.ndarray:
         """Tokens that are a prefix of the literal, or start with it and continue as the grammar allows."""
@@ -295,12 +314,150 @@ def _start_token(tokenizer: Any) -> int | None:
     return None
 
 
+def _prompt_texts(tokenizer: Any, prompt: str | Sequence[str] | None,
+                  messages: Sequence[Any] | None) -> tuple[list[str], bool, bool]:
+    """(the prompts' texts, whether a list was given, whether they come from the chat template)."""
+    if (prompt is None) == (messages is None):
+        raise ValueError("pass either a prompt (or a list of prompts) or chat messages")
+    if prompt is not None:
+        if isinstance(prompt, str):
+            return [prompt], False, False
+        texts = list(prompt)
+        if not texts or not all(isinstance(p, str) for p in texts):
+            raise ValueError("prompt must be a string or a non-empty list of strings")
+        return texts, True, False
+    if not getattr(tokenizer, "chat_template", None):
+        raise PdaError("the tokenizer has no chat template (tokenizer.chat_template is unset), so messages "
+                       "cannot be rendered: set one, or pass the prompt's text instead")
+    conversations = list(messages)
+    batched = bool(conversations) and not isinstance(conversations[0], Mapping)
+    if not batched:
+        conversations = [conversations]
+    if not conversations or not all(conversations):
+        raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts, or a list of such lists")
+    texts = [tokenizer.apply_chat_template(list(c), tokenize=False, add_generation_prompt=True)
+             for c in conversations]
+    return texts, batched, True
+
+
+def _stop_strings(stop: str | Sequence[str] | None) -> list[str]:
+    """The stop strings as a list; an empty one is a ValueError (it would stop before anything)."""
+    stops = [stop] if isinstance(stop, str) else list(stop or ())
+    if not all(isinstance(s, str) and s for s in stops):
+        raise ValueError(f"stop strings must be non-empty strings, got {stop!r}")
+    return stops
+
+
+def _start_row(tokenizer: Any, vocab: Vocabulary, matcher: Matcher, text: str, chat: bool,
+               heal: int) -> tuple[_Output, list[int]]:
+    """One prompt's constraint (the healed literal, then `matcher`) and the ids the model is fed.
+
+    A chat template writes its own special tokens, so its text is encoded without adding any.
+    """
+    encoded = list(tokenizer(text, add_special_tokens=not chat)["input_ids"])
+    start = _start_token(tokenizer)
+    ids, literal = _heal(vocab, encoded, len(text.encode("utf-8")), heal)
+    index = prefix_index(vocab) if literal else None
+    if index is not None and len(index.starting_with(literal)) > HEAL_MAX_CANDIDATES:
+        ids, literal, index = encoded, b"", None
+    if not ids and literal and start is None:  # nothing would be left to condition on: no healing
+        ids, literal, index = encoded, b"", None
+    if not ids:
+        if start is None:
+            raise PdaError("the prompt is empty and the tokenizer has no BOS or EOS token to start from")
+        ids = [start]
+    return _Output(matcher, literal, index), ids
+
+
+class _Text:
+    """One output's bytes: the healed literal hidden, stop strings looked for, the text streamed.
+
+    Stop strings are matched on the UTF-8 bytes after the prefix (a valid UTF-8 string only
+    matches on character boundaries). Text that may be the start of a stop string is held
+    back from `on_text` until it cannot be.
+    """
+
+    def __init__(self, vocab: Vocabulary, literal: bytes, prefix: str, stops: list[str],
+                 on_text: Callable[[str], None] | None) -> None:
+        self.tokens = vocab.tokens
+        self.hidden = len(literal)
+        self.prefix = prefix.encode("utf-8")
+        self.produced = bytearray()  # the generated tokens' bytes, healed literal first
+        self.stops = [(s.encode("utf-8"), s) for s in stops]
+        self.hold = max((len(b) for b, _ in self.stops), default=1) - 1
+        self.stopped: str | None = None
+        self.end: int | None = None  # where a stop string cuts the visible bytes
+        self.on_text = on_text
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.emitted = 0
+        if on_text is not None and prefix:
+            on_text(prefix)
+
+    def take(self, tokens: list[int]) -> int:
+        """Append `tokens`; how many are kept: all, or those up to the one that completes a stop string."""
+        for k, token in enumerate(tokens):
+            seen = len(self.produced) - self.hidden
+            self.produced.extend(self.tokens[token] or b"")
+            if self.stops and self._stop_from(max(0, seen - self.hold)):
+                self.emit(final=True)
+                return k + 1
+        self.emit()
+        return len(tokens)
+
+    def _stop_from(self, start: int) -> bool:
+        """Whether a stop string occurs in the visible bytes from `start`; the earliest one cuts the text
+        (the first listed, of several at the same place)."""
+        found = [(at, k) for k, (b, _) in enumerate(self.stops)
+                 if (at := self.produced.find(b, self.hidden + start)) >= 0]
+        if not found:
+            return False
+        at, k = min(found)
+        self.stopped = self.stops[k][1]
+        self.end = at - self.hidden
+        return True
+
+    def emit(self, final: bool = False) -> None:
+        """Hand `on_text` the new text that no stop string can still claim (all of it when `final`)."""
+        if self.on_text is None:
+            return
+        visible = len(self.produced) - self.hidden
+        upto = self.end if self.end is not None else visible if final else visible - self.hold
+        chunk = ""
+        if upto > self.emitted:
+            chunk = self.decoder.decode(bytes(self.produced[self.hidden + self.emitted:self.hidden + upto]))
+            self.emitted = upto
+        if final:
+            chunk += self.decoder.decode(b"", final=True)
+        if chunk:
+            self.on_text(chunk)
+
+    def text(self) -> str:
+        """The prefix and the visible bytes, cut before the stop string if one ended the output."""
+        return (self.prefix + bytes(self.produced[self.hidden:][:self.end])).decode("utf-8", errors="replace")
+
+
+@dataclass
+class _Settings:
+    """How tokens are drawn, shared by every row of a call."""
+
+    max_new_tokens: int
+    temperature: float
+    top_k: int | None
+    top_p: float | None
+    generator: Any
+
+    def sample(self, scores: Any) -> int:
+        return sample_token(scores, self.temperature, self.top_k, self.top_p, self.generator)
+
+
 def generate(
     model: Any,
     tokenizer: Any,
     grammar: Grammar | CompiledGrammar | str,
-    prompt: str,
+    prompt: str | Sequence[str] | None = None,
     *,
+    messages: Sequence[Mapping[str, Any]] | Sequence[Sequence[Mapping[str, Any]]] | None = None,
+    stop: str | Sequence[str] | None = None,
     max_new_tokens: int = 256,
     temperature: float | None = None,
     top_k: int | None = None,
@@ -311,26 +468,38 @@ def generate(
     heal: bool | int = True,
     prefix: str = "",
     on_text: Callable[[str], None] | None = None,
-) -> GenerationResult:
+) -> GenerationResult | list[GenerationResult]:
     """Generate a sentence of `grammar` after `prompt`, with jump-forward and token healing.
 
+    `prompt` is a string (one `GenerationResult`) or a list of strings (a list of results,
+    in order). `messages` replaces it with a chat: `[{"role": "user", "content": ...}]`
+    (or a list of such chats), rendered by `tokenizer.apply_chat_template(...,
+    add_generation_prompt=True)`; a `PdaError` when the tokenizer has no chat template.
     `prefix` is text the output starts with (assistant prefill): the model sees
     `prompt + prefix`, the grammar matches `prefix` + what is generated.
     `heal` backs up over that many prompt tokens (True: one). Decoding follows
     transformers: greedy unless `do_sample` (default: the model's
     `generation_config.do_sample`, or True when a `temperature` above 0 is given),
     and when sampling, `temperature`, `top_k` and `top_p` default to the model's
-    generation config. `on_text` receives the output's text as it grows (the prefix
-    first). An empty context (an empty prompt, or one healing backs up over entirely)
+    generation config. `stop` strings end an output as soon as its generated text
+    contains one: `text` is cut before it, `stopped` names it and `terminated` is False
+    (the grammar has not ended; the text is a viable prefix of a sentence). `on_text`
+    receives the output's text as it grows (the prefix first; single prompts only).
+    An empty context (an empty prompt, or one healing backs up over entirely)
     starts from the tokenizer's BOS token, else its EOS token (a document separator in
     pre-training); with neither, healing keeps the prompt's last token and an empty
     prompt is a `PdaError`. See the module docstring for what jump-forward and healing
-    do exactly.
+    do exactly, and for batches (several prompts run as one left-padded batch, without
+    jump-forward).
     """
     import torch
 
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    texts, batched, chat = _prompt_texts(tokenizer, prompt, messages)
+    stops = _stop_strings(stop)
+    if len(texts) > 1 and on_text is not None:
+        raise ValueError("on_text streams one output: generate a batch of prompts without it")
     compiled = compile_for(grammar, tokenizer, model)
     vocab = compiled.vocab
     matcher = Matcher(compiled)
@@ -340,48 +509,41 @@ def generate(
         compiled.grammar.check(prefix_bytes, prefix=True)  # raises ParseError with the offset
         raise PdaError(f"the prefix {prefix!r} is not a viable start of the grammar")
     temperature, top_k, top_p = _sampling(model, temperature, top_k, top_p, do_sample)
-    encoded = list(tokenizer(prompt + prefix, add_special_tokens=True)["input_ids"])
-    start = _start_token(tokenizer)
-    ids, literal = _heal(vocab, encoded, len((prompt + prefix).encode("utf-8")), int(heal))
-    index = prefix_index(vocab) if literal else None
-    if index is not None and len(index.starting_with(literal)) > HEAL_MAX_CANDIDATES:
-        ids, literal, index = encoded, b"", None
-    if not ids and literal and start is None:  # nothing would be left to condition on: no healing
-        ids, literal, index = encoded, b"", None
-    if not ids:
-        if start is None:
-            raise PdaError("the prompt is empty and the tokenizer has no BOS or EOS token to start from")
-        ids = [start]
-    output = _Output(matcher, literal, index)
-
-    forward = KVCachedForward(model)
     generator = torch.Generator().manual_seed(seed) if seed is not None else None
-    width = logits_width(model)
-    bitmask = np.empty((1, (width + 31) // 32), dtype=np.int32)
+    settings = _Settings(max_new_tokens, temperature, top_k, top_p, generator)
+    rows = [_start_row(tokenizer, vocab, matcher.copy(), text + prefix, chat, int(heal)) for text in texts]
+    if len(rows) > 1:
+        outputs = [_Text(vocab, output.literal, prefix, stops, None) for output, _ in rows]
+        return _generate_batch(model, _pad_token(tokenizer), vocab, rows, outputs, settings)
+    output, ids = rows[0]
+    result = _generate_one(model, vocab, output, ids, _Text(vocab, output.literal, prefix, stops, on_text),
+                           settings, jump_forward)
+    return [result] if batched else result
+
+
+def _generate_one(model: Any, vocab: Vocabulary, output: _Output, ids: list[int], text: _Text,
+                  settings: _Settings, jump_forward: bool) -> GenerationResult:
+    """One prompt: the KV-cached loop with jump-forward."""
+    import torch
+
+    max_new_tokens = settings.max_new_tokens
+    forward = KVCachedForward(model)
+    bitmask = np.empty((1, (logits_width(model) + 31) // 32), dtype=np.int32)
     eos = vocab.eos_ids
-
+    literal = output.literal
     generated: list[int] = []
-    produced = bytearray()  # the generated tokens' bytes (healed literal first)
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    emitted = [0]
+    pending: list[int] = ids
+    forced_tokens = passes = 0
+    spent = 0.0
+    terminated = stopped = False
 
-    def emit() -> None:
-        if on_text is None:
-            return
-        visible = produced[len(literal):]
-        chunk = decoder.decode(bytes(visible[emitted[0]:]))
-        emitted[0] = len(visible)
-        if chunk:
-            on_text(chunk)
-
-    if on_text is not None and prefix:
-        on_text(prefix)
-
-    def take(tokens: list[int]) -> None:
-        generated.extend(tokens)
-        for t in tokens:
-            produced.extend(vocab.tokens[t] or b"")
-        emit()
+    def take(tokens: list[int]) -> bool:
+        """Record `tokens` (cut after one that completes a stop string); whether a stop string ended the output."""
+        nonlocal forced_tokens
+        kept = text.take(tokens)
+        generated.extend(tokens[:kept])
+        forced_tokens -= len(tokens) - kept  # what a stop string cuts off is forced text
+        return text.stopped is not None
 
     def jump(before: _Output, after: _Output, head: bytes, budget: int) -> tuple[_Output, list[int]] | None:
         """Canonical tokens for `head` + the bytes forced after it (last one held back), fed to a copy
@@ -389,10 +551,10 @@ def generate(
         forced = after.forced()
         if not forced:
             return None
-        text = _decodable(head + forced)
-        if text is None or len(text.encode("utf-8")) <= len(head):
+        decoded = _decodable(head + forced)
+        if decoded is None or len(decoded.encode("utf-8")) <= len(head):
             return None
-        canonical = vocab.encode(text)
+        canonical = vocab.encode(decoded)
         if canonical is None or len(canonical) < 2:
             return None
         tokens = canonical[:-1][:budget]
@@ -401,25 +563,21 @@ def generate(
         state = before.copy()
         return (state, tokens) if all(state.accept(t) for t in tokens) else None
 
-    pending: list[int] = ids
-    forced_tokens = passes = 0
-    spent = 0.0
-    terminated = False
     with torch.inference_mode():
         jumped = jump(output, output, b"", max_new_tokens) if jump_forward and max_new_tokens > 0 else None
         if jumped is not None:
             output, tokens = jumped
             pending = pending + tokens
             forced_tokens += len(tokens)
-            take(tokens)
-        while len(generated) < max_new_tokens:
+            stopped = take(tokens)
+        while not stopped and len(generated) < max_new_tokens:
             scores = forward(pending)
             passes += 1
             started = time.perf_counter()
             output.fill_bitmask(bitmask)
             _apply(scores, bitmask)
             spent += time.perf_counter() - started
-            x = sample_token(scores, temperature, top_k, top_p, generator)
+            x = settings.sample(scores)
             started = time.perf_counter()
             if x in eos:
                 terminated = output.accept(x)
@@ -439,14 +597,11 @@ def generate(
                 output, tokens = after, [x]
             pending = tokens
             spent += time.perf_counter() - started
-            take(tokens)
+            stopped = take(tokens)
 
-    text = (prefix_bytes + bytes(produced[len(literal):])).decode("utf-8", errors="replace")
-    tail = decoder.decode(b"", final=True)
-    if on_text is not None and tail:
-        on_text(tail)
+    text.emit(final=True)
     return GenerationResult(
-        text=text,
+        text=text.text(),
         token_ids=generated,
         terminated=terminated,
         forward_passes=passes,
@@ -454,7 +609,75 @@ def generate(
         prompt_ids=ids,
         healed=literal,
         constraint_seconds=spent,
+        stopped=text.stopped,
     )
+
+
+def _generate_batch(model: Any, pad_id: int, vocab: Vocabulary, rows: list[tuple[_Output, list[int]]],
+                    texts: list[_Text], settings: _Settings) -> list[GenerationResult]:
+    """Several prompts as one left-padded batch, one token per row and pass; finished rows leave the batch."""
+    import torch
+
+    from pda.integrations.transformers import apply_packed_bitmask_
+
+    outputs = [output for output, _ in rows]
+    literals = [output.literal for output in outputs]
+    n = len(rows)
+    forward = BatchedForward(model, pad_id)
+    bitmask = np.empty((n, (logits_width(model) + 31) // 32), dtype=np.int32)
+    eos = vocab.eos_ids
+    generated: list[list[int]] = [[] for _ in range(n)]
+    passes, spent, terminated = [0] * n, [0.0] * n, [False] * n
+    active = list(range(n)) if settings.max_new_tokens > 0 else []
+    pending = [ids for _, ids in rows]
+    with torch.inference_mode():
+        while active:
+            scores = forward(pending)
+            started = time.perf_counter()
+            plain = [k for k, r in enumerate(active) if not outputs[r].literal]
+            fill_bitmasks([outputs[active[k]].matcher for k in plain], bitmask, plain)
+            for k, r in enumerate(active):
+                if outputs[r].literal:
+                    outputs[r].fill_bitmask(bitmask, k)
+            apply_packed_bitmask_(scores, bitmask[: len(active)])
+            share = (time.perf_counter() - started) / len(active)  # the batch's masks, shared evenly
+            keep, pending = [], []
+            for k, r in enumerate(active):
+                passes[r] += 1
+                x = settings.sample(scores[k])
+                started = time.perf_counter()
+                if x in eos:
+                    terminated[r] = outputs[r].accept(x)
+                    if not terminated[r]:
+                        raise PdaError(f"internal error: sampled EOS {x} where the grammar cannot end")
+                    generated[r].append(x)
+                elif not outputs[r].accept(x):
+                    raise PdaError(f"internal error: sampled token {vocab.describe(x)} outside the mask")
+                else:
+                    generated[r].append(x)
+                    texts[r].take([x])
+                spent[r] += share + time.perf_counter() - started
+                if not terminated[r] and texts[r].stopped is None and len(generated[r]) < settings.max_new_tokens:
+                    keep.append(k)
+                    pending.append([x])
+            if keep and len(keep) < len(active):
+                forward.keep(keep)
+            active = [active[k] for k in keep]
+    return [
+        GenerationResult(text=texts[r].text(), token_ids=generated[r], terminated=terminated[r],
+                         forward_passes=passes[r], forced_tokens=0, prompt_ids=rows[r][1], healed=literals[r],
+                         constraint_seconds=spent[r], stopped=texts[r].stopped)
+        for r in range(n)
+    ]
+
+
+def _pad_token(tokenizer: Any) -> int:
+    """The id left padding is made of (never attended to): the tokenizer's pad token, else EOS, else 0."""
+    for name in ("pad_token_id", "eos_token_id"):
+        token = getattr(tokenizer, name, None)
+        if isinstance(token, int):
+            return token
+    return 0
 
 
 class KVCachedForward:
@@ -483,6 +706,55 @@ class KVCachedForward:
         out = self.model(input_ids=ids, use_cache=True, **kwargs)
         self.cache = getattr(out, self.cache_arg, None)
         return out.logits[0, -1].float().to("cpu")
+
+
+class BatchedForward(KVCachedForward):
+    """KV-cached forward passes over a batch: prompts left-padded, then one token per row a pass.
+
+    Padding is masked out (`attention_mask`) and each row's positions count its own tokens
+    only (`position_ids`), so a row sees what it would see alone. `keep` drops finished rows
+    from the batch and its cache.
+    """
+
+    def __init__(self, model: Any, pad_id: int) -> None:
+        import inspect
+
+        super().__init__(model)
+        params = inspect.signature(model.forward).parameters
+        if "attention_mask" not in params or "position_ids" not in params:
+            raise PdaError("a batch of prompts needs a model whose forward takes attention_mask and position_ids")
+        self.pad_id = pad_id
+        self.mask: Any = None
+        self.next_position: Any = None
+
+    def __call__(self, rows: list[list[int]]) -> Any:  # type: ignore[override]
+        """Feed each row its tokens (any lengths at first, then one each); the logits, `[rows, width]`."""
+        import torch
+
+        if self.cache is None:
+            width = max(len(r) for r in rows)
+            ids = torch.tensor([[self.pad_id] * (width - len(r)) + r for r in rows], dtype=torch.long)
+            self.mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=torch.long)
+            positions = (self.mask.cumsum(-1) - 1).clamp(min=0)
+        else:
+            ids = torch.tensor(rows, dtype=torch.long)
+            self.mask = torch.cat([self.mask, torch.ones_like(ids)], dim=1)
+            positions = self.next_position[:, None] + torch.arange(ids.shape[1])
+        self.next_position = positions[:, -1] + 1
+        kwargs = {self.cache_arg: self.cache, **self.extra}
+        out = self.model(input_ids=ids.to(self.device), attention_mask=self.mask.to(self.device),
+                         position_ids=positions.to(self.device), use_cache=True, **kwargs)
+        self.cache = getattr(out, self.cache_arg, None)
+        return out.logits[:, -1].float().to("cpu")
+
+    def keep(self, rows: list[int]) -> None:
+        """Go on with these rows only (indices into the current batch, in order)."""
+        import torch
+
+        index = torch.tensor(rows, dtype=torch.long)
+        self.cache.batch_select_indices(index.to(self.device))
+        self.mask = self.mask[index]
+        self.next_position = self.next_position[index]
 
 
 def _apply(scores: Any, bitmask: np.ndarray) -> None:

@@ -300,3 +300,166 @@ def test_decoding_follows_transformers(model_tok):
     sampled = [generate(model, tok, "json", "Data:", do_sample=True, seed=s, max_new_tokens=10).token_ids
                for s in range(4)]
     assert any(ids != greedy.token_ids for ids in sampled)
+
+
+WORD_OR_NUMBER = r"""
+start: WORD | NUMBER
+WORD: /[a-z]{1,10}/
+NUMBER: /[0-9]{1,3}/
+"""
+PROMPTS = ["Word:", "A longer prompt, many tokens longer than the others: here", "x", ""]
+
+
+def test_a_greedy_batch_equals_each_prompt_alone(model_tok):
+    """Left padding, positions and dropped rows leave every row as it would be alone (without jump-forward)."""
+    model, tok = model_tok
+    grammar = pda.Grammar.from_lark(WORD_OR_NUMBER)
+    batch = generate(model, tok, grammar, PROMPTS, temperature=0, max_new_tokens=8)
+    alone = [generate(model, tok, grammar, p, temperature=0, max_new_tokens=8, jump_forward=False) for p in PROMPTS]
+    assert batch == alone
+    assert all(r.terminated and grammar.accepts(r.text) for r in batch)
+    assert len({len(r.token_ids) for r in batch}) > 1  # rows left the batch at different steps
+    assert batch[0].healed == b":" and batch[3].prompt_ids == [tok.eos_token_id]
+
+
+def test_a_greedy_json_batch_cut_at_max_new_tokens(model_tok, json_grammar):
+    model, tok = model_tok
+    batch = generate(model, tok, json_grammar, PROMPTS, temperature=0, max_new_tokens=6)
+    alone = [generate(model, tok, json_grammar, p, temperature=0, max_new_tokens=6, jump_forward=False)
+             for p in PROMPTS]
+    assert batch == alone
+    for r in batch:
+        _check_json_run(r, json_grammar, 6)
+
+
+def test_a_sampled_batch(model_tok, json_grammar):
+    model, tok = model_tok
+    prompts = [f"JSON #{i}:" for i in range(6)]
+    batch = generate(model, tok, json_grammar, prompts, temperature=1.0, seed=11, max_new_tokens=16)
+    assert len(batch) == 6 and all(r.forced_tokens == 0 for r in batch)
+    for r in batch:
+        _check_json_run(r, json_grammar, 16)
+    assert generate(model, tok, json_grammar, prompts, temperature=1.0, seed=11, max_new_tokens=16) == batch
+
+
+def test_a_list_of_one_prompt_runs_alone_with_jump_forward(model_tok):
+    model, tok = model_tok
+    grammar = pda.Grammar.from_lark(PERSON)
+    (one,) = generate(model, tok, grammar, ["Person:\n"], seed=3, max_new_tokens=20)
+    assert one == generate(model, tok, grammar, "Person:\n", seed=3, max_new_tokens=20)
+    assert one.forced_tokens > 0
+
+
+def _boundaries(vocab, result):
+    """Offsets in `result.text` (no prefix, no healing) where one generated token ends and the next starts."""
+    ends, at = [], 0
+    for t in result.token_ids[:-1]:
+        at += len(vocab.tokens[t] or b"")
+        ends.append(at)
+    return ends
+
+
+def test_a_stop_string_spanning_two_tokens(model_tok, vocab):
+    model, tok = model_tok
+    grammar = pda.Grammar.from_lark(PERSON)
+    full = generate(model, tok, grammar, "Person:\n", temperature=0, heal=False, max_new_tokens=30)
+    assert full.terminated and full.text.isascii()
+    # The first token boundary whose two-character window occurs nowhere earlier in the text.
+    at = next(b for b in _boundaries(vocab, full) if b >= 1 and full.text.find(full.text[b - 1:b + 1]) == b - 1)
+    stop = full.text[at - 1:at + 1]
+    cut = generate(model, tok, grammar, "Person:\n", temperature=0, heal=False, max_new_tokens=30, stop=["END", stop])
+    assert cut.stopped == stop and not cut.terminated
+    assert cut.text == full.text[:at - 1] and grammar.accepts_prefix(cut.text)
+    k = _boundaries(vocab, full).index(at) + 2  # the token after the boundary completes the stop string
+    assert cut.token_ids == full.token_ids[:k]
+
+
+def test_a_stop_string_at_the_very_start(model_tok):
+    model, tok = model_tok
+    grammar = pda.Grammar.from_lark(WORD_OR_NUMBER)
+    full = generate(model, tok, grammar, "Word:", temperature=0, heal=False, max_new_tokens=8)
+    cut = generate(model, tok, grammar, "Word:", temperature=0, heal=False, max_new_tokens=8, stop=full.text[0])
+    assert cut.text == "" and cut.stopped == full.text[0] and not cut.terminated
+    assert cut.token_ids == full.token_ids[:1] and cut.forward_passes == 1
+
+
+def test_a_stop_string_is_looked_for_after_the_prefix(model_tok):
+    """`"` ends the name: the prefix's own quotes do not count; the text streams up to the cut."""
+    model, tok = model_tok
+    grammar = pda.Grammar.from_lark(PERSON)
+    prefix = '{"name": "'
+    full = generate(model, tok, grammar, "Person: ", prefix=prefix, temperature=0, max_new_tokens=30)
+    chunks = []
+    cut = generate(model, tok, grammar, "Person: ", prefix=prefix, temperature=0, max_new_tokens=30,
+                   stop=['"', '", "age'], on_text=chunks.append)
+    assert cut.text == full.text[:full.text.index('"', len(prefix))] and len(cut.text) > len(prefix)
+    assert cut.stopped == '"'  # the first stop string to appear ends the output
+    assert "".join(chunks) == cut.text
+
+
+def test_stop_strings_in_a_batch(model_tok):
+    model, tok = model_tok
+    grammar = pda.Grammar.from_lark(PERSON)
+    prompts = ["Person:\n", "Another person:\n", "P:"]
+    batch = generate(model, tok, grammar, prompts, temperature=0, max_new_tokens=30, stop=", ")
+    alone = [generate(model, tok, grammar, p, temperature=0, max_new_tokens=30, stop=", ", jump_forward=False)
+             for p in prompts]
+    assert batch == alone
+    assert all(r.stopped == ", " and r.text.startswith('{"name": "') and "age" not in r.text for r in batch)
+
+
+def test_bad_arguments(model_tok):
+    model, tok = model_tok
+    with pytest.raises(ValueError, match="stop strings"):
+        generate(model, tok, "json", "x", stop=["", "a"])
+    with pytest.raises(ValueError, match="either a prompt"):
+        generate(model, tok, "json", "x", messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(ValueError, match="either a prompt"):
+        generate(model, tok, "json")
+    with pytest.raises(ValueError, match="on_text"):
+        generate(model, tok, "json", ["a", "b"], on_text=print)
+
+
+SMALL_TEMPLATE = ("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+                  "{% if add_generation_prompt %}[assistant]\n{% endif %}")
+
+
+def test_chat_messages_go_through_the_template(model_tok, monkeypatch):
+    model, tok = model_tok
+    monkeypatch.setattr(tok, "chat_template", SMALL_TEMPLATE)
+    chat = [{"role": "system", "content": "Answer in JSON."}, {"role": "user", "content": "A number?"}]
+    rendered = "[system] Answer in JSON.\n[user] A number?\n[assistant]\n"
+    r = generate(model, tok, "json", messages=chat, heal=False, seed=1, max_new_tokens=8)
+    assert r.prompt_ids == tok(rendered)["input_ids"]
+    assert r == generate(model, tok, "json", rendered, heal=False, seed=1, max_new_tokens=8)
+    other = [{"role": "user", "content": "A list?"}]
+    batch = generate(model, tok, "json", messages=[chat, other], heal=False, temperature=0, max_new_tokens=8)
+    assert batch[0].prompt_ids == r.prompt_ids
+    assert batch[1] == generate(model, tok, "json", messages=other, heal=False, temperature=0, max_new_tokens=8,
+                                jump_forward=False)
+
+
+def test_chat_messages_with_the_qwen2_template(model_tok):
+    """The demo tokenizer's own template writes special tokens: they are encoded as such, none added."""
+    model, tok = model_tok
+    assert tok.chat_template
+    r = generate(model, tok, "json", messages=[{"role": "user", "content": "Hi"}], seed=0, max_new_tokens=4)
+    assert r.prompt_ids == tok("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")["input_ids"]
+    assert r.prompt_ids.count(tok.convert_tokens_to_ids("<|im_start|>")) == 2
+
+
+def test_chat_messages_without_a_template_are_an_error(model_tok, monkeypatch):
+    model, tok = model_tok
+    monkeypatch.setattr(tok, "chat_template", None)
+    with pytest.raises(pda.PdaError, match="no chat template"):
+        generate(model, tok, "json", messages=[{"role": "user", "content": "Hi"}])
+
+
+def test_of_stop_strings_at_the_same_place_the_first_listed_is_reported(vocab):
+    from pda.generation import _Text
+
+    (token,) = vocab.encode("abcd")
+    for stops in (["bc", "b"], ["b", "bc"]):
+        text = _Text(vocab, b"", "", stops, None)
+        assert text.take([token, token]) == 1
+        assert text.stopped == stops[0] and text.text() == "a"
