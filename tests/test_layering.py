@@ -47,6 +47,9 @@ LAYERS: list[tuple[str | tuple[str, ...], ...]] = [
 DEFERRED_UPWARD: dict[tuple[str, str], str] = {
     ("pda.grammar.json_schema", "pda.grammar.grammar"):
         "the JSON Schema front end decides some subschemas by recognising values with a `Grammar`",
+    ("pda.grammar.structural", "pda.grammar.grammar"):
+        "structural tags embed the IR of other front ends (regex, JSON Schema, Lark, GBNF) through `Grammar`'s "
+        "constructors, the one place that applies each front end's defaults",
 }
 
 # Each name's unit (its first name) and rank.

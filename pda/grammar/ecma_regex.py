@@ -438,6 +438,19 @@ def literal_string_regex(text: str) -> str:
     return '"' + literal_body_regex(text) + '"'
 
 
+def raw_class_regex(ranges: Ranges) -> str | None:
+    """A Python regex for one code point of `ranges`, written as itself (not as a JSON unit); None if empty."""
+    if not ranges:
+        return None
+
+    def char(cp: int) -> str:
+        return re.escape(chr(cp)) if 0x20 < cp < 0x7F else f"\\U{cp:08x}"
+
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return char(ranges[0][0])
+    return "[" + "".join(char(lo) if lo == hi else f"{char(lo)}-{char(hi)}" for lo, hi in ranges) + "]"
+
+
 # --------------------------------------------------------- pattern → lexeme
 
 
@@ -1057,10 +1070,12 @@ def _minimise(d: _DFA) -> _DFA:
     return _DFA(d.classes, out, acc)
 
 
-def _to_regex(d: _DFA, limit: int = MAX_PATTERN_REGEX, reverse: bool = False) -> PatternInfo | None:
+def _to_regex(d: _DFA, limit: int = MAX_PATTERN_REGEX, reverse: bool = False,
+              unit: Callable[[Ranges], str | None] = unit_regex) -> PatternInfo | None:
     """The DFA's language as a lexeme-body regex over JSON units (state elimination);
     `_TooBig` once an entry passes `limit` characters. With `reverse`, the regex of the
-    language's reversal (each path's pieces concatenated the other way round)."""
+    language's reversal (each path's pieces concatenated the other way round). `unit`
+    writes one class of code points (JSON string units by default)."""
     n = len(d.trans)
     # Live states: those from which an accepting state is reachable.
     live = {q for q in range(n) if d.accept[q]}
@@ -1084,7 +1099,7 @@ def _to_regex(d: _DFA, limit: int = MAX_PATTERN_REGEX, reverse: bool = False) ->
             if t in live:
                 by_target.setdefault(t, []).extend(d.classes[c])
         for t, ranges in by_target.items():
-            u = unit_regex(normalize(ranges))
+            u = unit(normalize(ranges))
             if u is not None:
                 R[q][t] = u
         if d.accept[q]:
@@ -1186,15 +1201,16 @@ def _accepts_everything(d: _DFA) -> bool:
 
 
 def dfa_regex(classes: list[Ranges], trans: list[list[int]], accept: list[bool], limit: int,
-              reverse: bool = False) -> str | None:
+              reverse: bool = False, unit: Callable[[Ranges], str | None] = unit_regex) -> str | None:
     """The language of a complete DFA (start state 0, `trans[q][c]` for class `classes[c]`)
     as one regex, minimised first; None when it is empty. With `reverse`, the DFA reads
     the strings backwards and the regex is of the strings themselves (numerals decided
     by their last digits have the simpler automaton backwards). For front ends that
     build a regular language as an automaton (`multiples`); `RegexError` when the regex
-    would pass `limit` characters."""
+    would pass `limit` characters. `unit` writes a class (JSON string units by default;
+    `raw_class_regex` for the code points themselves)."""
     try:
-        info = _to_regex(_minimise(_DFA(classes, trans, accept)), limit, reverse)
+        info = _to_regex(_minimise(_DFA(classes, trans, accept)), limit, reverse, unit)
     except _TooBig:
         raise RegexError(f"the automaton's regex is longer than {limit} characters") from None
     return None if info is None else info.body

@@ -140,6 +140,16 @@ class Grammar:
         return cls(ir)
 
     @classmethod
+    def from_structural_tag(cls, spec: dict[str, Any] | str) -> "Grammar":
+        """Free text with constrained islands, from XGrammar's structural-tag JSON (`pda.grammar.structural`):
+        `{"type": "structural_tag", "format": {...}}`, a format alone, or the older
+        `{"structures": [...], "triggers": [...]}`. `GrammarError` names the field of a bad spec."""
+        from pda.grammar.structural import structural_tag_to_ir
+
+        with collector.paused():
+            return cls(structural_tag_to_ir(spec))
+
+    @classmethod
     def load(cls, spec: str, *, start: str | None = None, lexer: str | None = None) -> "Grammar":
         """A grammar from a path (`.lark`, `.gbnf`, `.json` schema) or a shipped grammar's name."""
         path = Path(spec)
