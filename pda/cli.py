@@ -100,26 +100,40 @@ def add_grammar_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--lexer", choices=LEXER_MODES,
                        help="Lark grammars: the lexer mode (default: the grammar's `// pda: lexer=` line, "
                        "else contextual; docs/semantics.md)")
-    group.add_argument("--whitespace", choices=("compact", "flexible"),
-                       help="JSON Schema: compact JSON, or whitespace allowed between tokens (default compact)")
+    group.add_argument("--whitespace", choices=("flexible", "compact", "any"),
+                       help="JSON Schema: white space between tokens: runs of up to --max-whitespace characters "
+                       "(flexible, the default), none (compact), or any run (any, the default with --exact)")
+    group.add_argument("--max-whitespace", type=positive_int, metavar="N",
+                       help="JSON Schema: longest white-space run with --whitespace flexible (default 65: a newline "
+                       "and 64 spaces, json.dumps(indent=4) at depth 16)")
+    group.add_argument("--exact", action=argparse.BooleanOptionalAction, default=None,
+                       help="JSON Schema: JSON Schema's exact language (any white space, integers as 1.0 or 1e5, any "
+                       "number, undeclared keys where additionalProperties is absent) instead of the generation "
+                       "defaults (docs/json_schema.md)")
+    group.add_argument("--on-unsupported", choices=("raise", "relax"),
+                       help="JSON Schema: refuse unsupported keywords (raise, the default), or ignore them with a "
+                       "warning (relax)")
     group.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
-                       help="JSON Schema: refuse unsupported keywords (default), or relax them with a warning")
+                       help="JSON Schema: deprecated name of --on-unsupported raise (--strict) or relax (--no-strict)")
     group.add_argument("--property-order", choices=("any", "schema"),
                        help="JSON Schema: properties in any order (default) or in the schema's order")
+
+
+SCHEMA_OPTIONS = ("whitespace", "max_whitespace", "exact", "on_unsupported", "strict", "property_order")
+"""The `Grammar.from_json_schema` options `add_grammar_options` adds, as argparse names them."""
 
 
 def load_grammar(spec: str, args: argparse.Namespace) -> Grammar:
     """The grammar named by `spec` (see `GRAMMAR_HELP`), with the options `add_grammar_options` parsed."""
     lark_options = {k: getattr(args, k) for k in ("start", "lexer") if getattr(args, k) is not None}
-    schema_options = {k: getattr(args, k) for k in ("whitespace", "strict", "property_order")
-                      if getattr(args, k) is not None}
+    schema_options = {k: getattr(args, k) for k in SCHEMA_OPTIONS if getattr(args, k) is not None}
     path = Path(spec)
     suffix = path.suffix.lower()  # a shipped grammar's name has none: it is Lark
     try:
         if suffix == ".json":
             if lark_options:
                 raise UsageError(f"{_apply(lark_options)} to Lark grammars, and {spec} is a JSON Schema")
-            return Grammar.from_json_schema(_read_json(path), **schema_options)
+            return Grammar.from_json_schema(_read_json(path), **_undeprecated(schema_options))
         if schema_options:
             raise UsageError(f"{_apply(schema_options)} to JSON Schema (.json) grammars, and {spec} is not one")
         if suffix == ".gbnf" and lark_options:
@@ -127,6 +141,19 @@ def load_grammar(spec: str, args: argparse.Namespace) -> Grammar:
         return Grammar.load(spec, **lark_options)
     except UnicodeDecodeError as exc:
         raise UsageError(f"{spec}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _undeprecated(options: dict[str, Any]) -> dict[str, Any]:
+    """`--strict`/`--no-strict` as `--on-unsupported`, with a warning on stderr that names it."""
+    if "strict" not in options:
+        return options
+    options = dict(options)
+    if "on_unsupported" in options:
+        raise UsageError("--strict is the deprecated name of --on-unsupported: pass --on-unsupported only")
+    strict = options.pop("strict")
+    new = "raise" if strict else "relax"
+    print(f"pda: warning: --{'' if strict else 'no-'}strict is deprecated: use --on-unsupported {new}", file=sys.stderr)
+    return {**options, "on_unsupported": new}
 
 
 def _apply(options: dict[str, Any]) -> str:

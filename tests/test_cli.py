@@ -151,14 +151,37 @@ def test_a_binary_document_is_rejected_not_an_error(files: dict[str, str], capsy
 
 
 def test_json_schema_options(files: dict[str, str], capsys) -> None:
-    assert run_cli(["check", files["schema"], files["spaced"]], capsys)[0] == 1
-    assert run_cli(["check", files["schema"], files["spaced"], "--whitespace", "flexible"], capsys)[0] == 0
+    """The options of `Grammar.from_json_schema`, by the same names; the defaults are its defaults."""
+    assert run_cli(["check", files["schema"], files["spaced"]], capsys)[0] == 0  # flexible by default
+    assert run_cli(["check", files["schema"], files["spaced"], "--whitespace", "compact"], capsys)[0] == 1
+    assert run_cli(["check", files["schema"], files["spaced"], "--max-whitespace", "1"], capsys)[0] == 0
+    files_dir = Path(files["schema"]).parent
+    (files_dir / "extra.json").write_text('{"a": 1, "b": 2.0}')
+    (files_dir / "wide.json").write_text('{"a":  1}')
+    assert run_cli(["check", files["schema"], str(files_dir / "wide.json"), "--max-whitespace", "1"], capsys)[0] == 1
+    assert run_cli(["check", files["schema"], str(files_dir / "extra.json")], capsys)[0] == 1  # undeclared "b"
+    assert run_cli(["check", files["schema"], str(files_dir / "extra.json"), "--exact"], capsys)[0] == 0
     status, out, _ = run_cli(["sample", files["schema"], "-n", "5", "--json", "--whitespace", "flexible",
-                              "--no-strict", "--property-order", "schema"], capsys)
+                              "--on-unsupported", "relax", "--property-order", "schema"], capsys)
     assert status == 0
-    grammar = Grammar.from_json_schema(json.loads(Path(files["schema"]).read_text()), whitespace="flexible")
+    grammar = Grammar.from_json_schema(json.loads(Path(files["schema"]).read_text()))
     lines = out.split("\n")[:-1]  # not splitlines(): a sentence may hold U+2028 and the like
     assert len(lines) == 5 and all(grammar.accepts(json.loads(line)) for line in lines)
+
+
+def test_strict_is_a_deprecated_option(files: dict[str, str], capsys) -> None:
+    """`--strict`/`--no-strict` still work, with a warning that names `--on-unsupported`."""
+    files_dir = Path(files["schema"]).parent
+    (files_dir / "not.json").write_text(json.dumps({"type": "integer", "not": {"multipleOf": 7}}))
+    (files_dir / "fourteen.txt").write_text("14")
+    schema, doc = str(files_dir / "not.json"), str(files_dir / "fourteen.txt")
+    status, _, err = run_cli(["check", schema, doc, "--no-strict"], capsys)
+    assert status == 0 and "--no-strict is deprecated: use --on-unsupported relax" in err
+    status, _, err = run_cli(["check", schema, doc, "--strict"], capsys)
+    assert status == 2 and "--strict is deprecated: use --on-unsupported raise" in err and "not supported" in err
+    assert run_cli(["check", schema, doc, "--on-unsupported", "relax"], capsys)[0] == 0
+    status, _, err = run_cli(["check", schema, doc, "--strict", "--on-unsupported", "raise"], capsys)
+    assert status == 2 and "pass --on-unsupported only" in err
 
 
 def test_lark_options(files: dict[str, str], capsys) -> None:

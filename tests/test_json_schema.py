@@ -113,8 +113,10 @@ CASES = [
 @pytest.mark.parametrize("via", ["lark", "ir"])
 @pytest.mark.parametrize("schema,good,bad", CASES, ids=[str(i) for i in range(len(CASES))])
 def test_accept_reject(schema: object, good: list, bad: list, via: str) -> None:
-    """The Lark text and the directly built IR accept the same instances."""
-    accepts = recogniser(json_schema_to_lark(schema)) if via == "lark" else pda.Grammar.from_json_schema(schema).accepts
+    """The Lark text and the directly built IR accept the same instances (exact=True: JSON
+    Schema's language, `5.0` an integer, undeclared keys where additionalProperties is absent)."""
+    accepts = (recogniser(json_schema_to_lark(schema, exact=True)) if via == "lark"
+               else pda.Grammar.from_json_schema(schema, exact=True).accepts)
     for x in good:
         assert accepts(_text(x)), _text(x)
     for x in bad:
@@ -122,21 +124,42 @@ def test_accept_reject(schema: object, good: list, bad: list, via: str) -> None:
 
 
 def test_flexible_whitespace_is_bounded() -> None:
-    accepts = recogniser(json_schema_to_lark({"type": "object"}, whitespace="flexible"))
+    """The default: runs of up to MAX_WHITESPACE_RUN (65) characters; `max_whitespace` sets it."""
+    accepts = recogniser(json_schema_to_lark({"type": "object"}))
     assert accepts(json.dumps({"a": [1, {"b": None}]}, indent=2))
     assert accepts(' { "a" : 1 } ')
-    assert not accepts("{" + " " * 65 + "}")
-    compact = recogniser(json_schema_to_lark({"type": "object"}))
-    assert not compact('{ "a":1}')
+    assert accepts("{" + " " * 65 + "}") and not accepts("{" + " " * 66 + "}")
+    short = recogniser(json_schema_to_lark({"type": "object"}, max_whitespace=2))
+    assert short('{ "a":  1}') and not short('{ "a":   1}')
+    compact = recogniser(json_schema_to_lark({"type": "object"}, whitespace="compact"))
+    assert not compact('{ "a":1}') and compact('{"a":1}')
 
 
-def test_unsupported_keyword_strict_and_relaxed() -> None:
+def test_unsupported_keyword_raised_or_relaxed() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "integer", "not": {"multipleOf": 7}}}}
-    with pytest.raises(GrammarError, match=r"'not'.*#/properties/a/not"):
+    with pytest.raises(GrammarError, match=r"'not'.*#/properties/a/not.*on_unsupported='relax'"):
         json_schema_to_lark(schema)
     with pytest.warns(JsonSchemaWarning, match="not"):
-        accepts = recogniser(json_schema_to_lark(schema, strict=False))
+        accepts = recogniser(json_schema_to_lark(schema, on_unsupported="relax"))
     assert accepts('{"a":14}')  # the documented relaxation: 'not' ignored
+
+
+def test_strict_is_a_deprecated_name_of_on_unsupported() -> None:
+    """`strict` (which read like XGrammar's `strict_mode`) still works for one release, with a
+    DeprecationWarning that names `on_unsupported` and points at the caller."""
+    schema = {"type": "integer", "not": {"multipleOf": 7}}
+    with pytest.warns(DeprecationWarning, match="on_unsupported='relax'") as caught:
+        with pytest.warns(JsonSchemaWarning):
+            relaxed = pda.Grammar.from_json_schema(schema, strict=False)
+    assert relaxed.accepts("14") and caught[0].filename == __file__
+    with pytest.warns(DeprecationWarning, match="on_unsupported='raise'"), pytest.raises(GrammarError):
+        json_schema_to_lark(schema, strict=True)
+    with pytest.raises(TypeError, match="on_unsupported only"):
+        pda.Grammar.from_json_schema(schema, strict=False, on_unsupported="relax")
+    with pytest.raises(TypeError, match="'strictness'"):
+        pda.Grammar.from_json_schema(schema, strictness=False)
+    with pytest.raises(GrammarError, match="on_unsupported must be"):
+        pda.Grammar.from_json_schema(schema, on_unsupported="ignore")
 
 
 def test_inexpressible_keywords_are_approximated_with_a_warning() -> None:
@@ -197,7 +220,7 @@ def test_logic_keywords_agree_with_jsonschema(schema: dict, instances: list) -> 
     jsonschema = pytest.importorskip("jsonschema")
     checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
     validator = jsonschema.Draft202012Validator(schema, format_checker=checker)
-    accepts = recogniser(json_schema_to_lark(schema))
+    accepts = recogniser(json_schema_to_lark(schema, exact=True))
     for x in instances:
         assert accepts(_text(x)) == validator.is_valid(x), (schema, x)
 
@@ -266,7 +289,7 @@ def test_string_enum_is_one_literal_set_terminal() -> None:
     from pda.regex.literals import literal_alternatives
 
     values = [f"v{i}/x" for i in range(1500)] + ["a b", "#~"]
-    g = pda.Grammar.from_json_schema({"type": "string", "enum": values})
+    g = pda.Grammar.from_json_schema({"type": "string", "enum": values}, whitespace="compact")
     (term,) = g.ir.terminals
     assert sorted(literal_alternatives(term.pattern, term.flags)) == sorted(
         [json.dumps(v) for v in values] + [json.dumps(v).replace("/", "\\/") for v in values if "/" in v])
@@ -483,7 +506,7 @@ def test_hypothesis_jsonschema_instances_accepted() -> None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                grammar = pda.Grammar.from_json_schema(row["schema"])
+                grammar = pda.Grammar.from_json_schema(row["schema"], exact=True)
                 grammar.recognizer  # noqa: B018 - compile errors are skipped here
         except PdaError:
             continue
@@ -565,9 +588,9 @@ def test_integer_bounds_with_fractions_agree_with_jsonschema() -> None:
         valid = [n for n in range(-9, 10) if jsonschema.Draft202012Validator(schema).is_valid(n)]
         if not valid:  # bounds within -6..6 leave integers within -9..9 unless the range is empty
             with pytest.raises(GrammarError, match="accepts no JSON value"):
-                pda.Grammar.from_json_schema(schema)
+                pda.Grammar.from_json_schema(schema, exact=True)
             continue
-        g = pda.Grammar.from_json_schema(schema)
+        g = pda.Grammar.from_json_schema(schema, exact=True)
         assert [n for n in range(-9, 10) if g.accepts(str(n))] == valid, schema
         checked += 1
     assert checked > 100
@@ -639,7 +662,7 @@ def test_allof_of_object_branches_agrees_with_jsonschema() -> None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                g = pda.Grammar.from_json_schema(schema)
+                g = pda.Grammar.from_json_schema(schema, exact=True)
             except GrammarError as error:
                 assert "accepts no JSON value" in str(error)
                 assert not any(jsonschema.Draft202012Validator(schema).is_valid(x) for x in instances)

@@ -54,11 +54,12 @@ class _Nothing:
 
 @functools.lru_cache(maxsize=None)
 def _compiled(schema_json: str) -> tuple[pda.Grammar | _Nothing, bool]:
-    """The grammar of a schema and whether it warned that multipleOf is approximated."""
+    """The grammar of a schema (exact=True: JSON Schema's language, as jsonschema decides it, with
+    `14.0` and `-0` for integers) and whether it warned that multipleOf is approximated."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            grammar: pda.Grammar | _Nothing = pda.Grammar.from_json_schema(json.loads(schema_json))
+            grammar: pda.Grammar | _Nothing = pda.Grammar.from_json_schema(json.loads(schema_json), exact=True)
         except GrammarError as exc:
             assert "accepts no JSON value" in str(exc)
             grammar = _Nothing()

@@ -62,26 +62,53 @@ class Grammar:
         cls,
         schema: dict[str, Any] | str,
         *,
-        whitespace: str = "compact",
-        strict: bool = True,
+        whitespace: str | None = None,
+        max_whitespace: int | None = None,
+        exact: bool = False,
+        on_unsupported: str | None = None,
         property_order: str = "any",
+        **deprecated: Any,
     ) -> "Grammar":
-        """JSON text valid against a JSON Schema (see docs/json_schema.md for exact semantics)."""
-        from pda.grammar.json_schema import json_schema_to_ir
+        """JSON text valid against a JSON Schema, with defaults made for generation.
 
+        By default integers are integer literals, numbers finite doubles, objects that
+        declare properties take no undeclared key unless the schema allows them, and
+        white space is flexible but at most `max_whitespace` characters a gap;
+        `exact=True` is JSON Schema's language on those points. `on_unsupported`
+        "raise" (default) or "relax" (warn and ignore the keyword); `strict` is its
+        deprecated name. docs/json_schema.md has the whole semantics and a comparison
+        with XGrammar's, llguidance's and Outlines' defaults.
+        """
+        from pda.grammar.json_schema import lowered_ir, resolve_options
+
+        options = resolve_options(whitespace=whitespace, max_whitespace=max_whitespace, on_unsupported=on_unsupported,
+                                  property_order=property_order, exact=exact, **_strict_only(deprecated))
         with collector.paused():
-            return cls(json_schema_to_ir(schema, whitespace=whitespace, strict=strict, property_order=property_order))
+            return cls(lowered_ir(schema, options))
 
     @classmethod
     def from_pydantic(
-        cls, model: Any, *, whitespace: str = "compact", strict: bool = True, property_order: str = "any"
+        cls,
+        model: Any,
+        *,
+        whitespace: str | None = None,
+        max_whitespace: int | None = None,
+        exact: bool = False,
+        on_unsupported: str | None = None,
+        property_order: str = "any",
+        **deprecated: Any,
     ) -> "Grammar":
-        """JSON for a Pydantic model (or any type a `TypeAdapter` takes), through its JSON Schema."""
-        from pda.grammar.json_schema import pydantic_to_schema
+        """JSON for a Pydantic model (or any type a `TypeAdapter` takes), through its JSON Schema.
 
-        return cls.from_json_schema(
-            pydantic_to_schema(model), whitespace=whitespace, strict=strict, property_order=property_order
-        )
+        The options are `from_json_schema`'s; with the defaults every complete output
+        passes `model.model_validate_json` (tests/test_json_schema_pydantic.py).
+        """
+        from pda.grammar.json_schema import lowered_ir, pydantic_to_schema, resolve_options
+
+        options = resolve_options(whitespace=whitespace, max_whitespace=max_whitespace, on_unsupported=on_unsupported,
+                                  property_order=property_order, exact=exact, **_strict_only(deprecated))
+        with collector.paused():
+            return cls(lowered_ir(pydantic_to_schema(model), options))
 
     @classmethod
     def from_regex(cls, pattern: str) -> "Grammar":
@@ -191,6 +218,14 @@ class Grammar:
     def accepts_prefix(self, text: str | bytes) -> bool:
         """Whether the text can still be completed to a sentence (viable prefix)."""
         return self.recognizer.accepts(_as_bytes(text), prefix=True)
+
+
+def _strict_only(deprecated: dict[str, Any]) -> dict[str, Any]:
+    """The deprecated keywords of `from_json_schema` (only `strict`); others are a TypeError."""
+    unknown = sorted(set(deprecated) - {"strict"})
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+    return dict(deprecated)
 
 
 def _default_start(text: str) -> str:

@@ -27,6 +27,7 @@ each one either raises `GrammarError` (``strict=True``) or warns with
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import json
 import math
@@ -44,8 +45,23 @@ from pda.grammar.ir import GrammarIR, Rule, TerminalDef
 from pda.grammar.multiples import MAX_MULTIPLE_REGEX, MultiplesTooLarge, multiples_regex
 from pda.regex import has_lazy_quantifier
 
-MAX_WHITESPACE_RUN = 64
-"""Longest run of JSON white space between two tokens with ``whitespace="flexible"``."""
+MAX_WHITESPACE_RUN = 65
+"""Default longest run of JSON white space between two tokens with ``whitespace="flexible"``
+(``max_whitespace``): a newline and 64 spaces, what ``json.dumps(indent=4)`` writes before a
+value at depth 16 (indent 2 needs 33 there). A bound, so a model cannot loop on spaces."""
+
+MAX_NUMBER_INTEGER_DIGITS = 20
+"""Generation default (``exact=False``): most digits of a ``number``'s integer part (the
+mantissa's, in exponent notation), enough for any 64-bit integer."""
+
+MAX_NUMBER_EXPONENT = 308 - MAX_NUMBER_INTEGER_DIGITS
+"""Generation default: largest positive exponent of a ``number``, so that every number is
+below 10^20 x 10^288 = 10^308, under the largest double (1.797e308): ``float()`` of any
+generated number is finite. Negative exponents have at most 3 digits (they underflow to 0.0
+at worst, still finite)."""
+
+VALID_WHITESPACE = ("flexible", "compact", "any")
+VALID_ON_UNSUPPORTED = ("raise", "relax")
 
 MAX_ENUMERATED_MULTIPLES = 1000
 """A `multipleOf` whose regex is over `multiples`' limits is enumerated on a bounded range
@@ -121,6 +137,7 @@ _NOT_IN = "x-pda-not-in"
 _NOT_PATTERN = "x-pda-not-pattern"  # the string matches none of these patterns
 _PATTERNS = "x-pda-patterns"  # further patterns the string must match (from allOf)
 _MORE_ANY_OF = "x-pda-more-anyOf"  # further anyOf branch lists, lowered one at a time
+_OPEN = "x-pda-open"  # an object schema negation built: other keys are allowed even by default
 # Sibling keywords of `enum`/`const` that `_const_satisfies` decides itself.
 _SCALAR_CHECKS = {
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
@@ -131,7 +148,7 @@ _SCALAR_CHECKS = {
 _ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
                    "minContains", "maxContains")
 _OBJECT_KEYWORDS = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
-                    "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies")
+                    "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", _OPEN)
 _KEYWORD_TYPE = {**{k: {"array"} for k in _ARRAY_KEYWORDS}, **{k: {"object"} for k in _OBJECT_KEYWORDS}}
 
 _ANNOTATIONS = {
@@ -146,7 +163,7 @@ _HANDLED = {
     "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref", "not", "if", "then",
     "else", "uniqueItems", "minContains", "maxContains", "nullable", _NON_INTEGER, _NOT_IN,
-    _NOT_PATTERN, _PATTERNS, _MORE_ANY_OF,
+    _NOT_PATTERN, _PATTERNS, _MORE_ANY_OF, _OPEN,
 }
 _UNSUPPORTED = {
     "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
@@ -183,6 +200,16 @@ _FORMATS["ipv6"] = "(?:" + "|".join([
     *[rf"(?:(?:{_H16}:){{0,{k}}}{_H16})?::{after}" for k, after in enumerate(_IPV6_AFTER_GAP)],
 ]) + ")"
 _FORMATS["date-time"] = _FORMATS["date"] + "[Tt]" + _FORMATS["time"]  # RFC 3339 ABNF: no space
+# The generation default's dates and times: what Python's `datetime` (so Pydantic) parses and
+# what Pydantic writes. RFC 3339 with the offset optional (Pydantic dumps a naive datetime as
+# "2024-01-02T03:04:05"), without year 0000 and without the leap second `23:59:60`, which
+# `datetime` cannot hold.
+_YEAR = r"(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
+_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[13579][26]|0[48])00)"
+_GEN_DATE = (rf"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+             rf"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP_YEAR}-02-29)")
+_GEN_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?"
+_GENERATION_FORMATS = {**_FORMATS, "date": _GEN_DATE, "time": _GEN_TIME, "date-time": _GEN_DATE + "[Tt]" + _GEN_TIME}
 # ISO 8601 duration with at least one component (and at least one after T).
 _FORMATS["duration"] = (r"P(?:[0-9]+W|(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
     r"(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
@@ -195,6 +222,8 @@ _DECLARED_KEY, _PATTERN_KEY, _ADDITIONAL_KEY = 3, 2, 1
 _OTHER_KEYS = "\x00other"  # `_exact_keys`' entry for keys that match no pattern and no name
 
 _JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+# In front of a `multipleOf` regex of an integer type (generation default): no fraction, no "-0".
+_INTEGER_LITERAL_GUARD = r"(?!-?[0-9]+\.|-0)"
 
 
 class JsonSchemaWarning(UserWarning):
@@ -371,14 +400,14 @@ def _check_json(v: Any, path: tuple[str, ...]) -> None:
 class _Compiler:
     """One schema's lowering: rules and terminals accumulate as subschemas are visited."""
 
-    def __init__(self, root: Any, whitespace: str, strict: bool, property_order: str = "any") -> None:
-        if whitespace not in ("compact", "flexible"):
-            raise GrammarError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
-        if property_order not in ("any", "schema"):
-            raise GrammarError(f"property_order must be 'any' or 'schema', not {property_order!r}")
+    def __init__(self, root: Any, options: "_Options") -> None:
         self.root = root
-        self.strict = strict
-        self.ws: list[str] = ["WS?"] if whitespace == "flexible" else []
+        self.options = options
+        self.exact = options.exact
+        self.raise_unsupported = options.on_unsupported == "raise"
+        self.ws: list[str] = [] if options.whitespace == "compact" else ["WS?"]
+        self.ws_regex = r"[ \t\n\r]+" if options.whitespace == "any" else rf"[ \t\n\r]{{1,{options.max_whitespace}}}"
+        self.formats = _FORMATS if options.exact else _GENERATION_FORMATS
         self.rules: dict[str, list[list[str]]] = {}
         self.rule_by_body: dict[str, str] = {}
         self.terminals: dict[str, tuple[str, int]] = {}
@@ -396,7 +425,7 @@ class _Compiler:
         self.used: set[str] = set()
         self._any: str | None = None
         self.chunking = True
-        self.any_order = property_order == "any"
+        self.any_order = options.property_order == "any"
         self.heads: set[str] = set()
         self.chunked: set[str] = set()
         self.top: str | None = None
@@ -440,8 +469,8 @@ class _Compiler:
 
     def unsupported(self, keyword: str, path: tuple[str, ...], relaxation: str) -> None:
         msg = f"JSON Schema keyword {keyword!r} at {_pointer(path)} is not supported"
-        if self.strict:
-            raise GrammarError(f"{msg}; with strict=False it is relaxed: {relaxation}")
+        if self.raise_unsupported:
+            raise GrammarError(f"{msg}; with on_unsupported='relax' it is relaxed: {relaxation}")
         warnings.warn(f"{msg}; relaxed: {relaxation}", JsonSchemaWarning, stacklevel=4)
 
     def approximate(self, keyword: str, path: tuple[str, ...], how: str) -> None:
@@ -539,7 +568,8 @@ class _Compiler:
             if props:
                 out["properties"] = props
             addl = _conj(aa, ab)
-            if addl not in (True, {}):
+            if addl not in (True, {}) or any(x.get("additionalProperties") in (True, {}) for x in (a, b)):
+                # An explicit `true` stays: the generation default closes objects without one.
                 out["additionalProperties"] = addl
             skip = {"properties", "additionalProperties"}
             if one_sided:
@@ -617,6 +647,8 @@ class _Compiler:
                 out[k] = _conj(w, v)
             else:
                 self.unsupported(f"allOf/{k}", path, f"the first value of {k!r} is kept")
+        if _OPEN in out and any(("properties" in x or "patternProperties" in x) and not x.get(_OPEN) for x in (a, b)):
+            del out[_OPEN]
         return out
 
     def _pattern_matched_names(self, a: dict[str, Any], b: dict[str, Any], path: tuple[str, ...]) -> set[str]:
@@ -704,7 +736,7 @@ class _Compiler:
                 out.pop(key, None)
             for name, dep in deps.items():
                 then = {"required": [name, *dep]} if isinstance(dep, list) else {"allOf": [{"required": [name]}, dep]}
-                conjuncts.append({"anyOf": [{"properties": {name: False}}, then]})
+                conjuncts.append({"anyOf": [{"properties": {name: False}, _OPEN: True}, then]})
         for c in conjuncts:
             out = self.merge(out, self.flatten(c, path), path)
             if out is False:
@@ -718,7 +750,7 @@ class _Compiler:
         documented property-order restriction."""
         key = _canon(schema)
         if key not in self.checkers:
-            checker = _Compiler(self.root, "compact", True, "any")
+            checker = _Compiler(self.root, _Options("compact", 1, "raise", "any", exact=True))
             checker.checkers = self.checkers
             checker.depth, checker.steps = self.depth, self.steps
             found: tuple[Any, bool] | None = None
@@ -822,14 +854,14 @@ class _Compiler:
                 typed(ty, **{other: v + step})
             elif k == "required" and isinstance(v, list):
                 for name in v:
-                    typed("object", properties={name: False})
+                    typed("object", properties={name: False}, **{_OPEN: True})
             elif k == "properties" and isinstance(v, dict):
                 for name, sub in v.items():
                     neg = self.negate(sub, path + ("properties", name))
                     if neg is None:
                         return None
                     if neg is not False:
-                        typed("object", required=[name], properties={name: neg})
+                        typed("object", required=[name], properties={name: neg}, **{_OPEN: True})
             elif k == "items" and isinstance(v, (dict, bool)) and "prefixItems" not in schema:
                 neg = self.negate(v, path + ("items",))
                 if neg is None:
@@ -861,12 +893,14 @@ class _Compiler:
             elif k == "pattern" and isinstance(v, str):
                 typed("string", **{_NOT_PATTERN: [v]})
             elif k == "format" and v in _FORMATS:
-                typed("string", **{_NOT_PATTERN: [_format_pattern(v)]})
+                typed("string", **{_NOT_PATTERN: [_format_pattern(self.formats[v])]})
             elif k == _NOT_PATTERN or k == _PATTERNS:
                 for p in v:
                     typed("string", **({"pattern": p} if k == _NOT_PATTERN else {_NOT_PATTERN: [p]}))
             elif k == _NON_INTEGER:
                 typed("integer")
+            elif k == _OPEN:
+                continue
             elif k == "uniqueItems" and v is False or k == "format":
                 continue
             elif k in ("minContains", "maxContains", "additionalItems") and "contains" not in schema:
@@ -1132,7 +1166,7 @@ class _Compiler:
             except re.error:
                 pass
             fmt = rest.get("format")
-            if fmt in _FORMATS and re.fullmatch(_FORMATS[fmt], v) is None:
+            if fmt in _FORMATS and re.fullmatch(self.formats[fmt], v) is None:
                 return False
             if isinstance(rest.get("pattern"), str):
                 try:
@@ -1158,7 +1192,7 @@ class _Compiler:
         if v is None or isinstance(v, bool):
             return self.literal(json.dumps(v))
         if isinstance(v, (int, float)):
-            return self.terminal(_number_literal_regex(Decimal(str(v))), "NUM")
+            return self.terminal(_number_literal_regex(Decimal(str(v)), self.exact), "NUM")
         if isinstance(v, str):
             return self.terminal(er.literal_string_regex(v), "STR")
         ws = self.ws
@@ -1202,7 +1236,17 @@ class _Compiler:
             if integer or m is not None or lo is not None or hi is not None:
                 self.unsupported("not", path, "a negated integer type with other numeric keywords is ignored")
             else:
-                return self.terminal(r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*", "NUM")
+                digits = "*" if self.exact else f"{{0,{MAX_NUMBER_INTEGER_DIGITS - 1}}}"
+                return self.terminal(rf"-?(?:0|[1-9][0-9]{digits})\.[0-9]*[1-9][0-9]*", "NUM")
+        int_type = integer
+        if not integer and not self.exact and (lo is not None or hi is not None or m is not None):
+            # A plain decimal (no exponent with bounds or steps): its integer part is capped as
+            # in `_number_regex` so it stays a finite double, unless a bound is already larger.
+            cap = Decimal(10) ** MAX_NUMBER_INTEGER_DIGITS
+            if hi is None:
+                hi, hi_ex = (cap, True) if lo is None or lo < cap else (Decimal(10) ** 308, True)
+            if lo is None:
+                lo, lo_ex = (-cap, True) if hi > -cap else (-Decimal(10) ** 308, True)
         if isinstance(m, (int, float)) and not isinstance(m, bool) and m > 0:
             # The step as p/10^scale: its multiples are the numbers whose value times 10^scale is an
             # integer multiple of p. Among integers those are the multiples of p/gcd(p, 10^scale).
@@ -1219,12 +1263,15 @@ class _Compiler:
                     return None
                 try:
                     regex = multiples_regex(p, scale, nlo, nhi)
+                    if regex is not None and int_type and not self.exact:
+                        regex = _INTEGER_LITERAL_GUARD + regex
                     return None if regex is None else self.terminal(regex, "INT" if integer else "NUM")
                 except MultiplesTooLarge:
                     # (An empty range returned None above, before any regex was built.)
                     if nlo is not None and nhi is not None and (nhi - nlo) // p <= MAX_ENUMERATED_MULTIPLES:
                         first = -(-nlo // p) * p
-                        vals = [_number_literal_regex(Decimal(n).scaleb(-scale)) for n in range(first, nhi + 1, p)]
+                        vals = [_number_literal_regex(Decimal(n).scaleb(-scale), self.exact)
+                                for n in range(first, nhi + 1, p)]
                         return self.terminal("(?:" + "|".join(vals) + ")", "INT" if integer else "NUM")
                     self.approximate("multipleOf", path + ("multipleOf",),
                                      f"the multiples of {m} need a regex over {MAX_MULTIPLE_REGEX} characters and "
@@ -1234,25 +1281,39 @@ class _Compiler:
             if ilo is not None and ihi is not None and ilo > ihi:
                 return None
             if ilo is None and ihi is None:
-                return self.terminal(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?(?:[eE]\+?[0-9]+)?", "INT")
+                return self.terminal(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?(?:[eE]\+?[0-9]+)?" if self.exact
+                                     else r"(?:0|-?[1-9][0-9]*)", "INT")
             return self.terminal(self.int_regex(ilo, ihi), "INT")
         if lo is None and hi is None:
-            return self.terminal(_JSON_NUMBER, "NUM")
+            return self.terminal(self.any_number_regex(), "NUM")
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_ex or hi_ex))):
             return None
         if lo is not None and lo == hi:
-            return self.terminal(_number_literal_regex(lo), "NUM")
+            return self.terminal(_number_literal_regex(lo, self.exact), "NUM")
         regex = self.number_regex(lo, lo_ex, hi, hi_ex, path)
         return None if regex is None else self.terminal(regex, "NUM")
 
+    def any_number_regex(self) -> str:
+        """Every JSON number (`exact`), or the generation default's finite doubles: at most
+        `MAX_NUMBER_INTEGER_DIGITS` integer digits, exponents up to `MAX_NUMBER_EXPONENT`."""
+        if self.exact:
+            return _JSON_NUMBER
+        exponent = er.decimal_range_regex(0, MAX_NUMBER_EXPONENT)
+        return (rf"-?(?:0|[1-9][0-9]{{0,{MAX_NUMBER_INTEGER_DIGITS - 1}}})(?:\.[0-9]+)?"
+                rf"(?:[eE](?:\+?{exponent}|-[0-9]{{1,3}}))?")
+
     def int_regex(self, lo: int | None, hi: int | None) -> str:
-        """Integers in lo..hi (None = unbounded), plain decimal, optionally with a zero fraction."""
+        """Integers in lo..hi (None = unbounded), plain decimal; `exact` also with a zero
+        fraction and `-0`."""
         alts = []
         if hi is None or hi >= 0:
             alts.append(er.decimal_range_regex(max(lo or 0, 0), hi))
-        if lo is None or lo <= 0:
-            alts.append("-" + er.decimal_range_regex(0 if hi is None else max(-hi, 0), None if lo is None else -lo))
-        return "(?:" + "|".join(alts) + r")(?:\.0+)?"
+        least = 0 if hi is None else max(-hi, 0)
+        if not self.exact:
+            least = max(least, 1)  # no "-0"
+        if lo is None or -lo >= least:
+            alts.append("-" + er.decimal_range_regex(least, None if lo is None else -lo))
+        return "(?:" + "|".join(alts) + ")" + (r"(?:\.0+)?" if self.exact else "")
 
     def number_regex(self, lo: Decimal | None, lo_ex: bool, hi: Decimal | None, hi_ex: bool,
                      path: tuple[str, ...]) -> str | None:
@@ -1310,7 +1371,7 @@ class _Compiler:
         negative = list(schema.get(_NOT_PATTERN, []))
         fmt = schema.get("format")
         if isinstance(fmt, str) and fmt in _FORMATS:
-            positive.append(_format_pattern(fmt))
+            positive.append(_format_pattern(self.formats[fmt]))
         for p in list(positive):
             split = er.split_leading_lookahead(p)
             if split is not None:
@@ -1340,7 +1401,7 @@ class _Compiler:
                 if info.body == er.ANY_STRING_BODY:
                     return self.any_string(lo, hi)
         except RegexError as exc:
-            if self.strict:
+            if self.raise_unsupported:
                 raise GrammarError(f"{exc} (at {_pointer(where)})") from None
             warnings.warn(f"{exc} at {_pointer(where)}; relaxed: 'pattern', 'format' and their lengths are "
                           "ignored", JsonSchemaWarning, stacklevel=3)
@@ -1594,6 +1655,9 @@ class _Compiler:
         props: dict[str, Any] = dict(schema.get("properties") or {})
         required = [r for r in schema.get("required") or [] if isinstance(r, str)]
         addl = schema.get("additionalProperties", True)
+        # Keys outside `properties`/`patternProperties`/`required`: the generation default
+        # allows them only where the schema says so (`_closed_by_default`).
+        extra_schema = False if self._closed_by_default(schema) else addl
         patterns: dict[str, Any] = dict(schema.get("patternProperties") or {})
         names_schema = schema.get("propertyNames", True)
         min_p = int(schema.get("minProperties", 0))
@@ -1611,7 +1675,7 @@ class _Compiler:
             for n in names:
                 if not self._name_ok(n, ns, path):
                     props[n] = False
-        trivial = addl in (True, {}) and all(self.flatten(ps, path) in (True, {}) for ps in patterns.values())
+        trivial = extra_schema in (True, {}) and all(self.flatten(ps, path) in (True, {}) for ps in patterns.values())
         # Priorities rank key terminals only where their languages overlap (pattern and
         # propertyNames keys); elsewhere the additional key excludes the declared names
         # exactly, and unranked keys never shadow a key of another anyOf branch.
@@ -1655,8 +1719,8 @@ class _Compiler:
                 if info is not None and v is not None:
                     key = self.terminal(f'"{info.body}"', "KEY", _PATTERN_KEY if ranked else 0)
                     extras.append(self.rule([[key, *ws, colon, *ws, v]]) or "")
-        if addl is not False:
-            v = self.value(addl, path + ("additionalProperties",))
+        if extra_schema is not False:
+            v = self.value(extra_schema, path + ("additionalProperties",))
             if v is not None:
                 key_sym: str | None
                 if names_schema not in (True, {}):
@@ -1754,6 +1818,19 @@ class _Compiler:
             alts.append([open_, *ws, first, *ws, close])
         return self.rule(alts)
 
+    def _closed_by_default(self, schema: dict[str, Any]) -> bool:
+        """Whether undeclared keys are refused though `additionalProperties` is absent: the
+        generation default (not `exact`) for an object that declares properties (`properties`
+        or `patternProperties`), as XGrammar's `strict_mode`. An object that declares none
+        (`{"type": "object"}`, a map) stays open, as there; so do objects with an
+        `unevaluatedProperties` that allows keys, and the object schemas negation builds
+        (`_OPEN`), whose absent `additionalProperties` means "any other key"."""
+        if self.exact or "additionalProperties" in schema or schema.get(_OPEN):
+            return False
+        if schema.get("unevaluatedProperties", False) is not False:
+            return False
+        return "properties" in schema or "patternProperties" in schema
+
     def _exact_keys(self, patterns: list[str], names: list[str]) -> dict[str, er.PatternInfo | None] | None:
         """Key bodies that need no priorities: each pattern minus the declared names, and
         (under `_OTHER_KEYS`) the keys matching no pattern and no name; None when the
@@ -1839,7 +1916,7 @@ class _Compiler:
         arr = self.rule([[self.literal("["), *ws, self.literal("]")],
                          [self.literal("["), *ws, name, *self.repeat(sep_value, 0, None), *ws, self.literal("]")]])
         self.rules[name] = [[self.literal("null")], [self.literal("true")], [self.literal("false")],
-                            [self.terminal(_JSON_NUMBER, "NUM")], [string], [obj or ""], [arr or ""]]
+                            [self.terminal(self.any_number_regex(), "NUM")], [string], [obj or ""], [arr or ""]]
         return name
 
     # ----------------------------------------------------------------- output
@@ -1861,7 +1938,7 @@ class _Compiler:
         for name, (regex, priority) in self.terminals.items():
             lines.append(f"{name}{f'.{priority}' if priority else ''}: {er.lark_regex(regex)}")
         if self.ws:
-            lines.append(f"WS: /[ \\t\\n\\r]{{1,{MAX_WHITESPACE_RUN}}}/")
+            lines.append(f"WS: /{self.ws_regex}/")
         return "\n".join(lines) + "\n"
 
     def ir(self) -> GrammarIR:
@@ -1886,7 +1963,7 @@ class _Compiler:
         terminals = [TerminalDef(name, regex, priority=priority, lazy=bool(_MAYBE_LAZY.search(regex)) and has_lazy_quantifier(regex, ""))
                      for name, (regex, priority) in self.terminals.items() if name in used]
         if self.ws:
-            terminals.append(TerminalDef("WS", f"[ \\t\\n\\r]{{1,{MAX_WHITESPACE_RUN}}}"))
+            terminals.append(TerminalDef("WS", self.ws_regex))
         return GrammarIR(terminals=tuple(terminals), rules=tuple(ir_rules), start="start", source="<json-schema>")
 
 
@@ -1922,9 +1999,9 @@ def _max_width(regex: str) -> int:
         return sys.maxsize
 
 
-def _format_pattern(fmt: str) -> str:
+def _format_pattern(regex: str) -> str:
     """A `format`'s regex as an anchored pattern (its syntax means the same in ECMA and Python)."""
-    return f"^(?:{_FORMATS[fmt]})$"
+    return f"^(?:{regex})$"
 
 
 def _conj(a: Any, b: Any) -> Any:
@@ -1939,9 +2016,13 @@ def _conj(a: Any, b: Any) -> Any:
     return {"allOf": [a, b]}
 
 
-def _number_literal_regex(d: Decimal) -> str:
-    """Plain-decimal spellings of the number `d` (`2.6`, `2.60`; `3`, `3.0`; `-0`)."""
+def _number_literal_regex(d: Decimal, exact: bool = True) -> str:
+    """Plain-decimal spellings of the number `d`: with `exact` all of them (`2.6`, `2.60`;
+    `3`, `3.0`; `-0`), else the shortest (`2.6`; `3`; `0`), which is an integer literal
+    wherever one can be."""
     i, frac = _split(abs(d))
+    if not exact:
+        return ("-" if d < 0 else "") + str(i) + (rf"\.{frac}" if frac else "")
     sign = "-?" if d == 0 else "-" if d < 0 else ""
     return sign + str(i) + (rf"\.{frac}0*" if frac else r"(?:\.0+)?")
 
@@ -2015,7 +2096,54 @@ def _not_in_set(names: list[str]) -> str:
     return f'(?!(?:{spellings})")' + anything
 
 
-def _lower(schema: dict[str, Any] | bool | str, whitespace: str, strict: bool, property_order: str) -> _Compiler:
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """The lowering's options, checked (`resolve_options`)."""
+
+    whitespace: str
+    max_whitespace: int
+    on_unsupported: str
+    property_order: str
+    exact: bool
+
+
+_UNSET: Any = object()
+
+
+def resolve_options(*, whitespace: str | None, max_whitespace: int | None, on_unsupported: str | None,
+                    property_order: str, exact: bool, strict: Any = _UNSET, stacklevel: int = 3) -> _Options:
+    """The options of the public entry points, with their defaults and the deprecated `strict`.
+
+    `strict` (before 0.2: True = raise on unsupported keywords) read like XGrammar's
+    `strict_mode` (no undeclared properties); it is still accepted, with a warning.
+    """
+    if strict is not _UNSET:
+        if on_unsupported is not None:
+            raise TypeError("pass on_unsupported only: strict is its deprecated name")
+        warnings.warn("strict= is deprecated: use on_unsupported='raise' (strict=True) or on_unsupported='relax' "
+                      "(strict=False); undeclared properties are governed by exact=", DeprecationWarning,
+                      stacklevel=stacklevel)
+        on_unsupported = "raise" if strict else "relax"
+    if whitespace is None:
+        whitespace = "any" if exact else "flexible"
+    if whitespace not in VALID_WHITESPACE:
+        raise GrammarError(f"whitespace must be one of {', '.join(map(repr, VALID_WHITESPACE))}, not {whitespace!r}")
+    if max_whitespace is None:
+        max_whitespace = MAX_WHITESPACE_RUN
+    if isinstance(max_whitespace, bool) or not isinstance(max_whitespace, int) or max_whitespace < 1:
+        raise GrammarError(f"max_whitespace must be a positive integer, not {max_whitespace!r}")
+    if on_unsupported is None:
+        on_unsupported = "raise"
+    if on_unsupported not in VALID_ON_UNSUPPORTED:
+        raise GrammarError(f"on_unsupported must be 'raise' or 'relax', not {on_unsupported!r}")
+    if property_order not in ("any", "schema"):
+        raise GrammarError(f"property_order must be 'any' or 'schema', not {property_order!r}")
+    if not isinstance(exact, bool):
+        raise GrammarError(f"exact must be True or False, not {exact!r}")
+    return _Options(whitespace, max_whitespace, on_unsupported, property_order, exact)
+
+
+def _lower(schema: dict[str, Any] | bool | str, options: _Options) -> _Compiler:
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
@@ -2027,40 +2155,56 @@ def _lower(schema: dict[str, Any] | bool | str, whitespace: str, strict: bool, p
     # Bounds and multiples are exact decimals: enough precision for every integer a schema
     # may hold (`MAX_NUMBER_DIGITS`) divided by the smallest float.
     with decimal.localcontext(decimal.Context(prec=4 * MAX_NUMBER_DIGITS)):
-        return _lower_valid(schema, whitespace, strict, property_order)
+        return _lower_valid(schema, options)
 
 
-def _lower_valid(schema: Any, whitespace: str, strict: bool, property_order: str) -> _Compiler:
-    compiler = _Compiler(schema, whitespace, strict, property_order)
+def _lower_valid(schema: Any, options: _Options) -> _Compiler:
+    compiler = _Compiler(schema, options)
     compiler.build()
     if compiler.heads and compiler.competing_heads():
         # Another string can be lexed where a long one starts: count in one terminal.
-        compiler = _Compiler(schema, whitespace, strict, property_order)
+        compiler = _Compiler(schema, options)
         compiler.chunking = False
         compiler.build()
     return compiler
 
 
-def json_schema_to_lark(schema: dict[str, Any] | bool | str, *, whitespace: str = "compact",
-                        strict: bool = True, property_order: str = "any") -> str:
+def json_schema_to_lark(schema: dict[str, Any] | bool | str, *, whitespace: str | None = None,
+                        max_whitespace: int | None = None, exact: bool = False, on_unsupported: str | None = None,
+                        property_order: str = "any", strict: Any = _UNSET) -> str:
     """Lower a JSON Schema (a dict, a boolean, or JSON text) to Lark grammar text for pda.
 
-    `whitespace="compact"` accepts JSON without white space between tokens;
-    `"flexible"` accepts runs of up to `MAX_WHITESPACE_RUN` JSON white-space
-    characters between any two tokens and around the value. Unsupported
-    keywords raise `GrammarError` with their JSON path, or with `strict=False`
-    warn (`JsonSchemaWarning`) and apply the relaxation the message names.
-    `property_order="any"` accepts the declared properties of objects with at
-    most `MAX_ANY_ORDER_PROPERTIES` of them in any order; `"schema"` (and larger
-    objects) only in the order the schema declares them.
+    Defaults are made for generation (docs/json_schema.md, "Defaults"): integers are
+    integer literals, numbers stay finite doubles, objects that declare properties take
+    no other keys unless the schema allows them, dates and times are what Pydantic
+    writes and reads, and `whitespace="flexible"` allows runs of up to
+    `max_whitespace` (`MAX_WHITESPACE_RUN`) JSON white-space characters between
+    tokens and around the value. `exact=True` is JSON Schema's language on those
+    points (and `whitespace="any"`, unbounded runs, unless given); `"compact"`
+    allows no white space. Unsupported keywords raise `GrammarError` with their
+    JSON path, or with `on_unsupported="relax"` warn (`JsonSchemaWarning`) and
+    apply the relaxation the message names. `property_order="any"` accepts the
+    declared properties of objects with at most `MAX_ANY_ORDER_PROPERTIES` of them
+    in any order; `"schema"` (and larger objects) only in the order the schema
+    declares them. `strict` is the deprecated name of `on_unsupported`.
     """
-    return _lower(schema, whitespace, strict, property_order).lark()
+    options = resolve_options(whitespace=whitespace, max_whitespace=max_whitespace, on_unsupported=on_unsupported,
+                              property_order=property_order, exact=exact, strict=strict)
+    return _lower(schema, options).lark()
 
 
-def json_schema_to_ir(schema: dict[str, Any] | bool | str, *, whitespace: str = "compact",
-                      strict: bool = True, property_order: str = "any") -> GrammarIR:
+def json_schema_to_ir(schema: dict[str, Any] | bool | str, *, whitespace: str | None = None,
+                      max_whitespace: int | None = None, exact: bool = False, on_unsupported: str | None = None,
+                      property_order: str = "any", strict: Any = _UNSET) -> GrammarIR:
     """The same lowering as `json_schema_to_lark`, as pda's grammar IR (no Lark loader)."""
-    return _lower(schema, whitespace, strict, property_order).ir()
+    options = resolve_options(whitespace=whitespace, max_whitespace=max_whitespace, on_unsupported=on_unsupported,
+                              property_order=property_order, exact=exact, strict=strict)
+    return lowered_ir(schema, options)
+
+
+def lowered_ir(schema: dict[str, Any] | bool | str, options: _Options) -> GrammarIR:
+    """`json_schema_to_ir` with options already resolved (`resolve_options`)."""
+    return _lower(schema, options).ir()
 
 
 def pydantic_to_schema(model: Any) -> dict[str, Any]:
