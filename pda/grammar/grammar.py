@@ -177,6 +177,16 @@ class Grammar:
             return cls(structural_tag_to_ir(spec))
 
     @classmethod
+    def from_tools(cls, tools: Sequence[dict[str, Any]], *, format: str = "hermes", mode: str = "auto") -> "Grammar":
+        """Tool calls for OpenAI-style tool definitions (`pda.grammar.tools`): `format` "hermes" (Qwen's
+        `<tool_call>` tags in free text), "json" or "llama" (the call object alone); `mode` "auto",
+        "required" (one call), "parallel" (one or more) or "none". Arguments follow the named tool's schema."""
+        from pda.grammar.tools import tools_to_ir
+
+        with collector.paused():
+            return cls(tools_to_ir(tools, format=format, mode=mode))
+
+    @classmethod
     def load(cls, spec: str, *, start: str | None = None, lexer: str | None = None) -> "Grammar":
         """A grammar from a path (`.lark`, `.gbnf`, `.json` schema) or a shipped grammar's name."""
         path = Path(spec)
