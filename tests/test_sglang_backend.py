@@ -84,6 +84,25 @@ def test_json_schema_walks_validate(backend, tokenizer, seed):
     assert not template.matcher.num_tokens  # the cached template stays pristine
 
 
+def test_structural_tags_walks_decompose(backend, tokenizer):
+    key = json.dumps({"structures": [{"begin": "<tool_call>", "schema": SCHEMA, "end": "</tool_call>"}],
+                      "triggers": ["<tool_call>"], "at_least_one": True})
+    template = backend.dispatch_structural_tag(key)
+    assert isinstance(template, pda_sglang.PdaGrammar)
+    for seed in range(4):
+        grammar = template.copy()
+        for token in tokenizer.encode(f"Text {seed} <tool_call>", add_special_tokens=False):
+            grammar.accept_token(token)
+        ids = walk(grammar, random.Random(seed), steps=120)
+        if grammar.is_terminated():
+            text = f"Text {seed} <tool_call>" + text_of(tokenizer, ids)
+            body = re.fullmatch(r"Text \d <tool_call>(.*)</tool_call>(.*)", text, re.S)
+            assert body and "<tool_call>" not in body.group(2), text
+            jsonschema.validate(json.loads(body.group(1)), SCHEMA)
+    refused = backend.dispatch_structural_tag(json.dumps({"type": "structural_tag", "format": {"type": "token"}}))
+    assert isinstance(refused, sglang_backend.InvalidGrammarObject)
+
+
 def test_regex_ebnf_and_any_json(backend, tokenizer):
     rng = random.Random(1)
     pattern = r"[a-c]{2,4}-[0-9]"

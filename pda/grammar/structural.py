@@ -69,7 +69,8 @@ def _root_format(spec: Any) -> Spec:
                 raise GrammarError(f"$.structures[{i}]: missing {', '.join(sorted(missing))}")
             tags.append({"type": "tag", "begin": s["begin"], "end": s["end"],
                          "content": {"type": "json_schema", "json_schema": s["schema"]}})
-        return {"type": "triggered_tags", "triggers": triggers, "tags": tags}
+        return {"type": "triggered_tags", "triggers": triggers, "tags": tags,
+                "at_least_one": spec.get("at_least_one", False)}  # as SGLang passes it
     if spec.get("type") == "structural_tag":
         if "format" not in spec:
             raise GrammarError("$: a structural_tag needs a format")

@@ -9,7 +9,8 @@ pda:
 - `PdaGrammarBackend` compiles `json` (a JSON Schema; `$$ANY$$` is any JSON value),
   `regex` and `ebnf` (GBNF-style text) keys with the request's vocabulary and logits
   width; a constraint pda refuses becomes SGLang's `InvalidGrammarObject` with pda's
-  message. Structural tags are not served yet (SGLang logs and skips them).
+  message. `structural_tag` keys (XGrammar's format, either form) go to
+  `Grammar.from_structural_tag`.
 - `PdaGrammar` follows SGLang's contract: `accept_token` raises on a token the
   grammar refuses (SGLang aborts the request) and ignores tokens after termination;
   `copy()` is a fresh matcher on the same compiled grammar (the cache holds
@@ -155,6 +156,9 @@ class PdaGrammarBackend(BaseGrammarBackend):
 
     def dispatch_ebnf(self, key_string: str) -> BaseGrammarObject:
         return self._compiled("EBNF grammar", key_string, lambda: Grammar.from_gbnf(key_string))
+
+    def dispatch_structural_tag(self, key_string: str) -> BaseGrammarObject:
+        return self._compiled("structural tag", key_string, lambda: Grammar.from_structural_tag(key_string))
 
 
 def register(name: str = "pda") -> None:
