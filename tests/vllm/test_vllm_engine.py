@@ -1,7 +1,7 @@
 """`vllm.LLM` generation through pda after `pda.integrations.vllm.enable()`, on a tiny random Qwen2 model.
 
-The model is built here from a transformers config (nothing is downloaded) around the
-real Qwen2 tokenizer and saved with it to a temporary folder that vLLM loads. Its
+The model comes from conftest.py's `model_dir` (built from a transformers config, nothing
+downloaded, around the real Qwen2 tokenizer, saved to a temporary folder vLLM loads). Its
 weights are random, so its text is nonsense; what is checked is that every finished
 output belongs to its language by an independent check (`json` + `jsonschema`, `re`,
 Lark itself) and every output cut at `max_tokens` is a viable prefix, with and without
@@ -20,8 +20,6 @@ import pytest
 
 pytest.importorskip("vllm", reason="vllm is not installed here: `make test-vllm` runs tests/vllm in .venv-vllm/")
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine core in this process, where pda is enabled
-import torch  # noqa: E402
-from transformers import Qwen2Config, Qwen2ForCausalLM  # noqa: E402
 from vllm import LLM, SamplingParams  # noqa: E402
 from vllm.exceptions import VLLMValidationError  # noqa: E402
 from vllm.sampling_params import StructuredOutputsParams  # noqa: E402
@@ -69,21 +67,6 @@ KINDS = {
 }
 SAMPLES = 8
 MAX_TOKENS = 48
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tokenizer, vocab_size):
-    """A tiny random Qwen2 (head_dim 64: vLLM's CPU attention refuses 16) with the Qwen2 tokenizer, saved."""
-    folder = tmp_path_factory.mktemp("tiny-qwen2")
-    config = Qwen2Config(vocab_size=vocab_size, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
-                         tie_word_embeddings=True, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        Qwen2ForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
 
 
 def make_llm(model_dir: str, **kwargs) -> LLM:
