@@ -317,3 +317,29 @@ def test_qwen2_walks_decompose_and_masks_equal_reference(name: str, qwen: pda.Vo
         tagged += any(tag in decoded for tag in ("<function=", "<tool_call>", "</think>", "<date>"))
     # the walks reach the islands (or, without islands, never write one)
     assert tagged == 0 if name == "no_call" else tagged >= finished // 10
+
+
+# ---------------------------------------------------------------------- %json in Lark text
+
+
+def test_json_schema_inside_lark_text() -> None:
+    g = pda.Grammar.from_lark('''
+start: "Answer: " %json {"type": "object", "properties": {"n": {"type": "integer"}},
+                         "required": ["n"], "additionalProperties": false} "\\n" tail
+tail: "done" | "ok " %json {"enum": ["a", "b"]}
+''')
+    assert g.accepts('Answer: {"n": 3}\ndone') and g.accepts('Answer: {"n":3}\nok "b"')
+    assert not g.accepts('Answer: {"n": "x"}\ndone') and not g.accepts('Answer: {"n": 3}\nok "c"')
+    # `%json` inside a string, a regex or a comment is text, not an item
+    assert pda.Grammar.from_lark('start: "%json {}" | /%json\\[/ // %json {\n').accepts("%json {}")
+
+
+def test_json_items_keep_line_numbers_and_name_bad_schemas() -> None:
+    with pytest.raises(pda.GrammarError) as info:
+        pda.Grammar.from_lark('start: "a" x\nx: %json {"type":\n  "integer"}\n  | "b" )\n')
+    assert info.value.line == 4  # the syntax error's line, after a schema over two lines
+    with pytest.raises(pda.GrammarError, match="line 2") as info:
+        pda.Grammar.from_lark('start: x\nx: "a" %json {"type": 5}\n')
+    assert "#/type" in str(info.value)
+    with pytest.raises(pda.GrammarError, match="needs a JSON Schema"):
+        pda.Grammar.from_lark('start: "a" %json [1]')

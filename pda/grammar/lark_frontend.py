@@ -9,10 +9,17 @@ pda adds two comment-line directives Lark ignores (`// pda: lexer=basic`,
 `// pda: bytes=NAME ...`), and turns every failure of Lark's loader (syntax,
 missing `%import` file, bad escapes, nesting too deep for its recursion) into a
 `GrammarError` with the line and column where known.
+
+It also adds `%json SCHEMA` as an item of a rule's expansion (llguidance's syntax): a
+JSON text valid against the JSON Schema SCHEMA (an object or a boolean, written inline),
+lowered with `from_json_schema`'s defaults and embedded (`pda.grammar.embed`). Lark sees a
+declared placeholder terminal in its place; the host grammar's `%ignore` applies inside
+the JSON too (it only adds white space between JSON's own lexemes).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -22,6 +29,7 @@ from lark.load_grammar import load_grammar
 from lark.lexer import PatternStr
 
 from pda.errors import GrammarError
+from pda.grammar.embed import embed_ir
 from pda.grammar.ir import BASIC, CONTEXTUAL, LEXER_MODES, NEVER, GrammarIR, IndentConfig, Rule, TerminalDef
 from pda.regex import has_lazy_quantifier
 from pda.regex.syntax import BYTE_MODE
@@ -40,6 +48,9 @@ grammar nested deeper is refused up front with a GrammarError at the opening
 bracket. Regexes inside `/.../` do not count: pda parses them itself, at any depth.
 """
 _LARK_TOKEN = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"i?|/(?!/)(?:\\.|[^/\\\n])+/[imslux]*|[(\[]|[)\]]|\n')
+# Where `%json` items are: strings, regexes and comments skipped.
+_JSON_ITEM = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"i?|/(?!/)(?:\\.|[^/\\\n])+/[imslux]*|%json\b')
+_JSON_PLACEHOLDER = "PDA_JSON_{}"
 
 
 def lexer_directive(text: str, source: str = "<grammar>") -> str | None:
@@ -86,6 +97,7 @@ def lark_to_ir(
     mode = lexer or lexer_directive(text, source) or CONTEXTUAL
     if mode not in LEXER_MODES:
         raise GrammarError(f"{source}: unknown lexer mode {mode!r}; expected one of {', '.join(LEXER_MODES)}")
+    text, islands = _json_islands(text, source)
     lines = _definition_lines(text)
     byte_terminals = _byte_terminals(text, source)
     paths = list(import_paths)
@@ -142,7 +154,7 @@ def lark_to_ir(
             "(name the terminal the rules use, not one inlined into it)",
             terminal=name,
         )
-    declared = sorted({sym.name for rule in rules for sym in rule.expansion if sym.is_term} - defined)
+    declared = sorted({sym.name for rule in rules for sym in rule.expansion if sym.is_term} - defined - set(islands))
     if indent is None and {"_INDENT", "_DEDENT"} <= set(declared):
         indent = IndentConfig()
     for name in declared:
@@ -157,6 +169,8 @@ def lark_to_ir(
         raise GrammarError(f"{source}: indentation needs a {indent.newline} terminal to be defined")
 
     ir_rules = [Rule(lhs=rule.origin.name, rhs=tuple(sym.name for sym in rule.expansion), alias=rule.alias) for rule in rules]
+    if islands:
+        defs, ir_rules = _embed_islands(islands, defs, ir_rules, source)
     if not any(r.lhs == start for r in ir_rules):
         raise GrammarError(f"{source}: start symbol {start!r} has no rules")
     return GrammarIR(
@@ -168,6 +182,64 @@ def lark_to_ir(
         lexer=mode,
         source=source,
     )
+
+
+def _json_islands(text: str, source: str) -> tuple[str, dict[str, tuple[object, int]]]:
+    """The text with each `%json SCHEMA` item replaced by a declared placeholder terminal, and the
+    schemas with their lines by placeholder. A schema's line breaks move to the end of its line
+    (a rule's expansion cannot break there), so Lark's line numbers hold after it."""
+    islands: dict[str, tuple[object, int]] = {}
+    pieces: list[str] = []
+    moved = 0  # line breaks of schemas, owed at the next line break outside them
+    at = 0
+    for m in _JSON_ITEM.finditer(text):
+        if moved and text.find("\n", at, m.start()) >= 0:
+            newline = text.index("\n", at, m.start())
+            pieces += [text[at:newline], "\n" * moved]
+            at, moved = newline, 0
+        if m.group() != "%json" or m.start() < at:
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        begin = m.end() + len(text[m.end():]) - len(text[m.end():].lstrip(" \t"))
+        try:
+            schema, end = json.JSONDecoder().raw_decode(text, begin)
+        except json.JSONDecodeError as exc:
+            raise GrammarError(f"{source}: %json needs a JSON Schema (an object) after it: {exc.msg}", line=line) from None
+        if not isinstance(schema, (dict, bool)):
+            raise GrammarError(f"{source}: %json needs a JSON Schema (an object or a boolean)", line=line)
+        name = _JSON_PLACEHOLDER.format(len(islands))
+        islands[name] = (schema, line)
+        pieces += [text[at:m.start()], f" {name} "]
+        moved += text.count("\n", m.start(), end)
+        at = end
+    if not islands:
+        return text, islands
+    rest = text[at:]
+    if moved:
+        newline = rest.find("\n")
+        rest = rest + "\n" * moved if newline < 0 else rest[:newline] + "\n" * moved + rest[newline:]
+    declare = "".join(f"\n%declare {name}" for name in islands)
+    return "".join(pieces) + rest + declare, islands
+
+
+def _embed_islands(islands: dict[str, tuple[object, int]], defs: list[TerminalDef], rules: list[Rule],
+                   source: str) -> tuple[list[TerminalDef], list[Rule]]:
+    """Each `%json` placeholder replaced by its schema's grammar, embedded with its own names."""
+    from pda.grammar.json_schema import json_schema_to_ir
+
+    start_of: dict[str, str] = {}
+    embedded_terms: list[TerminalDef] = []
+    embedded_rules: list[Rule] = []
+    for name, (schema, line) in islands.items():
+        try:
+            ir = json_schema_to_ir(schema)
+        except GrammarError as exc:
+            raise GrammarError(f"{source}: %json on line {line}: {exc}", line=line) from None
+        terminals, sub_rules, start_of[name] = embed_ir(ir, f"{name.lower()}_")
+        embedded_terms += terminals
+        embedded_rules += sub_rules
+    rules = [Rule(r.lhs, tuple(start_of.get(s, s) for s in r.rhs), r.alias) for r in rules]
+    return defs + embedded_terms, rules + embedded_rules
 
 
 def _byte_terminals(text: str, source: str) -> set[str]:

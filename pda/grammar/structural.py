@@ -5,9 +5,8 @@ format alone, or the older `{"structures": [...], "triggers": [...]}`); each bec
 rules and terminals of one grammar IR:
 
 * `const_string`, `regex`: a terminal; `json_schema` and `grammar` (Lark, or GBNF for
-  `"syntax": "ebnf"`): that front end's IR, embedded with its names prefixed (a
-  sub-grammar's `%ignore` terminals become optional before each of its terminals and at
-  its end, so they stay inside it);
+  `"syntax": "ebnf"`): that front end's IR, embedded (`pda.grammar.embed`: names
+  prefixed, a sub-grammar's `%ignore` kept inside it);
 * `sequence`, `or`, `optional`, `star`, `plus`, `repeat`: the EBNF operators;
 * `tag`: begin, content, end; `tags_with_separator`: tags with a separator between;
 * `any_text`: free text (`pda.grammar.free_text`), which must end where something
@@ -33,7 +32,8 @@ from typing import Any
 
 from pda.errors import GrammarError
 from pda.grammar.free_text import free_text_regex
-from pda.grammar.ir import CONTEXTUAL, GrammarIR, Rule, TerminalDef
+from pda.grammar.embed import embed_ir
+from pda.grammar.ir import GrammarIR, Rule, TerminalDef
 from pda.regex.literals import alternation_pattern
 
 Spec = dict[str, Any]
@@ -379,29 +379,11 @@ class _Builder:
     # ------------------------------------------------------------------ sub-grammars
 
     def embed(self, ir: GrammarIR, stem: str) -> tuple[str, ...]:
-        """Another front end's IR inside this one, its names prefixed; its `%ignore` terminals scoped to it."""
-        if ir.lexer != CONTEXTUAL:
-            raise GrammarError(f"a sub-grammar under the {ir.lexer!r} lexer mode cannot be embedded")
-        if ir.indent is not None:
-            raise GrammarError("a sub-grammar with an indenter cannot be embedded")
-        prefix = f"{self.fresh(stem)}_"
-        terminals = {t.name for t in ir.terminals}
-        ignored = set(ir.ignore)
-        gap: tuple[str, ...] = ()
-        if ignored:
-            gap = (f"{prefix}gap",)
-            self.rules += [Rule(gap[0], ())] + [Rule(gap[0], (gap[0], prefix + name)) for name in sorted(ignored)]
-        self.terminals += [
-            TerminalDef(prefix + t.name, t.pattern, t.flags, t.priority, t.literal, t.lazy, t.line) for t in ir.terminals
-        ]
-        for r in ir.rules:
-            rhs: list[str] = []
-            for s in r.rhs:
-                rhs += [*gap, prefix + s] if s in terminals else [prefix + s]
-            if r.lhs == ir.start:
-                rhs += gap
-            self.rules.append(Rule(prefix + r.lhs, tuple(rhs), r.alias))
-        return (prefix + ir.start,)
+        """Another front end's IR inside this one (`pda.grammar.embed`)."""
+        terminals, rules, start = embed_ir(ir, f"{self.fresh(stem)}_")
+        self.terminals += terminals
+        self.rules += rules
+        return (start,)
 
 
 def _tag_fields(spec: Any, path: str) -> str:
