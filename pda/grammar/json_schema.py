@@ -21,8 +21,10 @@ generated grammars); `json_schema_to_lark` writes the same grammar as text.
 schemas (`desugar`, `negate`) before lowering, so the rest only sees unions.
 
 Semantics that differ from a full validator are listed in docs/json_schema.md;
-each one either raises `GrammarError` (``strict=True``) or warns with
-`JsonSchemaWarning` (``strict=False``) naming the keyword and the JSON path.
+each one either raises `GrammarError` (``on_unsupported="raise"``) or warns with
+`JsonSchemaWarning` (``on_unsupported="relax"``) naming the keyword and the JSON path.
+The defaults are made for generation; ``exact=True`` is JSON Schema's language
+(`resolve_options`, docs/json_schema.md "Defaults").
 """
 
 from __future__ import annotations
@@ -227,7 +229,7 @@ _INTEGER_LITERAL_GUARD = r"(?!-?[0-9]+\.|-0)"
 
 
 class JsonSchemaWarning(UserWarning):
-    """A schema keyword was relaxed (``strict=False``) or approximated; the message says how."""
+    """A schema keyword was relaxed (``on_unsupported="relax"``) or approximated; the message says how."""
 
 
 def _pointer(path: tuple[str, ...]) -> str:
@@ -2114,7 +2116,7 @@ def resolve_options(*, whitespace: str | None, max_whitespace: int | None, on_un
                     property_order: str, exact: bool, strict: Any = _UNSET, stacklevel: int = 3) -> _Options:
     """The options of the public entry points, with their defaults and the deprecated `strict`.
 
-    `strict` (before 0.2: True = raise on unsupported keywords) read like XGrammar's
+    `strict` (the previous name: True = raise on unsupported keywords) read like XGrammar's
     `strict_mode` (no undeclared properties); it is still accepted, with a warning.
     """
     if strict is not _UNSET:
