@@ -148,10 +148,10 @@ SAME = [(Kind.REGEX, pattern, False) for pattern in
         ["[a-c]{2,4}-[0-9]{1,3}", "(yes|no|maybe)", "[A-Z][a-z]+( [A-Z][a-z]+)?", "[0-9]{3}-[0-9]{4}"]]
 SAME += [(Kind.CHOICE, json.dumps(["red", "green", "blue", "light blue"]), False)]
 SAME += [(Kind.JSON, json.dumps(schema), True) for schema in STRICT_SCHEMAS]
+# pda's "integer" is an integer literal by default, as XGrammar's (5.0, 5e2 and -0 only under exact=True).
+SAME += [(Kind.JSON, json.dumps({"type": "integer"}), True)]
 # pda's language is larger, so pda's mask holds XGrammar's at every step of a walk both allow:
 SUPERSET = [
-    # JSON Schema's "integer" is any number with a zero fraction: 5.0, 5e2 and -0 are integers; XGrammar takes digits only.
-    (Kind.JSON, json.dumps({"type": "integer"}), True),
     # Properties in any order (pda's default for up to 6 properties); XGrammar keeps the schema's order.
     (Kind.JSON, json.dumps({"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"enum": ["x", "y"]}},
                             "required": ["a", "b"], "additionalProperties": False}), True),
