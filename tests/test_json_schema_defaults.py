@@ -242,3 +242,13 @@ def test_options_are_checked() -> None:
                             ({"property_order": "sorted"}, "property_order must be")):
         with pytest.raises(GrammarError, match=message):
             G.from_json_schema({"type": "integer"}, **kwargs)
+
+
+def test_every_format_is_served_in_both_modes() -> None:
+    """The generation defaults know every format the exact mode knows (`duration` was missing)."""
+    from pda.grammar.json_schema import _FORMATS
+
+    for fmt in sorted(_FORMATS):
+        for exact in (False, True):
+            grammar = pda.Grammar.from_json_schema({"type": "string", "format": fmt}, exact=exact)
+            assert grammar.accepts_prefix('"'), (fmt, exact)

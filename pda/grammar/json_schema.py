@@ -211,11 +211,11 @@ _LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[1357
 _GEN_DATE = (rf"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
              rf"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP_YEAR}-02-29)")
 _GEN_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?"
-_GENERATION_FORMATS = {**_FORMATS, "date": _GEN_DATE, "time": _GEN_TIME, "date-time": _GEN_DATE + "[Tt]" + _GEN_TIME}
 # ISO 8601 duration with at least one component (and at least one after T).
 _FORMATS["duration"] = (r"P(?:[0-9]+W|(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
     r"(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
     r"|T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))")
+_GENERATION_FORMATS = {**_FORMATS, "date": _GEN_DATE, "time": _GEN_TIME, "date-time": _GEN_DATE + "[Tt]" + _GEN_TIME}
 
 # Property-name terminal priorities: when one key lexeme matches several candidate
 # terminals, pda's lexer hands the parser only the highest-priority ones, so a
