@@ -13,6 +13,7 @@ from pda.grammar.grammar import Grammar
 from pda.limits import Limits
 from pda.lru import memory_budgets, set_memory_budget
 from pda.matcher import Matcher, fill_bitmasks
+from pda.reasoning import ReasoningMatcher
 from pda.vocab import Vocabulary
 
 
@@ -35,6 +36,7 @@ __all__ = [
     "Matcher",
     "ParseError",
     "PdaError",
+    "ReasoningMatcher",
     "RegexError",
     "TokenRejected",
     "Vocabulary",

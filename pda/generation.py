@@ -71,6 +71,7 @@ from pda.compiler import CompiledGrammar, compile
 from pda.errors import PdaError
 from pda.grammar.grammar import Grammar
 from pda.matcher import Matcher, fill_bitmasks
+from pda.reasoning import ReasoningMatcher
 from pda.vocab import Vocabulary
 
 HEAL_MAX_CANDIDATES = 4096
@@ -468,6 +469,8 @@ def generate(
     heal: bool | int = True,
     prefix: str = "",
     on_text: Callable[[str], None] | None = None,
+    reasoning_budget: int | None = None,
+    reasoning: tuple[str, str] = ("<think>", "</think>"),
 ) -> GenerationResult | list[GenerationResult]:
     """Generate a sentence of `grammar` after `prompt`, with jump-forward and token healing.
 
@@ -490,7 +493,8 @@ def generate(
     pre-training); with neither, healing keeps the prompt's last token and an empty
     prompt is a `PdaError`. See the module docstring for what jump-forward and healing
     do exactly, and for batches (several prompts run as one left-padded batch, without
-    jump-forward).
+    jump-forward). `reasoning_budget` caps the tokens between the `reasoning` delimiters
+    (`pda.reasoning.ReasoningMatcher`: past it the closing delimiter is forced).
     """
     import torch
 
@@ -502,7 +506,10 @@ def generate(
         raise ValueError("on_text streams one output: generate a batch of prompts without it")
     compiled = compile_for(grammar, tokenizer, model)
     vocab = compiled.vocab
-    matcher = Matcher(compiled)
+    if reasoning_budget is None:
+        matcher = Matcher(compiled)
+    else:
+        matcher = ReasoningMatcher(compiled, max_tokens=reasoning_budget, open=reasoning[0], close=reasoning[1])
 
     prefix_bytes = prefix.encode("utf-8")
     if prefix_bytes and not matcher.accept_bytes(prefix_bytes):

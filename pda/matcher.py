@@ -448,8 +448,8 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask: Any, rows: Sequence[int]
               and bitmask.flags.c_contiguous and bitmask.flags.writeable)
     n_rows = bitmask.shape[0] if direct else 0
     for matcher, row in zip(matchers, rows):
-        if (direct and type(row) is int and 0 <= row < n_rows and matcher._stop is None
-                and not matcher._terminated and matcher.error is None):
+        if (direct and type(matcher) is Matcher and type(row) is int and 0 <= row < n_rows and matcher._stop is None
+                and not matcher._terminated and matcher.error is None):  # a subclass fills its own rows
             node, q = matcher._history[-1]
             try:
                 matcher.compiled.masks.write_row(bitmask, row, node, q)

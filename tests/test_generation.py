@@ -463,3 +463,21 @@ def test_of_stop_strings_at_the_same_place_the_first_listed_is_reported(vocab):
         text = _Text(vocab, b"", "", stops, None)
         assert text.take([token, token]) == 1
         assert text.stopped == stops[0] and text.text() == "a"
+
+
+def test_a_reasoning_budget_ends_the_segment_and_the_answer_follows(model_tok) -> None:
+    """With `reasoning_budget`, the random model's `<think>` segment ends after at most the budget
+    plus the close's own tokens, and the output finishes as one of the labels."""
+    model, tok = model_tok
+    labels = [f"label_{i:03d}" for i in range(300)]
+    grammar = pda.Grammar.from_structural_tag({"type": "sequence", "elements": [
+        {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>\n"},
+        {"type": "or", "elements": [{"type": "const_string", "value": v} for v in labels]}]})
+    for seed in range(4):
+        result = pda.generate(model, tok, grammar, "Classify:", max_new_tokens=40, seed=seed, do_sample=True,
+                              reasoning_budget=6, reasoning=("<think>", "</think>\n"))
+        assert result.terminated, result.text
+        thought, label = result.text.split("</think>\n")
+        assert label in labels and thought.startswith("<think>")
+        inside = len(tok.encode(thought + "</think>\n", add_special_tokens=False)) - 1  # the tokens after <think>
+        assert inside <= 6 + len("</think>\n") + 2, result.text  # + a token straddling each delimiter

@@ -37,6 +37,7 @@ LAYERS: list[tuple[str | tuple[str, ...], ...]] = [
     ("pda.grammar.grammar", "pda.masks"),  # `pda.Grammar`; serve-time mask composition (hot)
     ("pda.compiler",),  # `pda.compile`: compile-time work and the compiled grammar
     ("pda.matcher", "pda.reference"),  # the per-sequence API; the slow oracle
+    ("pda.reasoning",),  # a matcher with a token budget for a reasoning segment
     ("pda.integrations",),  # bitmask helpers, transformers processors
     ("pda.generation",),  # `pda.generate`
     ("pda",),  # the public surface (pda/__init__.py)
