@@ -20,8 +20,8 @@ does not; there, call `enable()` from a `vllm.general_plugins` entry point.
 
 - `PdaBackend` compiles JSON (a JSON Schema), JSON_OBJECT (any JSON object, as vLLM's
   XGrammar and llguidance backends read it), REGEX, GRAMMAR (Lark, or GBNF when a
-  line holds `::=`: vLLM's own test, `grammar_is_likely_lark`) and CHOICE; a structural
-  tag is refused (not served yet). Vocabularies are built once per tokenizer; the mask
+  line holds `::=`: vLLM's own test, `grammar_is_likely_lark`), CHOICE and STRUCTURAL_TAG
+  (XGrammar's structural-tag JSON, `Grammar.from_structural_tag`). Vocabularies are built once per tokenizer; the mask
   width is vLLM's vocabulary size (the model's logits, padding included).
 - `PdaGrammar` follows `StructuredOutputGrammar`'s contract over one `pda.Matcher`:
   `accept_tokens` is all or nothing (False, state unchanged, when any token is refused:
@@ -102,6 +102,8 @@ def grammar_for(request_type: StructuredOutputOptions, spec: str, *, compact: bo
     if kind == "CHOICE":
         choices = json.loads(spec)
         return Grammar.from_choices([choices] if isinstance(choices, str) else choices)
+    if kind == "STRUCTURAL_TAG":
+        return Grammar.from_structural_tag(spec)
     raise PdaError(f"pda does not serve {_KINDS.get(kind, kind)} constraints yet")
 
 

@@ -125,8 +125,19 @@ def test_refused_constraints_are_vllm_validation_errors(backend):
         backend.compile_grammar(Kind.GRAMMAR, "start: undefined_rule")
     with pytest.raises(VLLMValidationError, match="pda cannot serve this JSON Schema"):
         backend.compile_grammar(Kind.JSON, json.dumps({"type": "string", "pattern": "(?<=a)b"}))
-    with pytest.raises(VLLMValidationError, match="structural tag"):
+    with pytest.raises(VLLMValidationError, match="structural tag: .*format type"):
         backend.compile_grammar(Kind.STRUCTURAL_TAG, json.dumps({"type": "structural_tag", "format": {}}))
+
+
+def test_structural_tags(backend, tokenizer):
+    spec = {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [
+        {"begin": "<tool_call>", "end": "</tool_call>",
+         "content": {"type": "json_schema", "json_schema": {"type": "boolean"}}}]}}
+    grammar = backend.compile_grammar(Kind.STRUCTURAL_TAG, json.dumps(spec))
+    text = ids(tokenizer, "Sure. <tool_call>true</tool_call> Done.")
+    assert grammar.validate_tokens(text + [IM_END]) == text + [IM_END]
+    bad = ids(tokenizer, "Sure. <tool_call>nope</tool_call>")
+    assert len(grammar.validate_tokens(bad)) < len(bad)
 
 
 def test_the_bitmask_is_vllms_layout(backend, vocab_size):

@@ -56,6 +56,16 @@ def json_ok(text: str) -> bool:
     return True
 
 
+TAG = json.dumps({"type": "structural_tag", "format": {"type": "tag", "begin": "<answer>", "end": "</answer>",
+                                                       "content": {"type": "or", "elements": [
+                                                           {"type": "const_string", "value": c} for c in CHOICES]}}})
+
+
+def tag_ok(text: str) -> bool:
+    found = re.fullmatch(r"<answer>(.*)</answer>", text, re.S)
+    return bool(found) and found.group(1) in CHOICES
+
+
 sql_parser = lark.Lark(SQL)
 # kind: (structured_outputs, the language's own check, pda's grammar for viable prefixes of cut outputs)
 KINDS = {
@@ -64,6 +74,7 @@ KINDS = {
     "choice": (StructuredOutputsParams(choice=CHOICES), lambda t: t in CHOICES, pda.Grammar.from_choices(CHOICES)),
     "lark-sql": (StructuredOutputsParams(grammar=SQL), lambda t: bool(sql_parser.parse(t)), pda.Grammar.from_lark(SQL)),
     "gbnf": (StructuredOutputsParams(grammar=GBNF), lambda t: bool(re.fullmatch(GBNF_LANGUAGE, t)), pda.Grammar.from_gbnf(GBNF)),
+    "structural-tag": (StructuredOutputsParams(structural_tag=TAG), tag_ok, pda.Grammar.from_structural_tag(TAG)),
 }
 SAMPLES = 8
 MAX_TOKENS = 48
