@@ -1,8 +1,9 @@
 """`pda demo`: constrained generation end to end, with no download.
 
 Builds (once, then loads from the cache) a tiny randomly initialised Qwen2 around
-the real Qwen2 tokenizer, generates with the shipped JSON and SQLite grammars and
-with two small fixed-structure grammars, checks every complete output with a
+the real Qwen2 tokenizer, generates with the shipped JSON and SQLite grammars, with
+two small fixed-structure grammars and with think-then-answer over 1,000 labels (a
+structural tag with a reasoning budget), checks every complete output with a
 real parser (`json.loads`, SQLite's own `EXPLAIN` against a schema made here),
 checks every cut output is a viable prefix, and prints what the constraint costs
 per token next to unconstrained decoding. `--model PATH` uses a local model.
@@ -175,6 +176,37 @@ def _demo(args: argparse.Namespace) -> int:
     saved = sum(p.forward_passes for p in plain) - sum(p.forward_passes for p in person)
     print(f"  jump-forward: {sum(p.forward_passes for p in person)} forward passes for these {n} samples, "
           f"{sum(p.forward_passes for p in plain)} without it ({saved} saved)")
+
+    labels = [f"topic_{i:03d}" for i in range(1000)]
+    think = Grammar.from_structural_tag({"type": "sequence", "elements": [
+        {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>\n"},
+        {"type": "or", "elements": [{"type": "const_string", "value": v} for v in labels]}]})
+
+    def labelled(text: str) -> None:
+        thought, _, label = text.partition("</think>\n")
+        if not thought.startswith("<think>") or label not in labels:
+            raise AssertionError(f"pda demo: not a thought and a label: {text!r}")
+
+    reasoned = []
+    print("\n== Think, then one of 1,000 labels (a structural tag; reasoning budget 8 tokens, jump-forward on)")
+    for k in range(n):
+        for jump in (True, False):
+            r = generate(model, tokenizer, think, chat("Classify this text."), max_new_tokens=budget, seed=seed + k,
+                         jump_forward=jump, reasoning_budget=8, reasoning=("<think>", "</think>\n"))
+            if r.terminated:
+                labelled(r.text)
+            elif not think.accepts_prefix(r.text):
+                raise AssertionError(f"pda demo: a cut output is not a viable prefix: {r.text!r}")
+            reasoned.append((jump, r))
+            if jump:
+                print(f"  [{k}] {_show(r.text)}")
+                print(f"      {'complete, a thought and a label: ok' if r.terminated else 'cut'}; "
+                      f"{len(r.token_ids)} tokens, {r.forward_passes} forward passes, {r.forced_tokens} forced")
+    with_jump = sum(r.forward_passes for jump, r in reasoned if jump)
+    without = sum(r.forward_passes for jump, r in reasoned if not jump)
+    print(f"  jump-forward over <think>, the forced close and the labels' shared prefix: {with_jump} forward "
+          f"passes, {without} without it ({without - with_jump} saved)")
+    runs += [r for _, r in reasoned]
 
     complete = sum(r.terminated for r in runs)
     print(f"\n{complete} of {len(runs)} outputs complete and parsed by the real parser; "
