@@ -99,16 +99,9 @@ class _Pda:
     def compile(self, spec: dict) -> Any:
         return self.pda.compile(self.pda.Grammar.from_structural_tag(spec), self.vocab, mask_width=QWEN2_LOGITS_SIZE)
 
-    def replay(self, compiled: Any, tokens: list[int], eos: int) -> list[int] | None:
+    def session(self, compiled: Any) -> tuple[Any, Any, Any]:
         m, bitmask = self.pda.Matcher(compiled), self.bitmask
-        times = []
-        for tok in [*tokens, eos]:
-            t0 = now_ns()
-            m.fill_bitmask(bitmask, 0)
-            times.append(now_ns() - t0)
-            if not (int(bitmask[0, tok >> 5]) >> (tok & 31)) & 1 or (tok != eos and not m.accept_token(tok)):
-                return None
-        return times
+        return lambda: m.fill_bitmask(bitmask, 0), m.accept_token, bitmask
 
 
 class _XGrammar:
@@ -123,17 +116,22 @@ class _XGrammar:
     def compile(self, spec: dict) -> Any:
         return self.compiler.compile_grammar(self.xgr.Grammar.from_structural_tag(json.dumps(spec)))
 
-    def replay(self, compiled: Any, tokens: list[int], eos: int) -> list[int] | None:
+    def session(self, compiled: Any) -> tuple[Any, Any, Any]:
         m, bitmask = self.xgr.GrammarMatcher(compiled), self.bitmask
-        words = bitmask.numpy()
-        times = []
-        for tok in [*tokens, eos]:
-            t0 = now_ns()
-            m.fill_next_token_bitmask(bitmask, 0)
-            times.append(now_ns() - t0)
-            if not (int(words[0, tok >> 5]) >> (tok & 31)) & 1 or (tok != eos and not m.accept_token(tok)):
-                return None
-        return times
+        return lambda: m.fill_next_token_bitmask(bitmask, 0), m.accept_token, bitmask.numpy()
+
+
+def _replay(engine: Any, compiled: Any, tokens: list[int], eos: int) -> list[int] | None:
+    """Each mask's fill time (ns), or None when the engine refuses a token of the document."""
+    fill, accept, words = engine.session(compiled)
+    times = []
+    for tok in [*tokens, eos]:
+        t0 = now_ns()
+        fill()
+        times.append(now_ns() - t0)
+        if not (int(words[0, tok >> 5]) >> (tok & 31)) & 1 or (tok != eos and not accept(tok)):
+            return None
+    return times
 
 
 ENGINES = {"pda": _Pda, "xgrammar": _XGrammar}
@@ -161,7 +159,7 @@ def run_worker(engine_name: str, n_docs: int) -> dict[str, Any]:
         row["compile_ms"] = (now_ns() - t0) / 1e6
         for text, spans in documents(name, n_docs):
             tokens = tokenizer.encode(text, add_special_tokens=False)
-            times = engine.replay(compiled, tokens, eos)
+            times = _replay(engine, compiled, tokens, eos)
             if times is None:
                 row["rejected"] += 1
                 continue

@@ -850,8 +850,8 @@ MAX_PATTERN_REGEX = 400_000
 """Longest regex text the state elimination may produce before the construction gives up."""
 
 
-class _TooBig(Exception):
-    pass
+class AutomatonTooLarge(Exception):
+    """An automaton or its regex passed its limit (states, or characters of regex)."""
 
 
 class _NFA:
@@ -863,7 +863,7 @@ class _NFA:
 
     def state(self) -> int:
         if len(self.eps) > 20 * MAX_PATTERN_DFA_STATES:
-            raise _TooBig
+            raise AutomatonTooLarge
         self.eps.append([])
         self.edges.append([])
         return len(self.eps) - 1
@@ -977,10 +977,10 @@ def _classes(nfa: _NFA) -> tuple[list[Ranges], list[list[tuple[list[int], int]]]
     return classes, edges
 
 
-def _explore(start: Hashable, n_classes: int,
-             step: Callable[[Hashable, int], Hashable]) -> tuple[list[Hashable], list[list[int]]]:
+def explore_states(start: Hashable, n_classes: int, step: Callable[[Hashable, int], Hashable],
+                   limit: int = MAX_PATTERN_DFA_STATES) -> tuple[list[Hashable], list[list[int]]]:
     """Breadth-first over the states reachable from `start` by `step(state, class)`: the
-    states in numbering order and the transition rows; `_TooBig` past the state limit."""
+    states in numbering order and the transition rows; `AutomatonTooLarge` past `limit` states."""
     index = {start: 0}
     order = [start]
     trans: list[list[int]] = []
@@ -991,8 +991,8 @@ def _explore(start: Hashable, n_classes: int,
             nxt = step(cur, c)
             j = index.get(nxt)
             if j is None:
-                if len(order) >= MAX_PATTERN_DFA_STATES:
-                    raise _TooBig
+                if len(order) >= limit:
+                    raise AutomatonTooLarge
                 j = index[nxt] = len(order)
                 order.append(nxt)
             row.append(j)
@@ -1030,7 +1030,7 @@ def _determinise(nfa: _NFA, start: int, end: int) -> _DFA:
             found = closures[moved] = closure(moved)
         return found
 
-    order, trans = _explore(closure({start}), len(classes), step)
+    order, trans = explore_states(closure({start}), len(classes), step)
     return _DFA(classes, trans, [end in st for st in order])
 
 
@@ -1038,7 +1038,7 @@ def _product(dfas: list[_DFA], wanted: list[bool], lo: int, hi: int | None) -> _
     """Strings each DFA accepts iff `wanted` says so, of lo..hi units (all on one partition)."""
     classes = dfas[0].classes
     cap = hi + 1 if hi is not None else lo
-    order, trans = _explore(tuple([0] * len(dfas) + [0]), len(classes),
+    order, trans = explore_states(tuple([0] * len(dfas) + [0]), len(classes),
                             lambda cur, c: tuple([d.trans[q][c] for d, q in zip(dfas, cur)] + [min(cur[-1] + 1, cap)]))
     accept = [all(d.accept[q] == w for d, q, w in zip(dfas, st, wanted))
               and st[-1] >= lo and (hi is None or st[-1] <= hi) for st in order]
@@ -1073,7 +1073,7 @@ def _minimise(d: _DFA) -> _DFA:
 def _to_regex(d: _DFA, limit: int = MAX_PATTERN_REGEX, reverse: bool = False,
               unit: Callable[[Ranges], str | None] = unit_regex) -> PatternInfo | None:
     """The DFA's language as a lexeme-body regex over JSON units (state elimination);
-    `_TooBig` once an entry passes `limit` characters. With `reverse`, the regex of the
+    `AutomatonTooLarge` once an entry passes `limit` characters. With `reverse`, the regex of the
     language's reversal (each path's pieces concatenated the other way round). `unit`
     writes one class of code points (JSON string units by default)."""
     n = len(d.trans)
@@ -1138,7 +1138,7 @@ def _to_regex(d: _DFA, limit: int = MAX_PATTERN_REGEX, reverse: bool = False,
                 if prev is not None and prev != text:
                     text = f"(?:{prev}|{text})"
                 if len(text) > limit:
-                    raise _TooBig
+                    raise AutomatonTooLarge
                 # Every entry is safe to concatenate (a unit, a group, or a concatenation of those).
                 R[i][j] = text
                 incoming[j].add(i)
@@ -1211,7 +1211,7 @@ def dfa_regex(classes: list[Ranges], trans: list[list[int]], accept: list[bool],
     `raw_class_regex` for the code points themselves)."""
     try:
         info = _to_regex(_minimise(_DFA(classes, trans, accept)), limit, reverse, unit)
-    except _TooBig:
+    except AutomatonTooLarge:
         raise RegexError(f"the automaton's regex is longer than {limit} characters") from None
     return None if info is None else info.body
 
@@ -1244,9 +1244,9 @@ def pattern_set_body(positive: list[str], negative: list[str], *, min_len: int =
             return _to_regex(free)
         try:
             return _to_regex(_minimise(_product(dfas, wanted, min_len, max_len)))
-        except _TooBig:
+        except AutomatonTooLarge:
             info = _to_regex(free)
-    except _TooBig:
+    except AutomatonTooLarge:
         raise RegexError(f"patterns {[*positive, *negative]!r} with lengths {min_len}..{max_len}: "
                          "the automaton is too large to write as one terminal") from None
     if info is None:

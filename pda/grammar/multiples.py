@@ -140,21 +140,11 @@ def _reversed(trans: list[list[int]], accept: list[bool]) -> tuple[list[list[int
         for c, t in enumerate(row):
             back[t][c].append(q)
     start = frozenset(q for q, a in enumerate(accept) if a)
-    index = {start: 0}
-    order = [start]
-    out: list[list[int]] = []
-    while len(out) < len(order):
-        cur = order[len(out)]
-        row = []
-        for c in range(len(_CLASSES)):
-            nxt = frozenset(q for t in cur for q in back[t][c])
-            if nxt not in index:
-                if len(order) >= MAX_MULTIPLE_STATES:
-                    return None
-                index[nxt] = len(order)
-                order.append(nxt)
-            row.append(index[nxt])
-        out.append(row)
+    try:
+        order, out = er.explore_states(start, len(_CLASSES), lambda cur, c: frozenset(q for t in cur for q in back[t][c]),
+                                       MAX_MULTIPLE_STATES)
+    except er.AutomatonTooLarge:
+        return None
     return out, [0 in st for st in order]
 
 

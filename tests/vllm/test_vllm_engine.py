@@ -25,6 +25,7 @@ from vllm.exceptions import VLLMValidationError  # noqa: E402
 from vllm.sampling_params import StructuredOutputsParams  # noqa: E402
 
 import pda  # noqa: E402
+from tests.vllm.sampling import sample_and_check  # noqa: E402
 from pda.integrations import vllm as pda_vllm  # noqa: E402
 
 SCHEMA = {
@@ -104,19 +105,8 @@ def structured_backend(llm: LLM) -> object:
 def generate_and_check(llm: LLM, kind: str) -> tuple[int, int]:
     """SAMPLES outputs of one kind; each finished one in the language, each cut one a viable prefix. (finished, total)"""
     constraint, check, grammar = KINDS[kind]
-    params = [SamplingParams(max_tokens=MAX_TOKENS, temperature=1.0, seed=seed, structured_outputs=constraint)
-              for seed in range(SAMPLES)]
-    outputs = llm.generate([f"Sample {kind} #{i}:" for i in range(SAMPLES)], params, use_tqdm=False)
-    finished = 0
-    for output in outputs:
-        done = output.outputs[0]
-        assert done.finish_reason in ("stop", "length"), done
-        if done.finish_reason == "stop":
-            assert check(done.text), done.text
-            finished += 1
-        else:
-            assert grammar.accepts_prefix(done.text), done.text
-    return finished, len(outputs)
+    return sample_and_check(llm, kind, check, grammar, SAMPLES, max_tokens=MAX_TOKENS,
+                            structured_outputs=constraint), SAMPLES
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

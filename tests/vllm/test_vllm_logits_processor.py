@@ -25,6 +25,7 @@ from vllm.exceptions import VLLMValidationError  # noqa: E402
 from vllm.sampling_params import StructuredOutputsParams  # noqa: E402
 
 import pda  # noqa: E402
+from tests.vllm.sampling import sample_and_check  # noqa: E402
 from pda.integrations import vllm as pda_vllm  # noqa: E402
 
 SCHEMA = {
@@ -72,17 +73,7 @@ def llm(model_dir):
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_kind_through_the_logits_processor(llm, kind):
     extra_args, check, grammar = KINDS[kind]
-    params = [SamplingParams(max_tokens=MAX_TOKENS, temperature=1.0, seed=seed, extra_args=extra_args)
-              for seed in range(SAMPLES)]
-    outputs = llm.generate([f"Sample {kind} #{i}:" for i in range(SAMPLES)], params, use_tqdm=False)
-    finished = 0
-    for output in outputs:
-        done = output.outputs[0]
-        if done.finish_reason == "stop":
-            assert check(done.text), done.text
-            finished += 1
-        else:
-            assert done.finish_reason == "length" and grammar.accepts_prefix(done.text), done
+    finished = sample_and_check(llm, kind, check, grammar, SAMPLES, max_tokens=MAX_TOKENS, extra_args=extra_args)
     # The random model pads flexible JSON with white space until max_tokens: only its prefixes are checked.
     assert finished >= {"json": 1, "json-text": 0}.get(kind, SAMPLES // 2)
 
