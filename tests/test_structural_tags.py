@@ -343,3 +343,13 @@ def test_json_items_keep_line_numbers_and_name_bad_schemas() -> None:
     assert "#/type" in str(info.value)
     with pytest.raises(pda.GrammarError, match="needs a JSON Schema"):
         pda.Grammar.from_lark('start: "a" %json [1]')
+
+
+def test_a_shipped_grammar_inside_lark_text() -> None:
+    g = pda.Grammar.from_lark('start: "Data: " %grammar json "; end"\n')
+    assert g.accepts('Data: {"a": [1, 2]}; end') and g.accepts('Data: { "a" : [ 1 ] } ; end')
+    assert not g.accepts('Data: {"a": [1, 2]; end') and not g.accepts('Data:{"a": 1}; end')
+    assert not pda.Grammar.from_lark('start: "x" %grammar json').accepts(' x{}')  # json's %ignore stays inside
+    for name, why in (("nope", "no shipped grammar"), ("python", "lexer mode"), ("sqlite", "lexer mode")):
+        with pytest.raises(pda.GrammarError, match=why):
+            pda.Grammar.from_lark(f"start: %grammar {name}")

@@ -12,10 +12,9 @@ from typing import Any
 from pda import collector
 from pda.errors import GrammarError
 from pda.grammar.ir import GrammarIR, Rule, TerminalDef
-from pda.grammar.lark_frontend import lark_to_ir
+from pda.grammar.lark_frontend import SHIPPED_GRAMMARS, lark_to_ir
 from pda.regex.literals import alternation_pattern, leading_inline_flags
 
-SHIPPED_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
 
 def _as_bytes(text: str | bytes) -> bytes:
     return text.encode("utf-8") if isinstance(text, str) else bytes(text)

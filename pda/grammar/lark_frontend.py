@@ -10,11 +10,12 @@ pda adds two comment-line directives Lark ignores (`// pda: lexer=basic`,
 missing `%import` file, bad escapes, nesting too deep for its recursion) into a
 `GrammarError` with the line and column where known.
 
-It also adds `%json SCHEMA` as an item of a rule's expansion (llguidance's syntax): a
+It also adds two items of a rule's expansion: `%json SCHEMA` (llguidance's syntax), a
 JSON text valid against the JSON Schema SCHEMA (an object or a boolean, written inline),
-lowered with `from_json_schema`'s defaults and embedded (`pda.grammar.embed`). Lark sees a
-declared placeholder terminal in its place; the host grammar's `%ignore` applies inside
-the JSON too (it only adds white space between JSON's own lexemes).
+lowered with `from_json_schema`'s defaults; and `%grammar NAME`, a sentence of the shipped
+grammar NAME (`pda/grammars/NAME.lark`, its own `%ignore` kept inside it). Both are
+embedded (`pda.grammar.embed`); Lark sees a declared placeholder terminal in their place.
+The host grammar's `%ignore` applies inside them too.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from lark.exceptions import LarkError, VisitError
 from lark.load_grammar import load_grammar
@@ -49,8 +51,10 @@ bracket. Regexes inside `/.../` do not count: pda parses them itself, at any dep
 """
 _LARK_TOKEN = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"i?|/(?!/)(?:\\.|[^/\\\n])+/[imslux]*|[(\[]|[)\]]|\n')
 # Where `%json` items are: strings, regexes and comments skipped.
-_JSON_ITEM = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"i?|/(?!/)(?:\\.|[^/\\\n])+/[imslux]*|%json\b')
+_JSON_ITEM = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"i?|/(?!/)(?:\\.|[^/\\\n])+/[imslux]*|%json\b'
+                        r'|%grammar[ \t]+([A-Za-z_][A-Za-z_0-9]*)')
 _JSON_PLACEHOLDER = "PDA_JSON_{}"
+SHIPPED_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
 
 
 def lexer_directive(text: str, source: str = "<grammar>") -> str | None:
@@ -197,9 +201,15 @@ def _json_islands(text: str, source: str) -> tuple[str, dict[str, tuple[object, 
             newline = text.index("\n", at, m.start())
             pieces += [text[at:newline], "\n" * moved]
             at, moved = newline, 0
-        if m.group() != "%json" or m.start() < at:
+        if not m.group().startswith(("%json", "%grammar")) or m.start() < at:
             continue
         line = text.count("\n", 0, m.start()) + 1
+        if m.group(1):  # %grammar NAME
+            name = _JSON_PLACEHOLDER.format(len(islands))
+            islands[name] = (("grammar", m.group(1)), line)
+            pieces += [text[at:m.start()], f" {name} "]
+            at = m.end()
+            continue
         begin = m.end() + len(text[m.end():]) - len(text[m.end():].lstrip(" \t"))
         try:
             schema, end = json.JSONDecoder().raw_decode(text, begin)
@@ -232,14 +242,26 @@ def _embed_islands(islands: dict[str, tuple[object, int]], defs: list[TerminalDe
     embedded_rules: list[Rule] = []
     for name, (schema, line) in islands.items():
         try:
-            ir = json_schema_to_ir(schema)
+            ir = _shipped_ir(schema[1]) if isinstance(schema, tuple) else json_schema_to_ir(schema)
+            terminals, sub_rules, start_of[name] = embed_ir(ir, f"{name.lower()}_")
         except GrammarError as exc:
-            raise GrammarError(f"{source}: %json on line {line}: {exc}", line=line) from None
-        terminals, sub_rules, start_of[name] = embed_ir(ir, f"{name.lower()}_")
+            item = f"%grammar {schema[1]}" if isinstance(schema, tuple) else "%json"
+            raise GrammarError(f"{source}: {item} on line {line}: {exc}", line=line) from None
         embedded_terms += terminals
         embedded_rules += sub_rules
     rules = [Rule(r.lhs, tuple(start_of.get(s, s) for s in r.rhs), r.alias) for r in rules]
     return defs + embedded_terms, rules + embedded_rules
+
+
+def _shipped_ir(name: str) -> GrammarIR:
+    """The IR of the shipped grammar `name` (`pda/grammars/NAME.lark`)."""
+    path = SHIPPED_GRAMMARS / f"{name}.lark"
+    if not path.exists():
+        names = ", ".join(sorted(p.stem for p in SHIPPED_GRAMMARS.glob("*.lark")))
+        raise GrammarError(f"no shipped grammar {name!r} (shipped: {names})")
+    text = path.read_text(encoding="utf-8")
+    rules = re.findall(r"^\s*[?!]?([a-z_][a-z_0-9]*)\s*:", text, re.MULTILINE)
+    return lark_to_ir(text, start="start" if "start" in rules else rules[0], source=str(path))
 
 
 def _byte_terminals(text: str, source: str) -> set[str]:
