@@ -353,3 +353,12 @@ def test_a_shipped_grammar_inside_lark_text() -> None:
     for name, why in (("nope", "no shipped grammar"), ("python", "lexer mode"), ("sqlite", "lexer mode")):
         with pytest.raises(pda.GrammarError, match=why):
             pda.Grammar.from_lark(f"start: %grammar {name}")
+
+
+def test_qwen2_masks_next_to_a_partial_trigger_equal_the_reference_on_every_token(qwen: pda.Vocabulary) -> None:
+    """States inside free text that ends with part of a trigger (or of a tag's end), every token checked."""
+    compiled = pda.compile(pda.Grammar.from_structural_tag(SPECS["tools"]), qwen)
+    for text in ("Let me check <", "Let me check <func", "hi <function=get_wea", 'x <function=noop>{}</func'):
+        node, q = compiled.initial_state()
+        node, q = compiled.scanner.feed(node, q, text.encode())
+        assert mask_mismatches(compiled, node, q) == [], text
