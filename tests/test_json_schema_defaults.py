@@ -252,3 +252,31 @@ def test_every_format_is_served_in_both_modes() -> None:
         for exact in (False, True):
             grammar = pda.Grammar.from_json_schema({"type": "string", "format": fmt}, exact=exact)
             assert grammar.accepts_prefix('"'), (fmt, exact)
+
+
+def test_exact_mode_takes_large_objects_in_any_order() -> None:
+    """Over MAX_ANY_ORDER_PROPERTIES declared properties, exact=True still accepts any order (the
+    required ones tracked, an optional one possibly repeated, under a warning); instances agree
+    with jsonschema."""
+    import jsonschema
+
+    from pda.grammar.json_schema import MAX_ANY_ORDER_PROPERTIES, MAX_TRACKED_REQUIRED, JsonSchemaWarning
+
+    props = {f"p{i}": {"type": "integer"} for i in range(MAX_ANY_ORDER_PROPERTIES + 40)}
+    schema = {"type": "object", "properties": props, "required": ["p0", "p5", "p30"], "additionalProperties": False}
+    with pytest.warns(JsonSchemaWarning, match="any order"):
+        grammar = pda.Grammar.from_json_schema(schema, exact=True)
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(3)
+    for _ in range(300):
+        keys = rng.sample([*props, "zz"], rng.randint(0, 12))
+        if rng.random() < 0.5:
+            keys += [k for k in ("p0", "p5", "p30") if k not in keys]
+            rng.shuffle(keys)
+        instance = {k: rng.choice([1, 2, "x"]) if rng.random() < 0.1 else 1 for k in keys}
+        assert grammar.accepts(json.dumps(instance)) == validator.is_valid(instance), instance
+    assert grammar.accepts('{"p30": 1, "p1": 1, "p1": 2, "p5": 3, "p0": 4}')  # the documented duplicate
+    many = {"type": "object", "properties": props, "required": list(props)[: MAX_TRACKED_REQUIRED + 1]}
+    ordered = pda.Grammar.from_json_schema(many, exact=True)  # too many required: schema order
+    first = {k: 1 for k in list(props)[: MAX_TRACKED_REQUIRED + 1]}
+    assert ordered.accepts(json.dumps(first)) and not ordered.accepts(json.dumps(dict(reversed(first.items()))))

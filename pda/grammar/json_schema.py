@@ -93,6 +93,12 @@ MAX_ANY_ORDER_PROPERTIES = 6
 """Objects with at most this many declared properties accept them in any order
 (``property_order="any"``): the grammar has 2^n states for n properties."""
 
+MAX_TRACKED_REQUIRED = 8
+"""Under ``exact=True`` an object with more declared properties than `MAX_ANY_ORDER_PROPERTIES`
+still takes them in any order when at most this many are required: 2^r states track the
+required ones, and an optional one may repeat (a duplicate key, which no parsed instance
+holds, is accepted under a warning). Past it, the declared properties come in schema order."""
+
 LONG_STRING_UNITS = 256
 """Strings whose length bounds exceed this are counted in chunks (`_Compiler.long_string`)."""
 
@@ -1809,6 +1815,12 @@ class _Compiler:
 
         if self.any_order and not track and 0 < len(names) <= MAX_ANY_ORDER_PROPERTIES:
             first = self.members_any_order(member_syms, [n in req for n in names], extra)
+        elif (self.exact and self.any_order and not track and len(names) > MAX_ANY_ORDER_PROPERTIES
+              and len(req) <= MAX_TRACKED_REQUIRED):
+            self.approximate("properties", path + ("properties",),
+                             f"an object of more than {MAX_ANY_ORDER_PROPERTIES} declared properties takes them in "
+                             "any order with its required ones tracked; an optional one may repeat")
+            first = self.members_required_tracked(member_syms, [n in req for n in names], extra)
         else:
             self.order_bound |= len(names) > 1
             first = body((0, 0, False))
@@ -1882,6 +1894,36 @@ class _Compiler:
             return name
 
         if extra is None and all(m is None for m in members):
+            return None
+        return state(0, False)
+
+    def members_required_tracked(self, members: list[str | None], required: list[bool],
+                                 extra: str | None) -> str | None:
+        """An object's members in any order, tracking only which required properties are written
+        (`MAX_TRACKED_REQUIRED`: 2^r states); optional and extra members may come anywhere, an
+        optional one possibly twice. The object may close once every required property is written."""
+        ws, comma = self.ws, self.literal(",")
+        needed = [m for m, r in zip(members, required) if r]
+        free = self.rule([[m] for m, r in zip(members, required) if not r and m is not None]
+                         + ([[extra]] if extra is not None else []))
+        full = (1 << len(needed)) - 1
+        states: dict[tuple[int, bool], str] = {}
+
+        def state(seen: int, started: bool) -> str:
+            if (seen, started) in states:
+                return states[(seen, started)]
+            name = states[(seen, started)] = self.reserve()
+            sep = [*ws, comma, *ws] if started else []
+            alts: list[list[str]] = [[*sep, m, state(seen | 1 << k, True)]
+                                     for k, m in enumerate(needed) if not seen >> k & 1 and m is not None]
+            if free is not None:
+                alts.append([*sep, free, state(seen, True)])
+            if started and seen == full:
+                alts.append([])
+            self.rules[name] = alts
+            return name
+
+        if free is None and not needed:
             return None
         return state(0, False)
 
