@@ -7,9 +7,9 @@ it counts the tokens accepted inside; at `max_tokens` it allows only tokens that
 spelling the rest of the `close` delimiter to its end (a prefix of it that other tokens
 can finish, or a token that completes it and goes on into the answer), intersected with
 the grammar's own mask, so the text stays in the grammar and the segment ends within
-`len(close)` more tokens. `close` must be what the grammar ends the segment with. If the grammar refuses every such token there (the
-delimiters do not match it), the budget cannot force anything and the grammar's mask is
-served unchanged.
+`len(close)` more tokens. `close` must be what the grammar ends the segment with. If the
+grammar refuses every such token there (the delimiters do not match it), the budget
+cannot force anything and the grammar's mask is served unchanged.
 
 Invariants: `_segment` has one entry per entry of the matcher's history: (inside, how
 many bytes of the delimiter looked for the text ends with, tokens inside so far), so
@@ -19,6 +19,7 @@ rollback and copies keep it exact. Delimiters are matched on bytes, as the gramm
 from __future__ import annotations
 
 import bisect
+import weakref
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ import numpy as np
 from pda.compiler import CompiledGrammar
 from pda.matcher import Matcher
 from pda.rows import copy_row
+from pda.vocab import Vocabulary
 
 Segment = tuple[bool, int, int]
 
@@ -44,7 +46,6 @@ class ReasoningMatcher(Matcher):
         self.delimiters = (open.encode("utf-8"), close.encode("utf-8"))
         self._segment: list[Segment] = [(False, 0, 0)]
         self._forcing: dict[bytes, np.ndarray] = {}
-        self._sorted_tokens: list[tuple[bytes, int]] | None = None
 
     # --- where the text is --------------------------------------------------------------
 
@@ -73,7 +74,7 @@ class ReasoningMatcher(Matcher):
         other = ReasoningMatcher.__new__(ReasoningMatcher)
         other.__dict__.update(super().copy().__dict__)
         other.max_tokens, other.delimiters = self.max_tokens, self.delimiters
-        other._segment, other._forcing, other._sorted_tokens = list(self._segment), self._forcing, self._sorted_tokens
+        other._segment, other._forcing = list(self._segment), self._forcing
         return other
 
     def __reduce__(self) -> tuple:
@@ -128,9 +129,7 @@ class ReasoningMatcher(Matcher):
         spell too, or a token that starts with all of it (cached per `rest`)."""
         found = self._forcing.get(rest)
         if found is None:
-            if self._sorted_tokens is None:
-                self._sorted_tokens = sorted((t, i) for i, t in enumerate(self.compiled.vocab.tokens) if t)
-            tokens = self._sorted_tokens
+            tokens = _sorted_tokens(self.compiled.vocab)
 
             def equal_to(piece: bytes) -> list[int]:
                 at, out = bisect.bisect_left(tokens, (piece, -1)), []
@@ -157,6 +156,17 @@ class ReasoningMatcher(Matcher):
             bits[ids] = True
             found = self._forcing[rest] = np.packbits(bits, bitorder="little").view(np.int32)
         return found
+
+
+# Each vocabulary's tokens sorted by their bytes (for prefix look-ups), dropped with the vocabulary.
+_sorted: "weakref.WeakKeyDictionary[Vocabulary, list[tuple[bytes, int]]]" = weakref.WeakKeyDictionary()
+
+
+def _sorted_tokens(vocab: Vocabulary) -> list[tuple[bytes, int]]:
+    found = _sorted.get(vocab)
+    if found is None:
+        found = _sorted[vocab] = sorted((t, i) for i, t in enumerate(vocab.tokens) if t)
+    return found
 
 
 def _extend(target: bytes, matched: int, byte: int) -> int:
