@@ -171,10 +171,7 @@ class StepMasks:
                 after = at.probe(terminals) if terminals & at.allowed else at
                 if after is None:
                     continue
-                live_set = after.allowed | ignore
-                sub = group.after.get(live_set)  # `after_boundary`'s memo, read here to save a call
-                if sub is None:
-                    sub = index.after_boundary(group, live_set)
+                sub = index.after_boundary(group, after.allowed | ignore)
                 if sub.inside is not None:
                     np.bitwise_or(acc, sub.inside, out=acc)
                 if sub.groups:

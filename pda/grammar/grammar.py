@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 from pda import collector
 from pda.errors import GrammarError
 from pda.grammar.ir import GrammarIR, Rule, TerminalDef
-from pda.grammar.lark_frontend import SHIPPED_GRAMMARS, lark_to_ir
+from pda.grammar.lark_frontend import SHIPPED_GRAMMARS, default_start, lark_to_ir
 from pda.regex.literals import alternation_pattern, leading_inline_flags
 
 
@@ -205,7 +204,7 @@ class Grammar:
             except json.JSONDecodeError as exc:
                 raise GrammarError(f"{path}: not valid JSON: {exc}") from None
             return cls.from_json_schema(schema)
-        return cls.from_lark(text, start=start or _default_start(text), source=str(path), lexer=lexer)
+        return cls.from_lark(text, start=start or default_start(text), source=str(path), lexer=lexer)
 
     # --- recognition ------------------------------------------------------------------
 
@@ -235,14 +234,6 @@ def _strict_only(deprecated: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
     return dict(deprecated)
-
-
-def _default_start(text: str) -> str:
-    """`start` if the grammar defines it, else the first rule defined (like `file_input` grammars)."""
-    if re.search(r"^\s*[?!]?start\b", text, re.MULTILINE):
-        return "start"
-    match = re.search(r"^\s*[?!]?([a-z_][a-z_0-9]*)\s*(?:\{[^}]*\})?\s*(?:\.\s*-?\d+\s*)?:", text, re.MULTILINE)
-    return match.group(1) if match else "start"
 
 
 __all__ = ["Grammar", "SHIPPED_GRAMMARS"]

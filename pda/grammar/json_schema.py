@@ -1900,32 +1900,12 @@ class _Compiler:
     def members_required_tracked(self, members: list[str | None], required: list[bool],
                                  extra: str | None) -> str | None:
         """An object's members in any order, tracking only which required properties are written
-        (`MAX_TRACKED_REQUIRED`: 2^r states); optional and extra members may come anywhere, an
-        optional one possibly twice. The object may close once every required property is written."""
-        ws, comma = self.ws, self.literal(",")
+        (`MAX_TRACKED_REQUIRED`: 2^r states): `members_any_order` over the required ones, with the
+        optional and extra members as its repeatable extra (an optional one may come twice)."""
         needed = [m for m, r in zip(members, required) if r]
         free = self.rule([[m] for m, r in zip(members, required) if not r and m is not None]
                          + ([[extra]] if extra is not None else []))
-        full = (1 << len(needed)) - 1
-        states: dict[tuple[int, bool], str] = {}
-
-        def state(seen: int, started: bool) -> str:
-            if (seen, started) in states:
-                return states[(seen, started)]
-            name = states[(seen, started)] = self.reserve()
-            sep = [*ws, comma, *ws] if started else []
-            alts: list[list[str]] = [[*sep, m, state(seen | 1 << k, True)]
-                                     for k, m in enumerate(needed) if not seen >> k & 1 and m is not None]
-            if free is not None:
-                alts.append([*sep, free, state(seen, True)])
-            if started and seen == full:
-                alts.append([])
-            self.rules[name] = alts
-            return name
-
-        if free is None and not needed:
-            return None
-        return state(0, False)
+        return self.members_any_order(needed, [True] * len(needed), free)
 
     def _search(self, pattern: str, name: str, path: tuple[str, ...]) -> bool:
         try:

@@ -50,10 +50,10 @@ grammar nested deeper is refused up front with a GrammarError at the opening
 bracket. Regexes inside `/.../` do not count: pda parses them itself, at any depth.
 """
 _LARK_TOKEN = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"i?|/(?!/)(?:\\.|[^/\\\n])+/[imslux]*|[(\[]|[)\]]|\n')
-# Where `%json` items are: strings, regexes and comments skipped.
-_JSON_ITEM = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"i?|/(?!/)(?:\\.|[^/\\\n])+/[imslux]*|%json\b'
+# Where `%json` and `%grammar` items are: strings, regexes and comments skipped.
+_ISLAND_ITEM = re.compile(r'//[^\n]*|"(?:[^"\\\n]|\\.)*"i?|/(?!/)(?:\\.|[^/\\\n])+/[imslux]*|%json\b'
                         r'|%grammar[ \t]+([A-Za-z_][A-Za-z_0-9]*)')
-_JSON_PLACEHOLDER = "PDA_JSON_{}"
+_ISLAND_PLACEHOLDER = "PDA_JSON_{}"
 SHIPPED_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
 
 
@@ -101,7 +101,7 @@ def lark_to_ir(
     mode = lexer or lexer_directive(text, source) or CONTEXTUAL
     if mode not in LEXER_MODES:
         raise GrammarError(f"{source}: unknown lexer mode {mode!r}; expected one of {', '.join(LEXER_MODES)}")
-    text, islands = _json_islands(text, source)
+    text, islands = _islands(text, source)
     lines = _definition_lines(text)
     byte_terminals = _byte_terminals(text, source)
     paths = list(import_paths)
@@ -188,7 +188,7 @@ def lark_to_ir(
     )
 
 
-def _json_islands(text: str, source: str) -> tuple[str, dict[str, tuple[object, int]]]:
+def _islands(text: str, source: str) -> tuple[str, dict[str, tuple[object, int]]]:
     """The text with each `%json SCHEMA` item replaced by a declared placeholder terminal, and the
     schemas with their lines by placeholder. A schema's line breaks move to the end of its line
     (a rule's expansion cannot break there), so Lark's line numbers hold after it."""
@@ -196,7 +196,7 @@ def _json_islands(text: str, source: str) -> tuple[str, dict[str, tuple[object, 
     pieces: list[str] = []
     moved = 0  # line breaks of schemas, owed at the next line break outside them
     at = 0
-    for m in _JSON_ITEM.finditer(text):
+    for m in _ISLAND_ITEM.finditer(text):
         if moved and text.find("\n", at, m.start()) >= 0:
             newline = text.index("\n", at, m.start())
             pieces += [text[at:newline], "\n" * moved]
@@ -205,7 +205,7 @@ def _json_islands(text: str, source: str) -> tuple[str, dict[str, tuple[object, 
             continue
         line = text.count("\n", 0, m.start()) + 1
         if m.group(1):  # %grammar NAME
-            name = _JSON_PLACEHOLDER.format(len(islands))
+            name = _ISLAND_PLACEHOLDER.format(len(islands))
             islands[name] = (("grammar", m.group(1)), line)
             pieces += [text[at:m.start()], f" {name} "]
             at = m.end()
@@ -217,7 +217,7 @@ def _json_islands(text: str, source: str) -> tuple[str, dict[str, tuple[object, 
             raise GrammarError(f"{source}: %json needs a JSON Schema (an object) after it: {exc.msg}", line=line) from None
         if not isinstance(schema, (dict, bool)):
             raise GrammarError(f"{source}: %json needs a JSON Schema (an object or a boolean)", line=line)
-        name = _JSON_PLACEHOLDER.format(len(islands))
+        name = _ISLAND_PLACEHOLDER.format(len(islands))
         islands[name] = (schema, line)
         pieces += [text[at:m.start()], f" {name} "]
         moved += text.count("\n", m.start(), end)
@@ -260,8 +260,15 @@ def _shipped_ir(name: str) -> GrammarIR:
         names = ", ".join(sorted(p.stem for p in SHIPPED_GRAMMARS.glob("*.lark")))
         raise GrammarError(f"no shipped grammar {name!r} (shipped: {names})")
     text = path.read_text(encoding="utf-8")
-    rules = re.findall(r"^\s*[?!]?([a-z_][a-z_0-9]*)\s*:", text, re.MULTILINE)
-    return lark_to_ir(text, start="start" if "start" in rules else rules[0], source=str(path))
+    return lark_to_ir(text, start=default_start(text), source=str(path))
+
+
+def default_start(text: str) -> str:
+    """`start` if the grammar defines it, else the first rule defined (like `file_input` grammars)."""
+    if re.search(r"^\s*[?!]?start\b", text, re.MULTILINE):
+        return "start"
+    match = re.search(r"^\s*[?!]?([a-z_][a-z_0-9]*)\s*(?:\{[^}]*\})?\s*(?:\.\s*-?\d+\s*)?:", text, re.MULTILINE)
+    return match.group(1) if match else "start"
 
 
 def _byte_terminals(text: str, source: str) -> set[str]:
@@ -316,4 +323,4 @@ def _lark_message(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-__all__ = ["MAX_LARK_NESTING", "lark_to_ir", "lexer_directive"]
+__all__ = ["MAX_LARK_NESTING", "SHIPPED_GRAMMARS", "default_start", "lark_to_ir", "lexer_directive"]
