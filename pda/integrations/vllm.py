@@ -42,8 +42,6 @@ from __future__ import annotations
 
 import functools
 import json
-import threading
-import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -71,6 +69,7 @@ from pda.grammar.grammar import Grammar
 from pda.integrations.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, bitmask_width
 from pda.matcher import Matcher, fill_bitmasks
 from pda.vocab import Vocabulary
+from pda.vocab.lookups import vocabulary_for
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -111,19 +110,6 @@ def validation_error(request_type: StructuredOutputOptions, error: Exception) ->
     """vLLM's own request error for a constraint pda refuses, with pda's message."""
     return VLLMValidationError(f"pda cannot serve this {_KINDS.get(request_type.name, request_type.name)}: {error}",
                                parameter="structured_outputs")
-
-
-_vocabularies: weakref.WeakKeyDictionary[Any, Vocabulary] = weakref.WeakKeyDictionary()
-_vocabularies_lock = threading.Lock()
-
-
-def vocabulary(tokenizer: Any) -> Vocabulary:
-    """`Vocabulary.from_hf(tokenizer)`, built once per tokenizer object (vLLM shares one per model)."""
-    with _vocabularies_lock:
-        found = _vocabularies.get(tokenizer)
-        if found is None:
-            found = _vocabularies[tokenizer] = Vocabulary.from_hf(tokenizer)
-        return found
 
 
 def matcher_stop_ids(vocab: Vocabulary, mask_width: int, stop_token_ids: Any) -> list[int] | None:
@@ -180,7 +166,7 @@ class PdaBackend(StructuredOutputBackend):
 
     def __post_init__(self) -> None:
         self.compact = bool(self.vllm_config.structured_outputs_config.disable_any_whitespace)
-        self.vocab = vocabulary(self.tokenizer)
+        self.vocab = vocabulary_for(self.tokenizer)
         self.mask_width = max(self.vocab_size, self.vocab.size)
 
     def compile_grammar(self, request_type: StructuredOutputOptions, grammar_spec: str,
@@ -360,7 +346,7 @@ class PdaLogitsProcessor(LogitsProcessor):
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool) -> None:
         model_config = vllm_config.model_config
-        self.vocab = vocabulary(cached_tokenizer_from_config(model_config))
+        self.vocab = vocabulary_for(cached_tokenizer_from_config(model_config))
         self.width = model_config.get_vocab_size()
         self.mask_width = max(self.width, self.vocab.size)
         self.bitmask = np.empty((vllm_config.scheduler_config.max_num_seqs, bitmask_width(self.width)),

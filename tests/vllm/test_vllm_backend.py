@@ -24,7 +24,8 @@ from vllm.v1.structured_output.utils import choice_as_grammar  # noqa: E402
 
 from pda.demo.qwen import QWEN2_SPECIAL_TOKENS  # noqa: E402
 from pda.integrations.bitmask import unpack_bitmask  # noqa: E402
-from pda.integrations.vllm import PdaBackend, PdaGrammar, vocabulary  # noqa: E402
+from pda.integrations.vllm import PdaBackend, PdaGrammar  # noqa: E402
+from pda.vocab.lookups import vocabulary_for  # noqa: E402
 
 ENDOFTEXT, IM_START, IM_END = QWEN2_SPECIAL_TOKENS.values()
 
@@ -97,7 +98,7 @@ def test_stop_ids_are_per_request_and_share_the_compiled_grammar(backend, tokeni
     spec = "[0-9]+"
     default = backend.compile_grammar(Kind.REGEX, spec)
     own = backend.compile_grammar(Kind.REGEX, spec, {ENDOFTEXT, IM_START, vocab_size - 1, ids(tokenizer, ".")[0]})
-    assert own.compiled is default.compiled and backend.vocab is vocabulary(tokenizer)  # nothing rebuilt
+    assert own.compiled is default.compiled and backend.vocab is vocabulary_for(tokenizer)  # nothing rebuilt
     for grammar in (default, own):
         assert grammar.accept_tokens("r", ids(tokenizer, "42"))
     allowed_default, allowed_own = mask(default, backend, vocab_size), mask(own, backend, vocab_size)
