@@ -10,9 +10,11 @@ Three specs in XGrammar's structural-tag format, each given as is to both engine
 Documents are built from a fixed word list (seeded), Qwen2-tokenized canonically and
 replayed token by token: each mask is filled into a preallocated bitmask (timed), the
 token's bit checked, the token accepted. Steps are split by where the text so far ends:
-inside a tag (between a begin and its end) or in free text. Each engine runs in its own
-subprocess, compiles cold (after one trivial compile that pays the process's one-off costs:
-the vocabulary's trie and tables).
+inside a tag (between a begin and its end) or in free text; then the same documents are
+replayed again (warm: every state met before). Peak RSS is the worker process's high-water
+mark after each spec. Each engine runs in its own subprocess with an empty `PDA_CACHE_DIR`
+and compiles cold (after one trivial compile that pays the process's one-off costs: the
+vocabulary's trie and tables).
 
     python bench/structural_bench.py
     python bench/structural_bench.py --docs 40 --engines pda
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import sys
 from pathlib import Path
 from typing import Any
@@ -157,8 +160,8 @@ def run_worker(engine_name: str, n_docs: int) -> dict[str, Any]:
             rows.append(row)
             continue
         row["compile_ms"] = (now_ns() - t0) / 1e6
-        for text, spans in documents(name, n_docs):
-            tokens = tokenizer.encode(text, add_special_tokens=False)
+        docs = [(tokenizer.encode(text, add_special_tokens=False), spans) for text, spans in documents(name, n_docs)]
+        for tokens, spans in docs:
             times = _replay(engine, compiled, tokens, eos)
             if times is None:
                 row["rejected"] += 1
@@ -168,6 +171,9 @@ def run_worker(engine_name: str, n_docs: int) -> dict[str, Any]:
                 inside = any(a < at < b for a, b in spans)  # the text so far ends inside a tag
                 row["tag" if inside else "free"].append(dt / 1e3)
                 at += len(tokenizer.decode([tok])) if tok != eos else 0
+        # warm: the same documents again on the same compiled grammar (every state visited before)
+        row["warm"] = [dt / 1e3 for tokens, _ in docs for dt in (_replay(engine, compiled, tokens, eos) or [])]
+        row["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rows.append(row)
     return {"engine": engine_name, "rows": rows}
 
@@ -190,19 +196,20 @@ def main(argv: list[str] | None = None) -> int:
         args.result_file.write_text(json.dumps(run_worker(args.worker, args.docs)))
         return 0
     print(machine_description(), f"; Qwen2 vocabulary; {args.docs} documents per spec\n")
-    print("| spec | engine | compile ms | free text: mean / p50 / p99 µs | in tags: mean / p50 / p99 µs | rejected |")
-    print("|---|---|---|---|---|---|")
+    print("| spec | engine | compile ms | cold, free text: mean / p50 / p99 µs | cold, in tags | warm, every step "
+          "| peak RSS MiB | rejected |")
+    print("|---|---|---|---|---|---|---|---|")
     for engine in args.engines.split(","):
         result, error = run_cold_worker(Path(__file__), ["--worker", engine, "--docs", str(args.docs)])
         if result is None or "skipped" in result:
-            print(f"| all | {engine} | skipped: {error or result['skipped']} | | | |")
+            print(f"| all | {engine} | skipped: {error or result['skipped']} | | | | | |")
             continue
         for row in result["rows"]:
             if "error" in row:
-                print(f"| {row['spec']} | {engine} | {row['error']} | | | |")
+                print(f"| {row['spec']} | {engine} | {row['error']} | | | | | |")
                 continue
             print(f"| {row['spec']} | {engine} | {row['compile_ms']:,.1f} | {_cells(row['free'])} | "
-                  f"{_cells(row['tag'])} | {row['rejected']} |")
+                  f"{_cells(row['tag'])} | {_cells(row['warm'])} | {row['peak_mib']:,.0f} | {row['rejected']} |")
     return 0
 
 
