@@ -177,8 +177,8 @@ LISTING_MAX_AGE = 5.0
 _listings: dict[str, tuple[float, set[str]]] = {}
 
 
-def _may_exist(folder: str, name: str) -> bool:
-    """Whether an entry file may be `name` in `folder`: False only when a recent listing of the folder lacks it."""
+def _listing(folder: str) -> set[str]:
+    """The entry file names in `folder` as of a listing at most LISTING_MAX_AGE seconds old."""
     now = time.monotonic()
     found = _listings.get(folder)
     if found is None or now - found[0] > LISTING_MAX_AGE:
@@ -187,7 +187,7 @@ def _may_exist(folder: str, name: str) -> bool:
         except OSError:
             names = set()
         found = _listings[folder] = (now, names)
-    return name in found[1]
+    return found[1]
 
 
 def _listed(path: Path) -> None:
@@ -204,10 +204,14 @@ def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np
     """
     if not enabled():
         return None
-    folder, name = os.path.join(_dir_name(), kind), _entry_name(kind, key)
+    folder = os.path.join(_dir_name(), kind)
+    names = _listing(folder)
+    if not names and not _writer.busy():  # an empty folder: a miss without hashing the key
+        return None
+    name = _entry_name(kind, key)
     path = Path(folder, name)
     # An entry this process queued is read once written (the write lists it); others only if listed.
-    if not _writer.wait_for(str(path)) and not _may_exist(folder, name):
+    if not _writer.wait_for(str(path)) and name not in names:
         return None
     try:
         meta, arrays = _read(path, kind, key)
@@ -376,6 +380,10 @@ class _Writer:
                     del self._pending[key]
                 self._bytes -= entry.size
                 self._done.notify_all()
+
+    def busy(self) -> bool:
+        """Whether any entry is queued and not yet written (a dict read, no lock)."""
+        return bool(self._pending)
 
     def wait_for(self, path: str) -> bool:
         """Wait until the entries queued for `path` are written; whether there were any."""
