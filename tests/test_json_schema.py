@@ -535,12 +535,12 @@ def test_fast_mask_equals_reference_on_lowered_schemas(monkeypatch: pytest.Monke
     """Chunked strings, any-order members and literal-set enums through pda's token index:
     the fast mask equals the byte-by-byte reference on random walks (chunks shrunk to 4
     code points so that walks cross chunk boundaries)."""
-    from pda.grammar import json_schema as js
+    from pda.grammar.json_schema import limits
     from pda.reference import mask_mismatches, random_walk_states
     from tests.test_masks import synthetic_vocab
 
-    monkeypatch.setattr(js, "STRING_CHUNK", 4)
-    monkeypatch.setattr(js, "LONG_STRING_UNITS", 8)
+    monkeypatch.setattr(limits, "STRING_CHUNK", 4)
+    monkeypatch.setattr(limits, "LONG_STRING_UNITS", 8)
     schema = {"type": "object", "properties": {"name": {"type": "string", "minLength": 3, "maxLength": 21},
                                                "values": {"enum": ["true", "null", "a/b", "v1", "v12"]},
                                                "nested": {"type": "integer"}},

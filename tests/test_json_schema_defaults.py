@@ -246,9 +246,9 @@ def test_options_are_checked() -> None:
 
 def test_every_format_is_served_in_both_modes() -> None:
     """The generation defaults know every format the exact mode knows (`duration` was missing)."""
-    from pda.grammar.json_schema import _FORMATS
+    from pda.grammar.json_schema.formats import FORMATS
 
-    for fmt in sorted(_FORMATS):
+    for fmt in sorted(FORMATS):
         for exact in (False, True):
             grammar = pda.Grammar.from_json_schema({"type": "string", "format": fmt}, exact=exact)
             assert grammar.accepts_prefix('"'), (fmt, exact)

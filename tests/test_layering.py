@@ -46,7 +46,7 @@ LAYERS: list[tuple[str | tuple[str, ...], ...]] = [
 
 # (importer, imported): why the upward import is there. Each must be deferred (inside a function).
 DEFERRED_UPWARD: dict[tuple[str, str], str] = {
-    ("pda.grammar.json_schema", "pda.grammar.grammar"):
+    ("pda.grammar.json_schema.lowering", "pda.grammar.grammar"):
         "the JSON Schema front end decides some subschemas by recognising values with a `Grammar`",
     ("pda.grammar.structural", "pda.grammar.grammar"):
         "structural tags embed the IR of other front ends (regex, JSON Schema, Lark, GBNF) through `Grammar`'s "

@@ -1,0 +1,183 @@
+"""The one grammar builder the front ends share: fresh names, deduplicated terminals and rules, a `GrammarIR`.
+
+A front end that generates a grammar (JSON Schema, structural tags, regex, choices)
+asks this builder for symbols instead of writing grammar text: `terminal(regex)`
+names a terminal (one name per distinct regex and priority), `rule(alternatives)`
+names a rule (one name per distinct body; a rule that would be one rule symbol is
+that symbol), `reserve()` names a rule whose body is defined later (recursion),
+and `repeat` spells a counted repetition in O(log n) rules. `ir(start)` is the
+grammar: the start rule first, then every rule and terminal reachable from it, in
+the order they were named, so the same lowering always gives the same IR and the
+same content hash.
+
+Invariants: names never collide (numbered terminals are `HINT_<n>`, n the number of
+terminals before them; rules `r<n>`; fixed names are given by the caller and must
+be upper case); a rule's alternatives hold no duplicates; `X?` in an alternative
+is the optional symbol X (`optional`): Lark text keeps it, the IR spells it as a
+rule `x_opt` after all the others.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from pda.grammar.ecma_regex import lark_regex
+from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.regex import has_lazy_quantifier
+
+Alternatives = list[list[str]]
+
+# Only a pattern with a lazy quantifier can make a lazy terminal; most have none.
+_MAYBE_LAZY = re.compile(r"[*+?}]\?")
+
+
+class GrammarBuilder:
+    """Rules and terminals of one grammar, named as a front end asks for them.
+
+    `terminals` (name → (regex, priority)) and `rules` (name → alternatives) are
+    public to read, in naming order; write them only through the methods.
+    """
+
+    def __init__(self) -> None:
+        self.terminals: dict[str, tuple[str, int]] = {}
+        self.rules: dict[str, Alternatives] = {}
+        self._fixed_terminals: dict[str, str] = {}
+        self._terminal_by_regex: dict[tuple[str, int], str] = {}
+        self._rule_by_body: dict[tuple[tuple[str, ...], ...], str] = {}
+        self._upto_memo: dict[tuple[str, int], str] = {}
+        self._count = 0
+
+    # ------------------------------------------------------------------ names
+
+    def terminal(self, regex: str, hint: str = "T", priority: int = 0) -> str:
+        """The terminal for `regex` (Python syntax) at `priority`: named `<hint>_<n>` the first time."""
+        name = self._terminal_by_regex.get((regex, priority))
+        if name is None:
+            name = f"{hint}_{len(self.terminals)}"
+            self.terminals[name] = (regex, priority)
+            self._terminal_by_regex[(regex, priority)] = name
+        return name
+
+    def fixed_terminal(self, name: str, regex: str) -> str:
+        """A terminal with a name of the caller's choosing (`WS`), written after the numbered ones."""
+        self._fixed_terminals[name] = regex
+        return name
+
+    @staticmethod
+    def optional(symbol: str) -> str:
+        """The symbol for "`symbol` or nothing"."""
+        return symbol + "?"
+
+    def rule(self, alts: Alternatives) -> str | None:
+        """A rule with these alternatives (deduplicated by content); None if there are none."""
+        uniq = [list(a) for a in dict.fromkeys(tuple(a) for a in alts)]
+        if not uniq:
+            return None
+        if len(uniq) == 1 and len(uniq[0]) == 1 and uniq[0][0].islower():
+            return uniq[0][0]
+        key = tuple(tuple(a) for a in uniq)
+        name = self._rule_by_body.get(key)
+        if name is None:
+            name = self.reserve()
+            self.rules[name] = uniq
+            self._rule_by_body[key] = name
+        return name
+
+    def reserve(self) -> str:
+        """A fresh rule name with no alternatives yet (`define` gives them)."""
+        name = f"r{self._count}"
+        self._count += 1
+        self.rules[name] = []
+        return name
+
+    def define(self, name: str, alts: Alternatives) -> None:
+        """The alternatives of a reserved rule."""
+        self.rules[name] = alts
+
+    def discard(self, name: str) -> None:
+        """Forget a reserved rule that turned out to have no alternatives."""
+        del self.rules[name]
+
+    # ------------------------------------------------------------- repetition
+
+    def repeat(self, item: str, lo: int, hi: int | None) -> list[str]:
+        """Symbols for `item` repeated lo..hi times (hi None: unbounded), in O(log) rules (unambiguous)."""
+        seq = self.exactly(item, lo) if lo else []
+        if hi is None:
+            star = self.reserve()
+            self.rules[star] = [[], [item, star]]
+            return seq + [star]
+        if hi > lo:
+            seq.append(self.upto(item, hi - lo))
+        return seq
+
+    def exactly(self, item: str, k: int) -> list[str]:
+        """Symbols for `item` exactly k times: halves shared as one rule."""
+        if k == 0:
+            return []
+        if k == 1:
+            return [item]
+        half = self.rule([self.exactly(item, k // 2)]) or ""
+        return [half, half] + ([item] if k % 2 else [])
+
+    def upto(self, item: str, n: int) -> str:
+        """item{0,n}: odd n = item? (item item){0,(n-1)/2}; even n = (item item){0,n/2} | item (item item){0,n/2-1}.
+
+        Memoised: both alternatives of an even n recurse, so without it the calls
+        number O(n), not O(log n) (`maxLength: 2**31` took minutes).
+        """
+        name = self._upto_memo.get((item, n))
+        if name is None:
+            name = self._upto_memo[(item, n)] = self._upto(item, n)
+        return name
+
+    def _upto(self, item: str, n: int) -> str:
+        if n == 0:
+            return self.rule([[]]) or ""
+        if n == 1:
+            return self.rule([[], [item]]) or ""
+        pair = self.rule([[item, item]]) or ""
+        if n % 2:
+            return self.rule([[self.upto(pair, (n - 1) // 2)], [item, self.upto(pair, (n - 1) // 2)]]) or ""
+        return self.rule([[self.upto(pair, n // 2)], [item, self.upto(pair, n // 2 - 1)]]) or ""
+
+    # ----------------------------------------------------------------- output
+
+    def ir(self, start: Alternatives, *, source: str | None = None) -> GrammarIR:
+        """The grammar with a rule `start` of these alternatives: what is reachable from it, in naming order."""
+        rules: dict[str, Alternatives] = {"start": start, **self.rules}
+        optional = {sym: sym[:-1].lower() + "_opt" for alts in rules.values() for alt in alts for sym in alt
+                    if sym.endswith("?")}
+        rules.update({name: [[], [sym[:-1]]] for sym, name in optional.items()})
+        reachable, todo = {"start"}, ["start"]
+        while todo:
+            for alt in rules[todo.pop()]:
+                for sym in alt:
+                    sym = optional.get(sym, sym)
+                    if sym in rules and sym not in reachable:
+                        reachable.add(sym)
+                        todo.append(sym)
+        ir_rules = [Rule(name, tuple(optional.get(sym, sym) for sym in alt))
+                    for name, alts in rules.items() if name in reachable for alt in alts]
+        used = {sym for r in ir_rules for sym in r.rhs}
+        numbered = [(name, regex, priority) for name, (regex, priority) in self.terminals.items()]
+        fixed = [(name, regex, 0) for name, regex in self._fixed_terminals.items()]
+        terminals = [TerminalDef(name, regex, priority=priority, lazy=_is_lazy(regex))
+                     for name, regex, priority in numbered + fixed if name in used]
+        return GrammarIR(terminals=tuple(terminals), rules=tuple(ir_rules), start="start", source=source)
+
+    def lark(self, start: Sequence[str]) -> str:
+        """The same grammar as Lark text (every rule and terminal, reachable or not); `start` one alternative."""
+        lines = [f"start: {' '.join(start)}"]
+        for name, alts in self.rules.items():
+            lines.append(f"{name}: " + "\n    | ".join(" ".join(a) for a in alts))
+        for name, (regex, priority) in self.terminals.items():
+            lines.append(f"{name}{f'.{priority}' if priority else ''}: {lark_regex(regex)}")
+        for name, regex in self._fixed_terminals.items():
+            lines.append(f"{name}: /{regex}/")
+        return "\n".join(lines) + "\n"
+
+
+def _is_lazy(regex: str) -> bool:
+    return bool(_MAYBE_LAZY.search(regex)) and has_lazy_quantifier(regex, "")

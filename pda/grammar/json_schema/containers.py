@@ -1,0 +1,376 @@
+"""Lowering `array` and `object` schemas: rules over their members' values, lowered through the caller.
+
+Arrays: prefix items, then the rest, counted in O(log) rules (`minItems`,
+`maxItems`); `contains` as "some item is a hit". Objects: each declared property
+is a member rule (key terminal, colon, value); `patternProperties`,
+`additionalProperties` and `propertyNames` add extra members whose key terminals
+exclude each other exactly (`_exact_keys`) or, past the automata's limits, are
+ranked by priority (declared > pattern > additional). Small objects take their
+declared properties in any order (`members_any_order`: 2^n states); larger ones
+take them in schema order, or under `exact=True` in any order with only the
+required ones tracked (`members_required_tracked`). The values inside are lowered
+by the caller's `value` (a recursion this module does not own), and subschemas are
+normalised by the lowering's `Normaliser`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from pda.errors import GrammarError, RegexError
+from pda.grammar import ecma_regex as er
+from pda.grammar.json_schema import limits
+from pda.grammar.json_schema.checks import const_satisfies
+from pda.grammar.json_schema.context import Context
+from pda.grammar.json_schema.keywords import OPEN, canon, pointer
+from pda.grammar.json_schema.normalise import Normaliser, search_pattern
+from pda.grammar.json_schema.strings import not_in_set
+
+# Property-name terminal priorities: when one key lexeme matches several candidate
+# terminals, pda's lexer hands the parser only the highest-priority ones, so a
+# declared name beats a patternProperties pattern, which beats additionalProperties.
+_DECLARED_KEY, _PATTERN_KEY, _ADDITIONAL_KEY = 3, 2, 1
+_OTHER_KEYS = "\x00other"  # `_exact_keys`' entry for keys that match no pattern and no name
+
+# The rule for instances of a subschema at a path (None: it has none): the lowering's recursion.
+LowerValue = Callable[[Any, tuple[str, ...]], "str | None"]
+
+
+class Containers:
+    """The array and object lowerings of one lowering (its context, its normaliser, its `value`)."""
+
+    def __init__(self, ctx: Context, normal: Normaliser, value: LowerValue) -> None:
+        self.ctx = ctx
+        self.builder = ctx.builder
+        self.normal = normal
+        self.value = value
+
+    def array(self, schema: dict[str, Any], path: tuple[str, ...]) -> str | None:
+        prefix = schema.get("prefixItems")
+        items = schema.get("items", True)
+        if isinstance(items, list):
+            prefix, items = items, schema.get("additionalItems", True)
+        prefix = list(prefix or [])
+        lo = int(schema.get("minItems", 0))
+        hi = schema.get("maxItems")
+        hi = None if hi is None else int(hi)
+        contains = schema.get("contains")
+        ws, comma = self.ctx.ws, self.ctx.literal(",")
+        open_, close = self.ctx.literal("["), self.ctx.literal("]")
+        psyms = [self.value(p, path + ("prefixItems", str(i))) for i, p in enumerate(prefix)]
+        rest = self.value(items, path + ("items",))
+        if contains is not None:
+            if prefix or lo > 1 or hi is not None or schema.get("minContains", 1) != 1 or "maxContains" in schema:
+                self.ctx.unsupported("contains", path + ("contains",),
+                                 "'contains' is ignored with prefixItems, item counts or min/maxContains")
+            else:
+                hit = self.value(self.normal.merge(self.normal.flatten(items, path), self.normal.flatten(contains, path), path),
+                                 path + ("contains",))
+                if hit is None:
+                    return None
+                sep_rest = self.builder.rule([[*ws, comma, *ws, rest]]) if rest else None
+                sep_hit = self.builder.rule([[*ws, comma, *ws, hit]]) or ""
+                before = [rest, *self.builder.repeat(sep_rest, 0, None)] if sep_rest and rest else None
+                after = self.builder.repeat(sep_rest, 0, None) if sep_rest else []
+                alts = [[hit, *after]]
+                if before:
+                    alts.append([*before, sep_hit, *after])
+                body = self.builder.rule(alts)
+                return self.builder.rule([[open_, *ws, body or "", *ws, close]])
+        # chain(j): what may follow once j >= 1 items are written.
+        k = len(prefix)
+        sep_rest = self.builder.rule([[*ws, comma, *ws, rest]]) if rest is not None else None
+        chain: str | None = None
+        if k:
+            if sep_rest is not None and (hi is None or hi > k):
+                chain = self.builder.rule([self.builder.repeat(sep_rest, max(lo - k, 0), None if hi is None else hi - k)])
+            elif lo <= k:
+                chain = self.builder.rule([[]])
+            for j in range(k - 1, 0, -1):
+                options: list[list[str]] = []
+                if lo <= j:
+                    options.append([])
+                if psyms[j] is not None and chain is not None and (hi is None or j + 1 <= hi):
+                    options.append([*ws, comma, *ws, psyms[j], chain])
+                chain = self.builder.rule(options)
+            body = self.builder.rule([[psyms[0], chain]]) if psyms[0] is not None and chain is not None else None
+        elif rest is not None and sep_rest is not None and (hi is None or hi >= 1):
+            body = self.builder.rule([[rest, *self.builder.repeat(sep_rest, max(lo - 1, 0), None if hi is None else hi - 1)]])
+        else:
+            body = None
+        if hi is not None and hi == 0:
+            body = None
+        alts: list[list[str]] = []
+        if lo == 0:
+            alts.append([open_, *ws, close])
+        if body is not None:
+            alts.append([open_, *ws, body, *ws, close])
+        return self.builder.rule(alts)
+
+    # --------------------------------------------------------------- objects
+
+    def object(self, schema: dict[str, Any], path: tuple[str, ...]) -> str | None:
+        props: dict[str, Any] = dict(schema.get("properties") or {})
+        required = [r for r in schema.get("required") or [] if isinstance(r, str)]
+        addl = schema.get("additionalProperties", True)
+        # Keys outside `properties`/`patternProperties`/`required`: the generation default
+        # allows them only where the schema says so (`_closed_by_default`).
+        extra_schema = False if self._closed_by_default(schema) else addl
+        patterns: dict[str, Any] = dict(schema.get("patternProperties") or {})
+        names_schema = schema.get("propertyNames", True)
+        min_p = int(schema.get("minProperties", 0))
+        max_p = schema.get("maxProperties")
+        max_p = None if max_p is None else int(max_p)
+        ws, comma, colon = self.ctx.ws, self.ctx.literal(","), self.ctx.literal(":")
+        # Required names without a declared schema are declared with the extras' schema.
+        for r in required:
+            if r not in props:
+                matching = [s for p, s in patterns.items() if search_pattern(p, r, path)]
+                props[r] = matching[0] if len(matching) == 1 else {"allOf": matching} if matching else addl
+        names = list(props)
+        if names_schema not in (True, {}):
+            ns = self.normal.flatten(names_schema, path + ("propertyNames",))
+            for n in names:
+                if not self._name_ok(n, ns, path):
+                    props[n] = False
+        trivial = extra_schema in (True, {}) and all(self.normal.flatten(ps, path) in (True, {}) for ps in patterns.values())
+        # Priorities rank key terminals only where their languages overlap (pattern and
+        # propertyNames keys); elsewhere the additional key excludes the declared names
+        # exactly, and unranked keys never shadow a key of another anyOf branch.
+        exact: dict[str, er.PatternInfo | None] | None = None
+        if patterns and not trivial and names_schema in (True, {}):
+            exact = self._exact_keys(list(patterns), names)
+        ranked = bool(patterns) and not trivial and exact is None or names_schema not in (True, {})
+        member_syms: list[str | None] = []
+        for n in names:
+            s = props[n]
+            for p, ps in patterns.items():
+                if search_pattern(p, n, path):
+                    s = self.normal.merge(self.normal.flatten(s, path), self.normal.flatten(ps, path), path)
+            v = self.value(s, path + ("properties", n))
+            if v is None:
+                member_syms.append(None)
+                continue
+            key = self.builder.terminal(er.literal_string_regex(n), "KEY", _DECLARED_KEY if ranked else 0)
+            member_syms.append(self.builder.rule([[key, *ws, colon, *ws, v]]))
+        # Extra members: keys outside `properties`.
+        extras: list[str] = []
+        if patterns and not trivial:
+            # A key matching a pattern lexes as that pattern's terminal only: its priority
+            # is above the additional-key terminal's, so additionalProperties never applies.
+            if len(patterns) > 1 and len({canon(v) for v in patterns.values()}) > 1:
+                self.ctx.approximate("patternProperties", path + ("patternProperties",),
+                                 "a key matching several patterns needs only one of their schemas")
+            for p, ps in patterns.items():
+                if exact is not None:
+                    info = exact[p]
+                else:
+                    if any(search_pattern(p, n, path) for n in names):
+                        self.ctx.approximate("patternProperties", path + ("patternProperties", p),
+                                         "a declared property name that matches this pattern, repeated or "
+                                         "out of schema order, is accepted with the pattern's schema alone")
+                    try:
+                        info = er.ecma_pattern_body(p)
+                    except RegexError as exc:
+                        raise GrammarError(f"{exc} (at {pointer(path + ('patternProperties',))})") from None
+                v = self.value(ps, path + ("patternProperties", p))
+                if info is not None and v is not None:
+                    key = self.builder.terminal(f'"{info.body}"', "KEY", _PATTERN_KEY if ranked else 0)
+                    extras.append(self.builder.rule([[key, *ws, colon, *ws, v]]) or "")
+        if extra_schema is not False:
+            v = self.value(extra_schema, path + ("additionalProperties",))
+            if v is not None:
+                key_sym: str | None
+                if names_schema not in (True, {}):
+                    ns = self.normal.merge(self.normal.flatten(names_schema, path), {"type": "string"}, path)
+                    key_sym = self.value(ns, path + ("propertyNames",))
+                    if names:
+                        self.ctx.approximate("propertyNames", path + ("propertyNames",),
+                                         "a declared property name, repeated or out of schema order, is "
+                                         "accepted with the additionalProperties schema")
+                elif exact is not None:
+                    rest = exact[_OTHER_KEYS]
+                    key_sym = None if rest is None else self.builder.terminal(f'"{rest.body}"', "KEY")
+                else:
+                    key_sym = self.builder.terminal('"' + not_in_set(names) + '"', "KEY", _ADDITIONAL_KEY if ranked else 0)
+                if key_sym is not None:
+                    extras.append(self.builder.rule([[key_sym, *ws, colon, *ws, v]]) or "")
+        extra = self.builder.rule([[e] for e in extras if e])
+        req = set(required)
+        if any(member_syms[i] is None and n in req for i, n in enumerate(names)):
+            return None
+        # body(i, count, started): members from property i on; `count` saturates above the bounds.
+        track = min_p > 0 or max_p is not None
+        cap = max(min_p, max_p if max_p is not None else 0) + 1
+        if track and cap > limits.MAX_COUNTED_PROPERTIES + 1:
+            self.ctx.unsupported("minProperties/maxProperties", path,
+                             f"property counts above {limits.MAX_COUNTED_PROPERTIES} are not enforced")
+            track, min_p, max_p = False, 0, None
+        memo: dict[tuple[int, int, bool], str | None] = {}
+        sep_extra = self.builder.rule([[*ws, comma, *ws, extra]]) if extra else None
+
+        def reads(key: tuple[int, int, bool]) -> list[tuple[bool, tuple[int, int, bool]]]:
+            """The states `build(key)` continues with: (True, after writing property i),
+            (False, after skipping it)."""
+            i, c, started = key
+            if i == len(names):
+                return []
+            out = []
+            if member_syms[i] is not None and (max_p is None or c + 1 <= max_p):
+                out.append((True, (i + 1, min(c + 1, cap) if track else 0, True)))
+            if names[i] not in req:
+                out.append((False, (i + 1, c, started)))
+            return out
+
+        def build(key: tuple[int, int, bool]) -> str | None:
+            """The rule of members from property i on, its successors already in `memo`."""
+            i, c, started = key
+            alts: list[list[str]] = []
+            if i < len(names):
+                for wrote, after in reads(key):
+                    nxt = memo[after]
+                    if nxt is not None and wrote:
+                        alts.append(([*ws, comma, *ws] if started else []) + [member_syms[i] or "", nxt])
+                    elif nxt is not None:
+                        alts.append([nxt])
+            else:
+                need = max(min_p - c, 0) if track else 0
+                room = None if max_p is None else max_p - c
+                if started and need == 0:
+                    alts.append([])
+                if extra is not None and sep_extra is not None and (room is None or room > 0):
+                    if started:
+                        alts.append(self.builder.repeat(sep_extra, max(need, 1), room))
+                    else:
+                        alts.append([extra, *self.builder.repeat(sep_extra, max(need - 1, 0),
+                                                         None if room is None else room - 1)])
+            return self.builder.rule(alts)
+
+        def body(start: tuple[int, int, bool]) -> str | None:
+            """`build` over every state reachable from `start`, successors first, on an explicit
+            stack: an object of 1,000 properties must not recurse 1,000 deep. States are
+            built in the order a depth-first recursion would build them."""
+            stack = [start]
+            while stack:
+                key = stack[-1]
+                if key in memo:
+                    stack.pop()
+                    continue
+                todo = [after for _, after in reads(key) if after not in memo]
+                if todo:
+                    stack.extend(reversed(todo))
+                else:
+                    memo[stack.pop()] = build(key)
+            return memo[start]
+
+        if self.ctx.any_order and not track and 0 < len(names) <= limits.MAX_ANY_ORDER_PROPERTIES:
+            first = self.members_any_order(member_syms, [n in req for n in names], extra)
+        elif (self.ctx.exact and self.ctx.any_order and not track and len(names) > limits.MAX_ANY_ORDER_PROPERTIES
+              and len(req) <= limits.MAX_TRACKED_REQUIRED):
+            self.ctx.approximate("properties", path + ("properties",),
+                             f"an object of more than {limits.MAX_ANY_ORDER_PROPERTIES} declared properties takes them in "
+                             "any order with its required ones tracked; an optional one may repeat")
+            first = self.members_required_tracked(member_syms, [n in req for n in names], extra)
+        else:
+            self.ctx.order_bound |= len(names) > 1
+            first = body((0, 0, False))
+        open_, close = self.ctx.literal("{"), self.ctx.literal("}")
+        alts = []
+        if not req and min_p == 0:
+            alts.append([open_, *ws, close])
+        if first is not None:
+            alts.append([open_, *ws, first, *ws, close])
+        return self.builder.rule(alts)
+
+    def _closed_by_default(self, schema: dict[str, Any]) -> bool:
+        """Whether undeclared keys are refused though `additionalProperties` is absent: the
+        generation default (not `exact`) for an object that declares properties (`properties`
+        or `patternProperties`), as XGrammar's `strict_mode`. An object that declares none
+        (`{"type": "object"}`, a map) stays open, as there; so do objects with an
+        `unevaluatedProperties` that allows keys, and the object schemas negation builds
+        (`OPEN`), whose absent `additionalProperties` means "any other key"."""
+        if self.ctx.exact or "additionalProperties" in schema or schema.get(OPEN):
+            return False
+        if schema.get("unevaluatedProperties", False) is not False:
+            return False
+        return "properties" in schema or "patternProperties" in schema
+
+    def _exact_keys(self, patterns: list[str], names: list[str]) -> dict[str, er.PatternInfo | None] | None:
+        """Key bodies that need no priorities: each pattern minus the declared names, and
+        (under `_OTHER_KEYS`) the keys matching no pattern and no name; None when the
+        automata are over their limits (then priorities rank the keys).
+
+        Unranked keys never hide an equal key of another `anyOf` branch lexed at the
+        same position, which ranked ones do.
+        """
+        if len(names) > limits.MAX_EXACT_KEY_NAMES or sum(map(len, patterns)) > limits.MAX_EXACT_KEY_PATTERNS:
+            return None
+        literals = ["^" + _ecma_escape(n) + "$" for n in names]
+        try:
+            out = {p: er.pattern_set_body([p], literals) for p in patterns}
+            out[_OTHER_KEYS] = er.pattern_set_body([], [*patterns, *literals])
+        except RegexError:
+            return None
+        if sum(len(info.body) for info in out.values() if info is not None) > limits.MAX_EXACT_KEY_REGEX:
+            return None  # a lexer DFA that size costs more than priorities' rare hazard
+        return out
+
+    def members_any_order(self, members: list[str | None], required: list[bool], extra: str | None) -> str | None:
+        """An object's members with declared properties in any order, each at most once.
+
+        One rule per (set of declared properties already written, started): 2^n
+        states for n declared properties, so only small objects
+        (`MAX_ANY_ORDER_PROPERTIES`) take this form. Extra members may come
+        anywhere; the object may close once every required property is written.
+        """
+        ws, comma = self.ctx.ws, self.ctx.literal(",")
+        need = sum(1 << i for i, r in enumerate(required) if r)
+        states: dict[tuple[int, bool], str] = {}
+
+        def state(seen: int, started: bool) -> str:
+            if (seen, started) in states:
+                return states[(seen, started)]
+            name = states[(seen, started)] = self.builder.reserve()
+            sep = [*ws, comma, *ws] if started else []
+            alts: list[list[str]] = []
+            for i, m in enumerate(members):
+                if m is not None and not seen >> i & 1:
+                    alts.append([*sep, m, state(seen | 1 << i, True)])
+            if extra is not None:
+                alts.append([*sep, extra, state(seen, True)])
+            if started and seen & need == need:
+                alts.append([])
+            self.builder.define(name, alts)
+            return name
+
+        if extra is None and all(m is None for m in members):
+            return None
+        return state(0, False)
+
+    def members_required_tracked(self, members: list[str | None], required: list[bool],
+                                 extra: str | None) -> str | None:
+        """An object's members in any order, tracking only which required properties are written
+        (`MAX_TRACKED_REQUIRED`: 2^r states): `members_any_order` over the required ones, with the
+        optional and extra members as its repeatable extra (an optional one may come twice)."""
+        needed = [m for m, r in zip(members, required) if r]
+        free = self.builder.rule([[m] for m, r in zip(members, required) if not r and m is not None]
+                         + ([[extra]] if extra is not None else []))
+        return self.members_any_order(needed, [True] * len(needed), free)
+
+    def _name_ok(self, name: str, ns: Any, path: tuple[str, ...]) -> bool:
+        if ns is False:
+            return False
+        if not isinstance(ns, dict):
+            return True
+        if "enum" in ns and name not in ns["enum"]:
+            return False
+        if "const" in ns and name != ns["const"]:
+            return False
+        return const_satisfies(name, ns, self.ctx.formats)
+
+    # ------------------------------------------------------------- any value
+
+
+def _ecma_escape(text: str) -> str:
+    """`text` as an ECMA-262 (u flag) pattern matching it literally."""
+    return "".join("\\" + c if c in "^$\\.*+?()[]{}|/" else c for c in text)

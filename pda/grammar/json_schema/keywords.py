@@ -1,0 +1,95 @@
+"""The JSON Schema vocabulary the lowering works in: keyword sets, types, and the internal keywords.
+
+A schema stays a JSON object (dict) through normalisation; where normalisation
+must say something JSON Schema has no keyword for (a negated string enum, a
+number that is not an integer, a pattern a string must not match, an object
+that negation built and that stays open), it writes one of the internal `x-pda-*`
+keywords below, which only this package reads and every part treats like a
+keyword (`HANDLED`). Also here: the few helpers every part uses on schema
+values (`canon`, the memo key of a schema; `json_type`; `pointer`, a path as a
+JSON pointer for messages).
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+# Internal keywords that negation produces: numbers with a non-zero fraction, and
+# strings outside a finite set.
+NON_INTEGER = "x-pda-non-integer"
+NOT_IN = "x-pda-not-in"
+NOT_PATTERN = "x-pda-not-pattern"  # the string matches none of these patterns
+PATTERNS = "x-pda-patterns"  # further patterns the string must match (from allOf)
+MORE_ANY_OF = "x-pda-more-anyOf"  # further anyOf branch lists, lowered one at a time
+OPEN = "x-pda-open"  # an object schema negation built: other keys are allowed even by default
+# Sibling keywords of `enum`/`const` that `_const_satisfies` decides itself.
+SCALAR_CHECKS = {
+    "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", NOT_IN, NOT_PATTERN, PATTERNS, NON_INTEGER,
+}
+
+# Keywords that only constrain values of some types (the others pass them untouched).
+ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
+                   "minContains", "maxContains")
+OBJECT_KEYWORDS = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+                    "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", OPEN)
+KEYWORD_TYPE = {**{k: {"array"} for k in ARRAY_KEYWORDS}, **{k: {"object"} for k in OBJECT_KEYWORDS}}
+
+ANNOTATIONS = {
+    "$schema", "$id", "id", "$comment", "$anchor", "$vocabulary", "title", "description",
+    "default", "examples", "example", "deprecated", "readOnly", "writeOnly", "$defs",
+    "definitions", "contentMediaType", "contentEncoding", "contentSchema",
+}
+HANDLED = {
+    "type", "enum", "const", "properties", "required", "additionalProperties",
+    "patternProperties", "propertyNames", "minProperties", "maxProperties", "items",
+    "prefixItems", "additionalItems", "minItems", "maxItems", "contains", "minLength",
+    "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref", "not", "if", "then",
+    "else", "uniqueItems", "minContains", "maxContains", "nullable", NON_INTEGER, NOT_IN,
+    NOT_PATTERN, PATTERNS, MORE_ANY_OF, OPEN,
+}
+UNSUPPORTED = {
+    "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
+    "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+}
+TYPES = ("null", "boolean", "object", "array", "string", "integer", "number")
+
+
+def pointer(path: tuple[str, ...]) -> str:
+    return "#" + "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def canon(schema: Any) -> str:
+    return json.dumps(schema, sort_keys=True, ensure_ascii=True)
+
+
+def json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def is_positive_int(v: Any) -> bool:
+    """A positive integer (`3` or `3.0`); ints too large for a float included."""
+    return is_number(v) and v > 0 and (isinstance(v, int) or v.is_integer())
+
+
+def json_number(d: Decimal) -> int | float:
+    """A decimal as the JSON number a schema keyword holds."""
+    return int(d) if d == d.to_integral_value() else float(d)

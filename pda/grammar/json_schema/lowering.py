@@ -1,0 +1,330 @@
+"""The lowering itself: a schema's instances as rules, by type, through the parts of this package.
+
+`Lowering.value` is the recursion: a subschema (memoised by its canonical JSON,
+its rule reserved first so recursive schemas terminate) is normalised
+(`Normaliser.flatten`), split over `anyOf`/`oneOf` into branches, and each branch
+dispatched by type to `numbers`, `strings` or `containers` (`typed`); `enum` and
+`const` are literal terminals here, checked against their sibling keywords
+(`checks`, or `values_verdicts`: the values parsed with an exact lowering of the
+siblings). The rules and terminals accumulate in the context's `GrammarBuilder`;
+`lower` runs a whole lowering (validation first, exact decimals throughout) and
+`ir`/`lark` write its grammar.
+
+Layout of the output: JSON structure (objects, arrays, members, repetition) is
+rules; every scalar (a string with its pattern/format/length, a number with its
+bounds, a property name, a literal) is one terminal; white space is an optional
+`WS` terminal between tokens (none when compact).
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import warnings
+from decimal import Decimal
+from typing import Any
+
+from pda.errors import GrammarError, PdaError
+from pda.grammar import ecma_regex as er
+from pda.grammar.ir import GrammarIR
+from pda.grammar.json_schema import limits
+from pda.grammar.json_schema.checks import const_satisfies
+from pda.grammar.json_schema.containers import Containers
+from pda.grammar.json_schema.context import Context, JsonSchemaWarning
+from pda.grammar.json_schema.keywords import (
+    ANNOTATIONS, KEYWORD_TYPE, MORE_ANY_OF, SCALAR_CHECKS, TYPES, UNSUPPORTED, canon, json_type, pointer,
+)
+from pda.grammar.json_schema.normalise import Normaliser
+from pda.grammar.json_schema.numbers import any_number_regex, lower_number, number_literal_regex
+from pda.grammar.json_schema.options import Options
+from pda.grammar.json_schema.refs import References
+from pda.grammar.json_schema.strings import competing_heads, lower_string, string_set
+from pda.grammar.json_schema.validate import validate
+
+# Per schema (canonical JSON): the exact grammar that decides values against it, and whether
+# that grammar holds an object bound to schema order; None when it cannot decide.
+Checkers = dict[str, "tuple[Any, bool] | None"]
+
+
+class Lowering:
+    """One schema's lowering: rules and terminals accumulate in `ctx.builder` as subschemas are visited."""
+
+    def __init__(self, refs: References, options: Options, checkers: Checkers | None = None, *,
+                 chunking: bool = True) -> None:
+        self.refs = refs
+        self.ctx = Context(options)
+        self.ctx.chunking = chunking
+        self.builder = self.ctx.builder
+        self.normal = Normaliser(self.ctx, refs, self.values_verdicts)
+        self.containers = Containers(self.ctx, self.normal, self.value)
+        self.memo: dict[str, str | None] = {}  # subschema (canonical JSON) -> its rule
+        self.used: set[str] = set()  # rules used while still being lowered (recursion)
+        # Exact lowerings of subschemas that enum values are checked against, by schema.
+        self.checkers: Checkers = {} if checkers is None else checkers
+        self._any: str | None = None
+        self.top: str | None = None
+
+    def value(self, schema: Any, path: tuple[str, ...]) -> str | None:
+        """The rule for instances of `schema`; None when no instance exists."""
+        self.ctx.enter(path)
+        try:
+            return self._memo_value(schema, path)
+        finally:
+            self.ctx.leave()
+
+    def _memo_value(self, schema: Any, path: tuple[str, ...]) -> str | None:
+        if schema is True or schema == {}:
+            return self.any_value()
+        if schema is False:
+            return None
+        if not isinstance(schema, dict):
+            raise GrammarError(f"schema at {pointer(path)} must be an object or a boolean")
+        key = canon(schema)
+        if key in self.memo:
+            name = self.memo[key]
+            if name is not None and not self.builder.rules.get(name):
+                self.used.add(name)  # a recursive use of a schema still being lowered
+            return name
+        if len(self.memo) >= limits.MAX_SUBSCHEMAS:
+            raise GrammarError(f"schema at {pointer(path)}: the lowering reached {limits.MAX_SUBSCHEMAS} distinct "
+                               "subschemas (combinations of anyOf branches under allOf); it is too large")
+        # Reserve the rule first so recursive schemas terminate.
+        name = self.builder.reserve()
+        self.memo[key] = name
+        if "$ref" in schema and set(schema) <= {"$ref"} | ANNOTATIONS:
+            body = self.value(self.normal.flatten(self.refs.resolve(schema["$ref"], path), path), path)
+        else:
+            body = self._value(self.normal.flatten(schema, path), path)
+        if body is None:
+            if name in self.used:
+                raise GrammarError(f"schema at {pointer(path)} is recursive and unsatisfiable")
+            self.builder.discard(name)
+            self.memo[key] = None
+            return None
+        self.builder.define(name, [[body]])
+        return name
+
+    def _value(self, schema: Any, path: tuple[str, ...]) -> str | None:
+        if not isinstance(schema, dict):
+            return self.value(schema, path)
+        for k in schema:
+            if k in UNSUPPORTED:
+                self.ctx.unsupported(k, path + (k,), f"{k!r} is ignored (the grammar accepts more)")
+        # `flatten` has rewritten every `not`, `if` and dependency it could negate.
+        if "not" in schema:
+            self.ctx.unsupported("not", path + ("not",), "'not' is ignored (the grammar accepts more)")
+        if "if" in schema:
+            self.ctx.unsupported("if", path + ("if",), "'if'/'then'/'else' are ignored (the grammar accepts more)")
+        if schema.get("uniqueItems") is True:
+            self.ctx.approximate("uniqueItems", path + ("uniqueItems",),
+                             "not expressible by a grammar; duplicate items are accepted")
+        if "anyOf" not in schema and "oneOf" not in schema and schema.get(MORE_ANY_OF):
+            first, *pending = schema[MORE_ANY_OF]
+            schema = {k: v for k, v in schema.items() if k != MORE_ANY_OF} | {"anyOf": first}
+            if pending:
+                schema[MORE_ANY_OF] = pending
+        base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf", "not", "if", "then", "else")}
+        for comb in ("anyOf", "oneOf"):
+            if comb in schema:
+                rest = {k: v for k, v in schema.items() if k != comb}
+                branches = [self.normal.flatten(self.normal.merge(rest, self.normal.flatten(b, path + (comb, str(i))), path),
+                                         path + (comb, str(i)))
+                            for i, b in enumerate(schema[comb])]
+                if comb == "oneOf" and not self.normal.disjoint(branches):
+                    self.ctx.approximate("oneOf", path + ("oneOf",),
+                                     "branches may overlap; matched as anyOf (an instance valid "
+                                     "against several branches is accepted)")
+                alts = [self.value(b, path + (comb, str(i))) for i, b in enumerate(branches)]
+                return self.builder.rule([[a] for a in alts if a is not None])
+        return self.typed(base, path)
+
+    def typed(self, schema: dict[str, Any], path: tuple[str, ...]) -> str | None:
+        t = schema.get("type")
+        types = set(TYPES) if t is None else ({t} if isinstance(t, str) else set(t))
+        if schema.get("nullable") is True:
+            types.add("null")
+        for x in types:
+            if x not in TYPES:
+                raise GrammarError(f"unknown type {x!r} at {pointer(path + ('type',))}")
+        if "const" in schema or "enum" in schema:
+            return self.enum(schema, types, path)
+        if "number" in types:
+            types.discard("integer")
+        alts: list[list[str]] = []
+        for ty in TYPES:
+            if ty not in types:
+                continue
+            sym: str | None
+            if ty == "null":
+                sym = self.ctx.literal("null")
+            elif ty == "boolean":
+                sym = self.builder.rule([[self.ctx.literal("true")], [self.ctx.literal("false")]])
+            elif ty in ("integer", "number"):
+                sym = lower_number(self.ctx, schema, ty == "integer", path)
+            elif ty == "string":
+                sym = lower_string(self.ctx, schema, path)
+            elif ty == "array":
+                sym = self.containers.array(schema, path)
+            else:
+                sym = self.containers.object(schema, path)
+            if sym is not None:
+                alts.append([sym])
+        return self.builder.rule(alts)
+
+    # ---------------------------------------------------------------- enum
+
+    def enum(self, schema: dict[str, Any], types: set[str], path: tuple[str, ...]) -> str | None:
+        values = [schema["const"]] if "const" in schema else list(schema["enum"])
+        if "const" in schema and "enum" in schema:
+            values = [v for v in values if any(canon(v) == canon(e) for e in schema["enum"])]
+        rest = {k: v for k, v in schema.items() if k not in ("const", "enum", "type", "nullable") and k not in ANNOTATIONS}
+        values = [v for v in values if json_type(v) in types or (json_type(v) == "integer" and "number" in types)]
+        present = {json_type(v) for v in values}
+        rest = {k: v for k, v in rest.items() if k not in KEYWORD_TYPE or KEYWORD_TYPE[k] & present}
+        if set(rest) - SCALAR_CHECKS:
+            # Keywords the scalar check does not read (items, properties, multipleOf, format...):
+            # each value is parsed with the sibling keywords' own lowering.
+            verdicts = self.values_verdicts(values, rest, path)
+            if verdicts is None:
+                self.ctx.unsupported("enum", path + ("enum" if "enum" in schema else "const",),
+                                 "the sibling keywords of 'enum'/'const' are not all checked")
+            else:
+                values, rest = [v for v, ok in zip(values, verdicts) if ok], {}
+        alts = []
+        strings: list[str] = []
+        for v in values:
+            if rest and not const_satisfies(v, rest, self.ctx.formats):
+                continue
+            if isinstance(v, str):
+                strings.append(v)
+            else:
+                alts.append([self.const(v)])
+        if strings:
+            alts.append([string_set(self.ctx, strings)])
+        return self.builder.rule(alts)
+
+    def const(self, v: Any) -> str:
+        if v is None or isinstance(v, bool):
+            return self.ctx.literal(json.dumps(v))
+        if isinstance(v, (int, float)):
+            return self.builder.terminal(number_literal_regex(Decimal(str(v)), self.ctx.exact), "NUM")
+        if isinstance(v, str):
+            return self.builder.terminal(er.literal_string_regex(v), "STR")
+        ws = self.ctx.ws
+        if isinstance(v, list):
+            if not v:
+                return self.builder.rule([[self.ctx.literal("["), *ws, self.ctx.literal("]")]]) or ""
+            seq = [self.ctx.literal("["), *ws]
+            for i, x in enumerate(v):
+                if i:
+                    seq += [*ws, self.ctx.literal(","), *ws]
+                seq.append(self.const(x))
+            return self.builder.rule([seq + [*ws, self.ctx.literal("]")]]) or ""
+        if not v:
+            return self.builder.rule([[self.ctx.literal("{"), *ws, self.ctx.literal("}")]]) or ""
+        seq = [self.ctx.literal("{"), *ws]
+        for i, (k, x) in enumerate(v.items()):
+            if i:
+                seq += [*ws, self.ctx.literal(","), *ws]
+            seq += [self.builder.terminal(er.literal_string_regex(k), "KEY"), *ws, self.ctx.literal(":"), *ws, self.const(x)]
+        return self.builder.rule([seq + [*ws, self.ctx.literal("}")]]) or ""
+
+    # --------------------------------------------------------------- numbers
+
+    def any_value(self) -> str:
+        if self._any is not None:
+            return self._any
+        name = self._any = self.builder.reserve()
+        ws, comma, colon = self.ctx.ws, self.ctx.literal(","), self.ctx.literal(":")
+        string = self.builder.terminal(f'"(?:{er.ANY_UNIT})*"', "STR")
+        member = self.builder.rule([[string, *ws, colon, *ws, name]]) or ""
+        sep_member = self.builder.rule([[*ws, comma, *ws, member]]) or ""
+        sep_value = self.builder.rule([[*ws, comma, *ws, name]]) or ""
+        obj = self.builder.rule([[self.ctx.literal("{"), *ws, self.ctx.literal("}")],
+                         [self.ctx.literal("{"), *ws, member, *self.builder.repeat(sep_member, 0, None), *ws, self.ctx.literal("}")]])
+        arr = self.builder.rule([[self.ctx.literal("["), *ws, self.ctx.literal("]")],
+                         [self.ctx.literal("["), *ws, name, *self.builder.repeat(sep_value, 0, None), *ws, self.ctx.literal("]")]])
+        self.builder.define(name, [[self.ctx.literal("null")], [self.ctx.literal("true")], [self.ctx.literal("false")],
+                            [self.builder.terminal(any_number_regex(self.ctx.exact), "NUM")], [string], [obj or ""], [arr or ""]])
+        return name
+
+    # ----------------------------------------------------------------- output
+
+    def values_verdicts(self, values: list[Any], schema: Any, path: tuple[str, ...]) -> list[bool] | None:
+        """Whether each value is an instance of `schema`, decided by parsing it with the
+        schema's own exact lowering (memoised per schema); None when that lowering
+        approximates something, or refuses a value where the refusal may be the
+        documented property-order restriction."""
+        key = canon(schema)
+        if key not in self.checkers:
+            checker = Lowering(self.refs, Options("compact", 1, "raise", "any", exact=True), self.checkers)
+            checker.ctx.depth, checker.ctx.steps = self.ctx.depth, self.ctx.steps
+            found: tuple[Any, bool] | None = None
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", JsonSchemaWarning)
+                    checker.top = checker.value(schema, path)
+                from pda.grammar.grammar import Grammar
+
+                found = (None if checker.top is None else Grammar(checker.ir()), checker.ctx.order_bound)
+            except (PdaError, JsonSchemaWarning):
+                pass
+            self.ctx.steps = checker.ctx.steps
+            self.checkers[key] = found
+        found = self.checkers[key]
+        if found is None:
+            return None
+        grammar, order_bound = found
+        if grammar is None:
+            return [False] * len(values)
+        try:
+            verdicts = [grammar.accepts(json.dumps(v, separators=(",", ":"), ensure_ascii=False)) for v in values]
+        except PdaError:
+            return None
+        return None if order_bound and not all(verdicts) else verdicts
+
+    def build(self) -> None:
+        """Lower the root schema (rules and terminals accumulate in the builder)."""
+        top = self.top = self.value(self.refs.root, ())
+        if top is None:
+            raise GrammarError("the schema accepts no JSON value")
+        for name, alts in self.builder.rules.items():
+            if not alts:
+                raise GrammarError(f"internal: rule {name} has no alternatives")
+
+    def start(self) -> list[str]:
+        """The start rule's one alternative: the top value between optional white space."""
+        return [*self.ctx.ws, self.top or "", *self.ctx.ws]
+
+    def lark(self) -> str:
+        """The lowered grammar as Lark text."""
+        return self.builder.lark(self.start())
+
+    def ir(self) -> GrammarIR:
+        """The lowered grammar as pda's IR, built directly: Lark's grammar loader spends
+        seconds parsing the generated text of a large schema (and ~50 s on a
+        100,000-value enum terminal)."""
+        return self.builder.ir([self.start()], source="<json-schema>")
+
+
+def lower(schema: dict[str, Any] | bool | str, options: Options) -> Lowering:
+    """A whole lowering of a schema (a dict, a boolean, or JSON text), built; GrammarError when malformed."""
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as exc:
+            raise GrammarError(f"schema is not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
+        except RecursionError:
+            raise GrammarError(f"schema text nests deeper than MAX_JSON_DEPTH = {limits.MAX_JSON_DEPTH}") from None
+    validate(schema)
+    # Bounds and multiples are exact decimals: enough precision for every integer a schema
+    # may hold (`MAX_NUMBER_DIGITS`) divided by the smallest float.
+    with decimal.localcontext(decimal.Context(prec=4 * limits.MAX_NUMBER_DIGITS)):
+        refs = References(schema)
+        lowering = Lowering(refs, options)
+        lowering.build()
+        if lowering.ctx.heads and competing_heads(lowering.ctx, lowering.top or ""):
+            # Another string can be lexed where a long one starts: count in one terminal.
+            lowering = Lowering(refs, options, chunking=False)
+            lowering.build()
+        return lowering

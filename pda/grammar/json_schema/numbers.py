@@ -1,0 +1,221 @@
+"""Lowering `integer` and `number` schemas: one terminal whose regex is the set of allowed spellings.
+
+A number schema becomes one terminal: bounds (`minimum`, `exclusiveMaximum`...,
+draft 4's boolean exclusives too) as a decimal-range regex over plain decimals,
+`multipleOf` through `pda.grammar.multiples` (or an enumeration of a small bounded
+range), a negated integer type as "has a non-zero fraction". Bounds are exact
+decimals (`Decimal`), never floats. `exact=True` accepts every JSON spelling of
+an allowed value (`3.0`, `-0`, exponents where unbounded); the generation default
+writes integers as integer literals and keeps numbers finite doubles
+(`MAX_NUMBER_INTEGER_DIGITS`, `MAX_NUMBER_EXPONENT`).
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+from pda.grammar import ecma_regex as er
+from pda.grammar.json_schema import limits
+from pda.grammar.json_schema.context import Context
+from pda.grammar.json_schema.keywords import NON_INTEGER
+from pda.grammar.multiples import MAX_MULTIPLE_REGEX, MultiplesTooLarge, multiples_regex
+
+_JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+# In front of a `multipleOf` regex of an integer type (generation default): no fraction, no "-0".
+_INTEGER_LITERAL_GUARD = r"(?!-?[0-9]+\.|-0)"
+
+
+def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tuple[str, ...]) -> str | None:
+    """The terminal for `integer`/`number` instances of `schema` (bounds, `multipleOf`, a negated integer
+    type); None when there are none."""
+    lo, lo_ex, hi, hi_ex = None, False, None, False
+    for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        b = schema.get(k)
+        if b is None or isinstance(b, bool) or not isinstance(b, (int, float)):
+            continue
+        d = Decimal(str(b))
+        if k.endswith("inimum"):
+            ex = k.startswith("exclusive") or schema.get("exclusiveMinimum") is True
+            if lo is None or d > lo or (d == lo and ex):
+                lo, lo_ex = d, ex
+        else:
+            ex = k.startswith("exclusive") or schema.get("exclusiveMaximum") is True
+            if hi is None or d < hi or (d == hi and ex):
+                hi, hi_ex = d, ex
+    m = schema.get("multipleOf")
+    if schema.get(NON_INTEGER):
+        if integer or m is not None or lo is not None or hi is not None:
+            ctx.unsupported("not", path, "a negated integer type with other numeric keywords is ignored")
+        else:
+            digits = "*" if ctx.exact else f"{{0,{limits.MAX_NUMBER_INTEGER_DIGITS - 1}}}"
+            return ctx.builder.terminal(rf"-?(?:0|[1-9][0-9]{digits})\.[0-9]*[1-9][0-9]*", "NUM")
+    int_type = integer
+    if not integer and not ctx.exact and (lo is not None or hi is not None or m is not None):
+        # A plain decimal (no exponent with bounds or steps): its integer part is capped as
+        # in `_number_regex` so it stays a finite double, unless a bound is already larger.
+        cap = Decimal(10) ** limits.MAX_NUMBER_INTEGER_DIGITS
+        if hi is None:
+            hi, hi_ex = (cap, True) if lo is None or lo < cap else (Decimal(10) ** 308, True)
+        if lo is None:
+            lo, lo_ex = (-cap, True) if hi > -cap else (-Decimal(10) ** 308, True)
+    if isinstance(m, (int, float)) and not isinstance(m, bool) and m > 0:
+        # The step as p/10^scale: its multiples are the numbers whose value times 10^scale is an
+        # integer multiple of p. Among integers those are the multiples of p/gcd(p, 10^scale).
+        md = Decimal(str(m))
+        exponent = md.normalize().as_tuple().exponent
+        assert isinstance(exponent, int)  # a finite number (validated)
+        scale = max(-exponent, 0)
+        p = int(md.scaleb(scale))
+        if scale == 0 or integer:
+            p, scale, integer = p // math.gcd(p, 10**scale), 0, True
+        if p != 1 or scale:
+            nlo, nhi = _scaled(lo, lo_ex, scale, True), _scaled(hi, hi_ex, scale, False)
+            if nlo is not None and nhi is not None and nlo > nhi:
+                return None
+            try:
+                regex = multiples_regex(p, scale, nlo, nhi)
+                if regex is not None and int_type and not ctx.exact:
+                    regex = _INTEGER_LITERAL_GUARD + regex
+                return None if regex is None else ctx.builder.terminal(regex, "INT" if integer else "NUM")
+            except MultiplesTooLarge:
+                # (An empty range returned None above, before any regex was built.)
+                if nlo is not None and nhi is not None and (nhi - nlo) // p <= limits.MAX_ENUMERATED_MULTIPLES:
+                    first = -(-nlo // p) * p
+                    vals = [number_literal_regex(Decimal(n).scaleb(-scale), ctx.exact)
+                            for n in range(first, nhi + 1, p)]
+                    return ctx.builder.terminal("(?:" + "|".join(vals) + ")", "INT" if integer else "NUM")
+                ctx.approximate("multipleOf", path + ("multipleOf",),
+                                 f"the multiples of {m} need a regex over {MAX_MULTIPLE_REGEX} characters and "
+                                 f"the range is unbounded or holds over {limits.MAX_ENUMERATED_MULTIPLES}; it is ignored")
+    if integer:
+        ilo, ihi = _scaled(lo, lo_ex, 0, True), _scaled(hi, hi_ex, 0, False)
+        if ilo is not None and ihi is not None and ilo > ihi:
+            return None
+        if ilo is None and ihi is None:
+            return ctx.builder.terminal(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?(?:[eE]\+?[0-9]+)?" if ctx.exact
+                                 else r"(?:0|-?[1-9][0-9]*)", "INT")
+        return ctx.builder.terminal(int_regex(ilo, ihi, ctx.exact), "INT")
+    if lo is None and hi is None:
+        return ctx.builder.terminal(any_number_regex(ctx.exact), "NUM")
+    if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_ex or hi_ex))):
+        return None
+    if lo is not None and lo == hi:
+        return ctx.builder.terminal(number_literal_regex(lo, ctx.exact), "NUM")
+    regex = number_regex(ctx, lo, lo_ex, hi, hi_ex, path)
+    return None if regex is None else ctx.builder.terminal(regex, "NUM")
+
+def any_number_regex(exact: bool) -> str:
+    """Every JSON number (`exact`), or the generation default's finite doubles: at most
+    `MAX_NUMBER_INTEGER_DIGITS` integer digits, exponents up to `MAX_NUMBER_EXPONENT`."""
+    if exact:
+        return _JSON_NUMBER
+    exponent = er.decimal_range_regex(0, limits.MAX_NUMBER_EXPONENT)
+    return (rf"-?(?:0|[1-9][0-9]{{0,{limits.MAX_NUMBER_INTEGER_DIGITS - 1}}})(?:\.[0-9]+)?"
+            rf"(?:[eE](?:\+?{exponent}|-[0-9]{{1,3}}))?")
+
+def int_regex(lo: int | None, hi: int | None, exact: bool) -> str:
+    """Integers in lo..hi (None = unbounded), plain decimal; `exact` also with a zero
+    fraction and `-0`."""
+    alts = []
+    if hi is None or hi >= 0:
+        alts.append(er.decimal_range_regex(max(lo or 0, 0), hi))
+    least = 0 if hi is None else max(-hi, 0)
+    if not exact:
+        least = max(least, 1)  # no "-0"
+    if lo is None or -lo >= least:
+        alts.append("-" + er.decimal_range_regex(least, None if lo is None else -lo))
+    return "(?:" + "|".join(alts) + ")" + (r"(?:\.0+)?" if exact else "")
+
+def number_regex(ctx: Context, lo: Decimal | None, lo_ex: bool, hi: Decimal | None, hi_ex: bool,
+                 path: tuple[str, ...]) -> str | None:
+    """Plain-decimal JSON numbers in the interval (exponent notation is not accepted here);
+    None when the interval holds none."""
+    alts = []
+    if hi is None or hi >= 0:
+        a, a_ex = (Decimal(0), False) if lo is None or lo < 0 else (lo, lo_ex)
+        alts.append(magnitude(ctx, a, a_ex, hi, hi_ex, path))
+    if lo is None or lo <= 0:
+        a, a_ex = (Decimal(0), False) if hi is None or hi > 0 else (-hi, hi_ex)
+        alts.append("-" + magnitude(ctx, a, a_ex, None if lo is None else -lo, lo_ex, path))
+    alts = [x for x in alts if x != "-" and "(?!)" not in x]  # (?!): an empty side, e.g. 0 < x < 0
+    return "(?:" + "|".join(alts) + ")" if alts else None
+
+def magnitude(ctx: Context, a: Decimal, a_ex: bool, b: Decimal | None, b_ex: bool, path: tuple[str, ...]) -> str:
+    """Unsigned plain decimals `I(.F)?` with a <= value <= b (strict where *_ex)."""
+    ia, fa = _split(a)
+    alts = []
+    if b is None:
+        alts.append(er.decimal_range_regex(ia + 1, None) + r"(?:\.[0-9]+)?")
+        alts.append(str(ia) + _frac_ge(fa, a_ex))
+    else:
+        ib, fb = _split(b)
+        if ia == ib:
+            if fa and fb or a_ex and fb:
+                ctx.unsupported("minimum/maximum", path,
+                                 "bounds with fractions inside one integer are widened to that integer")
+                return str(ia) + r"(?:\.[0-9]+)?"
+            return str(ia) + (_frac_le(fb, b_ex) if not fa and not a_ex else _frac_ge(fa, a_ex) if not fb
+                              and not b_ex else r"(?:\.0+)?")
+        if ib - ia >= 2:
+            alts.append(er.decimal_range_regex(ia + 1, ib - 1) + r"(?:\.[0-9]+)?")
+        alts.append(str(ia) + _frac_ge(fa, a_ex))
+        alts.append(str(ib) + _frac_le(fb, b_ex))
+    alts = [x for x in alts if x is not None and "(?!)" not in x]
+    return "(?:" + "|".join(alts) + ")"
+
+# --------------------------------------------------------------- strings
+
+def number_literal_regex(d: Decimal, exact: bool = True) -> str:
+    """Plain-decimal spellings of the number `d`: with `exact` all of them (`2.6`, `2.60`;
+    `3`, `3.0`; `-0`), else the shortest (`2.6`; `3`; `0`), which is an integer literal
+    wherever one can be."""
+    i, frac = _split(abs(d))
+    if not exact:
+        return ("-" if d < 0 else "") + str(i) + (rf"\.{frac}" if frac else "")
+    sign = "-?" if d == 0 else "-" if d < 0 else ""
+    return sign + str(i) + (rf"\.{frac}0*" if frac else r"(?:\.0+)?")
+
+
+def _scaled(bound: Decimal | None, strict: bool, scale: int, lower: bool) -> int | None:
+    """The integer bound on value * 10^scale, rounded inward: ceil for a lower bound, floor
+    for an upper one (Decimal's `//` truncates toward zero, which took `minimum: 1.5` for 1
+    and `maximum: -1.5` for -1), one step further when a strict bound falls on an integer."""
+    if bound is None:
+        return None
+    b = bound.scaleb(scale)
+    if strict and b == b.to_integral_value():
+        return int(b) + (1 if lower else -1)
+    return math.ceil(b) if lower else math.floor(b)
+
+
+def _split(d: Decimal) -> tuple[int, str]:
+    """Integer part and fraction digits (no trailing zeros) of a non-negative decimal."""
+    i = int(d)
+    f = format(d - i, "f")
+    frac = f.split(".", 1)[1].rstrip("0") if "." in f else ""
+    return i, frac
+
+
+def _frac_ge(f: str, strict: bool) -> str:
+    """`(\\.D+)?` suffixes whose fraction value is >= 0.f (> when strict)."""
+    if not f:
+        return r"\.0*[1-9][0-9]*" if strict else r"(?:\.[0-9]+)?"
+    alts = [f[:i] + f"[{int(f[i]) + 1}-9][0-9]*" for i in range(len(f)) if f[i] != "9"]
+    alts.append(f + "0*[1-9][0-9]*")
+    if not strict:
+        alts.append(f + "0*")
+    return r"\.(?:" + "|".join(alts) + ")"
+
+
+def _frac_le(f: str, strict: bool) -> str:
+    """`(\\.D+)?` suffixes whose fraction value is <= 0.f (< when strict)."""
+    if not f:
+        return "(?!)" if strict else r"(?:\.0+)?"
+    alts = [f[:i] + f"[0-{int(f[i]) - 1}][0-9]*" for i in range(len(f)) if f[i] != "0"]
+    alts += [f[:i] + "0*" for i in range(1, len(f))]
+    alts.append("0+")
+    if not strict:
+        alts.append(f + "0*")
+    return r"(?:\.(?:" + "|".join(alts) + "))?"

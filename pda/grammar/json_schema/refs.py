@@ -1,0 +1,70 @@
+"""`$ref` resolution within one schema document: JSON pointers, `$id`/`id` and `$anchor` names.
+
+`References` indexes the document once (every `$id`, `id` and `$anchor`, the first
+of each name winning, skipping values that are data: `enum`, `const`, `default`,
+`examples`) and resolves a reference to the subschema it names, or raises a
+`GrammarError` naming the `$ref` and where it is. Only references into the same
+document resolve; a remote one is refused. It also records whether the document
+declares a draft before 2019-09, where `$ref` ignores its sibling keywords.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote
+
+from pda.errors import GrammarError
+from pda.grammar.json_schema.keywords import pointer
+
+
+class References:
+    """The subschemas of one document by `$ref`."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
+        self.old_draft = any(d in schema_uri for d in ("draft-03", "draft-04", "draft-06", "draft-07"))
+        self.anchors: dict[str, Any] = {}
+        self._scan_ids(root)
+
+    def _scan_ids(self, node: Any) -> None:
+        if isinstance(node, dict):
+            for key in ("$id", "id"):
+                v = node.get(key)
+                if isinstance(v, str):
+                    self.anchors.setdefault(v, node)
+                    if "#" in v and not v.endswith("#"):
+                        self.anchors.setdefault("#" + v.split("#", 1)[1], node)
+            if isinstance(node.get("$anchor"), str):
+                self.anchors.setdefault("#" + node["$anchor"], node)
+            for k, v in node.items():
+                if k not in ("enum", "const", "default", "examples"):
+                    self._scan_ids(v)
+        elif isinstance(node, list):
+            for v in node:
+                self._scan_ids(v)
+
+    def resolve(self, ref: str, path: tuple[str, ...]) -> Any:
+        """The subschema `ref` names; `path` is where the `$ref` is, for the error."""
+        if ref in self.anchors:
+            return self.anchors[ref]
+        if not ref.startswith("#"):
+            base = ref.split("#", 1)
+            if base[0] in self.anchors:
+                node = self.anchors[base[0]]
+                return self._walk(node, base[1] if len(base) > 1 else "", ref, path)
+            raise GrammarError(f"$ref {ref!r} at {pointer(path)}: remote references are not supported")
+        return self._walk(self.root, ref[1:], ref, path)
+
+    def _walk(self, node: Any, fragment: str, ref: str, path: tuple[str, ...]) -> Any:
+        if fragment and not fragment.startswith("/"):
+            if "#" + fragment in self.anchors:
+                return self.anchors["#" + fragment]
+            raise GrammarError(f"$ref {ref!r} at {pointer(path)}: unknown anchor")
+        for part in fragment.split("/")[1:]:
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            try:
+                node = node[int(part)] if isinstance(node, list) else node[part]
+            except (KeyError, IndexError, ValueError, TypeError):
+                raise GrammarError(f"$ref {ref!r} at {pointer(path)} does not resolve") from None
+        return node

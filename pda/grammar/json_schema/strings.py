@@ -1,0 +1,284 @@
+"""Lowering `string` schemas: one terminal per string, quotes included, or counted chunks when long.
+
+Each string terminal spans a whole JSON string lexeme, quotes included, and
+matches the allowed values in every spelling a serialiser writes (printable ASCII
+raw; other characters raw, as short escapes, ``\\uXXXX`` in either case or
+surrogate pairs), so greedy longest-match lexing of a valid instance always ends
+a string terminal at its closing quote. Patterns and formats go through
+`pda.grammar.ecma_regex` (one pattern directly; several, negated ones or lengths a
+pattern cannot absorb through its automata). A string whose length bounds exceed
+`LONG_STRING_UNITS` is counted in chunk terminals (`long_string`), which the
+lowering undoes when a chunk head could compete with another string terminal
+(`competing_heads`). A set of string values is one terminal (`string_set`), a
+literal alternation the finite-set engine compiles as a trie where it can.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import warnings
+from typing import Any
+
+from pda.errors import GrammarError, RegexError
+from pda.grammar import ecma_regex as er
+from pda.grammar.json_schema import limits
+from pda.grammar.json_schema.context import Context, JsonSchemaWarning
+from pda.grammar.json_schema.formats import FORMATS, format_pattern
+from pda.grammar.json_schema.keywords import NOT_IN, NOT_PATTERN, PATTERNS, pointer
+
+def lower_string(ctx: Context, schema: dict[str, Any], path: tuple[str, ...]) -> str | None:
+    """The terminal for `string` instances of `schema` (lengths, patterns, format, a negated enum);
+    None when there are none."""
+    lo = int(schema.get("minLength", 0))
+    hi = schema.get("maxLength")
+    hi = None if hi is None else int(hi)
+    if hi is not None and hi < lo:
+        return None
+    excluded = schema.get(NOT_IN)
+    if excluded is not None:
+        if "pattern" in schema or schema.get("format") in FORMATS or (lo, hi) != (0, None):
+            ctx.unsupported("not", path, "a negated string enum with other string keywords is ignored")
+        else:
+            return ctx.builder.terminal('"' + not_in_set(list(excluded)) + '"', "STR")
+    pattern = schema.get("pattern")
+    positive = ([pattern] if isinstance(pattern, str) else []) + list(schema.get(PATTERNS, []))
+    negative = list(schema.get(NOT_PATTERN, []))
+    fmt = schema.get("format")
+    if isinstance(fmt, str) and fmt in FORMATS:
+        positive.append(format_pattern(ctx.formats[fmt]))
+    for p in list(positive):
+        split = er.split_leading_lookahead(p)
+        if split is not None:
+            positive.remove(p)
+            positive += split[0]
+            negative += split[1]
+    if not positive and not negative:
+        return any_string(ctx, lo, hi)
+    where = path + ("pattern" if isinstance(pattern, str) else "format" if positive else "not",)
+    try:
+        info: er.PatternInfo | None = None
+        if len(positive) == 1 and not negative:
+            info = er.ecma_pattern_body(positive[0])
+            if info is None:
+                return None
+            fits = info.min_len >= lo and (hi is None or (info.max_len is not None and info.max_len <= hi))
+            if not fits:
+                if (info.max_len is not None and info.max_len < lo) or (hi is not None and info.min_len > hi):
+                    return None
+                info = er.ecma_pattern_body(positive[0], min_len=lo, max_len=hi)
+        if info is None:
+            # Several patterns, negated ones, or lengths the pattern's shape cannot absorb:
+            # through automata (intersection, complement, a length counter) and back.
+            info = er.pattern_set_body(positive, negative, min_len=lo, max_len=hi)
+            if info is None:
+                return None
+            if info.body == er.ANY_STRING_BODY:
+                return any_string(ctx, lo, hi)
+    except RegexError as exc:
+        if ctx.raise_unsupported:
+            raise GrammarError(f"{exc} (at {pointer(where)})") from None
+        warnings.warn(f"{exc} at {pointer(where)}; relaxed: 'pattern', 'format' and their lengths are "
+                      "ignored", JsonSchemaWarning, stacklevel=3)
+        return ctx.builder.terminal(f'"(?:{er.ANY_UNIT})*"', "STR")
+    return ctx.builder.terminal(f'"{info.body}"', "STR")
+
+def any_string(ctx: Context, lo: int, hi: int | None) -> str | None:
+    """Any string of lo..hi code points: one terminal, or chunks when the count is long."""
+    if ctx.chunking and max(lo, hi or 0) > limits.LONG_STRING_UNITS:
+        return long_string(ctx, lo, hi)
+    count = "*" if (lo, hi) == (0, None) else f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
+    return ctx.builder.terminal(f'"(?:{er.ANY_UNIT}){count}"', "STR")
+
+def long_string(ctx: Context, lo: int, hi: int | None) -> str | None:
+    """A string of lo..hi code points as chunks of `STRING_CHUNK` units and a tail.
+
+    A count of thousands inside one terminal makes a DFA of thousands of states
+    per unit; here the count is split: a head terminal (the opening quote and
+    one chunk), chunk terminals, and a tail of 0..STRING_CHUNK-1 units with the
+    closing quote, repeated by O(log) rules. Lexing stays unambiguous: a chunk
+    holds exactly limits.STRING_CHUNK units and no quote, a tail ends at the first
+    quote, so exactly one of them matches at each point. A string of fewer
+    than limits.STRING_CHUNK units is one short terminal. (`competing_heads` checks that no
+    other string terminal competes with a head at the same position.)
+    """
+    b = limits.STRING_CHUNK
+    unit = f"(?:{er.ANY_UNIT})"
+    head = ctx.builder.terminal(f'"{unit}{{{b}}}', "HEAD")
+    chunk = ctx.builder.terminal(f"{unit}{{{b}}}", "CHUNK")
+    ctx.heads.add(head)
+    ctx.chunked.update({head, chunk})
+
+    def tail(x: int, y: int, opening: bool) -> str:
+        name = ctx.builder.terminal(('"' if opening else "") + f'{unit}{{{x},{y}}}"', "TAIL")
+        ctx.chunked.add(name)
+        return name
+
+    def pieces(c_lo: int, c_hi: int | None, t_lo: int, t_hi: int) -> list[str] | None:
+        """Strings of c_lo..c_hi whole chunks followed by t_lo..t_hi more units."""
+        if c_hi is not None and c_hi < c_lo:
+            return None
+        if c_lo == 0 and c_hi == 0:
+            return [tail(t_lo, t_hi, True)]
+        if c_lo == 0:
+            more = ctx.builder.rule([[head, *ctx.builder.repeat(chunk, 0, None if c_hi is None else c_hi - 1),
+                               tail(0, t_hi, False)]])
+            return [ctx.builder.rule([[tail(t_lo, t_hi, True)], [more or ""]]) or ""]
+        return [head, *ctx.builder.repeat(chunk, c_lo - 1, None if c_hi is None else c_hi - 1),
+                tail(t_lo, t_hi, False)]
+
+    c_lo, r_lo = divmod(lo, b)
+    alts: list[list[str]] = []
+    if hi is None:
+        options = [pieces(c_lo, c_lo, r_lo, b - 1), pieces(c_lo + 1, None, 0, b - 1)]
+    else:
+        c_hi, r_hi = divmod(hi, b)
+        if c_lo == c_hi:
+            options = [pieces(c_lo, c_lo, r_lo, r_hi)]
+        else:
+            options = [pieces(c_lo, c_lo, r_lo, b - 1), pieces(c_lo + 1, c_hi - 1, 0, b - 1),
+                       pieces(c_hi, c_hi, 0, r_hi)]
+    alts = [o for o in options if o is not None]
+    return ctx.builder.rule(alts)
+
+def competing_heads(ctx: Context, top: str) -> bool:
+    """Whether a chunk head can be a lexer candidate beside another string terminal
+    that is still alive after a chunk (greedy lexing would then follow that one).
+
+    Checked on LL(1)-style start sets (FIRST of each rule suffix, FOLLOW of its
+    left side when the suffix is nullable), which over-approximate the
+    candidates at every parser position. Only heads and string terminals are
+    asked about, so the sets hold just those, as bits of an int.
+    """
+    if not ctx.heads:
+        return False
+    strings = {t for t, (regex, _) in ctx.builder.terminals.items() if t not in ctx.chunked and regex.startswith('"')}
+    bit = {t: 1 << i for i, t in enumerate(sorted(ctx.heads | strings))}
+    heads = sum(bit[t] for t in ctx.heads)
+    rules = dict(ctx.builder.rules)
+    rules["start"] = [[*ctx.ws, top, *ctx.ws]]
+    nullable: set[str] = set(ctx.ws)
+    first: dict[str, int] = {n: 0 for n in rules}
+    first.update({sym: 0 for sym in ctx.ws})
+
+    def first_of(seq: list[str]) -> tuple[int, bool]:
+        out = 0
+        for sym in seq:
+            out |= first[sym] if sym in first else bit.get(sym, 0)
+            if sym not in nullable:
+                return out, False
+        return out, True
+
+    changed = True
+    while changed:
+        changed = False
+        for n, alts in rules.items():
+            for a in alts:
+                f, null = first_of(a)
+                if f | first[n] != first[n] or (null and n not in nullable):
+                    first[n] |= f
+                    if null:
+                        nullable.add(n)
+                    changed = True
+
+    def suffixes(seq: list[str]) -> list[tuple[int, bool]]:
+        """`first_of(seq[i:])` for every i (0..len), in one pass from the right."""
+        out = [(0, True)] * (len(seq) + 1)
+        f, null = 0, True
+        for i in range(len(seq) - 1, -1, -1):
+            sym = seq[i]
+            g = first[sym] if sym in first else bit.get(sym, 0)
+            f, null = (f | g, null) if sym in nullable else (g, False)
+            out[i] = (f, null)
+        return out
+
+    follow: dict[str, int] = {n: 0 for n in rules}
+    alt_suffixes = [(n, a, suffixes(a)) for n, alts in rules.items() for a in alts]
+    changed = True
+    while changed:
+        changed = False
+        for n, a, after in alt_suffixes:
+            for i, sym in enumerate(a):
+                if sym in follow:
+                    f, null = after[i + 1]
+                    if null:
+                        f |= follow[n]
+                    if f | follow[sym] != follow[sym]:
+                        follow[sym] |= f
+                        changed = True
+    rival: dict[str, bool] = {}
+    for n, a, after in alt_suffixes:
+        for f, null in after[:-1]:
+            if null:
+                f |= follow[n]
+            if f & heads:
+                for t in strings:
+                    if f & bit[t]:
+                        if t not in rival:
+                            rival[t] = _max_width(ctx.builder.terminals[t][0]) > limits.STRING_CHUNK
+                        if rival[t]:
+                            return True
+    return False
+
+# ---------------------------------------------------------------- arrays
+
+def string_set(ctx: Context, values: list[str]) -> str:
+    """One terminal for a set of string values.
+
+    Values whose every JSON spelling is short to list become quoted literals of
+    one `(?:"a"|"b"|...)` alternation, the shape the finite-set engine
+    (`pda.trie`) compiles as a trie; values with many spellings (non-ASCII,
+    control characters, several `/`) are added as their general regex, which
+    keeps the terminal on the general DFA path.
+    """
+    literals: list[str] = []
+    general: list[str] = []
+    for v in dict.fromkeys(values):
+        spellings = _literal_spellings(v)
+        if spellings is None:
+            general.append(er.literal_string_regex(v))
+        else:
+            literals += [re.escape('"' + s + '"') for s in spellings]
+    if general:
+        return ctx.builder.terminal("(?:" + "|".join(literals + general) + ")", "STR")
+    return ctx.builder.terminal("(?:" + "|".join(sorted(literals)) + ")", "ENUM")
+
+_SINGLE_OR_SLASH = re.compile("[" + "".join(f"{er.py_char(a)}-{er.py_char(b)}" for a, b in er.SINGLE_SPELLING)
+                              + "/]*")
+
+
+def _literal_spellings(text: str) -> list[str] | None:
+    """Every JSON spelling of `text` (raw, and `\\/` for each `/`), or None when there
+    are more than `MAX_LITERAL_SPELLINGS` or a character has escaped spellings."""
+    if not _SINGLE_OR_SLASH.fullmatch(text) or 2 ** text.count("/") > limits.MAX_LITERAL_SPELLINGS:
+        return None
+    first, *rest = text.split("/")
+    out = [first]
+    for piece in rest:
+        out = [s + sep + piece for s in out for sep in ("/", "\\/")]
+    return out
+
+
+def _max_width(regex: str) -> int:
+    """The most characters `regex` can match (a large number when unbounded)."""
+    try:
+        return re._parser.parse(regex).getwidth()[1]  # type: ignore[attr-defined]
+    except (re.error, OverflowError, RecursionError):
+        return sys.maxsize
+
+
+def not_in_set(names: list[str]) -> str:
+    """Lexeme-body regex for strings not in `names`: a negative look-ahead for any spelling
+    of a name followed by the closing quote, then any string body.
+
+    Exact because a body holds no raw quote: the look-ahead's quote is the lexeme's
+    last character. pda's DFA builder intersects the two (a trie of the names
+    against the unit loop), which is far cheaper than writing the complement of a
+    few hundred names out as one regex.
+    """
+    anything = f"(?:{er.ANY_UNIT})*"
+    if not names:
+        return anything
+    spellings = "|".join(er.literal_body_regex(n) for n in sorted(set(names)))
+    return f'(?!(?:{spellings})")' + anything
+

@@ -1,0 +1,151 @@
+"""Checks a schema document before lowering, so a malformed one fails with a `GrammarError` naming the place.
+
+`validate` checks every keyword value the lowering reads against the JSON Schema
+meta-schema's types and ranges (`minLength` a non-negative integer, `enum` an
+array, `multipleOf` above 0...), so a malformed schema fails with a GrammarError
+naming the keyword's JSON pointer instead of being misread or raising a raw Python
+error half-way through the lowering. After it, the lowering may assume every
+keyword it reads is well-formed and every number finite and within
+`MAX_NUMBER_DIGITS` digits.
+"""
+
+from __future__ import annotations
+
+import math
+import reprlib
+from typing import Any
+
+from pda.errors import GrammarError
+from pda.grammar.json_schema import limits
+from pda.grammar.json_schema.keywords import TYPES, is_number, pointer
+
+def _is_count(v: Any) -> bool:
+    """A non-negative integer as the meta-schema means it (`2.0` is an integer)."""
+    return is_number(v) and v >= 0 and (isinstance(v, int) or v.is_integer())
+
+
+def _is_type(v: Any) -> bool:
+    if isinstance(v, list):
+        return bool(v) and all(isinstance(t, str) and t in TYPES for t in v)
+    return isinstance(v, str) and v in TYPES
+
+
+def _is_string_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _is_schema(v: Any) -> bool:
+    return isinstance(v, (dict, bool))
+
+
+# How a keyword's value holds subschemas: as itself, as the items of an array, as the
+# values of an object; "items" may be either a schema or an array of them (draft <= 2019-09).
+_SCHEMA, _SCHEMA_LIST, _SCHEMA_MAP, _SCHEMA_OR_LIST, _DEPENDENCIES = range(5)
+
+_COUNT = (_is_count, "a non-negative integer", None)
+_KEYWORD_RULES: dict[str, tuple[Any, str, int | None]] = {
+    "type": (_is_type, f"a type name or a non-empty array of type names ({', '.join(TYPES)})", None),
+    "enum": (lambda v: isinstance(v, list), "an array", None),
+    "required": (_is_string_list, "an array of strings", None),
+    **{k: _COUNT for k in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+                           "minContains", "maxContains")},
+    "minimum": (is_number, "a number", None),
+    "maximum": (is_number, "a number", None),
+    "exclusiveMinimum": (lambda v: is_number(v) or isinstance(v, bool), "a number (a boolean in draft 4)", None),
+    "exclusiveMaximum": (lambda v: is_number(v) or isinstance(v, bool), "a number (a boolean in draft 4)", None),
+    "multipleOf": (lambda v: is_number(v) and v > 0, "a number greater than 0", None),
+    **{k: (lambda v: isinstance(v, str), "a string", None) for k in ("pattern", "format", "$ref", "$schema",
+                                                                      "$anchor", "$id", "$dynamicRef")},
+    **{k: (lambda v: isinstance(v, bool), "a boolean", None) for k in ("uniqueItems", "nullable")},
+    **{k: (_is_schema, "a schema (an object or a boolean)", _SCHEMA)
+       for k in ("additionalProperties", "propertyNames", "contains", "not", "if", "then", "else",
+                 "additionalItems", "unevaluatedItems", "unevaluatedProperties")},
+    "items": (lambda v: _is_schema(v) or isinstance(v, list), "a schema or an array of schemas", _SCHEMA_OR_LIST),
+    **{k: (lambda v: isinstance(v, list) and bool(v), "a non-empty array of schemas", _SCHEMA_LIST)
+       for k in ("allOf", "anyOf", "oneOf", "prefixItems")},
+    **{k: (lambda v: isinstance(v, dict), "an object whose values are schemas", _SCHEMA_MAP)
+       for k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")},
+    "dependentRequired": (lambda v: isinstance(v, dict) and all(map(_is_string_list, v.values())),
+                          "an object whose values are arrays of strings", None),
+    "dependencies": (lambda v: isinstance(v, dict) and all(_is_schema(d) or _is_string_list(d) for d in v.values()),
+                     "an object whose values are schemas or arrays of strings", _DEPENDENCIES),
+}
+_COUNT_KEYWORDS = {k for k, rule in _KEYWORD_RULES.items() if rule is _COUNT}
+_TOO_MANY_DIGITS = 10**limits.MAX_NUMBER_DIGITS
+
+
+def _show(v: Any) -> str:
+    """A short rendering of a bad value for an error message."""
+    try:
+        return reprlib.repr(v)
+    except ValueError:  # an int past Python's int-to-text limit somewhere inside
+        return f"a {type(v).__name__}"
+
+
+def validate(root: Any) -> None:
+    """Raise GrammarError, naming the JSON pointer, at the first malformed part of a schema.
+
+    The document must be JSON (objects with string keys, arrays, strings, finite
+    numbers of at most `MAX_NUMBER_DIGITS` digits, booleans, null) nested at most
+    `MAX_JSON_DEPTH` deep; every subschema an object or a boolean; every keyword
+    in `_KEYWORD_RULES` of the type and range the meta-schema gives it. Unknown
+    keywords and annotations may hold any JSON value. The walk is an explicit
+    stack, so no nesting reaches Python's recursion limit here.
+    """
+    stack: list[tuple[Any, tuple[str, ...], bool]] = [(root, (), True)]
+    nodes = 0
+    while stack:
+        node, path, is_schema = stack.pop()
+        nodes += 1
+        if nodes > limits.MAX_SCHEMA_NODES:
+            raise GrammarError(f"{pointer(path)}: the schema holds more than MAX_SCHEMA_NODES = "
+                               f"{limits.MAX_SCHEMA_NODES:,} values")
+        if len(path) > limits.MAX_JSON_DEPTH:
+            raise GrammarError(f"{pointer(path)}: the schema nests deeper than MAX_JSON_DEPTH = "
+                               f"{limits.MAX_JSON_DEPTH} arrays and objects")
+        _check_json(node, path)
+        if is_schema and not _is_schema(node):
+            raise GrammarError(f"{pointer(path)}: must be a schema (an object or a boolean), got {_show(node)}")
+        if isinstance(node, list):
+            stack.extend((v, path + (str(i),), False) for i, v in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, v in node.items():
+            rule = _KEYWORD_RULES.get(key) if is_schema else None
+            where = path + (key,)
+            if rule is None:
+                stack.append((v, where, False))
+                continue
+            ok, expected, holds = rule
+            _check_json(v, where)  # a list or map of subschemas is not walked as a node itself
+            if not ok(v):
+                raise GrammarError(f"{pointer(where)}: must be {expected}, got {_show(v)}")
+            if key in _COUNT_KEYWORDS and v > limits.MAX_COUNT:
+                raise GrammarError(f"{pointer(where)}: {_show(v)} is above the largest supported count, "
+                                   f"MAX_COUNT = 2**{limits.MAX_COUNT.bit_length() - 1}")
+            if holds == _SCHEMA or holds == _SCHEMA_OR_LIST and _is_schema(v):
+                stack.append((v, where, True))
+            elif holds in (_SCHEMA_LIST, _SCHEMA_OR_LIST):
+                stack.extend((x, where + (str(i),), True) for i, x in enumerate(v))
+            elif holds == _SCHEMA_MAP:
+                stack.extend((x, where + (name,), True) for name, x in v.items())
+            elif holds == _DEPENDENCIES:
+                stack.extend((x, where + (name,), _is_schema(x)) for name, x in v.items())
+            else:
+                stack.append((v, where, False))
+
+
+def _check_json(v: Any, path: tuple[str, ...]) -> None:
+    """One node of the document is JSON: no NaN, no infinity, no non-string key, no foreign type."""
+    if isinstance(v, float) and not math.isfinite(v):
+        raise GrammarError(f"{pointer(path)}: {v!r} is not a JSON number")
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= _TOO_MANY_DIGITS:
+        raise GrammarError(f"{pointer(path)}: an integer of more than MAX_NUMBER_DIGITS = "
+                           f"{limits.MAX_NUMBER_DIGITS} digits is not supported")
+    if isinstance(v, dict):
+        for key in v:
+            if not isinstance(key, str):
+                raise GrammarError(f"{pointer(path)}: object keys must be strings, got {_show(key)}")
+    elif v is not None and not isinstance(v, (str, int, float, list)):
+        raise GrammarError(f"{pointer(path)}: {type(v).__name__} is not a JSON value")
