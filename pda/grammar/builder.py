@@ -60,7 +60,9 @@ class GrammarBuilder:
         return name
 
     def fixed_terminal(self, name: str, regex: str) -> str:
-        """A terminal with a name of the caller's choosing (`WS`), written after the numbered ones."""
+        """A terminal with a name of the caller's choosing (`WS`, `REGEX`), written after the numbered
+        ones and taken as given: never lazy (a front end that matches whole texts means the greedy
+        reading of a lazy quantifier)."""
         self._fixed_terminals[name] = regex
         return name
 
@@ -161,10 +163,9 @@ class GrammarBuilder:
         ir_rules = [Rule(name, tuple(optional.get(sym, sym) for sym in alt))
                     for name, alts in rules.items() if name in reachable for alt in alts]
         used = {sym for r in ir_rules for sym in r.rhs}
-        numbered = [(name, regex, priority) for name, (regex, priority) in self.terminals.items()]
-        fixed = [(name, regex, 0) for name, regex in self._fixed_terminals.items()]
         terminals = [TerminalDef(name, regex, priority=priority, lazy=_is_lazy(regex))
-                     for name, regex, priority in numbered + fixed if name in used]
+                     for name, (regex, priority) in self.terminals.items() if name in used]
+        terminals += [TerminalDef(name, regex) for name, regex in self._fixed_terminals.items() if name in used]
         return GrammarIR(terminals=tuple(terminals), rules=tuple(ir_rules), start="start", source=source)
 
     def lark(self, start: Sequence[str]) -> str:

@@ -10,7 +10,8 @@ from typing import Any
 
 from pda import collector
 from pda.errors import GrammarError
-from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.grammar.builder import GrammarBuilder
+from pda.grammar.ir import GrammarIR
 from pda.grammar.lark_frontend import SHIPPED_GRAMMARS, default_start, lark_to_ir
 from pda.regex.literals import alternation_pattern, leading_inline_flags
 
@@ -112,7 +113,7 @@ class Grammar:
     def from_regex(cls, pattern: str) -> "Grammar":
         """Text that fully matches a regular expression (Python `re` syntax, plus `\\p{..}`).
 
-        The IR is built here, not through Lark text (whose `/.../` quoting would have
+        The IR is built by the shared `GrammarBuilder`, not through Lark text (whose `/.../` quoting would have
         to be reversed exactly). A lexeme is never empty, so a regex that matches the
         empty string becomes `start: REGEX | ε` with REGEX the non-empty matches
         (a look-ahead for one character in front). Under fullmatch a lazy quantifier
@@ -128,9 +129,9 @@ class Grammar:
         elif empty_ok:
             flags = leading_inline_flags(pattern)
             pattern = f"{flags}(?=[\\s\\S])(?:{pattern[len(flags):]})"
-        rules = (Rule("start", ("REGEX",)),) + ((Rule("start", ()),) if empty_ok else ())
-        ir = GrammarIR(terminals=(TerminalDef("REGEX", pattern),), rules=rules, start="start", source="<regex>")
-        return cls(ir)
+        builder = GrammarBuilder()
+        regex = builder.fixed_terminal("REGEX", pattern)
+        return cls(builder.ir([[regex]] + ([[]] if empty_ok else []), source="<regex>"))
 
     @classmethod
     def from_choices(cls, choices: Sequence[str]) -> "Grammar":
@@ -138,7 +139,7 @@ class Grammar:
 
         The choices become one terminal, an alternation of literals, which the
         finite-set engine (`pda.trie`) compiles directly to a trie DFA; the IR is
-        built here rather than through Lark's loader, which is slow for 100k values.
+        built by the shared `GrammarBuilder` rather than through Lark's loader, which is slow for 100k values.
         """
         if isinstance(choices, (str, bytes)):
             raise TypeError("from_choices takes a list of strings, not one string")
@@ -157,12 +158,9 @@ class Grammar:
         words = [v for v in values if v]
         if not words:
             raise GrammarError("from_choices needs at least one non-empty string")
-        pattern = alternation_pattern(words)
-        rules = [Rule("start", ("CHOICE",))] + ([Rule("start", ())] if "" in values else [])
-        ir = GrammarIR(
-            terminals=(TerminalDef("CHOICE", pattern),), rules=tuple(rules), start="start", source="<choices>"
-        )
-        return cls(ir)
+        builder = GrammarBuilder()
+        choice = builder.fixed_terminal("CHOICE", alternation_pattern(words))
+        return cls(builder.ir([[choice]] + ([[]] if "" in values else []), source="<choices>"))
 
     @classmethod
     def from_structural_tag(cls, spec: dict[str, Any] | str) -> "Grammar":
