@@ -21,6 +21,7 @@ from json_schema_coverage import recogniser  # noqa: E402
 
 from pda.errors import GrammarError, PdaError, RegexError  # noqa: E402
 from pda.grammar import ecma_regex as er  # noqa: E402
+from pda.grammar.ecma_regex import automata  # noqa: E402
 from pda.grammar.json_schema import MAX_ANY_ORDER_PROPERTIES, JsonSchemaWarning, json_schema_to_lark  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "jsonschemabench" / "schemas"
@@ -379,7 +380,7 @@ def test_pattern_automata_match_re(positive: list[str], negative: list[str], lo:
     look-ahead in front of the patterns' regex; a pattern set every string matches comes
     back as `ANY_STRING_BODY`, lengths left to the caller.
     """
-    monkeypatch.setattr(er, "MAX_PATTERN_DFA_STATES", counter_limit)
+    monkeypatch.setattr(automata, "MAX_PATTERN_DFA_STATES", counter_limit)
     try:
         info = er.pattern_set_body(positive, negative, min_len=lo, max_len=hi)
     except RegexError:

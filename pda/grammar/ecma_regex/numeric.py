@@ -1,0 +1,125 @@
+"""Regexes for ranges of numbers written in digits: decimal integers, hex escapes.
+
+`decimal_range_regex` is the integers lo..hi (hi None: unbounded) as plain decimal
+numerals without leading zeros; `hex_set_regex`/`hex4_regex` are fixed-width hex
+numerals (either case) in a set of ranges, the ``\\uXXXX`` escapes of a class.
+Each is built digit position by digit position, so its size grows with the
+number of digits, not with the range.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from pda.grammar.ecma_regex.ranges import Ranges, intersect, normalize
+from pda.grammar.ecma_regex.to_python import char_class
+
+def digit_range_alternatives(lo: int, hi: int, width: int, base: int = 10) -> list[list[tuple[int, int]]]:
+    """Fixed-width digit strings for the integers lo..hi, as sequences of digit ranges.
+
+    Each returned sequence is `width` (low, high) digit ranges; together they
+    match exactly the base-`base` numerals of lo..hi zero-padded to `width`.
+    """
+    if lo > hi:
+        return []
+    if width == 0:
+        return [[]]
+    unit = base ** (width - 1)
+    dlo, rlo = divmod(lo, unit)
+    dhi, rhi = divmod(hi, unit)
+    if dlo == dhi:
+        return [[(dlo, dlo)] + rest for rest in digit_range_alternatives(rlo, rhi, width - 1, base)]
+    out: list[list[tuple[int, int]]] = []
+    first, last = dlo, dhi
+    if rlo != 0:
+        out += [[(dlo, dlo)] + rest for rest in digit_range_alternatives(rlo, unit - 1, width - 1, base)]
+        first = dlo + 1
+    tail_full = rhi == unit - 1
+    mid_last = dhi if tail_full else dhi - 1
+    if first <= mid_last:
+        out.append([(first, mid_last)] + [(0, base - 1)] * (width - 1))
+    if not tail_full:
+        out += [[(dhi, dhi)] + rest for rest in digit_range_alternatives(0, rhi, width - 1, base)]
+    return out
+
+
+def _digit_seq_regex(seq: list[tuple[int, int]]) -> str:
+    parts = [str(lo) if lo == hi else f"[{lo}-{hi}]" for lo, hi in seq]
+    # Collapse runs of identical classes into counts to keep terminals short.
+    out: list[str] = []
+    k = 0
+    while k < len(parts):
+        j = k
+        while j < len(parts) and parts[j] == parts[k]:
+            j += 1
+        out.append(parts[k] if j - k == 1 else f"{parts[k]}{{{j - k}}}")
+        k = j
+    return "".join(out)
+
+
+def _hex_class(digits: list[int]) -> str:
+    ranges: list[tuple[int, int]] = []
+    for d in digits:
+        ch = "0123456789abcdef"[d]
+        ranges.append((ord(ch), ord(ch)))
+        if ch.isalpha():
+            ranges.append((ord(ch.upper()), ord(ch.upper())))
+    return char_class(normalize(ranges))
+
+
+@functools.lru_cache(maxsize=8192)
+def hex_set_regex(ranges: Ranges, width: int = 4) -> str | None:
+    """`width` hex digits (either case) spelling a value in `ranges` (values below 16**width).
+
+    Built as a trie over the digits, so a set with a few holes (every code point
+    but the next letters of a property name) stays short: digits whose whole
+    block is in the set share one class, the others recurse; equal sub-tries
+    share one alternative. None when the set is empty.
+    """
+    ranges = normalize(ranges)
+    if not ranges:
+        return None
+    if width == 1:
+        return _hex_class([d for d in range(16) if any(lo <= d <= hi for lo, hi in ranges)])
+    unit = 16 ** (width - 1)
+    full: list[int] = []
+    partial: dict[str, list[int]] = {}
+    for d in range(16):
+        sub = intersect(ranges, ((d * unit, (d + 1) * unit - 1),))
+        if not sub:
+            continue
+        if sub == ((d * unit, (d + 1) * unit - 1),):
+            full.append(d)
+        else:
+            shifted = tuple((lo - d * unit, hi - d * unit) for lo, hi in sub)
+            partial.setdefault(hex_set_regex(shifted, width - 1) or "", []).append(d)
+    alts = []
+    if full:
+        any_digit = "[0-9A-Fa-f]" + ("" if width == 2 else f"{{{width - 1}}}")
+        alts.append(_hex_class(full) + any_digit)
+    alts += [_hex_class(ds) + rest for rest, ds in partial.items()]
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+def hex4_regex(lo: int, hi: int) -> str:
+    """Four hex digits (either case) spelling a value in lo..hi."""
+    return hex_set_regex(((lo, hi),)) or "(?!)"
+
+
+def decimal_range_regex(lo: int, hi: int | None) -> str:
+    """Canonical decimal numerals (no sign, no leading zeros) for lo..hi (hi None = unbounded)."""
+    if lo < 0 or (hi is not None and hi < lo):
+        raise ValueError(f"bad decimal range {lo}..{hi}")
+    width0 = len(str(lo))
+    finite_hi = 10**width0 - 1 if hi is None else hi
+    alts: list[str] = []
+    for width in range(width0, len(str(finite_hi)) + 1):
+        wlo = max(lo, 10 ** (width - 1) if width > 1 else 0)
+        whi = min(finite_hi, 10**width - 1)
+        alts += [_digit_seq_regex(s) for s in digit_range_alternatives(wlo, whi, width)]
+    if hi is None:
+        alts.append(f"[1-9][0-9]{{{width0},}}")
+    # Longer numerals first: a backtracking matcher tries alternatives in order.
+    alts.reverse()
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
