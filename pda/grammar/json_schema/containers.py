@@ -62,10 +62,10 @@ class Containers:
         if contains is not None:
             if prefix or lo > 1 or hi is not None or schema.get("minContains", 1) != 1 or "maxContains" in schema:
                 self.ctx.unsupported("contains", path + ("contains",),
-                                 "'contains' is ignored with prefixItems, item counts or min/maxContains")
+                                     "'contains' is ignored with prefixItems, item counts or min/maxContains")
             else:
-                hit = self.value(self.normal.merge(self.normal.flatten(items, path), self.normal.flatten(contains, path), path),
-                                 path + ("contains",))
+                hits = self.normal.merge(self.normal.flatten(items, path), self.normal.flatten(contains, path), path)
+                hit = self.value(hits, path + ("contains",))
                 if hit is None:
                     return None
                 sep_rest = self.builder.rule([[*ws, comma, *ws, rest]]) if rest else None
@@ -83,7 +83,8 @@ class Containers:
         chain: str | None = None
         if k:
             if sep_rest is not None and (hi is None or hi > k):
-                chain = self.builder.rule([self.builder.repeat(sep_rest, max(lo - k, 0), None if hi is None else hi - k)])
+                chain = self.builder.rule([self.builder.repeat(sep_rest, max(lo - k, 0),
+                                                               None if hi is None else hi - k)])
             elif lo <= k:
                 chain = self.builder.rule([[]])
             for j in range(k - 1, 0, -1):
@@ -95,7 +96,8 @@ class Containers:
                 chain = self.builder.rule(options)
             body = self.builder.rule([[psyms[0], chain]]) if psyms[0] is not None and chain is not None else None
         elif rest is not None and sep_rest is not None and (hi is None or hi >= 1):
-            body = self.builder.rule([[rest, *self.builder.repeat(sep_rest, max(lo - 1, 0), None if hi is None else hi - 1)]])
+            body = self.builder.rule([[rest, *self.builder.repeat(sep_rest, max(lo - 1, 0),
+                                                                  None if hi is None else hi - 1)]])
         else:
             body = None
         if hi is not None and hi == 0:
@@ -133,7 +135,8 @@ class Containers:
             for n in names:
                 if not self._name_ok(n, ns, path):
                     props[n] = False
-        trivial = extra_schema in (True, {}) and all(self.normal.flatten(ps, path) in (True, {}) for ps in patterns.values())
+        trivial = extra_schema in (True, {}) and all(self.normal.flatten(ps, path) in (True, {})
+                                                     for ps in patterns.values())
         # Priorities rank key terminals only where their languages overlap (pattern and
         # propertyNames keys); elsewhere the additional key excludes the declared names
         # exactly, and unranked keys never shadow a key of another anyOf branch.
@@ -160,15 +163,15 @@ class Containers:
             # is above the additional-key terminal's, so additionalProperties never applies.
             if len(patterns) > 1 and len({canon(v) for v in patterns.values()}) > 1:
                 self.ctx.approximate("patternProperties", path + ("patternProperties",),
-                                 "a key matching several patterns needs only one of their schemas")
+                                     "a key matching several patterns needs only one of their schemas")
             for p, ps in patterns.items():
                 if exact is not None:
                     info = exact[p]
                 else:
                     if any(search_pattern(p, n, path) for n in names):
                         self.ctx.approximate("patternProperties", path + ("patternProperties", p),
-                                         "a declared property name that matches this pattern, repeated or "
-                                         "out of schema order, is accepted with the pattern's schema alone")
+                                             "a declared property name that matches this pattern, repeated or "
+                                             "out of schema order, is accepted with the pattern's schema alone")
                     try:
                         info = er.ecma_pattern_body(p)
                     except RegexError as exc:
@@ -186,13 +189,14 @@ class Containers:
                     key_sym = self.value(ns, path + ("propertyNames",))
                     if names:
                         self.ctx.approximate("propertyNames", path + ("propertyNames",),
-                                         "a declared property name, repeated or out of schema order, is "
-                                         "accepted with the additionalProperties schema")
+                                             "a declared property name, repeated or out of schema order, is "
+                                             "accepted with the additionalProperties schema")
                 elif exact is not None:
                     rest = exact[_OTHER_KEYS]
                     key_sym = None if rest is None else self.builder.terminal(f'"{rest.body}"', "KEY")
                 else:
-                    key_sym = self.builder.terminal('"' + not_in_set(names) + '"', "KEY", _ADDITIONAL_KEY if ranked else 0)
+                    key_sym = self.builder.terminal('"' + not_in_set(names) + '"', "KEY",
+                                                    _ADDITIONAL_KEY if ranked else 0)
                 if key_sym is not None:
                     extras.append(self.builder.rule([[key_sym, *ws, colon, *ws, v]]) or "")
         extra = self.builder.rule([[e] for e in extras if e])
@@ -204,7 +208,7 @@ class Containers:
         cap = max(min_p, max_p if max_p is not None else 0) + 1
         if track and cap > limits.MAX_COUNTED_PROPERTIES + 1:
             self.ctx.unsupported("minProperties/maxProperties", path,
-                             f"property counts above {limits.MAX_COUNTED_PROPERTIES} are not enforced")
+                                 f"property counts above {limits.MAX_COUNTED_PROPERTIES} are not enforced")
             track, min_p, max_p = False, 0, None
         memo: dict[tuple[int, int, bool], str | None] = {}
         sep_extra = self.builder.rule([[*ws, comma, *ws, extra]]) if extra else None
@@ -243,7 +247,7 @@ class Containers:
                         alts.append(self.builder.repeat(sep_extra, max(need, 1), room))
                     else:
                         alts.append([extra, *self.builder.repeat(sep_extra, max(need - 1, 0),
-                                                         None if room is None else room - 1)])
+                                                                 None if room is None else room - 1)])
             return self.builder.rule(alts)
 
         def body(start: tuple[int, int, bool]) -> str | None:
@@ -268,8 +272,8 @@ class Containers:
         elif (self.ctx.exact and self.ctx.any_order and not track and len(names) > limits.MAX_ANY_ORDER_PROPERTIES
               and len(req) <= limits.MAX_TRACKED_REQUIRED):
             self.ctx.approximate("properties", path + ("properties",),
-                             f"an object of more than {limits.MAX_ANY_ORDER_PROPERTIES} declared properties takes them in "
-                             "any order with its required ones tracked; an optional one may repeat")
+                                 f"an object of more than {limits.MAX_ANY_ORDER_PROPERTIES} declared properties "
+                                 "takes them in any order with its required ones tracked; an optional one may repeat")
             first = self.members_required_tracked(member_syms, [n in req for n in names], extra)
         else:
             self.ctx.order_bound |= len(names) > 1
@@ -354,7 +358,7 @@ class Containers:
         optional and extra members as its repeatable extra (an optional one may come twice)."""
         needed = [m for m, r in zip(members, required) if r]
         free = self.builder.rule([[m] for m, r in zip(members, required) if not r and m is not None]
-                         + ([[extra]] if extra is not None else []))
+                                 + ([[extra]] if extra is not None else []))
         return self.members_any_order(needed, [True] * len(needed), free)
 
     def _name_ok(self, name: str, ns: Any, path: tuple[str, ...]) -> bool:

@@ -117,7 +117,7 @@ class Lowering:
             self.ctx.unsupported("if", path + ("if",), "'if'/'then'/'else' are ignored (the grammar accepts more)")
         if schema.get("uniqueItems") is True:
             self.ctx.approximate("uniqueItems", path + ("uniqueItems",),
-                             "not expressible by a grammar; duplicate items are accepted")
+                                 "not expressible by a grammar; duplicate items are accepted")
         if "anyOf" not in schema and "oneOf" not in schema and schema.get(MORE_ANY_OF):
             first, *pending = schema[MORE_ANY_OF]
             schema = {k: v for k, v in schema.items() if k != MORE_ANY_OF} | {"anyOf": first}
@@ -127,13 +127,14 @@ class Lowering:
         for comb in ("anyOf", "oneOf"):
             if comb in schema:
                 rest = {k: v for k, v in schema.items() if k != comb}
-                branches = [self.normal.flatten(self.normal.merge(rest, self.normal.flatten(b, path + (comb, str(i))), path),
-                                         path + (comb, str(i)))
+                branches = [self.normal.flatten(self.normal.merge(rest, self.normal.flatten(b, path + (comb, str(i))),
+                                                                  path),
+                                                path + (comb, str(i)))
                             for i, b in enumerate(schema[comb])]
                 if comb == "oneOf" and not self.normal.disjoint(branches):
                     self.ctx.approximate("oneOf", path + ("oneOf",),
-                                     "branches may overlap; matched as anyOf (an instance valid "
-                                     "against several branches is accepted)")
+                                         "branches may overlap; matched as anyOf (an instance valid "
+                                         "against several branches is accepted)")
                 alts = [self.value(b, path + (comb, str(i))) for i, b in enumerate(branches)]
                 return self.builder.rule([[a] for a in alts if a is not None])
         return self.typed(base, path)
@@ -177,7 +178,8 @@ class Lowering:
         values = [schema["const"]] if "const" in schema else list(schema["enum"])
         if "const" in schema and "enum" in schema:
             values = [v for v in values if any(canon(v) == canon(e) for e in schema["enum"])]
-        rest = {k: v for k, v in schema.items() if k not in ("const", "enum", "type", "nullable") and k not in ANNOTATIONS}
+        rest = {k: v for k, v in schema.items()
+                if k not in ("const", "enum", "type", "nullable") and k not in ANNOTATIONS}
         values = [v for v in values if json_type(v) in types or (json_type(v) == "integer" and "number" in types)]
         present = {json_type(v) for v in values}
         rest = {k: v for k, v in rest.items() if k not in KEYWORD_TYPE or KEYWORD_TYPE[k] & present}
@@ -187,7 +189,7 @@ class Lowering:
             verdicts = self.values_verdicts(values, rest, path)
             if verdicts is None:
                 self.ctx.unsupported("enum", path + ("enum" if "enum" in schema else "const",),
-                                 "the sibling keywords of 'enum'/'const' are not all checked")
+                                     "the sibling keywords of 'enum'/'const' are not all checked")
             else:
                 values, rest = [v for v, ok in zip(values, verdicts) if ok], {}
         alts = []
@@ -226,7 +228,8 @@ class Lowering:
         for i, (k, x) in enumerate(v.items()):
             if i:
                 seq += [*ws, self.ctx.literal(","), *ws]
-            seq += [self.builder.terminal(er.literal_string_regex(k), "KEY"), *ws, self.ctx.literal(":"), *ws, self.const(x)]
+            key = self.builder.terminal(er.literal_string_regex(k), "KEY")
+            seq += [key, *ws, self.ctx.literal(":"), *ws, self.const(x)]
         return self.builder.rule([seq + [*ws, self.ctx.literal("}")]]) or ""
 
     # --------------------------------------------------------------- numbers
@@ -240,12 +243,15 @@ class Lowering:
         member = self.builder.rule([[string, *ws, colon, *ws, name]]) or ""
         sep_member = self.builder.rule([[*ws, comma, *ws, member]]) or ""
         sep_value = self.builder.rule([[*ws, comma, *ws, name]]) or ""
-        obj = self.builder.rule([[self.ctx.literal("{"), *ws, self.ctx.literal("}")],
-                         [self.ctx.literal("{"), *ws, member, *self.builder.repeat(sep_member, 0, None), *ws, self.ctx.literal("}")]])
-        arr = self.builder.rule([[self.ctx.literal("["), *ws, self.ctx.literal("]")],
-                         [self.ctx.literal("["), *ws, name, *self.builder.repeat(sep_value, 0, None), *ws, self.ctx.literal("]")]])
-        self.builder.define(name, [[self.ctx.literal("null")], [self.ctx.literal("true")], [self.ctx.literal("false")],
-                            [self.builder.terminal(any_number_regex(self.ctx.exact), "NUM")], [string], [obj or ""], [arr or ""]])
+        open_obj, close_obj = self.ctx.literal("{"), self.ctx.literal("}")
+        obj = self.builder.rule([[open_obj, *ws, close_obj],
+                                 [open_obj, *ws, member, *self.builder.repeat(sep_member, 0, None), *ws, close_obj]])
+        open_arr, close_arr = self.ctx.literal("["), self.ctx.literal("]")
+        arr = self.builder.rule([[open_arr, *ws, close_arr],
+                                 [open_arr, *ws, name, *self.builder.repeat(sep_value, 0, None), *ws, close_arr]])
+        scalars = [self.ctx.literal("null"), self.ctx.literal("true"), self.ctx.literal("false"),
+                   self.builder.terminal(any_number_regex(self.ctx.exact), "NUM"), string]
+        self.builder.define(name, [[s] for s in scalars] + [[obj or ""], [arr or ""]])
         return name
 
     # ----------------------------------------------------------------- output

@@ -98,9 +98,9 @@ class Normaliser:
                 patterns = with_patterns[0]["patternProperties"]
                 if matched and rest not in (True, {}):
                     self.ctx.approximate("allOf/patternProperties", path,
-                                     f"property {sorted(matched)[0]!r} is declared in one branch and matches "
-                                     "another branch's patternProperties: keys matching those patterns are not "
-                                     "checked against the additionalProperties of the branch without patterns")
+                                         f"property {sorted(matched)[0]!r} is declared in one branch and matches "
+                                         "another branch's patternProperties: keys matching those patterns are not "
+                                         "checked against the additionalProperties of the branch without patterns")
                     rest = True
                 out["patternProperties"] = {pat: conj(ps, rest) for pat, ps in patterns.items()}
                 skip.add("patternProperties")
@@ -133,8 +133,8 @@ class Normaliser:
                 out[PATTERNS] = sorted({*out.get(PATTERNS, []), v})
             elif k == "const":
                 if canon(w) != canon(v) and not (json_type(w) in ("integer", "number") and
-                                                   json_type(v) in ("integer", "number") and
-                                                   Decimal(str(w)) == Decimal(str(v))):
+                                                 json_type(v) in ("integer", "number") and
+                                                 Decimal(str(w)) == Decimal(str(v))):
                     return False
             elif k == "multipleOf" and is_positive_int(w) and is_positive_int(v):
                 out[k] = math.lcm(int(w), int(v))

@@ -87,15 +87,16 @@ def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tupl
                             for n in range(first, nhi + 1, p)]
                     return ctx.builder.terminal("(?:" + "|".join(vals) + ")", "INT" if integer else "NUM")
                 ctx.approximate("multipleOf", path + ("multipleOf",),
-                                 f"the multiples of {m} need a regex over {MAX_MULTIPLE_REGEX} characters and "
-                                 f"the range is unbounded or holds over {limits.MAX_ENUMERATED_MULTIPLES}; it is ignored")
+                                f"the multiples of {m} need a regex over {MAX_MULTIPLE_REGEX} characters and "
+                                f"the range is unbounded or holds over {limits.MAX_ENUMERATED_MULTIPLES}; "
+                                "it is ignored")
     if integer:
         ilo, ihi = _scaled(lo, lo_ex, 0, True), _scaled(hi, hi_ex, 0, False)
         if ilo is not None and ihi is not None and ilo > ihi:
             return None
         if ilo is None and ihi is None:
             return ctx.builder.terminal(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?(?:[eE]\+?[0-9]+)?" if ctx.exact
-                                 else r"(?:0|-?[1-9][0-9]*)", "INT")
+                                        else r"(?:0|-?[1-9][0-9]*)", "INT")
         return ctx.builder.terminal(int_regex(ilo, ihi, ctx.exact), "INT")
     if lo is None and hi is None:
         return ctx.builder.terminal(any_number_regex(ctx.exact), "NUM")
@@ -154,7 +155,7 @@ def magnitude(ctx: Context, a: Decimal, a_ex: bool, b: Decimal | None, b_ex: boo
         if ia == ib:
             if fa and fb or a_ex and fb:
                 ctx.unsupported("minimum/maximum", path,
-                                 "bounds with fractions inside one integer are widened to that integer")
+                                "bounds with fractions inside one integer are widened to that integer")
                 return str(ia) + r"(?:\.[0-9]+)?"
             return str(ia) + (_frac_le(fb, b_ex) if not fa and not a_ex else _frac_ge(fa, a_ex) if not fb
                               and not b_ex else r"(?:\.0+)?")

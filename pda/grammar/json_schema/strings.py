@@ -122,7 +122,7 @@ def long_string(ctx: Context, lo: int, hi: int | None) -> str | None:
             return [tail(t_lo, t_hi, True)]
         if c_lo == 0:
             more = ctx.builder.rule([[head, *ctx.builder.repeat(chunk, 0, None if c_hi is None else c_hi - 1),
-                               tail(0, t_hi, False)]])
+                                      tail(0, t_hi, False)]])
             return [ctx.builder.rule([[tail(t_lo, t_hi, True)], [more or ""]]) or ""]
         return [head, *ctx.builder.repeat(chunk, c_lo - 1, None if c_hi is None else c_hi - 1),
                 tail(t_lo, t_hi, False)]
