@@ -16,15 +16,14 @@ import json
 from decimal import Decimal
 from typing import Any
 
-# Internal keywords that negation produces: numbers with a non-zero fraction, and
-# strings outside a finite set.
-NON_INTEGER = "x-pda-non-integer"
-NOT_IN = "x-pda-not-in"
+# Internal keywords that normalisation writes (never read from a user's schema as such).
+NON_INTEGER = "x-pda-non-integer"  # a number with a non-zero fraction (a negated integer type)
+NOT_IN = "x-pda-not-in"  # a string outside this finite set (a negated string enum)
 NOT_PATTERN = "x-pda-not-pattern"  # the string matches none of these patterns
 PATTERNS = "x-pda-patterns"  # further patterns the string must match (from allOf)
 MORE_ANY_OF = "x-pda-more-anyOf"  # further anyOf branch lists, lowered one at a time
 OPEN = "x-pda-open"  # an object schema negation built: other keys are allowed even by default
-# Sibling keywords of `enum`/`const` that `_const_satisfies` decides itself.
+# Sibling keywords of `enum`/`const` that `checks.const_satisfies` decides on the value itself.
 SCALAR_CHECKS = {
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
     "multipleOf", NOT_IN, NOT_PATTERN, PATTERNS, NON_INTEGER,
@@ -32,9 +31,9 @@ SCALAR_CHECKS = {
 
 # Keywords that only constrain values of some types (the others pass them untouched).
 ARRAY_KEYWORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
-                   "minContains", "maxContains")
+                  "minContains", "maxContains")
 OBJECT_KEYWORDS = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
-                    "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", OPEN)
+                   "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", OPEN)
 KEYWORD_TYPE = {**{k: {"array"} for k in ARRAY_KEYWORDS}, **{k: {"object"} for k in OBJECT_KEYWORDS}}
 
 ANNOTATIONS = {
@@ -59,14 +58,17 @@ TYPES = ("null", "boolean", "object", "array", "string", "integer", "number")
 
 
 def pointer(path: tuple[str, ...]) -> str:
+    """A path of keys as a JSON pointer fragment (`#/properties/a~1b`), for messages."""
     return "#" + "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
 
 
 def canon(schema: Any) -> str:
+    """A schema's canonical JSON: equal schemas, equal texts (the key of every memo over schemas)."""
     return json.dumps(schema, sort_keys=True, ensure_ascii=True)
 
 
 def json_type(v: Any) -> str:
+    """The JSON Schema type of a JSON value (`3.0` is an integer)."""
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -80,8 +82,8 @@ def json_type(v: Any) -> str:
     return "array" if isinstance(v, list) else "object"
 
 
-
 def is_number(v: Any) -> bool:
+    """A JSON number (not a boolean)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 

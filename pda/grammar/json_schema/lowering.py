@@ -140,6 +140,7 @@ class Lowering:
         return self.typed(base, path)
 
     def typed(self, schema: dict[str, Any], path: tuple[str, ...]) -> str | None:
+        """A normalised schema without unions: its enum/const, or one alternative per type it allows."""
         t = schema.get("type")
         types = set(TYPES) if t is None else ({t} if isinstance(t, str) else set(t))
         if schema.get("nullable") is True:
@@ -175,6 +176,8 @@ class Lowering:
     # ---------------------------------------------------------------- enum
 
     def enum(self, schema: dict[str, Any], types: set[str], path: tuple[str, ...]) -> str | None:
+        """The values of `enum`/`const` that are of `types` and pass the sibling keywords, as literals
+        (the strings among them one terminal, `strings.string_set`)."""
         values = [schema["const"]] if "const" in schema else list(schema["enum"])
         if "const" in schema and "enum" in schema:
             values = [v for v in values if any(canon(v) == canon(e) for e in schema["enum"])]
@@ -206,6 +209,7 @@ class Lowering:
         return self.builder.rule(alts)
 
     def const(self, v: Any) -> str:
+        """The symbol for exactly the JSON value `v` (every spelling of a number under `exact`)."""
         if v is None or isinstance(v, bool):
             return self.ctx.literal(json.dumps(v))
         if isinstance(v, (int, float)):
@@ -235,6 +239,7 @@ class Lowering:
     # --------------------------------------------------------------- numbers
 
     def any_value(self) -> str:
+        """The rule for any JSON value (the schema `true`), built once per lowering."""
         if self._any is not None:
             return self._any
         name = self._any = self.builder.reserve()

@@ -154,7 +154,7 @@ class Normaliser:
                 # pair matches iff exactly one branch of each side does).
                 out[k] = [{"allOf": [x, y]} for x in w for y in v]
             elif k == "anyOf":
-                # Too many pairs to spell out here: `_value` lowers one anyOf at a time, the
+                # Too many pairs to spell out here: the lowering takes one anyOf at a time, the
                 # others pending in each branch, so unsatisfiable pairs drop out early.
                 out[MORE_ANY_OF] = [*out.get(MORE_ANY_OF, []), list(v)]
             elif k == MORE_ANY_OF:
@@ -215,7 +215,7 @@ class Normaliser:
         `(if ∧ then) ∨ (¬if ∧ else)`; a dependency of property `a` becomes
         `(a absent) ∨ (a present ∧ what it requires)`. Each is merged into the
         schema like an `allOf` member, so the rest of the lowering only sees
-        `anyOf`. What cannot be negated stays and is reported by `_value`.
+        `anyOf`. What cannot be negated stays and is reported by the lowering.
         """
         out = dict(schema)
         conjuncts: list[Any] = []
