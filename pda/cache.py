@@ -209,10 +209,11 @@ def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np
     if not names and not _writer.busy():  # an empty folder: a miss without hashing the key
         return None
     name = _entry_name(kind, key)
-    path = Path(folder, name)
+    where = os.path.join(folder, name)
     # An entry this process queued is read once written (the write lists it); others only if listed.
-    if not _writer.wait_for(str(path)) and name not in names:
+    if not _writer.wait_for(where) and name not in names:
         return None
+    path = Path(where)
     try:
         meta, arrays = _read(path, kind, key)
         found = decode(meta, arrays)
