@@ -190,11 +190,32 @@ def _listing(folder: str) -> set[str]:
     return found[1]
 
 
+# Per folder, the entry names this process wrote (`holds_others`).
+_written: dict[str, set[str]] = {}
+
+
 def _listed(path: Path) -> None:
     """Record an entry this process just wrote in its folder's listing."""
-    found = _listings.get(str(path.parent))
+    folder = str(path.parent)
+    _written.setdefault(folder, set()).add(path.name)
+    found = _listings.get(folder)
     if found is not None:
         found[1].add(path.name)
+
+
+def holds_others(kind: str) -> bool:
+    """Whether the cache may hold an entry of `kind` that this process did not write.
+
+    For a caller that keeps in memory what it stores (the token index's shared walks):
+    when False, a lookup could only find its own entries, and is skipped without hashing
+    the key (a cold process asks thousands of times, each ~10-20 us).
+    """
+    if not enabled():
+        return False
+    folder = os.path.join(_dir_name(), kind)
+    names, mine = _listing(folder), _written.get(folder)
+    # A subset test stops at the first name not written here: quick whether few entries are others' or most.
+    return bool(names) if not mine else not names <= mine
 
 
 def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np.ndarray]], T]) -> T | None:

@@ -490,6 +490,25 @@ def test_a_miss_in_a_recent_listing_opens_no_file_and_another_process_entry_is_s
     assert cache.load("unit", {"k": 2}, decode) == ({"m": 2}, [0, 1])
 
 
+def test_holds_others_tells_entries_of_other_processes_from_this_ones(tmp_path, monkeypatch):
+    """`holds_others(kind)`: False for an empty folder or one holding only this process's entries, True
+    once another process's entry is listed (here: this process's record of what it wrote is forgotten)."""
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "_listings", {})
+    monkeypatch.setattr(cache, "_written", {})
+    assert not cache.holds_others("unit")
+    cache.store("unit", {"k": 1}, {"m": 1}, {"x": np.arange(3)})
+    cache.flush()
+    assert not cache.holds_others("unit")
+    monkeypatch.setattr(cache, "_written", {})  # as a new process sees the folder
+    assert cache.holds_others("unit")
+    cache.set_enabled(False)
+    try:
+        assert not cache.holds_others("unit")
+    finally:
+        cache.set_enabled(None)
+
+
 def test_cheap_terminal_dfas_stay_off_the_disk(tmp_path, monkeypatch):
     """A single literal's DFA is never looked up on disk, and a DFA built faster than
     `DISK_MIN_SECONDS` is not written; a slow one is, and a fresh process reads it back."""

@@ -143,8 +143,9 @@ def test_disk_entries_equal_fresh_walks(fresh: Path, monkeypatch: pytest.MonkeyP
     cache.flush()
     files = list((fresh / "classes").glob("*.pdac"))
     assert files, "no classification was written to disk"
-    # A new process: an empty memory store, the same disk cache.
+    # A new process: an empty memory store, the same disk cache, none of its entries written by this one.
     monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(cache, "_written", {})
     b = compile_lark(GRAMMAR_B, vocab)
     loaded = []
     real_load = token_index.cache.load
@@ -202,13 +203,16 @@ def test_store_is_bounded_by_bytes() -> None:
 
 
 def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Walks from the trie's root over a vocabulary of `DISK_MIN_TOKENS` tokens or more are looked up on disk
-    and written there; boundary groups' suffix walks never are, nor any walk over a smaller vocabulary."""
+    """Walks from the trie's root over a vocabulary of `DISK_MIN_TOKENS` tokens or more are written to disk
+    (and looked up there once another process wrote some); boundary groups' suffix walks never are, nor any
+    walk over a smaller vocabulary."""
     monkeypatch.setattr(token_index, "DISK_MIN_SECONDS", 0.0)
-    looked_up = []
-    real_load = token_index.cache.load
+    looked_up = []  # the keys of the walks looked up or written
+    real_load, real_store = token_index.cache.load, token_index.cache.store
     monkeypatch.setattr(token_index.cache, "load",
                         lambda kind, key, decode: looked_up.append(key) or real_load(kind, key, decode))
+    monkeypatch.setattr(token_index.cache, "store",
+                        lambda kind, key, *entry: looked_up.append(key) or real_store(kind, key, *entry))
     vocab = vocabulary()
     everything = len(vocabulary_trie(vocab).token_ids)
     monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", everything + 1)  # a larger vocabulary than this one
@@ -223,6 +227,6 @@ def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, mon
     assert compiled.index._suffixes, "no suffix walk ran"
     empty = token_index.hashlib.sha256(b"").hexdigest()
     walks = [k for k in looked_up if "roots" in k]
-    assert walks and all(k["roots"] == empty for k in walks), "a suffix walk was looked up on disk"
+    assert walks and all(k["roots"] == empty for k in walks), "a suffix walk was looked up on disk or written"
     cache.flush()
     assert list((fresh / "classes").glob("*.pdac"))

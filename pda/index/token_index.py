@@ -476,7 +476,8 @@ class TokenIndex:
         entry = self.shared.get(key)
         if entry is None:
             from_root = roots is self.first_nodes and len(self.trie.token_ids) >= DISK_MIN_TOKENS
-            disk_key = self._disk_key(key) if from_root else None
+            # What this process stored is also in `shared`: the disk is asked only when others wrote there.
+            disk_key = self._disk_key(key) if from_root and cache.holds_others("classes") else None
             entry = cache.load("classes", disk_key, self._decode_shared(len(order))) if disk_key else None
             fresh = None  # a walk whose groups already name this grammar's terminals
             if entry is None:
@@ -496,8 +497,10 @@ class TokenIndex:
                     entry = (fresh.inside, tuple(
                         (sum(1 << position[j] for j in iter_bits(g.terminals)), g.nodes) for g in fresh.groups
                     ))
-                if disk_key and time.perf_counter() - start >= DISK_MIN_SECONDS:
-                    cache.store("classes", disk_key, *entries_to_arrays([entry], self.mask_words))
+                if from_root and time.perf_counter() - start >= DISK_MIN_SECONDS:
+                    disk_key = disk_key or self._disk_key(key)
+                    if disk_key:
+                        cache.store("classes", disk_key, *entries_to_arrays([entry], self.mask_words))
             self.shared.put(key, entry)
             if fresh is not None:
                 return fresh
