@@ -109,7 +109,7 @@ class LexerTables:
     __slots__ = (
         "candidates", "n_states", "trans", "byte_class", "rows", "cls", "_accept", "_live_rows", "_live_flags",
         "_extends", "_base", "_live_bits", "_accept_bits", "_accept_classes", "_live", "_components", "_columns",
-        "_keys",
+        "_keys", "_bits_at",
     )
 
     def __init__(self, candidates: int, dfa: LexerDFA, components: np.ndarray, columns: list[int]) -> None:
@@ -140,6 +140,9 @@ class LexerTables:
         self._accept_classes: tuple | None = None  # `_accept_rows`
         self._live, self._components, self._columns = live, components, columns
         self._keys: dict[int, tuple] = {}
+        # `live_at`/`accept_at` of a table with its own bits, per state read (the byte loop and the
+        # index's keys read a few states of the all-terminal DFA through every view, ~1.5 us each).
+        self._bits_at: dict[int, int] = {}
 
     def row(self, q: int) -> tuple[int, ...]:
         """State q's transitions by byte class (built on first read, then kept in `rows`)."""
@@ -202,7 +205,10 @@ class LexerTables:
         if rows is not None:
             return rows[q]
         if self._base is None:
-            return int.from_bytes(self._accept_bits[q].tobytes(), "little")
+            found = self._bits_at.get(~q)  # accept rows under ~q, live rows under q: one memo
+            if found is None:
+                found = self._bits_at[~q] = int.from_bytes(self._accept_bits[q].tobytes(), "little")
+            return found
         return self._base.accept_at(q) & self.candidates
 
     def live_at(self, q: int) -> int:
@@ -211,7 +217,10 @@ class LexerTables:
         if rows is not None:
             return rows[q]
         if self._base is None:
-            return int.from_bytes(self._live_bits[q].tobytes(), "little")
+            found = self._bits_at.get(q)
+            if found is None:
+                found = self._bits_at[q] = int.from_bytes(self._live_bits[q].tobytes(), "little")
+            return found
         return self._base.live_at(q) & self.candidates
 
     def basic(self, priority: list[int]) -> "LexerTables":
@@ -272,6 +281,7 @@ class LexerTables:
         view._base = base
         view._live = view._components = view._columns = None
         view._keys = {}
+        view._bits_at = {}
         return view
 
     def state_flags(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int], np.ndarray]:
