@@ -25,6 +25,7 @@ import gc
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -156,9 +157,11 @@ def run_worker(engine_name: str, workload_file: Path, budget_s: float) -> dict[s
 
 
 def run_isolated(engine: str, workload_file: Path, budget_s: float) -> dict[str, Any]:
-    """Run `run_worker` in a fresh interpreter and return its result."""
+    """Run `run_worker` in a fresh interpreter with an empty `PDA_CACHE_DIR` (deleted afterwards) and
+    return its result: pda compiles and visits every state cold, whatever earlier runs left on disk."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = Path(f.name)
+    cache_dir = tempfile.mkdtemp(prefix="pda-bench-cache-")
     cmd = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -172,7 +175,8 @@ def run_isolated(engine: str, workload_file: Path, budget_s: float) -> dict[str,
         "--budget",
         str(budget_s),
     ]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+           "PDA_CACHE_DIR": cache_dir}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=budget_s * 3 + 600)
         if proc.returncode != 0 or out.stat().st_size == 0:
@@ -183,6 +187,7 @@ def run_isolated(engine: str, workload_file: Path, budget_s: float) -> dict[str,
         return {"engine": engine, "error": "timed out"}
     finally:
         out.unlink(missing_ok=True)
+        shutil.rmtree(cache_dir, ignore_errors=True)
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
