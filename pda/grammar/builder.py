@@ -43,6 +43,7 @@ class GrammarBuilder:
         self.terminals: dict[str, tuple[str, int]] = {}
         self.rules: dict[str, Alternatives] = {}
         self._fixed_terminals: dict[str, str] = {}
+        self._optional_rules: dict[str, str] = {}  # "X?" -> the IR's rule for it, "x_opt"
         self._terminal_by_regex: dict[tuple[str, int], str] = {}
         self._rule_by_body: dict[tuple[tuple[str, ...], ...], str] = {}
         self._upto_memo: dict[tuple[str, int], str] = {}
@@ -66,9 +67,9 @@ class GrammarBuilder:
         self._fixed_terminals[name] = regex
         return name
 
-    @staticmethod
-    def optional(symbol: str) -> str:
-        """The symbol for "`symbol` or nothing"."""
+    def optional(self, symbol: str) -> str:
+        """The symbol for "`symbol` or nothing" (`X?` in Lark text, a rule `x_opt` in the IR)."""
+        self._optional_rules[symbol + "?"] = symbol.lower() + "_opt"
         return symbol + "?"
 
     def rule(self, alts: Alternatives) -> str | None:
@@ -149,18 +150,18 @@ class GrammarBuilder:
     def ir(self, start: Alternatives, *, source: str | None = None) -> GrammarIR:
         """The grammar with a rule `start` of these alternatives: what is reachable from it, in naming order."""
         rules: dict[str, Alternatives] = {"start": start, **self.rules}
-        optional = {sym: sym[:-1].lower() + "_opt" for alts in rules.values() for alt in alts for sym in alt
-                    if sym.endswith("?")}
+        optional = self._optional_rules
         rules.update({name: [[], [sym[:-1]]] for sym, name in optional.items()})
         reachable, todo = {"start"}, ["start"]
         while todo:
             for alt in rules[todo.pop()]:
                 for sym in alt:
-                    sym = optional.get(sym, sym)
+                    if sym in optional:
+                        sym = optional[sym]
                     if sym in rules and sym not in reachable:
                         reachable.add(sym)
                         todo.append(sym)
-        ir_rules = [Rule(name, tuple(optional.get(sym, sym) for sym in alt))
+        ir_rules = [Rule(name, tuple([optional.get(sym, sym) for sym in alt]) if optional else tuple(alt))
                     for name, alts in rules.items() if name in reachable for alt in alts]
         used = {sym for r in ir_rules for sym in r.rhs}
         terminals = [TerminalDef(name, regex, priority=priority, lazy=_is_lazy(regex))
