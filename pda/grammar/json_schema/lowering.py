@@ -44,6 +44,7 @@ from pda.grammar.json_schema.validate import validate
 # Per schema (canonical JSON): the exact grammar that decides values against it, and whether
 # that grammar holds an object bound to schema order; None when it cannot decide.
 Checkers = dict[str, "tuple[Any, bool] | None"]
+_EMPTY = "\x00empty"  # `exactly_one`'s answer for a oneOf that no instance satisfies
 
 
 class Lowering:
@@ -132,12 +133,45 @@ class Lowering:
                                                 path + (comb, str(i)))
                             for i, b in enumerate(schema[comb])]
                 if comb == "oneOf" and not self.normal.disjoint(branches):
+                    exact = self.exactly_one(rest, schema[comb], path) if self.ctx.exact else None
+                    if exact is not None:
+                        return None if exact == _EMPTY else exact
                     self.ctx.approximate("oneOf", path + ("oneOf",),
                                          "branches may overlap; matched as anyOf (an instance valid "
-                                         "against several branches is accepted)")
+                                         "against several branches is accepted)"
+                                         + ("" if self.ctx.exact else "; exact only with exact=True"))
                 alts = [self.value(b, path + (comb, str(i))) for i, b in enumerate(branches)]
                 return self.builder.rule([[a] for a in alts if a is not None])
         return self.typed(base, path)
+
+    def exactly_one(self, rest: dict[str, Any], branches: list[Any], path: tuple[str, ...]) -> str | None:
+        """`rest` with an overlapping `oneOf: branches`, exactly (`Normaliser.exactly_one`), or None
+        when that cannot be built here: a branch has no negation, the products pass
+        `MAX_BRANCHES`, or their lowering raises (an unsupported keyword with
+        `on_unsupported="raise"`, a budget). Tried on a copy of the lowering's state, which an
+        abandoned attempt leaves as it was, its warnings dropped; a kept one's warnings are
+        emitted (they name what its parts approximate)."""
+        builder = {k: v.copy() if isinstance(v, (dict, list, set)) else v for k, v in vars(self.builder).items()}
+        saved = (dict(self.memo), set(self.used), self._any, set(self.ctx.heads), set(self.ctx.chunked),
+                 self.ctx.order_bound, self.ctx.steps)
+        out: str | None = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                parts = self.normal.exactly_one(rest, branches, path)
+                if parts is not None:
+                    alts = [self.value(b, path + ("oneOf",)) for b in parts]
+                    out = self.builder.rule([[a] for a in alts if a is not None]) or _EMPTY
+            except GrammarError:
+                out = None
+        if out is None:
+            vars(self.builder).update(builder)
+            self.memo, self.used, self._any = saved[0], saved[1], saved[2]
+            self.ctx.heads, self.ctx.chunked, self.ctx.order_bound, self.ctx.steps = saved[3:]
+            return None
+        for w in caught:
+            warnings.warn(w.message, w.category, stacklevel=2)
+        return out
 
     def typed(self, schema: dict[str, Any], path: tuple[str, ...]) -> str | None:
         """A normalised schema without unions: its enum/const, or one alternative per type it allows."""

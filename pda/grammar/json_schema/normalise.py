@@ -422,6 +422,39 @@ class Normaliser:
                 out.append({"type": ty})
         return out
 
+    def exactly_one(self, rest: Any, branches: list[Any], path: tuple[str, ...]) -> list[Any] | None:
+        """`rest` with `oneOf: branches`, exactly, as a list of flattened schemas whose union it is, or
+        None when a branch has no negation here or the union would pass `MAX_BRANCHES` members.
+
+        oneOf[B1..Bk] is anyOf over i of allOf[Bi, not Bj for every j != i]. Each negation is
+        a union itself (`negate`), so the conjunction is multiplied out one negation at a time,
+        dropping products of disjoint types, to keep the count honest. Nothing is emitted into
+        the grammar here (the lowering tries it, `Lowering.exactly_one`)."""
+        negs = [self.negate(b, path + ("oneOf", str(j))) for j, b in enumerate(branches)]
+        if any(n is None for n in negs):
+            return None
+        out: list[Any] = []
+        for i, b in enumerate(branches):
+            sub = path + ("oneOf", str(i))
+            conjuncts = [self.flatten(self.merge(rest, self.flatten(b, sub), path), sub)]
+            for j, neg in enumerate(negs):
+                if j == i or neg is True or neg == {}:
+                    continue
+                parts = neg["anyOf"] if isinstance(neg, dict) and set(neg) == {"anyOf"} else [neg]
+                nxt = []
+                for c in conjuncts:
+                    for part in parts:
+                        m = self.flatten(self.merge(c, self.flatten(part, sub), sub), sub)
+                        if m is not False and not (isinstance(m, dict) and m.get("type") == []):
+                            nxt.append(m)
+                        if len(out) + len(nxt) > limits.MAX_BRANCHES:
+                            return None
+                conjuncts = nxt
+                if not conjuncts:
+                    break
+            out += conjuncts
+        return out
+
     # ---------------------------------------------------------------- values
 
     def disjoint(self, branches: list[Any]) -> bool:

@@ -45,9 +45,14 @@ def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tupl
             if hi is None or d < hi or (d == hi and ex):
                 hi, hi_ex = d, ex
     m = schema.get("multipleOf")
+    non_integer = False
     if schema.get(NON_INTEGER):
-        if integer or m is not None or lo is not None or hi is not None:
-            ctx.unsupported("not", path, "a negated integer type with other numeric keywords is ignored")
+        if integer:
+            return None  # an integer that is not an integer
+        if m is not None:
+            ctx.unsupported("not", path, "a negated integer type with 'multipleOf' is ignored")
+        elif lo is not None or hi is not None:
+            non_integer = True  # the bounded plain decimals below, behind a non-zero fraction digit
         else:
             digits = "*" if ctx.exact else f"{{0,{limits.MAX_NUMBER_INTEGER_DIGITS - 1}}}"
             return ctx.builder.terminal(rf"-?(?:0|[1-9][0-9]{digits})\.[0-9]*[1-9][0-9]*", "NUM")
@@ -102,9 +107,13 @@ def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tupl
         return ctx.builder.terminal(any_number_regex(ctx.exact), "NUM")
     if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_ex or hi_ex))):
         return None
-    if lo is not None and lo == hi:
+    if lo is not None and lo == hi and not non_integer:
         return ctx.builder.terminal(number_literal_regex(lo, ctx.exact), "NUM")
     regex = number_regex(ctx, lo, lo_ex, hi, hi_ex, path)
+    if regex is not None and non_integer:
+        # Plain decimals (no exponent) with a non-zero fraction digit: `(?=look)body` is
+        # body ∩ look·Σ*, and a numeral with such a digit never loses it when extended.
+        regex = r"(?=-?[0-9]+\.[0-9]*[1-9])" + regex
     return None if regex is None else ctx.builder.terminal(regex, "NUM")
 
 def any_number_regex(exact: bool) -> str:

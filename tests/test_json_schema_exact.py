@@ -1,0 +1,118 @@
+"""`exact=True` where it used to approximate: overlapping `oneOf` (as anyOf over each branch and
+the others' negations) and property order, checked against the `jsonschema` package."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pda
+from pda.grammar.json_schema import JsonSchemaWarning
+
+
+def compile_exact(schema: Any, whitespace: str = "compact") -> tuple[Any, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g = pda.Grammar.from_json_schema(schema, exact=True, whitespace=whitespace)
+    return g, [str(w.message) for w in caught if issubclass(w.category, JsonSchemaWarning)]
+
+
+def agree(g: Any, schema: Any, value: Any) -> None:
+    want = jsonschema.Draft202012Validator(schema).is_valid(value)
+    text = json.dumps(value, separators=(",", ":"))
+    assert g.accepts(text) == want, (schema, text, want)
+
+
+ONE_OF_SCHEMAS = [
+    {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+    {"type": "object", "oneOf": [{"properties": {"a": {"type": "integer"}}},
+                                 {"properties": {"a": {"type": "string"}}}]},
+    {"oneOf": [{"type": "integer"}, {"minimum": 3}]},
+    {"oneOf": [{"type": "string", "maxLength": 3}, {"type": "string", "pattern": "^a"}]},
+    {"oneOf": [{"type": "integer"}, {"type": "number", "maximum": 2.5}, {"enum": [1, "x", None]}]},
+    {"type": "object", "properties": {"k": {"type": "integer"}},
+     "oneOf": [{"required": ["a"]}, {"required": ["b"]}, {"required": ["c"], "properties": {"c": {"const": 1}}}]},
+    {"type": "array", "oneOf": [{"items": {"type": "integer"}}, {"items": {"minimum": 0}}]},
+]
+
+
+@pytest.mark.parametrize("schema", ONE_OF_SCHEMAS)
+def test_overlapping_oneof_is_exact_without_a_warning(schema: Any) -> None:
+    g, warned = compile_exact(schema)
+    assert not any("'oneOf'" in w for w in warned), warned
+    hand = [None, True, 0, 1, 2, 2.5, 3, 3.5, -4, "", "a", "ab", "abcd", "xyzw", "x", [], [1], [1, 2], ["a", "b"],
+            [1, "b"], [-1], [-1.5], [0.5, 1], {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"a": "s"}, {"a": None}, {"c": 1}, {"c": 2},
+            {"a": 1, "c": 1}, {"k": 1, "b": 0}, {"k": "x", "a": 1}]
+    for v in hand:
+        agree(g, schema, v)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from([2.5, 3.5, -0.5])
+    | st.sampled_from(["", "a", "ab", "abc", "abcd", "x"]),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(["a", "b", "c", "k"]), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(ONE_OF_SCHEMAS))), json_values)
+def test_overlapping_oneof_agrees_with_jsonschema(i: int, value: Any) -> None:
+    schema = ONE_OF_SCHEMAS[i]
+    agree(_compiled(i), schema, value)
+
+
+_COMPILED: dict[int, Any] = {}
+
+
+def _compiled(i: int) -> Any:
+    if i not in _COMPILED:
+        _COMPILED[i] = compile_exact(ONE_OF_SCHEMAS[i])[0]
+    return _COMPILED[i]
+
+
+def test_oneof_that_cannot_be_negated_stays_an_approximation() -> None:
+    """A branch with `uniqueItems` has no negation here: matched as anyOf, with the warning."""
+    schema = {"oneOf": [{"type": "array", "uniqueItems": True}, {"type": "array", "maxItems": 2}]}
+    g, warned = compile_exact(schema)
+    assert any("'oneOf'" in w and "matched as anyOf" in w for w in warned), warned
+    assert g.accepts("[1,2,3]") and g.accepts("[1,1]")
+
+
+def test_oneof_whose_exact_form_is_unsupported_falls_back_under_raise() -> None:
+    """not(items: integer) is `contains` a non-integer, which the lowering does not take
+    beside `minItems: 2` (unsupported): with on_unsupported="raise" the exact attempt is
+    abandoned, leaving no trace, and the oneOf is matched as anyOf with its warning."""
+    schema = {"type": "array", "oneOf": [{"items": {"type": "integer"}}, {"minItems": 2}]}
+    g, warned = compile_exact(schema)
+    assert warned == ["JSON Schema keyword 'oneOf' at #/oneOf is approximated: branches may overlap; matched as "
+                      "anyOf (an instance valid against several branches is accepted)"]
+    assert g.accepts("[1,2]") and g.accepts("[]") and g.accepts('["a","b"]') and not g.accepts('["a"]')
+
+
+def test_generation_default_keeps_the_anyof_approximation() -> None:
+    schema = {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    with pytest.warns(JsonSchemaWarning, match="oneOf"):
+        g = pda.Grammar.from_json_schema(schema)
+    assert g.accepts('{"a":1,"b":2}')
+
+
+def test_a_negated_integer_type_with_bounds_is_exact() -> None:
+    """`not: {type: integer}` beside bounds (what an exact oneOf of an integer and a number
+    branch builds): the bounded numbers with a non-zero fraction digit."""
+    schema = {"type": "number", "minimum": 0, "maximum": 10, "not": {"type": "integer"}}
+    g, warned = compile_exact(schema)
+    assert not warned
+    for v in [0, 1, 10, 0.5, 9.75, 10.5, -0.5, 3.0]:
+        agree(g, schema, v)
+    assert not g.accepts("3.0") and not g.accepts("3.000") and g.accepts("3.010")
+    integer = {"type": "integer", "not": {"type": "integer"}}
+    with pytest.raises(pda.GrammarError, match="no JSON value"):
+        compile_exact(integer)
