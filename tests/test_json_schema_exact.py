@@ -116,3 +116,58 @@ def test_a_negated_integer_type_with_bounds_is_exact() -> None:
     integer = {"type": "integer", "not": {"type": "integer"}}
     with pytest.raises(pda.GrammarError, match="no JSON value"):
         compile_exact(integer)
+
+
+# ------------------------------------------------------------------ property order
+
+ORDER_SCHEMAS = [
+    # property counts beside declared properties (schema order before)
+    {"type": "object", "properties": {f"q{i}": {"type": "integer"} for i in range(4)}, "required": ["q0"],
+     "minProperties": 2, "maxProperties": 3},
+    # counts over more than MAX_ANY_ORDER_PROPERTIES declared properties, extras allowed
+    {"type": "object", "properties": {f"q{i}": {"type": "integer"} for i in range(12)}, "required": ["q0", "q5"],
+     "minProperties": 3, "additionalProperties": {"type": "string"}},
+    # more required properties than MAX_TRACKED_REQUIRED (schema order before): counted
+    {"type": "object", "properties": {f"q{i}": {"type": "integer"} for i in range(18)},
+     "required": [f"q{i}" for i in range(14)], "additionalProperties": False},
+]
+KEYS = [f"q{i}" for i in range(18)] + ["x", "y"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(ORDER_SCHEMAS))), st.lists(st.sampled_from(KEYS), unique=True, max_size=20),
+       st.booleans())
+def test_exact_mode_takes_any_property_order(i: int, keys: list[str], strings: bool) -> None:
+    """Valid instances are accepted in every key order (with property counts, and with more
+    required properties than MAX_TRACKED_REQUIRED); invalid ones refused."""
+    schema = ORDER_SCHEMAS[i]
+    instance = {k: ("s" if strings and k in ("x", "y") else 1) for k in keys}
+    if i not in _ORDER_COMPILED:
+        _ORDER_COMPILED[i] = compile_exact(schema)[0]
+    agree(_ORDER_COMPILED[i], schema, instance)
+
+
+_ORDER_COMPILED: dict[int, Any] = {}
+
+
+def test_every_order_of_a_counted_object() -> None:
+    import itertools
+
+    schema = ORDER_SCHEMAS[0]
+    g, warned = compile_exact(schema)
+    assert not warned
+    for keys in itertools.permutations(["q0", "q1", "q2", "x"], 3):
+        agree(g, schema, {k: 1 for k in keys})
+    for keys in itertools.permutations(["q0", "q1", "q2", "q3"]):
+        assert not g.accepts(json.dumps({k: 1 for k in keys}))  # 4 > maxProperties
+
+
+def test_counts_past_max_object_states_are_dropped_with_a_warning() -> None:
+    from pda.grammar.json_schema import MAX_OBJECT_STATES
+
+    props = {f"q{i}": {"type": "integer"} for i in range(6)}
+    schema = {"type": "object", "properties": props, "minProperties": 2, "maxProperties": 60}
+    assert 2 * 2**6 * 61 > MAX_OBJECT_STATES
+    g, warned = compile_exact(schema)
+    assert any("'minProperties/maxProperties'" in w and "not enforced" in w for w in warned), warned
+    assert g.accepts('{"q5":1,"q0":2}') and g.accepts('{"q5":1}')  # the dropped minimum accepts more

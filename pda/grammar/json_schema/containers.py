@@ -269,12 +269,10 @@ class Containers:
 
         if self.ctx.any_order and not track and 0 < len(names) <= limits.MAX_ANY_ORDER_PROPERTIES:
             first = self.members_any_order(member_syms, [n in req for n in names], extra)
-        elif (self.ctx.exact and self.ctx.any_order and not track and len(names) > limits.MAX_ANY_ORDER_PROPERTIES
-              and len(req) <= limits.MAX_TRACKED_REQUIRED):
-            self.ctx.approximate("properties", path + ("properties",),
-                                 f"an object of more than {limits.MAX_ANY_ORDER_PROPERTIES} declared properties "
-                                 "takes them in any order with its required ones tracked; an optional one may repeat")
-            first = self.members_required_tracked(member_syms, [n in req for n in names], extra)
+        elif self.ctx.exact and self.ctx.any_order and len(names) > 1:
+            # exact=True never binds declared properties to schema order (with counts too).
+            first = self.members_tracked(member_syms, [n in req for n in names], extra,
+                                         min_p if track else 0, max_p if track else None, path)
         else:
             self.ctx.order_bound |= len(names) > 1
             first = body((0, 0, False))
@@ -351,15 +349,95 @@ class Containers:
             return None
         return state(0, False)
 
-    def members_required_tracked(self, members: list[str | None], required: list[bool],
-                                 extra: str | None) -> str | None:
-        """An object's members in any order, tracking only which required properties are written
-        (`MAX_TRACKED_REQUIRED`: 2^r states): `members_any_order` over the required ones, with the
-        optional and extra members as its repeatable extra (an optional one may come twice)."""
-        needed = [m for m, r in zip(members, required) if r]
-        free = self.builder.rule([[m] for m, r in zip(members, required) if not r and m is not None]
-                                 + ([[extra]] if extra is not None else []))
-        return self.members_any_order(needed, [True] * len(needed), free)
+    def members_tracked(self, members: list[str | None], required: list[bool], extra: str | None,
+                        min_p: int, max_p: int | None, path: tuple[str, ...]) -> str | None:
+        """An object's members in any order under `exact=True`, where `members_any_order` does not
+        apply: more than `MAX_ANY_ORDER_PROPERTIES` declared properties, or property counts.
+
+        A state is (what is written of the tracked members, the property count, started).
+        Up to `MAX_ANY_ORDER_PROPERTIES` declared properties every one is tracked (a set, each
+        at most once: exact); past it only the required ones are, as a set up to
+        `MAX_TRACKED_REQUIRED` of them (2^r states) and as a number past that (r + 1 states,
+        any required member while fewer than r are written); the others are free and may
+        repeat, a duplicate key that no parsed instance holds, accepted under a warning. For
+        a text without duplicate keys this is exact. `minProperties`/`maxProperties` count
+        every member (saturating at `minProperties` when there is no maximum); if states
+        would pass `MAX_OBJECT_STATES` the counts are dropped, with a warning. Built on an
+        explicit worklist, states that cannot reach the end pruned."""
+        ws, comma = self.ctx.ws, self.ctx.literal(",")
+        if any(m is None and r for m, r in zip(members, required)):
+            return None
+        n = len(members)
+        req_syms = [m or "" for m, r in zip(members, required) if r]
+        small = n <= limits.MAX_ANY_ORDER_PROPERTIES
+        by_set = small or len(req_syms) <= limits.MAX_TRACKED_REQUIRED
+        tracked = [(m, r) for m, r in zip(members, required) if m is not None and (small or r)]
+        untracked = [m for m, r in zip(members, required) if m is not None and not small and not r]
+        free = self.builder.rule([[m] for m in untracked] + ([[extra]] if extra is not None else []))
+        any_req = None if by_set else self.builder.rule([[m] for m in req_syms])
+        need = sum(1 << i for i, (_, r) in enumerate(tracked) if r) if by_set else len(req_syms)
+        counted = min_p > 0 or max_p is not None
+        written_states = 2 ** len(tracked) if by_set else len(req_syms) + 1
+        count_states = (max_p if max_p is not None else min_p) + 1 if counted else 1
+        if counted and 2 * written_states * count_states > limits.MAX_OBJECT_STATES:
+            self.ctx.approximate("minProperties/maxProperties", path,
+                                 f"tracking the property count with the properties in any order needs over "
+                                 f"MAX_OBJECT_STATES = {limits.MAX_OBJECT_STATES} rules; the count is not enforced")
+            counted, min_p, max_p = False, 0, None
+        if not small:
+            how = ("with its required ones tracked; an optional one may repeat" if by_set else
+                   f"counting its {len(req_syms)} required ones (over MAX_TRACKED_REQUIRED = "
+                   f"{limits.MAX_TRACKED_REQUIRED}); a property may repeat")
+            self.ctx.approximate("properties", path + ("properties",),
+                                 f"an object of more than {limits.MAX_ANY_ORDER_PROPERTIES} declared properties "
+                                 f"takes them in any order {how} (a duplicate key, which no parsed instance holds)")
+        State = tuple[int, int, bool]
+
+        def moves(state: State) -> list[tuple[str, State]]:
+            written, c, _ = state
+            if counted and max_p is not None and c >= max_p:
+                return []
+            c2 = (c + 1 if max_p is not None else min(c + 1, min_p)) if counted else 0
+            out: list[tuple[str, State]] = []
+            if by_set:
+                out += [(m, (written | 1 << i, c2, True)) for i, (m, _) in enumerate(tracked) if not written >> i & 1]
+            elif written < need and any_req is not None:
+                out.append((any_req, (written + 1, c2, True)))
+            if free is not None:
+                out.append((free, (written, c2, True)))
+            return out
+
+        def closes(state: State) -> bool:
+            written, c, started = state
+            return started and (written & need == need if by_set else written == need) and c >= min_p
+
+        start: State = (0, 0, False)
+        succ: dict[State, list[tuple[str, State]]] = {}
+        todo = [start]
+        while todo:
+            st = todo.pop()
+            if st in succ:
+                continue
+            succ[st] = moves(st)
+            todo += [nxt for _, nxt in succ[st] if nxt not in succ]
+        live = {st for st in succ if closes(st)}
+        grew = True
+        while grew:
+            grew = False
+            for st, out in succ.items():
+                if st not in live and any(nxt in live for _, nxt in out):
+                    live.add(st)
+                    grew = True
+        if start not in live:
+            return None
+        names = {st: self.builder.reserve() for st in succ if st in live}
+        for st, name in names.items():
+            sep = [*ws, comma, *ws] if st[2] else []
+            alts = [[*sep, sym, names[nxt]] for sym, nxt in succ[st] if nxt in live]
+            if closes(st):
+                alts.append([])
+            self.builder.define(name, alts)
+        return names[start]
 
     def _name_ok(self, name: str, ns: Any, path: tuple[str, ...]) -> bool:
         if ns is False:

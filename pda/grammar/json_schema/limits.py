@@ -53,9 +53,16 @@ MAX_ANY_ORDER_PROPERTIES = 6
 
 MAX_TRACKED_REQUIRED = 8
 """Under ``exact=True`` an object with more declared properties than `MAX_ANY_ORDER_PROPERTIES`
-still takes them in any order when at most this many are required: 2^r states track the
-required ones, and an optional one may repeat (a duplicate key, which no parsed instance
-holds, is accepted under a warning). Past it, the declared properties come in schema order."""
+still takes them in any order: when at most this many are required, 2^r states track which
+required ones are written, and an optional one may repeat (a duplicate key, which no parsed
+instance holds, is accepted under a warning); past it, r + 1 states count how many are
+written, and a required one may repeat too. Exact for texts without duplicate keys."""
+
+MAX_OBJECT_STATES = 4096
+"""Most rules `exact=True` spends on one object's members in any order with
+`minProperties`/`maxProperties` (states: what is written x the count x started); past it the
+counts are dropped with a warning (the grammar accepts more) rather than binding the
+properties to schema order (which would refuse valid instances)."""
 
 LONG_STRING_UNITS = 256
 """Strings whose length bounds exceed this are counted in chunks (`strings.long_string`)."""
