@@ -267,8 +267,12 @@ class Normaliser:
         verdicts = self.decide(values, excluded, path)
         return None if verdicts is None else [v for v, hit in zip(values, verdicts) if not hit]
 
-    def negate(self, schema: Any, path: tuple[str, ...]) -> Any:
+    def negate(self, schema: Any, path: tuple[str, ...], keys: frozenset[str] | None = None) -> Any:
         """A positive schema for the instances `schema` rejects, or None when there is none here.
+
+        With `keys`, only among objects whose property names are all in `keys` (the caller
+        conjoins the result with a schema that ensures it): there `additionalProperties` has
+        a negation too, "one of the other names in `keys` is present with a value it rejects".
 
         A schema is the conjunction of its keywords, so its negation is the union
         of each keyword's negation; a keyword only constrains its own type, so its
@@ -284,12 +288,12 @@ class Normaliser:
         self.negating.add(key)
         self.ctx.enter(path)
         try:
-            return self._negate(self.flatten(schema, path), path)
+            return self._negate(self.flatten(schema, path), path, keys)
         finally:
             self.negating.discard(key)
             self.ctx.leave()
 
-    def _negate(self, schema: Any, path: tuple[str, ...]) -> Any:
+    def _negate(self, schema: Any, path: tuple[str, ...], keys: frozenset[str] | None = None) -> Any:
         if schema is True or schema == {}:
             return False
         if schema is False:
@@ -359,15 +363,22 @@ class Normaliser:
             elif k in ("anyOf", "oneOf") and isinstance(v, list):
                 if k == "oneOf" and not self.disjoint([self.flatten(b, path) for b in v]):
                     return None
-                negs = [self.negate(b, path + (k, str(i))) for i, b in enumerate(v)]
+                negs = [self.negate(b, path + (k, str(i)), keys) for i, b in enumerate(v)]
                 if any(n is None for n in negs):
                     return None
                 branches.append({"allOf": negs})
             elif k == "not":
                 branches.append(v)
+            elif k == "additionalProperties" and keys is not None and "patternProperties" not in schema:
+                neg = True if v is False else self.negate(v, path + (k,))
+                if neg is None:
+                    return None
+                if neg is not False:
+                    for name in sorted(keys - set(schema.get("properties") or {})):
+                        typed("object", required=[name], properties={name: neg}, **{OPEN: True})
             elif k == MORE_ANY_OF:
                 for group in v:
-                    negs = [self.negate(b, path) for b in group]
+                    negs = [self.negate(b, path, keys) for b in group]
                     if any(n is None for n in negs):
                         return None
                     branches.append({"allOf": negs})
@@ -430,15 +441,21 @@ class Normaliser:
         a union itself (`negate`), so the conjunction is multiplied out one negation at a time,
         dropping products of disjoint types, to keep the count honest. Nothing is emitted into
         the grammar here (the lowering tries it, `Lowering.exactly_one`)."""
-        negs = [self.negate(b, path + ("oneOf", str(j))) for j, b in enumerate(branches)]
-        if any(n is None for n in negs):
-            return None
+        negs: dict[tuple[int, frozenset[str] | None], Any] = {}
         out: list[Any] = []
         for i, b in enumerate(branches):
             sub = path + ("oneOf", str(i))
             conjuncts = [self.flatten(self.merge(rest, self.flatten(b, sub), path), sub)]
-            for j, neg in enumerate(negs):
-                if j == i or neg is True or neg == {}:
+            keys = closed_keys(conjuncts[0])
+            for j in range(len(branches)):
+                if j == i:
+                    continue
+                if (j, keys) not in negs:
+                    negs[(j, keys)] = self.negate(branches[j], path + ("oneOf", str(j)), keys)
+                neg = negs[(j, keys)]
+                if neg is None:
+                    return None
+                if neg is True or neg == {}:
                     continue
                 parts = neg["anyOf"] if isinstance(neg, dict) and set(neg) == {"anyOf"} else [neg]
                 nxt = []
@@ -507,6 +524,15 @@ class Normaliser:
                     continue
                 return False
         return True
+
+
+def closed_keys(schema: Any) -> frozenset[str] | None:
+    """The only property names an object instance of `schema` may have (`additionalProperties:
+    false`, no patterns), or None when any name may occur."""
+    if isinstance(schema, dict) and schema.get("additionalProperties") is False \
+            and not schema.get("patternProperties"):
+        return frozenset(schema.get("properties") or {})
+    return None
 
 
 def conj(a: Any, b: Any) -> Any:
