@@ -53,8 +53,9 @@ def test_overlapping_oneof_is_exact_without_a_warning(schema: Any) -> None:
     g, warned = compile_exact(schema)
     assert not any("'oneOf'" in w for w in warned), warned
     hand = [None, True, 0, 1, 2, 2.5, 3, 3.5, -4, "", "a", "ab", "abcd", "xyzw", "x", [], [1], [1, 2], ["a", "b"],
-            [1, "b"], [-1], [-1.5], [0.5, 1], {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"a": "s"}, {"a": None}, {"c": 1}, {"c": 2},
-            {"a": 1, "c": 1}, {"k": 1, "b": 0}, {"k": "x", "a": 1}]
+            [1, "b"], [-1], [-1.5], [0.5, 1], {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"a": "s"}, {"a": None},
+            {"c": 1}, {"c": 2}, {"a": 1, "c": 1}, {"k": 1, "b": 0}, {"k": "x", "a": 1}, {"a": 1, "b": "s"},
+            {"b": "s", "c": 1}, {"k": None}, {"a": 1, "c": 2, "k": 0}]
     for v in hand:
         agree(g, schema, v)
 
@@ -187,3 +188,39 @@ def test_counts_past_max_object_states_are_dropped_with_a_warning() -> None:
     g, warned = compile_exact(schema)
     assert any("'minProperties/maxProperties'" in w and "not enforced" in w for w in warned), warned
     assert g.accepts('{"q5":1,"q0":2}') and g.accepts('{"q5":1}')  # the dropped minimum accepts more
+
+
+# ------------------------------------------------------------------ uniqueItems
+
+UNIQUE_SCHEMAS = [
+    {"type": "array", "uniqueItems": True, "items": {"enum": ["GET", "POST", "PATCH", "PUT", "DELETE"]}},
+    {"type": "array", "uniqueItems": True, "minItems": 2, "maxItems": 3, "items": {"enum": ["a", "b", 1, 1.0, 2.5]}},
+    {"type": "array", "uniqueItems": True, "items": {"type": ["boolean", "null"]}},
+    {"type": "array", "uniqueItems": True, "minItems": 3, "items": {"type": "string", "enum": ["a", "b", "c", 4]}},
+]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(UNIQUE_SCHEMAS))),
+       st.lists(st.sampled_from(["GET", "POST", "PUT", "a", "b", "c", 1, 1.0, 2.5, 4, True, False, None]),
+                max_size=5))
+def test_unique_items_over_a_few_values_is_exact(i: int, items: list[Any]) -> None:
+    """uniqueItems over at most MAX_UNIQUE_VALUES possible item values: exact, no warning
+    (1 and 1.0 are the same value)."""
+    if i not in _UNIQUE_COMPILED:
+        g, warned = compile_exact(UNIQUE_SCHEMAS[i])
+        assert not warned, warned
+        _UNIQUE_COMPILED[i] = g
+    agree(_UNIQUE_COMPILED[i], UNIQUE_SCHEMAS[i], items)
+
+
+_UNIQUE_COMPILED: dict[int, Any] = {}
+
+
+def test_unique_items_over_many_values_keeps_the_warning() -> None:
+    from pda.grammar.json_schema import MAX_UNIQUE_VALUES
+
+    for items in ({"type": "string"}, {"enum": list(range(MAX_UNIQUE_VALUES + 1))}):
+        g, warned = compile_exact({"type": "array", "uniqueItems": True, "items": items})
+        assert any("'uniqueItems'" in w and "duplicate items are accepted" in w for w in warned), warned
+        assert g.accepts("[1,1]") or g.accepts('["a","a"]')

@@ -15,6 +15,7 @@ normalised by the lowering's `Normaliser`.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Callable
 
 from pda.errors import GrammarError, RegexError
@@ -57,6 +58,13 @@ class Containers:
         contains = schema.get("contains")
         ws, comma = self.ctx.ws, self.ctx.literal(",")
         open_, close = self.ctx.literal("["), self.ctx.literal("]")
+        if schema.get("uniqueItems") is True:
+            values = None if prefix or contains is not None else self._finite_values(items, path + ("items",))
+            if values is not None and len(values) <= limits.MAX_UNIQUE_VALUES:
+                return self.unique_array(values, lo, hi)
+            self.ctx.approximate("uniqueItems", path + ("uniqueItems",),
+                                 "not expressible by a grammar (items of more than MAX_UNIQUE_VALUES = "
+                                 f"{limits.MAX_UNIQUE_VALUES} possible values); duplicate items are accepted")
         psyms = [self.value(p, path + ("prefixItems", str(i))) for i, p in enumerate(prefix)]
         rest = self.value(items, path + ("items",))
         if contains is not None:
@@ -107,6 +115,57 @@ class Containers:
             alts.append([open_, *ws, close])
         if body is not None:
             alts.append([open_, *ws, body, *ws, close])
+        return self.builder.rule(alts)
+
+    def _finite_values(self, items: Any, path: tuple[str, ...]) -> list[str] | None:
+        """The symbols of an item schema's values, one per distinct JSON value, when it has a few
+        scalar ones (`enum`, `const`, boolean, null); None otherwise."""
+        flat = self.normal.flatten(items, path)
+        if flat is False:
+            return []
+        if not isinstance(flat, dict) or "anyOf" in flat or "oneOf" in flat:
+            return None
+        if "const" in flat or "enum" in flat:
+            values = [flat["const"]] if "const" in flat else list(flat["enum"])
+        elif flat.get("type") in ("boolean", "null", ["boolean", "null"], ["null", "boolean"]):
+            t = flat["type"]
+            values = ([True, False] if "boolean" in t else []) + ([None] if "null" in t else [])
+        else:
+            return None
+        if len(values) > 4 * limits.MAX_UNIQUE_VALUES or any(isinstance(v, (list, dict)) for v in values):
+            return None
+        distinct: dict[Any, Any] = {}
+        for v in values:
+            # 1 and 1.0 are one value (one symbol takes every spelling of it under exact=True).
+            key = ("n", Decimal(str(v))) if isinstance(v, (int, float)) and not isinstance(v, bool) else canon(v)
+            distinct.setdefault(key, v)
+        syms = [self.value(self.normal.merge(flat, {"const": v}, path), path) for v in distinct.values()]
+        return [s for s in syms if s is not None]
+
+    def unique_array(self, values: list[str], lo: int, hi: int | None) -> str | None:
+        """An array of distinct items out of a few values (`uniqueItems` over `MAX_UNIQUE_VALUES` or
+        fewer): one rule per non-empty set of values already written, 2^k - 1 of them; its
+        size is the item count, so `minItems`/`maxItems` are read off it."""
+        ws, comma = self.ctx.ws, self.ctx.literal(",")
+        open_, close = self.ctx.literal("["), self.ctx.literal("]")
+        k = len(values)
+        hi = k if hi is None else min(hi, k)
+        if lo > hi:
+            return None
+        states: dict[int, str] = {}
+        for seen in sorted(range(1, 1 << k), key=lambda m: -bin(m).count("1")):
+            size = bin(seen).count("1")
+            if size > hi:
+                continue
+            alts = [[*ws, comma, *ws, values[j], states[seen | 1 << j]]
+                    for j in range(k) if not seen >> j & 1 and size < hi]
+            if size >= lo:
+                alts.append([])
+            states[seen] = self.builder.reserve()
+            self.builder.define(states[seen], alts)
+        alts = [[open_, *ws, values[j], states[1 << j], *ws, close] for j in range(k) if hi >= 1]
+        if lo == 0:
+            alts.append([open_, *ws, close])
         return self.builder.rule(alts)
 
     # --------------------------------------------------------------- objects

@@ -116,9 +116,6 @@ class Lowering:
             self.ctx.unsupported("not", path + ("not",), "'not' is ignored (the grammar accepts more)")
         if "if" in schema:
             self.ctx.unsupported("if", path + ("if",), "'if'/'then'/'else' are ignored (the grammar accepts more)")
-        if schema.get("uniqueItems") is True:
-            self.ctx.approximate("uniqueItems", path + ("uniqueItems",),
-                                 "not expressible by a grammar; duplicate items are accepted")
         if "anyOf" not in schema and "oneOf" not in schema and schema.get(MORE_ANY_OF):
             first, *pending = schema[MORE_ANY_OF]
             schema = {k: v for k, v in schema.items() if k != MORE_ANY_OF} | {"anyOf": first}
