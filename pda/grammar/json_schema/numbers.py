@@ -19,7 +19,7 @@ from typing import Any
 from pda.grammar import ecma_regex as er
 from pda.grammar.json_schema import limits
 from pda.grammar.json_schema.context import Context
-from pda.grammar.json_schema.keywords import NON_INTEGER
+from pda.grammar.json_schema.typed import NumberSchema
 from pda.grammar.multiples import MAX_MULTIPLE_REGEX, MultiplesTooLarge, multiples_regex
 
 _JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
@@ -30,23 +30,10 @@ _INTEGER_LITERAL_GUARD = r"(?!-?[0-9]+\.|-0)"
 def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tuple[str, ...]) -> str | None:
     """The terminal for `integer`/`number` instances of `schema` (bounds, `multipleOf`, a negated integer
     type); None when there are none."""
-    lo, lo_ex, hi, hi_ex = None, False, None, False
-    for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
-        b = schema.get(k)
-        if b is None or isinstance(b, bool) or not isinstance(b, (int, float)):
-            continue
-        d = Decimal(str(b))
-        if k.endswith("inimum"):
-            ex = k.startswith("exclusive") or schema.get("exclusiveMinimum") is True
-            if lo is None or d > lo or (d == lo and ex):
-                lo, lo_ex = d, ex
-        else:
-            ex = k.startswith("exclusive") or schema.get("exclusiveMaximum") is True
-            if hi is None or d < hi or (d == hi and ex):
-                hi, hi_ex = d, ex
-    m = schema.get("multipleOf")
+    number = NumberSchema.of(schema)
+    lo, lo_ex, hi, hi_ex, m = number.lo, number.lo_exclusive, number.hi, number.hi_exclusive, number.multiple_of
     non_integer = False
-    if schema.get(NON_INTEGER):
+    if number.non_integer:
         if integer:
             return None  # an integer that is not an integer
         if m is not None:

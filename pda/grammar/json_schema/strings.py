@@ -24,29 +24,26 @@ from pda.errors import GrammarError, RegexError
 from pda.grammar import ecma_regex as er
 from pda.grammar.json_schema import limits
 from pda.grammar.json_schema.context import Context, JsonSchemaWarning
-from pda.grammar.json_schema.formats import FORMATS, format_pattern
-from pda.grammar.json_schema.keywords import NOT_IN, NOT_PATTERN, PATTERNS, pointer
+from pda.grammar.json_schema.formats import format_pattern
+from pda.grammar.json_schema.keywords import pointer
+from pda.grammar.json_schema.typed import StringSchema
 
 def lower_string(ctx: Context, schema: dict[str, Any], path: tuple[str, ...]) -> str | None:
     """The terminal for `string` instances of `schema` (lengths, patterns, format, a negated enum);
     None when there are none."""
-    lo = int(schema.get("minLength", 0))
-    hi = schema.get("maxLength")
-    hi = None if hi is None else int(hi)
+    string = StringSchema.of(schema)
+    lo, hi = string.min_length, string.max_length
     if hi is not None and hi < lo:
         return None
-    excluded = schema.get(NOT_IN)
-    if excluded is not None:
-        if "pattern" in schema or schema.get("format") in FORMATS or (lo, hi) != (0, None):
+    if string.not_in is not None:
+        if string.pattern is not None or string.format is not None or (lo, hi) != (0, None):
             ctx.unsupported("not", path, "a negated string enum with other string keywords is ignored")
         else:
-            return ctx.builder.terminal('"' + not_in_set(list(excluded)) + '"', "STR")
-    pattern = schema.get("pattern")
-    positive = ([pattern] if isinstance(pattern, str) else []) + list(schema.get(PATTERNS, []))
-    negative = list(schema.get(NOT_PATTERN, []))
-    fmt = schema.get("format")
-    if isinstance(fmt, str) and fmt in FORMATS:
-        positive.append(format_pattern(ctx.formats[fmt]))
+            return ctx.builder.terminal('"' + not_in_set(list(string.not_in)) + '"', "STR")
+    positive = ([string.pattern] if string.pattern is not None else []) + list(string.patterns)
+    negative = list(string.not_patterns)
+    if string.format is not None:
+        positive.append(format_pattern(ctx.formats[string.format]))
     for p in list(positive):
         split = er.split_leading_lookahead(p)
         if split is not None:
@@ -55,7 +52,7 @@ def lower_string(ctx: Context, schema: dict[str, Any], path: tuple[str, ...]) ->
             negative += split[1]
     if not positive and not negative:
         return any_string(ctx, lo, hi)
-    where = path + ("pattern" if isinstance(pattern, str) else "format" if positive else "not",)
+    where = path + ("pattern" if string.pattern is not None else "format" if positive else "not",)
     try:
         info: er.PatternInfo | None = None
         if len(positive) == 1 and not negative:
