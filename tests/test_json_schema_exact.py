@@ -224,3 +224,30 @@ def test_unique_items_over_many_values_keeps_the_warning() -> None:
         g, warned = compile_exact({"type": "array", "uniqueItems": True, "items": items})
         assert any("'uniqueItems'" in w and "duplicate items are accepted" in w for w in warned), warned
         assert g.accepts("[1,1]") or g.accepts('["a","a"]')
+
+
+# ------------------------------------------------------------------ propertyNames
+
+NAMES_SCHEMAS = [
+    # a listed set of names beside patternProperties (pattern keys ignored propertyNames before)
+    {"type": "object", "propertyNames": {"enum": ["asm", "bools", "copy", "k1"]},
+     "patternProperties": {"^.*$": {"type": "object"}}},
+    {"type": "object", "propertyNames": {"enum": ["a", "b", "k1", "zz"], "maxLength": 2},
+     "properties": {"a": {"type": "integer"}, "x": {"type": "integer"}},
+     "patternProperties": {"^k": {"type": "string"}}, "additionalProperties": {"type": "boolean"}},
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(NAMES_SCHEMAS))),
+       st.dictionaries(st.sampled_from(["asm", "bools", "copy", "k1", "k2", "a", "b", "x", "zz", "other"]),
+                       st.sampled_from([1, "s", True, {}]), max_size=4))
+def test_property_names_listed_are_exact(i: int, instance: dict[str, Any]) -> None:
+    if i not in _NAMES_COMPILED:
+        g, warned = compile_exact(NAMES_SCHEMAS[i])
+        assert not warned, warned
+        _NAMES_COMPILED[i] = g
+    agree(_NAMES_COMPILED[i], NAMES_SCHEMAS[i], instance)
+
+
+_NAMES_COMPILED: dict[int, Any] = {}

@@ -24,7 +24,7 @@ from pda.grammar.json_schema import limits
 from pda.grammar.json_schema.checks import const_satisfies
 from pda.grammar.json_schema.context import Context
 from pda.grammar.json_schema.keywords import OPEN, canon, pointer
-from pda.grammar.json_schema.normalise import Normaliser, search_pattern
+from pda.grammar.json_schema.normalise import Normaliser, conj, search_pattern
 from pda.grammar.json_schema.strings import not_in_set
 
 # Property-name terminal priorities: when one key lexeme matches several candidate
@@ -194,6 +194,18 @@ class Containers:
             for n in names:
                 if not self._name_ok(n, ns, path):
                     props[n] = False
+            allowed = self._finite_names(ns, path)
+            if allowed is not None:
+                # A finite set of names: each is declared with what applies to it (its declared
+                # schema, the patterns it matches, else the extras' schema), and no other key is
+                # allowed. Exact, and no key terminal needs a priority.
+                for n in [*names, *(n for n in allowed if n not in props)]:
+                    matching = [ps for pat, ps in patterns.items() if search_pattern(pat, n, path)]
+                    sub = props.get(n, True if matching else extra_schema)
+                    for ps in matching:
+                        sub = conj(sub, ps)
+                    props[n] = sub if n in allowed else False
+                names, patterns, extra_schema, names_schema = list(props), {}, False, True
         trivial = extra_schema in (True, {}) and all(self.normal.flatten(ps, path) in (True, {})
                                                      for ps in patterns.values())
         # Priorities rank key terminals only where their languages overlap (pattern and
@@ -497,6 +509,17 @@ class Containers:
                 alts.append([])
             self.builder.define(name, alts)
         return names[start]
+
+    def _finite_names(self, ns: Any, path: tuple[str, ...]) -> list[str] | None:
+        """The names a `propertyNames` schema allows when it lists them (`enum`/`const`, up to
+        `MAX_PROPERTY_NAMES`), each passing its other keywords; None otherwise."""
+        if not isinstance(ns, dict) or ("enum" not in ns and "const" not in ns) \
+                or any(k in ns for k in ("anyOf", "oneOf", "not", "if")):
+            return None
+        values = [ns["const"]] if "const" in ns else list(ns["enum"])
+        if len(values) > limits.MAX_PROPERTY_NAMES:
+            return None
+        return list(dict.fromkeys(v for v in values if isinstance(v, str) and self._name_ok(v, ns, path)))
 
     def _name_ok(self, name: str, ns: Any, path: tuple[str, ...]) -> bool:
         if ns is False:

@@ -64,10 +64,15 @@ MAX_OBJECT_STATES = 4096
 counts are dropped with a warning (the grammar accepts more) rather than binding the
 properties to schema order (which would refuse valid instances)."""
 
-MAX_UNIQUE_VALUES = 8
+MAX_UNIQUE_VALUES = 10
 """`uniqueItems` is exact when the items have at most this many possible values (an `enum`, a
 `const`, booleans, null): one rule per set of values written, 2^k of them. Past it, and for
 items of infinitely many values, duplicates are accepted under a warning."""
+
+MAX_PROPERTY_NAMES = 128
+"""A `propertyNames` that lists at most this many names (`enum`/`const`) makes them the object's
+declared properties and closes it (exact, no ranked key terminals); longer lists stay a key
+terminal beside the others."""
 
 LONG_STRING_UNITS = 256
 """Strings whose length bounds exceed this are counted in chunks (`strings.long_string`)."""
