@@ -251,3 +251,14 @@ def test_property_names_listed_are_exact(i: int, instance: dict[str, Any]) -> No
 
 
 _NAMES_COMPILED: dict[int, Any] = {}
+
+
+def test_a_negated_string_enum_beside_other_string_keywords_is_exact() -> None:
+    """`not: {enum: [...]}` beside minLength/pattern (what negating a oneOf branch builds): the
+    values are subtracted as literal patterns; it was ignored with a warning before."""
+    schema = {"type": "string", "minLength": 1, "pattern": "^[a-z.]+$", "not": {"enum": ["u", "a.b", "é"]}}
+    g, warned = compile_exact(schema)
+    assert not warned, warned
+    for v in ["u", "v", "", "a.b", "axb", "é", "uu", "A"]:
+        agree(g, schema, v)
+    assert not g.accepts(json.dumps(["x"]))

@@ -35,13 +35,14 @@ def lower_string(ctx: Context, schema: dict[str, Any], path: tuple[str, ...]) ->
     lo, hi = string.min_length, string.max_length
     if hi is not None and hi < lo:
         return None
-    if string.not_in is not None:
-        if string.pattern is not None or string.format is not None or (lo, hi) != (0, None):
-            ctx.unsupported("not", path, "a negated string enum with other string keywords is ignored")
-        else:
-            return ctx.builder.terminal('"' + not_in_set(list(string.not_in)) + '"', "STR")
     positive = ([string.pattern] if string.pattern is not None else []) + list(string.patterns)
     negative = list(string.not_patterns)
+    if string.not_in is not None:
+        if not positive and not negative and string.format is None and (lo, hi) == (0, None):
+            return ctx.builder.terminal('"' + not_in_set(list(string.not_in)) + '"', "STR")
+        # Beside other string keywords: each excluded value is a negated pattern matching
+        # exactly it, which the automata below subtract.
+        negative += ["^" + literal_pattern(v) + "$" for v in string.not_in]
     if string.format is not None:
         positive.append(format_pattern(ctx.formats[string.format]))
     for p in list(positive):
@@ -79,6 +80,10 @@ def lower_string(ctx: Context, schema: dict[str, Any], path: tuple[str, ...]) ->
                       "ignored", JsonSchemaWarning, stacklevel=3)
         return ctx.builder.terminal(f'"(?:{er.ANY_UNIT})*"', "STR")
     return ctx.builder.terminal(f'"{info.body}"', "STR")
+
+def literal_pattern(text: str) -> str:
+    """`text` as an ECMA-262 (u flag) pattern matching it literally."""
+    return "".join("\\" + c if c in "^$\\.*+?()[]{}|/" else c for c in text)
 
 def any_string(ctx: Context, lo: int, hi: int | None) -> str | None:
     """Any string of lo..hi code points: one terminal, or chunks when the count is long."""
