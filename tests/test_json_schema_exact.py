@@ -262,3 +262,14 @@ def test_a_negated_string_enum_beside_other_string_keywords_is_exact() -> None:
     for v in ["u", "v", "", "a.b", "axb", "é", "uu", "A"]:
         agree(g, schema, v)
     assert not g.accepts(json.dumps(["x"]))
+
+
+def test_large_property_counts_without_declared_properties_are_exact() -> None:
+    """maxProperties over MAX_COUNTED_PROPERTIES on a map (no declared properties): a repetition
+    of extra members, exact, where it was not enforced before."""
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 2,
+              "maxProperties": 100}
+    g, warned = compile_exact(schema)
+    assert not warned, warned
+    for n in (0, 1, 2, 50, 100, 101, 150):
+        agree(g, schema, {f"k{i}": i for i in range(n)})

@@ -277,7 +277,9 @@ class Containers:
         # body(i, count, started): members from property i on; `count` saturates above the bounds.
         track = min_p > 0 or max_p is not None
         cap = max(min_p, max_p if max_p is not None else 0) + 1
-        if track and cap > limits.MAX_COUNTED_PROPERTIES + 1:
+        # Without declared properties the count is a repetition of extra members, O(log) rules
+        # at any size; with them, states multiply by the count.
+        if track and names and cap > limits.MAX_COUNTED_PROPERTIES + 1:
             self.ctx.unsupported("minProperties/maxProperties", path,
                                  f"property counts above {limits.MAX_COUNTED_PROPERTIES} are not enforced")
             track, min_p, max_p = False, 0, None
