@@ -273,3 +273,14 @@ def test_large_property_counts_without_declared_properties_are_exact() -> None:
     assert not warned, warned
     for n in (0, 1, 2, 50, 100, 101, 150):
         agree(g, schema, {f"k{i}": i for i in range(n)})
+
+
+def test_uri_reference_format_is_checked() -> None:
+    """`format: uri-reference` (RFC 3986, the character sets of "uri"): a URI or a relative
+    reference whose first segment holds no colon; it was silently unchecked before."""
+    g, warned = compile_exact({"type": "string", "format": "uri-reference"})
+    assert not warned
+    for ok in ["#", "#frag", "/abc", "abc", "http://example.com/a?b#c", "", "a/b:c", "?q=1", "//host/p", "%41"]:
+        assert g.accepts(json.dumps(ok)), ok
+    for bad in ["1a:b", "!not a uri-reference!", "\\\\WINDOWS\\fileshare", "#frag\\ment", "%4"]:
+        assert not g.accepts(json.dumps(bad)), bad

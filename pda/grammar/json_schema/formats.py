@@ -25,6 +25,12 @@ FORMATS = {
     "uri": r"[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*"
            r"(?:#(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*)?",
 }
+# RFC 3986 URI-reference, with the same character sets as "uri": a URI, or a relative reference
+# whose first segment holds no ":" (else it would read as a scheme).
+_URI_CHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})"
+_URI_FIRST_SEGMENT_CHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|%[0-9A-Fa-f]{2})"
+FORMATS["uri-reference"] = (rf"(?:[A-Za-z][A-Za-z0-9+.-]*:{_URI_CHAR}*"
+                            rf"|{_URI_FIRST_SEGMENT_CHAR}*(?:[/?]{_URI_CHAR}*)?)(?:#{_URI_CHAR}*)?")
 _H16 = r"[0-9A-Fa-f]{1,4}"
 _V4 = FORMATS["ipv4"]
 _LS32 = rf"(?:{_H16}:{_H16}|{_V4})"
