@@ -284,3 +284,24 @@ def test_uri_reference_format_is_checked() -> None:
         assert g.accepts(json.dumps(ok)), ok
     for bad in ["1a:b", "!not a uri-reference!", "\\\\WINDOWS\\fileshare", "#frag\\ment", "%4"]:
         assert not g.accepts(json.dumps(bad)), bad
+
+
+def test_anchored_alternatives_with_lengths_compile_exactly() -> None:
+    """`^$|^[^/].*$` with minLength: the automata take anchors only at the edges, so every-
+    alternative-anchored patterns are grouped as `^(?:|[^/].*)$` first; relaxed with a warning
+    before."""
+    from pda.grammar.json_schema.strings import anchored_group
+
+    assert anchored_group("^$|^[^/].*$") == "^(?:|[^/].*)$"
+    assert anchored_group("^a$|b") == "^a$|b" and anchored_group("^a\\$|^b$") == "^a\\$|^b$"
+    assert anchored_group("^[|]$|^(x|y)$") == "^(?:[|]|(x|y))$"
+    schema = {"type": "string", "minLength": 1, "pattern": "^$|^[^/].*$"}
+    g, warned = compile_exact(schema)
+    assert not warned, warned
+    for v in ["", "a", "/a", "a/b", "a\nb"]:
+        agree(g, schema, v)
+    negated = {"type": "string", "maxLength": 3, "not": {"pattern": "^\\*$|^$|^[a-z][a-z0-9A-Z]*$"}}
+    g, warned = compile_exact(negated)
+    assert not warned, warned
+    for v in ["", "*", "ab", "Ab", "a*", "**", "abcd"]:
+        agree(g, negated, v)

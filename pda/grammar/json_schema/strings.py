@@ -45,6 +45,8 @@ def lower_string(ctx: Context, schema: dict[str, Any], path: tuple[str, ...]) ->
         negative += ["^" + literal_pattern(v) + "$" for v in string.not_in]
     if string.format is not None:
         positive.append(format_pattern(ctx.formats[string.format]))
+    positive = [anchored_group(p) for p in positive]
+    negative = [anchored_group(p) for p in negative]
     for p in list(positive):
         split = er.split_leading_lookahead(p)
         if split is not None:
@@ -80,6 +82,40 @@ def lower_string(ctx: Context, schema: dict[str, Any], path: tuple[str, ...]) ->
                       "ignored", JsonSchemaWarning, stacklevel=3)
         return ctx.builder.terminal(f'"(?:{er.ANY_UNIT})*"', "STR")
     return ctx.builder.terminal(f'"{info.body}"', "STR")
+
+def anchored_group(pattern: str) -> str:
+    """`^A$|^B$|...` (every top-level alternative anchored at both ends) as `^(?:A|B|...)$`, the
+    same language: the automata take anchors only at the pattern's edges (with lengths,
+    `^$|^[^/].*$` could not be compiled). Any other pattern is returned as it is."""
+    alts, depth, start, i, in_class = [], 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            alts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    alts.append(pattern[start:])
+    if len(alts) < 2 or in_class or depth:
+        return pattern
+
+    def ends_anchored(a: str) -> bool:
+        # A "$" that is not escaped: an even number of backslashes before it.
+        return a.endswith("$") and (len(a) - 1 - len(a[:-1].rstrip("\\"))) % 2 == 0
+
+    if not all(a.startswith("^") and len(a) >= 2 and ends_anchored(a) for a in alts):
+        return pattern
+    return "^(?:" + "|".join(a[1:-1] for a in alts) + ")$"
 
 def literal_pattern(text: str) -> str:
     """`text` as an ECMA-262 (u flag) pattern matching it literally."""
