@@ -305,3 +305,20 @@ def test_anchored_alternatives_with_lengths_compile_exactly() -> None:
     assert not warned, warned
     for v in ["", "*", "ab", "Ab", "a*", "**", "abcd"]:
         agree(g, negated, v)
+
+
+def test_pattern_keys_past_the_regex_limits_exclude_names_by_look_ahead() -> None:
+    """A pattern minus a declared name whose automaton is too large to write back as a regex
+    (a 0..48 counter): the name is excluded by a leading negative look-ahead instead of key
+    priorities, which let "docker" through as a pattern key (with a warning) before."""
+    pattern = "^[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?$"
+    closed = {"type": "object", "patternProperties": {pattern: {"type": "string"}},
+              "not": {"required": ["docker"]}, "additionalProperties": False}
+    both = {"type": "object", "properties": {"docker": {"type": "integer"}, "Up": {"type": "null"}},
+            "patternProperties": {pattern: {"type": "string"}}, "additionalProperties": {"type": "boolean"}}
+    for schema in (closed, both):
+        g, warned = compile_exact(schema)
+        assert not warned, warned
+        for v in [{"docker": "x"}, {"docker": 1}, {"dock": "x"}, {"dock": 1}, {"Dock": True}, {"Dock": "x"},
+                  {"Up": None}, {"Up": True}, {"a-b": "s", "Dock": False}]:
+            agree(g, schema, v)

@@ -211,9 +211,9 @@ class Containers:
         # Priorities rank key terminals only where their languages overlap (pattern and
         # propertyNames keys); elsewhere the additional key excludes the declared names
         # exactly, and unranked keys never shadow a key of another anyOf branch.
-        exact: dict[str, er.PatternInfo | None] | None = None
+        exact: dict[str, str | None] | None = None
         if patterns and not trivial and names_schema in (True, {}):
-            exact = self._exact_keys(list(patterns), names)
+            exact = self._exact_keys(list(patterns), names, others=extra_schema is not False)
         ranked = bool(patterns) and not trivial and exact is None or names_schema not in (True, {})
         member_syms: list[str | None] = []
         for n in names:
@@ -236,8 +236,9 @@ class Containers:
                 self.ctx.approximate("patternProperties", path + ("patternProperties",),
                                      "a key matching several patterns needs only one of their schemas")
             for p, ps in patterns.items():
+                key_regex: str | None
                 if exact is not None:
-                    info = exact[p]
+                    key_regex = exact[p]
                 else:
                     if any(search_pattern(p, n, path) for n in names):
                         self.ctx.approximate("patternProperties", path + ("patternProperties", p),
@@ -247,9 +248,10 @@ class Containers:
                         info = er.ecma_pattern_body(p)
                     except RegexError as exc:
                         raise GrammarError(f"{exc} (at {pointer(path + ('patternProperties',))})") from None
+                    key_regex = None if info is None else f'"{info.body}"'
                 v = self.value(ps, path + ("patternProperties", p))
-                if info is not None and v is not None:
-                    key = self.builder.terminal(f'"{info.body}"', "KEY", _PATTERN_KEY if ranked else 0)
+                if key_regex is not None and v is not None:
+                    key = self.builder.terminal(key_regex, "KEY", _PATTERN_KEY if ranked else 0)
                     extras.append(self.builder.rule([[key, *ws, colon, *ws, v]]) or "")
         if extra_schema is not False:
             v = self.value(extra_schema, path + ("additionalProperties",))
@@ -264,7 +266,7 @@ class Containers:
                                              "accepted with the additionalProperties schema")
                 elif exact is not None:
                     rest = exact[_OTHER_KEYS]
-                    key_sym = None if rest is None else self.builder.terminal(f'"{rest.body}"', "KEY")
+                    key_sym = None if rest is None else self.builder.terminal(rest, "KEY")
                 else:
                     key_sym = self.builder.terminal('"' + not_in_set(names) + '"', "KEY",
                                                     _ADDITIONAL_KEY if ranked else 0)
@@ -370,24 +372,42 @@ class Containers:
             return False
         return "properties" in schema or "patternProperties" in schema
 
-    def _exact_keys(self, patterns: list[str], names: list[str]) -> dict[str, er.PatternInfo | None] | None:
-        """Key bodies that need no priorities: each pattern minus the declared names, and
-        (under `_OTHER_KEYS`) the keys matching no pattern and no name; None when the
-        automata are over their limits (then priorities rank the keys).
+    def _exact_keys(self, patterns: list[str], names: list[str], *,
+                    others: bool = True) -> dict[str, str | None] | None:
+        """Key terminals (regexes, quotes included) that need no priorities: each pattern minus
+        the declared names, and (under `_OTHER_KEYS`, unless `others` is False: no additional
+        key is allowed) the keys matching no pattern and no name; None when the automata are
+        over their limits (then priorities rank the keys). None for a pattern no key matches.
 
-        Unranked keys never hide an equal key of another `anyOf` branch lexed at the
-        same position, which ranked ones do.
+        Written back as one regex through the automata where that is small enough; else the
+        exclusions are a leading negative look-ahead, `(?!"docker")"pattern"` (pda's DFA
+        builder subtracts it: a key lexeme ends at its closing quote, so a look-ahead that
+        includes the quote excludes exactly those keys). Unranked keys never hide an equal
+        key of another `anyOf` branch lexed at the same position, which ranked ones do.
         """
         if len(names) > limits.MAX_EXACT_KEY_NAMES or sum(map(len, patterns)) > limits.MAX_EXACT_KEY_PATTERNS:
             return None
         literals = ["^" + _ecma_escape(n) + "$" for n in names]
         try:
-            out = {p: er.pattern_set_body([p], literals) for p in patterns}
-            out[_OTHER_KEYS] = er.pattern_set_body([], [*patterns, *literals])
+            infos = {p: er.pattern_set_body([p], literals) for p in patterns}
+            if others:
+                infos[_OTHER_KEYS] = er.pattern_set_body([], [*patterns, *literals])
+            if sum(len(info.body) for info in infos.values() if info is not None) <= limits.MAX_EXACT_KEY_REGEX:
+                return {k: None if info is None else f'"{info.body}"' for k, info in infos.items()}
+        except RegexError:
+            pass
+        try:
+            bodies = {p: er.ecma_pattern_body(p) for p in patterns}
         except RegexError:
             return None
-        if sum(len(info.body) for info in out.values() if info is not None) > limits.MAX_EXACT_KEY_REGEX:
-            return None  # a lexer DFA that size costs more than priorities' rare hazard
+        names_regex = "|".join(er.literal_string_regex(n) for n in names)
+        out: dict[str, str | None] = {
+            p: None if info is None else (f"(?!{names_regex})" if names else "") + f'"{info.body}"'
+            for p, info in bodies.items()}
+        if others:
+            excluded = "|".join([*(f'"{info.body}"' for info in bodies.values() if info is not None),
+                                 *([names_regex] if names else [])])
+            out[_OTHER_KEYS] = (f"(?!{excluded})" if excluded else "") + f'"(?:{er.ANY_UNIT})*"'
         return out
 
     def members_any_order(self, members: list[str | None], required: list[bool], extra: str | None) -> str | None:
