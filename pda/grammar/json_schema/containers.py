@@ -554,8 +554,6 @@ class Containers:
             return False
         return const_satisfies(name, ns, self.ctx.formats)
 
-    # ------------------------------------------------------------- any value
-
 
 def _ecma_escape(text: str) -> str:
     """`text` as an ECMA-262 (u flag) pattern matching it literally."""

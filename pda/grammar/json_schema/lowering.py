@@ -267,7 +267,7 @@ class Lowering:
             seq += [key, *ws, self.ctx.literal(":"), *ws, self.const(x)]
         return self.builder.rule([seq + [*ws, self.ctx.literal("}")]]) or ""
 
-    # --------------------------------------------------------------- numbers
+    # ------------------------------------------------------------- any value
 
     def any_value(self) -> str:
         """The rule for any JSON value (the schema `true`), built once per lowering."""
@@ -290,7 +290,7 @@ class Lowering:
         self.builder.define(name, [[s] for s in scalars] + [[obj or ""], [arr or ""]])
         return name
 
-    # ----------------------------------------------------------------- output
+    # -------------------------------------------------- values decided by parsing
 
     def values_verdicts(self, values: list[Any], schema: Any, path: tuple[str, ...]) -> list[bool] | None:
         """Whether each value is an instance of `schema`, decided by parsing it with the

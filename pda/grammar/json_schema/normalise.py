@@ -472,7 +472,7 @@ class Normaliser:
             out += conjuncts
         return out
 
-    # ---------------------------------------------------------------- values
+    # ---------------------------------------------------------- disjoint branches
 
     def disjoint(self, branches: list[Any]) -> bool:
         """True when no instance can satisfy two branches (checked on types, consts, enums)."""
