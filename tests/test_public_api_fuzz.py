@@ -157,10 +157,21 @@ def compiled(name: str) -> pda.CompiledGrammar:
 
 def exercise(grammar: pda.Grammar, texts: list[str], what: object) -> None:
     """Membership on a few texts, then compile with the small vocabulary and take a few steps."""
+    def verdict(prefix: bool) -> bool | None:
+        """`check`'s verdict (None when it raised another pda error): `accepts` must agree with it."""
+        try:
+            grammar.check(text, prefix=prefix)
+        except pda.ParseError:
+            return False
+        return True
+
     for text in texts:
-        guarded(lambda: grammar.accepts(text), PDA_ONLY, (what, text))
-        guarded(lambda: grammar.accepts_prefix(text), PDA_ONLY, (what, text))
-        guarded(lambda: grammar.check(text), PDA_ONLY, (what, text))
+        whole = guarded(lambda: grammar.accepts(text), PDA_ONLY, (what, text))
+        prefix = guarded(lambda: grammar.accepts_prefix(text), PDA_ONLY, (what, text))
+        for verdict_of_accepts, is_prefix in ((whole, False), (prefix, True)):
+            checked = guarded(lambda: verdict(is_prefix), PDA_ONLY, (what, text))
+            if verdict_of_accepts is not None and checked is not None:
+                assert verdict_of_accepts == checked, (what, text, is_prefix)
 
     def steps() -> None:
         m = pda.Matcher(pda.compile(grammar, small_vocab()))
