@@ -65,17 +65,22 @@ def normalise(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> Ch
     return merged[:i] + tuple(cut) + merged[j:]
 
 
-def complement(cs: CharSet) -> CharSet:
-    """Every scalar value not in `cs`."""
+def gaps(ranges: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
+    """The code points 0..MAX_CP outside sorted, disjoint `ranges` (surrogates included)."""
     out: list[tuple[int, int]] = []
     nxt = 0
-    for lo, hi in cs:
+    for lo, hi in ranges:
         if lo > nxt:
             out.append((nxt, lo - 1))
         nxt = hi + 1
     if nxt <= MAX_CP:
         out.append((nxt, MAX_CP))
-    return normalise(out)
+    return out
+
+
+def complement(cs: CharSet) -> CharSet:
+    """Every scalar value not in `cs`."""
+    return normalise(gaps(cs))
 
 
 def union(*sets: CharSet) -> CharSet:

@@ -7,9 +7,8 @@ accepted as text). `complement`, `subtract` and `intersect` keep that form.
 
 from __future__ import annotations
 
-from pda.regex.charset import merge_ranges
+from pda.regex.charset import MAX_CP, gaps, merge_ranges
 
-MAX_CP = 0x10FFFF
 Ranges = tuple[tuple[int, int], ...]
 
 # ECMA-262 WhiteSpace and LineTerminator code points (the meaning of \s).
@@ -28,16 +27,8 @@ normalize = merge_ranges
 
 
 def complement(ranges: Ranges) -> Ranges:
-    """All code points not in `ranges`."""
-    out = []
-    nxt = 0
-    for lo, hi in normalize(ranges):
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CP:
-        out.append((nxt, MAX_CP))
-    return tuple(out)
+    """All code points not in `ranges` (surrogates included)."""
+    return tuple(gaps(normalize(ranges)))
 
 
 def subtract(a: Ranges, b: Ranges) -> Ranges:
