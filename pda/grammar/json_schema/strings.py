@@ -32,6 +32,9 @@ def lower_string(ctx: Context, schema: dict[str, Any], path: tuple[str, ...]) ->
     """The terminal for `string` instances of `schema` (lengths, patterns, format, a negated enum);
     None when there are none."""
     string = StringSchema.of(schema)
+    if isinstance(schema.get("format"), str) and string.format is None:
+        ctx.approximate("format", path + ("format",), f"{schema['format']!r} is not a format pda checks: "
+                        "any string is taken (JSON Schema's default for formats: an annotation)")
     lo, hi = string.min_length, string.max_length
     if hi is not None and hi < lo:
         return None
