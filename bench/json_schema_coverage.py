@@ -65,16 +65,16 @@ def compile_schema(schema: Any, *, strict: bool, whitespace: str, property_order
 
 def compile_wider(schema: Any, *, strict: bool, whitespace: str, limit: int = 10) -> Any:
     """The schema compiled with any property order for objects of up to `limit` declared properties."""
-    from pda.grammar import json_schema as js
+    from pda.grammar.json_schema import limits
 
-    saved = js.MAX_ANY_ORDER_PROPERTIES
-    js.MAX_ANY_ORDER_PROPERTIES = limit
+    saved = limits.MAX_ANY_ORDER_PROPERTIES
+    limits.MAX_ANY_ORDER_PROPERTIES = limit
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the first compile has recorded them
             return compile_schema(schema, strict=strict, whitespace=whitespace, property_order="any")
     finally:
-        js.MAX_ANY_ORDER_PROPERTIES = saved
+        limits.MAX_ANY_ORDER_PROPERTIES = saved
 
 
 def recogniser(grammar_text: str) -> Callable[[str], bool]:

@@ -33,18 +33,15 @@ each one either raises `GrammarError` (``on_unsupported="raise"``) or warns with
 The defaults are made for generation; ``exact=True`` is JSON Schema's language
 (`resolve_options`, docs/json_schema.md "Defaults").
 
-The limits are also attributes of this package, and setting one here sets it in
-`limits`, where the lowering reads it (a benchmark widens `MAX_ANY_ORDER_PROPERTIES` so).
+The limits are re-exported here for reading; the lowering reads them from `limits`,
+where a test or a benchmark changes one (`json_schema.limits.MAX_ANY_ORDER_PROPERTIES`).
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import Any
 
 from pda.grammar.ir import GrammarIR
-from pda.grammar.json_schema import limits
 from pda.grammar.json_schema.context import JsonSchemaWarning
 from pda.grammar.json_schema.limits import (
     LONG_STRING_UNITS, MAX_ANY_ORDER_PROPERTIES, MAX_BRANCHES, MAX_COUNT, MAX_COUNTED_PROPERTIES, MAX_DEPENDENCIES,
@@ -112,15 +109,3 @@ def pydantic_to_schema(model: Any) -> dict[str, Any]:
     from pydantic import TypeAdapter
 
     return TypeAdapter(model).json_schema()
-
-
-class _Package(types.ModuleType):
-    """This package's module type: setting a limit on it sets it in `limits` too."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if hasattr(limits, name) and name.isupper():
-            setattr(limits, name, value)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

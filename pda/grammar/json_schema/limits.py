@@ -4,8 +4,8 @@ Every bound the lowering enforces (document size, nesting, counts, the sizes pas
 which a construction is approximated or refused) and every generation default
 (white space, number ranges) is a constant here with the reason for its value.
 The lowering reads them as `limits.NAME` when it runs, so a test or a benchmark
-may change one for a while (`pda.grammar.json_schema.MAX_ANY_ORDER_PROPERTIES = 10`
-sets it here). Nothing else lives here.
+may change one for a while (`pda.grammar.json_schema.limits.MAX_ANY_ORDER_PROPERTIES = 10`).
+Nothing else lives here.
 """
 
 MAX_WHITESPACE_RUN = 65
