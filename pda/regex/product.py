@@ -8,9 +8,9 @@ per-terminal states.
 Only states where two or more terminals are live are explored (breadth-first,
 by the compiled `pda.kernels.product.explore`, interning states by content); a
 state where one terminal alone is live is that terminal's own minimal DFA from
-there, so its part of the product is numbered directly. The result is minimised
-by the compiled Hopcroft refinement (`pda.kernels.partition`), with each single
-state a block of its own.
+there, so its part of the product is numbered directly. The result needs no
+minimisation: a product of minimal DFAs with one accept column per terminal is
+minimal (`_renumber`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from pda.errors import LimitExceeded
-from pda.kernels.partition import coarsest_partition
 from pda.kernels.product import explore, reachable
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.utf8 import distinct_rows
@@ -87,7 +86,7 @@ def combine(
     components[n_mixed + np.arange(len(singles)), own] = singles
     accept = acc_table[components]
     live = live_table[components]
-    dfa, reps = _minimise(trans, accept, live, byte_class, tuple(names), n_open=n_mixed)
+    dfa, reps = _renumber(trans, accept, live, byte_class, tuple(names))
     kept = components[reps]
     kept -= offsets[:-1].astype(np.int32)
     return dfa, kept.astype(component_dtype(dfas), copy=False)
@@ -102,37 +101,35 @@ def component_dtype(dfas: Sequence[LexerDFA]) -> np.dtype:
     return np.dtype(np.int16 if max((d.n_states for d in dfas), default=0) <= 2**15 else np.int32)
 
 
-def _minimise(
-    trans: np.ndarray, accept: np.ndarray, live: np.ndarray, byte_class: np.ndarray, names, *, n_open: int
+def _renumber(
+    trans: np.ndarray, accept: np.ndarray, live: np.ndarray, byte_class: np.ndarray, names
 ) -> tuple[LexerDFA, np.ndarray]:
-    """The coarsest partition refining the accept rows; renumber so the start is 0 and dead is last.
+    """The product renumbered so the start is 0 and the dead state last; already minimal.
 
-    Only the first `n_open` states start in shared blocks: the others (a product's single states, each one
-    terminal's minimal DFA in one state) are pairwise inequivalent and inequivalent to those,
-    so each starts and stays a block of its own.
+    Every terminal's DFA is minimal and trimmed (each state but a dead one reaches an
+    accepting one), and a product state's accept row has one column per terminal. Two
+    product states differ in some terminal's component, whose two states then accept
+    different continuations (or one is dead and the other is not), so the product states
+    accept different continuations too: no two are equivalent, and a partition refinement
+    would merge none (it merged none over 51 products of JSON Schemas and every shipped
+    grammar, at ~0.4 ms a product). The one exception is an empty language, where the
+    start is the dead state.
     """
     n = len(trans)
-    initial = np.empty(n, dtype=np.int64)
-    # Rows grouped through one void view of the packed bits: 25x faster than `np.unique(axis=0)`, same numbering.
-    initial[:n_open] = distinct_rows(np.packbits(accept[:n_open], axis=1))[1] if accept.shape[1] else 0
-    initial[n_open:] = n_open + np.arange(n - n_open)
-    block = coarsest_partition(trans, initial)
-    count = int(block.max()) + 1
-    # Start (product state 1) first, dead (product state 0) last, others by first appearance.
-    order = np.sort(np.unique(block, return_index=True)[1])
-    middle = order[order > 1]
-    firsts = np.concatenate(([1], middle) if block[0] == block[1] else ([1], middle, [0]))
-    new_id = np.empty(count, dtype=np.int64)
-    new_id[block[firsts]] = np.arange(len(firsts))
-    dead = int(new_id[block[0]])
-    reps = firsts
-    out = new_id[block[trans[reps]]].astype(np.int32)
+    if n < 2 or not (live[1].any() or accept[1].any()):  # nothing is live at the start: one dead state
+        dfa = LexerDFA(n_states=1, start=0, dead=0, byte_class=byte_class, trans=np.zeros((1, trans.shape[1]), np.int32),
+                       accept=accept[:1], live=live[:1], names=names)
+        return dfa, np.zeros(1, dtype=np.int64)
+    # Start (product state 1) first, then the others in order, dead (product state 0) last.
+    reps = np.concatenate(([1], np.arange(2, n), [0])).astype(np.int64)
+    new_id = np.empty(n, dtype=np.int64)
+    new_id[reps] = np.arange(n)
     dfa = LexerDFA(
-        n_states=len(firsts),
+        n_states=n,
         start=0,
-        dead=dead,
+        dead=n - 1,
         byte_class=byte_class,
-        trans=out,
+        trans=new_id[trans[reps]].astype(np.int32),
         accept=accept[reps],
         live=live[reps],
         names=names,
