@@ -1,5 +1,5 @@
-"""GBNF front end: translation to Lark, checked against Lark's Earley parser,
-Python's `re` (for regular GBNF), and pda itself once its engine is present."""
+"""GBNF front end: the grammar the shared `GrammarBuilder` builds, checked through its Lark
+text against Lark's Earley parser, against Python's `re` (for regular GBNF), and in pda."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def gbnf_escape(cp: int) -> str:
 
 
 def test_every_character_survives_as_literal_and_class() -> None:
-    """Each character, written as an escape, means exactly itself in the translation."""
+    """Each character, written as an escape, means exactly itself in the grammar."""
     for cp in SAMPLE_CHARS:
         esc = gbnf_escape(cp)
         probes = {chr(cp), chr((cp + 1) % 0x110000), "a"}
@@ -255,21 +255,23 @@ def test_empty_alternatives_and_literals() -> None:
 )
 def test_errors_name_the_line(text: str, line: int | None, fragment: str) -> None:
     with pytest.raises(GrammarError) as info:
-        gbnf_to_lark(text)
+        pda.Grammar.from_gbnf(text)
     assert info.value.line == line
     assert fragment in str(info.value)
 
 
-def test_deep_groups_become_rules_within_lark_nesting_limit() -> None:
-    """Lark's loader recurses per bracket: deep GBNF groups are emitted as `_groupN` rules."""
-    from pda.grammar.lark_frontend import MAX_LARK_NESTING
-
+def test_deep_groups_need_no_nesting() -> None:
+    """Groups become builder rules, so the IR and its Lark text are flat at any depth."""
     depth = 1000
-    text = gbnf_to_lark("root ::= " + '("a" ' * depth + '"b"' + ")" * depth)
-    assert "_group" in text
-    deepest = level = 0
-    for c in re.sub(r'"(?:[^"\\]|\\.)*"', "", text):
-        level += (c == "(") - (c == ")")
-        deepest = max(deepest, level)
-    assert deepest <= MAX_LARK_NESTING
-    assert pda.Grammar.from_gbnf("root ::= " + '("a" ' * depth + '"b"' + ")" * depth).accepts("a" * depth + "b")
+    text = "root ::= " + '("a" ' * depth + '"b"' + ")" * depth
+    assert "(" not in gbnf_to_lark(text)
+    assert pda.Grammar.from_gbnf(text).accepts("a" * depth + "b")
+
+
+def test_counted_repetition_takes_few_rules() -> None:
+    """`{m,n}` is the builder's O(log n) repetition, not n alternatives."""
+    grammar = pda.Grammar.from_gbnf('root ::= "a"{0,2000} "b"{3}\n')
+    assert len(grammar.ir.rules) < 60
+    assert grammar.ir.start == "root"
+    assert grammar.accepts("a" * 2000 + "bbb") and grammar.accepts("bbb")
+    assert not grammar.accepts("a" * 2001 + "bbb") and not grammar.accepts("abb")

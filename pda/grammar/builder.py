@@ -1,6 +1,6 @@
 """The one grammar builder the front ends share: fresh names, deduplicated terminals and rules, a `GrammarIR`.
 
-A front end that generates a grammar (JSON Schema, structural tags, regex, choices)
+A front end that generates a grammar (JSON Schema, structural tags, regex, choices, GBNF)
 asks this builder for symbols instead of writing grammar text: `terminal(regex)`
 names a terminal (one name per distinct regex and priority), `rule(alternatives)`
 names a rule (one name per distinct body; a rule that would be one rule symbol is
@@ -147,12 +147,14 @@ class GrammarBuilder:
 
     # ----------------------------------------------------------------- output
 
-    def ir(self, start: Alternatives, *, source: str | None = None) -> GrammarIR:
-        """The grammar with a rule `start` of these alternatives: what is reachable from it, in naming order."""
-        rules: dict[str, Alternatives] = {"start": start, **self.rules}
+    def ir(self, start: Alternatives, *, source: str | None = None, name: str = "start") -> GrammarIR:
+        """The grammar with a start rule `name` of these alternatives: what is reachable from it, in naming order.
+
+        `name` must not be a name the builder hands out (GBNF keeps its `root`)."""
+        rules: dict[str, Alternatives] = {name: start, **self.rules}
         optional = self._optional_rules
-        rules.update({name: [[], [sym[:-1]]] for sym, name in optional.items()})
-        reachable, todo = {"start"}, ["start"]
+        rules.update({opt: [[], [sym[:-1]]] for sym, opt in optional.items()})
+        reachable, todo = {name}, [name]
         while todo:
             for alt in rules[todo.pop()]:
                 for sym in alt:
@@ -161,23 +163,24 @@ class GrammarBuilder:
                     if sym in rules and sym not in reachable:
                         reachable.add(sym)
                         todo.append(sym)
-        ir_rules = [Rule(name, tuple([optional.get(sym, sym) for sym in alt]) if optional else tuple(alt))
-                    for name, alts in rules.items() if name in reachable for alt in alts]
+        ir_rules = [Rule(lhs, tuple([optional.get(sym, sym) for sym in alt]) if optional else tuple(alt))
+                    for lhs, alts in rules.items() if lhs in reachable for alt in alts]
         used = {sym for r in ir_rules for sym in r.rhs}
-        terminals = [TerminalDef(name, regex, priority=priority, lazy=_is_lazy(regex))
-                     for name, (regex, priority) in self.terminals.items() if name in used]
-        terminals += [TerminalDef(name, regex) for name, regex in self._fixed_terminals.items() if name in used]
-        return GrammarIR(terminals=tuple(terminals), rules=tuple(ir_rules), start="start", source=source)
+        terminals = [TerminalDef(t, regex, priority=priority, lazy=_is_lazy(regex))
+                     for t, (regex, priority) in self.terminals.items() if t in used]
+        terminals += [TerminalDef(t, regex) for t, regex in self._fixed_terminals.items() if t in used]
+        return GrammarIR(terminals=tuple(terminals), rules=tuple(ir_rules), start=name, source=source)
 
-    def lark(self, start: Sequence[str]) -> str:
-        """The same grammar as Lark text (every rule and terminal, reachable or not); `start` one alternative."""
-        lines = [f"start: {' '.join(start)}"]
-        for name, alts in self.rules.items():
-            lines.append(f"{name}: " + "\n    | ".join(" ".join(a) for a in alts))
-        for name, (regex, priority) in self.terminals.items():
-            lines.append(f"{name}{f'.{priority}' if priority else ''}: {lark_regex(regex)}")
-        for name, regex in self._fixed_terminals.items():
-            lines.append(f"{name}: /{regex}/")
+    def lark(self, start: Sequence[str], *, name: str = "start") -> str:
+        """The same grammar as Lark text (every rule and terminal, reachable or not); `start` one alternative
+        of the start rule `name`."""
+        lines = [f"{name}: {' '.join(start)}"]
+        for lhs, alts in self.rules.items():
+            lines.append(f"{lhs}: " + "\n    | ".join(" ".join(a) for a in alts))
+        for t, (regex, priority) in self.terminals.items():
+            lines.append(f"{t}{f'.{priority}' if priority else ''}: {lark_regex(regex)}")
+        for t, regex in self._fixed_terminals.items():
+            lines.append(f"{t}: /{regex}/")
         return "\n".join(lines) + "\n"
 
 

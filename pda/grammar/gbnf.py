@@ -1,12 +1,17 @@
-"""GBNF (llama.cpp's grammar format) → Lark grammar text.
+"""GBNF (llama.cpp's grammar format) → pda's IR, built with the shared `GrammarBuilder`.
+
+The text is parsed into a small AST, which is lowered into builder rules and
+terminals: each GBNF rule a reserved builder rule, a group of several options a
+rule, `{m,n}` the builder's O(log n) repetition. `gbnf_to_lark` is the same
+grammar as the builder's Lark text (the tests' reference parses it with Lark).
 
 GBNF has no lexer: its grammar is over characters. pda lexes greedily, so a
 multi-character terminal could swallow text that the character-level grammar
-would split differently. The translation therefore makes every terminal match
-exactly one character: a literal "abc" becomes the three terminals "a" "b" "c",
-a character class becomes a one-character regex terminal. With one-character
-terminals the longest match is always one character, and pda hands the parser
-every terminal that matches it, so greedy lexing cannot change the language.
+would split differently. Invariant: every terminal matches exactly one
+character: a literal "abc" becomes the three terminals "a" "b" "c", a character
+class becomes a one-character regex terminal. With one-character terminals the
+longest match is always one character, and pda hands the parser every terminal
+that matches it, so greedy lexing cannot change the language.
 
 Syntax accepted (llama.cpp's `grammar-parser`): rules `name ::= body`, `|`,
 groups `( )`, postfix `? * +`, `{m}`, `{m,}`, `{m,n}` (and `{,n}`), literals
@@ -26,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pda.errors import GrammarError
+from pda.grammar.builder import GrammarBuilder
+from pda.grammar.ir import GrammarIR
 from pda.regex.syntax import drive
 
 # -- AST ---------------------------------------------------------------------
@@ -71,7 +78,7 @@ class _Alt:
     options: tuple[_Seq, ...]
 
 
-_Node = _Literal | _CharClass | _AnyChar | _Ref | _Repeat | _Seq | _Alt
+_Node = _Literal | _CharClass | _AnyChar | _Ref | _Repeat | _Alt  # an item of a sequence
 
 _MAX_REPETITION = 2000  # llama.cpp's MAX_REPETITION_THRESHOLD
 _NAME_CHAR = re.compile(r"[A-Za-z0-9_\-]")
@@ -301,35 +308,20 @@ class _Parser:
         return _CharClass(tuple(ranges), negated)
 
 
-# -- emission ----------------------------------------------------------------
+# -- lowering ----------------------------------------------------------------
+
+# Any one character (GBNF's `.` and `[^]`).
+_ANY_CHAR = "(?s:.)"
 
 
-def _escape_for_string(cp: int) -> str:
-    """One character inside a Lark "..." literal."""
-    c = chr(cp)
-    if c in '"\\':
-        return "\\" + c
-    if cp < 0x20 or cp == 0x7F or not c.isprintable():
-        return _hex_escape(cp)
-    return c
-
-
-def _escape_for_class(cp: int) -> str:
-    """One character inside a regex [...] class within a Lark /.../ literal.
-
-    Lark evaluates \\x, \\u, \\U escapes into the characters themselves before
-    the pattern reaches `re`, so only characters that are never special in a
-    class may be written that way; ASCII punctuation is backslash-escaped.
-    """
+def _escape(cp: int) -> str:
+    """One character as a Python regex, in or out of a class: ASCII letters and digits
+    as themselves, other printable ASCII backslash-escaped, the rest as hex escapes."""
     c = chr(cp)
     if c.isascii() and c.isalnum():
         return c
     if 0x20 <= cp < 0x7F:
         return "\\" + c
-    return _hex_escape(cp)
-
-
-def _hex_escape(cp: int) -> str:
     if cp <= 0xFF:
         return f"\\x{cp:02x}"
     if cp <= 0xFFFF:
@@ -337,136 +329,65 @@ def _hex_escape(cp: int) -> str:
     return f"\\U{cp:08x}"
 
 
-# Groups nested this deep become rules of their own (`_group1: ...`), so the Lark text
-# never nests deeper than Lark's recursive loader allows (`lark_frontend.MAX_LARK_NESTING`).
-_HOIST_DEPTH = 50
+class _Lowering:
+    """GBNF AST → rules and terminals of a `GrammarBuilder`; generators run by `drive`
+    (no recursion at any depth). An item lowers to a list of symbols: a literal to one
+    terminal per character, a group of one option to its symbols inline, a group of
+    several options or a repeated item of several symbols to a rule."""
 
+    def __init__(self, rules: dict[str, tuple[_Alt, int]], builder: GrammarBuilder) -> None:
+        self.builder = builder
+        self.names = {name: builder.reserve() for name in rules}
 
-class _Emitter:
-    """GBNF AST → Lark rule bodies; generators run by `drive` (no recursion at any depth)."""
+    def define(self, name: str, body: _Alt) -> None:
+        self.builder.define(self.names[name], drive(self.alternatives(body)))
 
-    def __init__(self, rules: dict[str, tuple[_Alt, int]]) -> None:
-        self.hoisted: list[str] = []  # `_groupN: body` lines for deeply nested groups
-        self.names: dict[str, str] = {}
-        taken = {"root"}
-        self.names["root"] = "root"
-        for name in rules:
-            if name == "root":
-                continue
-            base = re.sub(r"[^a-z0-9_]", "_", name.lower())
-            if not base[0].isalpha():
-                base = "r_" + base
-            candidate, n = base, 2
-            while candidate in taken:
-                candidate, n = f"{base}_{n}", n + 1
-            taken.add(candidate)
-            self.names[name] = candidate
-
-    def rule_body(self, node: _Alt) -> str:
-        return drive(self.alt(node, 0))
-
-    def alt(self, node: _Alt, depth: int) -> Generator[Any, str, str]:
-        """An alternation; empty options make the whole group optional."""
-        parts = []
+    def alternatives(self, node: _Alt) -> Generator[Any, list[str], list[list[str]]]:
+        options = []
         for option in node.options:
-            parts.append((yield self.seq(option, depth)))
-        nonempty = list(dict.fromkeys(p for p in parts if p))
-        if not nonempty:
-            return ""
-        body = " | ".join(nonempty)
-        if not all(parts):
-            return f"({body})?"
-        return body
+            options.append((yield self.sequence(option)))
+        return options
 
-    def seq(self, node: _Seq, depth: int) -> Generator[Any, str, str]:
-        texts = []
+    def sequence(self, node: _Seq) -> Generator[Any, list[str], list[str]]:
+        symbols: list[str] = []
         for item in node.items:
-            texts.append((yield self.item(item, depth + 1)))
-        return " ".join(s for s in texts if s)
+            symbols += yield self.item(item)
+        return symbols
 
-    def item(self, node: _Node, depth: int) -> Generator[Any, str, str]:
+    def item(self, node: _Node) -> Generator[Any, Any, list[str]]:
+        builder = self.builder
         if isinstance(node, _Literal):
-            return " ".join(f'"{_escape_for_string(ord(c))}"' for c in node.text)
+            return [builder.terminal(_escape(ord(c)), "CHAR") for c in node.text]
         if isinstance(node, _CharClass):
-            if not node.negated and len(node.ranges) == 1 and node.ranges[0][0] == node.ranges[0][1]:
-                return f'"{_escape_for_string(node.ranges[0][0])}"'
-            if node.negated and not node.ranges:
-                return "/./s"
-            body = "".join(
-                _escape_for_class(lo) if lo == hi else f"{_escape_for_class(lo)}-{_escape_for_class(hi)}"
-                for lo, hi in node.ranges
-            )
-            return f"/[{'^' if node.negated else ''}{body}]/"
+            return [builder.terminal(_class_regex(node), "CHAR")]
         if isinstance(node, _AnyChar):
-            return "/./s"
+            return [builder.terminal(_ANY_CHAR, "CHAR")]
         if isinstance(node, _Ref):
-            return self.names[node.name]
-        if isinstance(node, (_Seq, _Alt)):
-            if depth >= _HOIST_DEPTH:
-                body = yield (self.seq(node, 0) if isinstance(node, _Seq) else self.alt(node, 0))
-                if not body:
-                    return ""
-                self.hoisted.append(f"_group{len(self.hoisted) + 1}: {body}")
-                return f"_group{len(self.hoisted)}"
-            return self.group((yield (self.seq(node, depth) if isinstance(node, _Seq) else self.alt(node, depth))))
-        inner = self.group((yield self.item(node.item, depth + 1)))
-        if not inner or node.max == 0:
-            return ""
-        if (node.min, node.max) == (0, None):
-            return f"{inner}*"
-        if (node.min, node.max) == (1, None):
-            return f"{inner}+"
-        if (node.min, node.max) == (0, 1):
-            return f"{inner}?"
-        if node.max is None:
-            return f"{inner} ~ {node.min} {inner}*"
-        if node.min == node.max:
-            return f"{inner} ~ {node.min}"
-        return f"{inner} ~ {node.min}..{node.max}"
-
-    @staticmethod
-    def group(text: str) -> str:
-        if not text:
-            return ""
-        if text.startswith("(") and text.endswith(")") and _balanced_outer(text):
-            return text
-        if re.fullmatch(r'[a-z0-9_]+|"(?:[^"\\]|\\.)*"|/(?:[^/\\]|\\.)*/s?', text):
-            return text
-        return f"({text})"
+            return [self.names[node.name]]
+        if isinstance(node, _Alt):
+            options = yield self.alternatives(node)
+            if len(options) == 1:
+                return options[0]
+            return [builder.rule(options) or ""]
+        symbols = yield self.item(node.item)
+        if not symbols or node.max == 0:
+            return []
+        one = symbols[0] if len(symbols) == 1 else builder.rule([symbols]) or ""
+        return builder.repeat(one, node.min, node.max)
 
 
-def _balanced_outer(text: str) -> bool:
-    """Whether the parentheses at both ends of `text` enclose all of it."""
-    depth = 0
-    in_string = in_regex = False
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and (in_string or in_regex):
-            i += 2
-            continue
-        if c == '"' and not in_regex:
-            in_string = not in_string
-        elif c == "/" and not in_string:
-            in_regex = not in_regex
-        elif not (in_string or in_regex):
-            if c == "(":
-                depth += 1
-            elif c == ")":
-                depth -= 1
-                if depth == 0 and i != len(text) - 1:
-                    return False
-        i += 1
-    return True
+def _class_regex(node: _CharClass) -> str:
+    """A one-character regex for a character class (`[^]`: any character)."""
+    if node.negated and not node.ranges:
+        return _ANY_CHAR
+    if not node.negated and len(node.ranges) == 1 and node.ranges[0][0] == node.ranges[0][1]:
+        return _escape(node.ranges[0][0])
+    body = "".join(_escape(lo) if lo == hi else f"{_escape(lo)}-{_escape(hi)}" for lo, hi in node.ranges)
+    return f"[{'^' if node.negated else ''}{body}]"
 
 
-def gbnf_to_lark(text: str) -> str:
-    """Translate GBNF grammar text into Lark text whose start rule is `root`.
-
-    Every terminal in the result matches exactly one character, so the
-    language under pda's greedy lexer equals the GBNF language. Errors
-    (syntax, undefined rules, no `root`) raise `GrammarError` with the line.
-    """
+def _build(text: str) -> tuple[GrammarBuilder, str]:
+    """The builder holding a GBNF grammar's rules, and the builder's name for `root`."""
     parser = _Parser(text)
     rules = parser.parse()
     if "root" not in rules:
@@ -474,12 +395,29 @@ def gbnf_to_lark(text: str) -> str:
     for ref in parser.refs:
         if ref.name not in rules:
             raise GrammarError(f"GBNF: undefined rule {ref.name!r}", line=ref.line, column=ref.column)
-    emitter = _Emitter(rules)
-    lines = [f"// translated from GBNF by pda.grammar.gbnf ({len(rules)} rules)"]
-    for name, (body, line) in rules.items():
-        lines.append(f"// {name} (GBNF line {line})")
-        lines.append(f"{emitter.names[name]}: {emitter.rule_body(body)}")
-    return "\n".join(lines + emitter.hoisted) + "\n"
+    builder = GrammarBuilder()
+    lowering = _Lowering(rules, builder)
+    for name, (body, _line) in rules.items():
+        lowering.define(name, body)
+    return builder, lowering.names["root"]
 
 
-__all__ = ["gbnf_to_lark"]
+def gbnf_to_ir(text: str, *, source: str | None = None) -> GrammarIR:
+    """The grammar of GBNF text, start rule `root`.
+
+    Every terminal matches exactly one character, so the language under pda's
+    greedy lexer equals the GBNF language. Errors (syntax, undefined rules, no
+    `root`) raise `GrammarError` with the line.
+    """
+    builder, root = _build(text)
+    return builder.ir([[root]], source=source, name="root")
+
+
+def gbnf_to_lark(text: str) -> str:
+    """The same grammar as Lark text (start rule `root`), written by the builder: the
+    tests' character-level reference parses it with Lark's Earley parser."""
+    builder, root = _build(text)
+    return builder.lark([root], name="root")
+
+
+__all__ = ["gbnf_to_ir", "gbnf_to_lark"]

@@ -51,10 +51,10 @@ class Grammar:
 
     @classmethod
     def from_gbnf(cls, text: str, *, source: str = "<gbnf>") -> "Grammar":
-        """llama.cpp's GBNF format; `root` is the start rule."""
-        from pda.grammar.gbnf import gbnf_to_lark
+        """llama.cpp's GBNF format; `root` is the start rule. The IR is built by the shared `GrammarBuilder`."""
+        from pda.grammar.gbnf import gbnf_to_ir
 
-        return cls(lark_to_ir(gbnf_to_lark(text), start="root", source=source))
+        return cls(gbnf_to_ir(text, source=source))
 
     @classmethod
     def from_json_schema(
