@@ -175,6 +175,8 @@ def _entry_name(kind: str, key: Mapping[str, Any]) -> str:
 # listing is that old (until then it is only a miss, never a wrong answer).
 LISTING_MAX_AGE = 5.0
 _listings: dict[str, tuple[float, set[str]]] = {}
+# Per folder, the entry names this process wrote and the folder still lists (`holds_others`).
+_written: dict[str, set[str]] = {}
 
 
 def _listing(folder: str) -> set[str]:
@@ -187,11 +189,10 @@ def _listing(folder: str) -> set[str]:
         except OSError:
             names = set()
         found = _listings[folder] = (now, names)
+        mine = _written.get(folder)
+        if mine:  # what was evicted from the disk leaves this record too: bounded by the folder
+            mine &= names
     return found[1]
-
-
-# Per folder, the entry names this process wrote (`holds_others`).
-_written: dict[str, set[str]] = {}
 
 
 def _listed(path: Path) -> None:

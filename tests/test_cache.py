@@ -500,6 +500,14 @@ def test_holds_others_tells_entries_of_other_processes_from_this_ones(tmp_path, 
     cache.store("unit", {"k": 1}, {"m": 1}, {"x": np.arange(3)})
     cache.flush()
     assert not cache.holds_others("unit")
+    # The record of what this process wrote keeps only what the folder still lists (bounded by it).
+    path = cache.entry_path("unit", {"k": 1})
+    path.unlink()
+    monkeypatch.setattr(cache, "LISTING_MAX_AGE", 0.0)
+    assert not cache.holds_others("unit") and path.name not in cache._written[str(path.parent)]
+    monkeypatch.setattr(cache, "LISTING_MAX_AGE", 5.0)
+    cache.store("unit", {"k": 1}, {"m": 1}, {"x": np.arange(3)})
+    cache.flush()
     monkeypatch.setattr(cache, "_written", {})  # as a new process sees the folder
     assert cache.holds_others("unit")
     cache.set_enabled(False)
