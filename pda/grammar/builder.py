@@ -1,6 +1,6 @@
 """The one grammar builder the front ends share: fresh names, deduplicated terminals and rules, a `GrammarIR`.
 
-A front end that generates a grammar (JSON Schema, structural tags, regex, choices, GBNF)
+A front end that generates a grammar (JSON Schema, regex, choices, GBNF)
 asks this builder for symbols instead of writing grammar text: `terminal(regex)`
 names a terminal (one name per distinct regex and priority), `rule(alternatives)`
 names a rule (one name per distinct body; a rule that would be one rule symbol is
