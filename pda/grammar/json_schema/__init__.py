@@ -24,8 +24,22 @@ The package, in the order its modules import each other:
 - `context`: what a lowering's parts share (settings, the `GrammarBuilder`, budgets, warnings).
 - `refs`: `$ref` resolution; `normalise`: `$ref`/`allOf` inlined, `not`/`if`/dependencies
   rewritten as unions (`negate`); `checks`: constants decided against scalar keywords.
-- `numbers`, `strings`, `containers`: the lowering of each type.
+- `typed`: a normalised schema read once per type (`NumberSchema`, `StringSchema`,
+  `ArraySchema`, `ObjectSchema`); `numbers`, `strings`, `containers`: the lowering of
+  each type, from its view.
 - `lowering`: the recursion over subschemas that ties them together, and the output.
+
+References → normalisation → typed views → lowering by type. Normalisation works on
+JSON dicts: merging two schemas (`allOf`, `$ref` siblings, negations conjoined) goes
+keyword by keyword, and a schema's canonical JSON keys the memos, so a subschema met
+twice is lowered once. What it must say that JSON Schema has no keyword for it writes
+as internal `x-pda-*` keywords (`keywords`), which merge, negate and key memos like
+any other: a negated integer type, a negated string enum, patterns a string must and
+must not match, an object built to stay open, and anyOf lists pending one at a time
+(which the lowering's union step takes). The type lowerings never read the dict:
+each reads its typed view once (`typed`), where defaults, draft spellings and those
+internal keywords are folded into named fields. `checks`, which decides a constant
+against its sibling keywords one keyword at a time, reads the dict.
 
 Semantics that differ from a full validator are listed in docs/json_schema.md;
 each one either raises `GrammarError` (``on_unsupported="raise"``) or warns with

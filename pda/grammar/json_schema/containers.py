@@ -10,7 +10,9 @@ declared properties in any order (`members_any_order`: 2^n states); larger ones
 take them in schema order, or under `exact=True` in any order with only the
 required ones tracked (`members_required_tracked`). The values inside are lowered
 by the caller's `value` (a recursion this module does not own), and subschemas are
-normalised by the lowering's `Normaliser`.
+normalised by the lowering's `Normaliser`. Each lowering reads its schema once,
+through its typed view (`typed.ArraySchema`, `typed.ObjectSchema`: defaults, draft
+forms and the internal keywords already folded), never the dictionary itself.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from pda.grammar import ecma_regex as er
 from pda.grammar.json_schema import limits
 from pda.grammar.json_schema.checks import const_satisfies
 from pda.grammar.json_schema.context import Context
-from pda.grammar.json_schema.keywords import OPEN, canon, pointer
+from pda.grammar.json_schema.keywords import canon, pointer
 from pda.grammar.json_schema.normalise import Normaliser, conj, search_pattern
 from pda.grammar.json_schema.strings import not_in_set
+from pda.grammar.json_schema.typed import ArraySchema, ObjectSchema
 
 # Property-name terminal priorities: when one key lexeme matches several candidate
 # terminals, pda's lexer hands the parser only the highest-priority ones, so a
@@ -47,18 +50,12 @@ class Containers:
         self.value = value
 
     def array(self, schema: dict[str, Any], path: tuple[str, ...]) -> str | None:
-        prefix = schema.get("prefixItems")
-        items = schema.get("items", True)
-        if isinstance(items, list):
-            prefix, items = items, schema.get("additionalItems", True)
-        prefix = list(prefix or [])
-        lo = int(schema.get("minItems", 0))
-        hi = schema.get("maxItems")
-        hi = None if hi is None else int(hi)
-        contains = schema.get("contains")
+        array = ArraySchema.of(schema)
+        prefix, items, contains = array.prefix_items, array.items, array.contains
+        lo, hi = array.min_items, array.max_items
         ws, comma = self.ctx.ws, self.ctx.literal(",")
         open_, close = self.ctx.literal("["), self.ctx.literal("]")
-        if schema.get("uniqueItems") is True:
+        if array.unique_items:
             values = None if prefix or contains is not None else self._finite_values(items, path + ("items",))
             if values is not None and len(values) <= limits.MAX_UNIQUE_VALUES:
                 return self.unique_array(values, lo, hi)
@@ -68,7 +65,7 @@ class Containers:
         psyms = [self.value(p, path + ("prefixItems", str(i))) for i, p in enumerate(prefix)]
         rest = self.value(items, path + ("items",))
         if contains is not None:
-            if prefix or lo > 1 or hi is not None or schema.get("minContains", 1) != 1 or "maxContains" in schema:
+            if prefix or lo > 1 or hi is not None or array.min_contains != 1 or array.max_contains is not None:
                 self.ctx.unsupported("contains", path + ("contains",),
                                      "'contains' is ignored with prefixItems, item counts or min/maxContains")
             else:
@@ -171,17 +168,16 @@ class Containers:
     # --------------------------------------------------------------- objects
 
     def object(self, schema: dict[str, Any], path: tuple[str, ...]) -> str | None:
-        props: dict[str, Any] = dict(schema.get("properties") or {})
-        required = [r for r in schema.get("required") or [] if isinstance(r, str)]
-        addl = schema.get("additionalProperties", True)
+        obj = ObjectSchema.of(schema)
+        props: dict[str, Any] = dict(obj.properties)
+        required = obj.required
+        addl = obj.additional_properties
         # Keys outside `properties`/`patternProperties`/`required`: the generation default
-        # allows them only where the schema says so (`_closed_by_default`).
-        extra_schema = False if self._closed_by_default(schema) else addl
-        patterns: dict[str, Any] = dict(schema.get("patternProperties") or {})
-        names_schema = schema.get("propertyNames", True)
-        min_p = int(schema.get("minProperties", 0))
-        max_p = schema.get("maxProperties")
-        max_p = None if max_p is None else int(max_p)
+        # allows them only where the schema says so (`ObjectSchema.closed_by_default`).
+        extra_schema = False if obj.closed_by_default and not self.ctx.exact else addl
+        patterns: dict[str, Any] = dict(obj.pattern_properties)
+        names_schema = obj.property_names
+        min_p, max_p = obj.min_properties, obj.max_properties
         ws, comma, colon = self.ctx.ws, self.ctx.literal(","), self.ctx.literal(":")
         # Required names without a declared schema are declared with the extras' schema.
         for r in required:
@@ -358,19 +354,6 @@ class Containers:
         if first is not None:
             alts.append([open_, *ws, first, *ws, close])
         return self.builder.rule(alts)
-
-    def _closed_by_default(self, schema: dict[str, Any]) -> bool:
-        """Whether undeclared keys are refused though `additionalProperties` is absent: the
-        generation default (not `exact`) for an object that declares properties (`properties`
-        or `patternProperties`), as XGrammar's `strict_mode`. An object that declares none
-        (`{"type": "object"}`, a map) stays open, as there; so do objects with an
-        `unevaluatedProperties` that allows keys, and the object schemas negation builds
-        (`OPEN`), whose absent `additionalProperties` means "any other key"."""
-        if self.ctx.exact or "additionalProperties" in schema or schema.get(OPEN):
-            return False
-        if schema.get("unevaluatedProperties", False) is not False:
-            return False
-        return "properties" in schema or "patternProperties" in schema
 
     def _exact_keys(self, patterns: list[str], names: list[str], *,
                     others: bool = True) -> dict[str, str | None] | None:

@@ -3,11 +3,15 @@
 A schema stays a JSON object (dict) through normalisation; where normalisation
 must say something JSON Schema has no keyword for (a negated string enum, a
 number that is not an integer, a pattern a string must not match, an object
-that negation built and that stays open), it writes one of the internal `x-pda-*`
-keywords below, which only this package reads and every part treats like a
-keyword (`HANDLED`). Also here: the few helpers every part uses on schema
-values (`canon`, the memo key of a schema; `json_type`; `pointer`, a path as a
-JSON pointer for messages).
+that negation or a dependency built and that stays open, anyOf lists pending),
+it writes one of the internal `x-pda-*` keywords below, which only this package
+reads and every part treats like a keyword (`HANDLED`): merging, negation and
+the memos handle them alike. The type lowerings read them only through their
+typed views (`typed`), as fields that say what they mean; `checks` decides a
+constant against them keyword by keyword, and the lowering's union step takes
+the pending anyOf lists (`MORE_ANY_OF`). Also here: the few helpers every part
+uses on schema values (`canon`, the memo key of a schema; `json_type`;
+`pointer`, a path as a JSON pointer for messages).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ NOT_IN = "x-pda-not-in"  # a string outside this finite set (a negated string en
 NOT_PATTERN = "x-pda-not-pattern"  # the string matches none of these patterns
 PATTERNS = "x-pda-patterns"  # further patterns the string must match (from allOf)
 MORE_ANY_OF = "x-pda-more-anyOf"  # further anyOf branch lists, lowered one at a time
-OPEN = "x-pda-open"  # an object schema negation built: other keys are allowed even by default
+OPEN = "x-pda-open"  # an object schema negation or a dependency built: other keys allowed even by default
 # Sibling keywords of `enum`/`const` that `checks.const_satisfies` decides on the value itself.
 SCALAR_CHECKS = {
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
