@@ -2,11 +2,15 @@
 
 A spec is a tree of formats (`{"type": "structural_tag", "format": {...}}`, or the
 format alone, or the older `{"structures": [...], "triggers": [...]}`); each becomes
-rules and terminals of one grammar IR:
+rules and terminals of one grammar IR, named by the front ends' shared
+`GrammarBuilder` (`pda.grammar.builder`: one terminal per distinct regex, one rule
+per distinct body, counted repetition in O(log n) rules):
 
-* `const_string`, `regex`: a terminal; `json_schema` and `grammar` (Lark, or GBNF for
+* `const_string`: a terminal; `regex`, `json_schema` and `grammar` (Lark, or GBNF for
   `"syntax": "ebnf"`): that front end's IR, embedded (`pda.grammar.embed`: names
-  prefixed, a sub-grammar's `%ignore` kept inside it);
+  prefixed, a sub-grammar's `%ignore` kept inside it). An embedded IR keeps its
+  terminals (flags, priorities, laziness) and rules as they are, beside the builder's
+  ones: the builder names none of them;
 * `sequence`, `or`, `optional`, `star`, `plus`, `repeat`: the EBNF operators;
 * `tag`: begin, content, end; `tags_with_separator`: tags with a separator between;
 * `any_text`: free text (`pda.grammar.free_text`), which must end where something
@@ -28,11 +32,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from pda.errors import GrammarError
-from pda.grammar.free_text import free_text_regex
+from pda.grammar.builder import GrammarBuilder
 from pda.grammar.embed import embed_ir
+from pda.grammar.free_text import free_text_regex
 from pda.grammar.ir import GrammarIR, Rule, TerminalDef
 from pda.regex.literals import alternation_pattern
 
@@ -46,12 +52,11 @@ def structural_tag_to_ir(spec: Spec | str) -> GrammarIR:
             spec = json.loads(spec)
         except json.JSONDecodeError as exc:
             raise GrammarError(f"structural tag is not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
-    builder = _Builder()
-    root = builder.format(_root_format(spec), "$", (END,))
-    return GrammarIR(
-        terminals=tuple(builder.terminals), rules=(Rule("start", root),) + tuple(builder.rules), start="start",
-        source="<structural tag>",
-    )
+    formats = _Formats()
+    root = formats.format(_root_format(spec), "$", (END,))
+    ir = formats.grammar.ir([list(root)], source="<structural tag>")
+    return replace(ir, terminals=ir.terminals + tuple(formats.embedded_terminals),
+                   rules=ir.rules + tuple(formats.embedded_rules))
 
 
 def _root_format(spec: Any) -> Spec:
@@ -128,41 +133,34 @@ _REFUSED = {
 }
 
 
-class _Builder:
-    """Collects rules and terminals; one method per format type, each returning the symbols it matches as."""
+class _Formats:
+    """One spec's lowering: one method per format type, each returning the symbols it matches as.
+
+    Its rules and terminals are named by `grammar` (a `GrammarBuilder`); embedded IRs'
+    terminals and rules collect in `embedded_terminals` and `embedded_rules`, renamed
+    with prefixes (`<stem><n>_`, lower case) that no name the builder gives starts with.
+    """
 
     def __init__(self) -> None:
-        self.terminals: list[TerminalDef] = []
-        self.rules: list[Rule] = []
-        self._literals: dict[str, str] = {}
-        self._patterns: dict[str, str] = {}
-        self._count = 0
+        self.grammar = GrammarBuilder()
+        self.embedded_terminals: list[TerminalDef] = []
+        self.embedded_rules: list[Rule] = []
+        self._embedded = 0
 
-    def fresh(self, stem: str) -> str:
-        self._count += 1
-        return f"st_{stem}_{self._count}"
-
-    def rule(self, stem: str, alternatives: list[tuple[str, ...]]) -> tuple[str, ...]:
-        name = self.fresh(stem)
-        self.rules.extend(Rule(name, rhs) for rhs in alternatives)
+    def rule(self, alternatives: list[tuple[str, ...]]) -> tuple[str, ...]:
+        """The symbol of a rule with these alternatives (at least one)."""
+        name = self.grammar.rule([list(rhs) for rhs in alternatives])
+        if name is None:
+            raise ValueError("a rule needs at least one alternative")
         return (name,)
 
     def literal(self, text: str) -> tuple[str, ...]:
         """The symbols of a literal string (none for the empty string)."""
-        if not text:
-            return ()
-        name = self._literals.get(text)
-        if name is None:
-            name = self._literals[text] = f"ST_LIT_{len(self._literals)}"
-            self.terminals.append(TerminalDef(name, re.escape(text), literal=True))
-        return (name,)
+        return (self.grammar.terminal(re.escape(text), "LIT"),) if text else ()
 
-    def pattern(self, regex: str, stem: str) -> str:
-        name = self._patterns.get(regex)
-        if name is None:
-            name = self._patterns[regex] = f"ST_{stem.upper()}_{len(self.terminals)}"
-            self.terminals.append(TerminalDef(name, regex))
-        return name
+    def pattern(self, regex: str, hint: str) -> str:
+        """The terminal of a regex (Python syntax), named `<hint>_<n>`."""
+        return self.grammar.terminal(regex, hint)
 
     # ------------------------------------------------------------------ formats
 
@@ -182,7 +180,7 @@ class _Builder:
     def _const_string(self, spec: Spec, path: str, follow: Follow) -> tuple[str, ...]:
         _fields(spec, path, {"value": str}, {})
         if not spec["value"]:
-            return self.rule("empty", [()])
+            return self.rule([()])
         return self.literal(spec["value"])
 
     def _regex(self, spec: Spec, path: str, follow: Follow) -> tuple[str, ...]:
@@ -244,11 +242,11 @@ class _Builder:
             )
         ends = [f for f in follow if f != END]
         alternatives: list[tuple[str, ...]] = [
-            (self.pattern(free_text_regex(excludes + ends, until=f), "text_until"),) for f in ends
+            (self.pattern(free_text_regex(excludes + ends, until=f), "TEXT_UNTIL"),) for f in ends
         ]
         if END in follow:
-            alternatives += [(self.pattern(free_text_regex(excludes + ends), "text"),), ()]
-        return self.rule("text", alternatives)
+            alternatives += [(self.pattern(free_text_regex(excludes + ends), "TEXT"),), ()]
+        return self.rule(alternatives)
 
     def _sequence(self, spec: Spec, path: str, follow: Follow) -> tuple[str, ...]:
         _fields(spec, path, {"elements": list}, {})
@@ -284,12 +282,12 @@ class _Builder:
         choices = [e.get("value") for e in spec["elements"] if isinstance(e, dict) and e.get("type") == "const_string"]
         if len(choices) == len(spec["elements"]) > 1 and all(isinstance(v, str) and v for v in choices):
             # one terminal, an alternation of literals: the finite-set engine serves it (a label set of 1,000)
-            return (self.pattern(alternation_pattern(choices), "choice"),)
-        return self.rule("or", [self.format(e, f"{path}.elements[{i}]", follow) for i, e in enumerate(spec["elements"])])
+            return (self.pattern(alternation_pattern(choices), "CHOICE"),)
+        return self.rule([self.format(e, f"{path}.elements[{i}]", follow) for i, e in enumerate(spec["elements"])])
 
     def _optional(self, spec: Spec, path: str, follow: Follow) -> tuple[str, ...]:
         _fields(spec, path, {"content": dict}, {})
-        return self.rule("opt", [self.format(spec["content"], f"{path}.content", follow), ()])
+        return self.rule([self.format(spec["content"], f"{path}.content", follow), ()])
 
     def _star(self, spec: Spec, path: str, follow: Follow) -> tuple[str, ...]:
         _fields(spec, path, {"content": dict}, {})
@@ -308,15 +306,8 @@ class _Builder:
 
     def repeat(self, content: Spec, path: str, lo: int, hi: int | None) -> tuple[str, ...]:
         """content{lo,hi} (hi None: unbounded); free text inside a repeat has no literal to end at."""
-        item = self.rule("item", [self.format(content, path, None)])
-        if hi is None:
-            star = self.fresh("star")
-            self.rules += [Rule(star, ()), Rule(star, (star, *item))]
-            return item * lo + (star,)
-        tail: tuple[str, ...] = ()
-        for _ in range(hi - lo):
-            tail = self.rule("upto", [item + tail, ()])
-        return item * lo + tail
+        (item,) = self.rule([self.format(content, path, None)])
+        return tuple(self.grammar.repeat(item, lo, hi))
 
     def _tag(self, spec: Spec, path: str, follow: Follow) -> tuple[str, ...]:
         begin = _tag_fields(spec, path)
@@ -332,17 +323,16 @@ class _Builder:
         if isinstance(content, dict) and content.get("type") == "any_text" and all(ends):
             return self._any_text(content, f"{path}.content", tuple(ends))  # the text's lexemes include the end
         body = self.format(content, f"{path}.content", tuple(ends) if all(ends) else None)
-        return body + self.rule("end", [self.literal(e) for e in ends])
+        return body + self.rule([self.literal(e) for e in ends])
 
     def _tags_with_separator(self, spec: Spec, path: str, follow: Follow) -> tuple[str, ...]:
         _fields(spec, path, {"tags": list, "separator": str}, {"at_least_one": bool, "stop_after_first": bool})
-        tags = self.rule("tag", [self._tag(t, f"{path}.tags[{i}]", None) for i, t in enumerate(_tag_list(spec, path))])
+        tags = self.rule([self._tag(t, f"{path}.tags[{i}]", None) for i, t in enumerate(_tag_list(spec, path))])
         if spec.get("stop_after_first", False):
-            return tags if spec.get("at_least_one", False) else self.rule("tags", [tags, ()])
-        more = self.fresh("more")
-        self.rules += [Rule(more, ()), Rule(more, (more, *self.literal(spec["separator"]), *tags))]
-        some = tags + (more,)
-        return some if spec.get("at_least_one", False) else self.rule("tags", [some, ()])
+            return tags if spec.get("at_least_one", False) else self.rule([tags, ()])
+        (separated,) = self.rule([self.literal(spec["separator"]) + tags])
+        some = tags + tuple(self.grammar.repeat(separated, 0, None))
+        return some if spec.get("at_least_one", False) else self.rule([some, ()])
 
     def _triggered_tags(self, spec: Spec, path: str, follow: Follow) -> tuple[str, ...]:
         _fields(spec, path, {"triggers": list, "tags": list},
@@ -361,28 +351,28 @@ class _Builder:
                 raise GrammarError(f"{at}.begin: {begin!r} must start with exactly one trigger, "
                                    f"{'starts with ' + ', '.join(map(repr, starts)) if starts else 'starts with none'}")
             trigger = starts[0]
-            text = self.pattern(free_text_regex(stops, until=trigger), "text_until")
+            text = self.pattern(free_text_regex(stops, until=trigger), "TEXT_UNTIL")
             segments.append((text, *self.literal(begin[len(trigger):]), *self.tag_after_begin(tag, at, begin)))
-        segment = self.rule("segment", segments)
+        segment = self.rule(segments)
         if follow is None or follow != (END,):
             raise GrammarError(f"{path}: triggered tags must end the output")
-        tail = self.rule("text", [(self.pattern(free_text_regex(stops), "text"),), ()])
+        tail = self.rule([(self.pattern(free_text_regex(stops), "TEXT"),), ()])
         at_least_one, first_only = spec.get("at_least_one", False), spec.get("stop_after_first", False)
         if first_only:
-            return segment if at_least_one else self.rule("tags", [segment, tail])
-        loop = self.fresh("segments")
-        self.rules += [Rule(loop, ()), Rule(loop, (loop, *segment))]
+            return segment if at_least_one else self.rule([segment, tail])
+        loop = tuple(self.grammar.repeat(segment[0], 0, None))
         if at_least_one:
-            return segment + (loop,) + tail
-        return (loop,) + tail
+            return segment + loop + tail
+        return loop + tail
 
     # ------------------------------------------------------------------ sub-grammars
 
     def embed(self, ir: GrammarIR, stem: str) -> tuple[str, ...]:
         """Another front end's IR inside this one (`pda.grammar.embed`)."""
-        terminals, rules, start = embed_ir(ir, f"{self.fresh(stem)}_")
-        self.terminals += terminals
-        self.rules += rules
+        terminals, rules, start = embed_ir(ir, f"{stem}{self._embedded}_")
+        self._embedded += 1
+        self.embedded_terminals += terminals
+        self.embedded_rules += rules
         return (start,)
 
 
