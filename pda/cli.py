@@ -257,9 +257,14 @@ def _print_compiled(grammar: Grammar, *, as_json: bool) -> int:
     ir = recognizer.lexer_ir
     terminals = []
     for t, dfa in zip(ir.terminals, recognizer.lexer.dfas):
+        automaton = t.automaton
         terminals.append(
             {"name": t.name, "pattern": t.pattern, "flags": t.flags, "priority": t.priority,
-             "lazy": t.lazy, "dfa_states": int(dfa.n_states), "ignored": t.name in ir.ignore}
+             "lazy": t.lazy, "dfa_states": int(dfa.n_states), "ignored": t.name in ir.ignore,
+             # A terminal given as an automaton: its `pattern` only describes it.
+             "automaton": None if automaton is None else {
+                 "states": automaton.n_states, "start": automaton.start, "accept": list(automaton.accept),
+                 "edges": [list(e) for e in automaton.edges]}}
         )
     tables = recognizer.tables
     used = {s for rhs in tables.rhs for s in rhs}
@@ -284,7 +289,8 @@ def _print_compiled(grammar: Grammar, *, as_json: bool) -> int:
     for t in terminals:
         flags = f" flags={t['flags']}" if t["flags"] else ""
         extra = (" ignored" if t["ignored"] else "") + (" lazy" if t["lazy"] else "")
-        print(f"  {t['name']:<24} {t['dfa_states']:>6} states  prio={t['priority']}{flags}{extra}  /{t['pattern']}/")
+        shown = t["pattern"] if t["automaton"] else f"/{t['pattern']}/"
+        print(f"  {t['name']:<24} {t['dfa_states']:>6} states  prio={t['priority']}{flags}{extra}  {shown}")
     print(f"rules ({len(ir.rules)}):")
     for r in ir.rules:
         alias = f"   -> {r.alias}" if r.alias else ""

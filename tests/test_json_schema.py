@@ -164,14 +164,26 @@ def test_strict_is_a_deprecated_name_of_on_unsupported() -> None:
 
 
 def test_inexpressible_keywords_are_approximated_with_a_warning() -> None:
-    """uniqueItems and a multipleOf whose regex is over the limit on an unbounded range:
-    a superset, with a warning even when strict."""
+    """uniqueItems and a multipleOf whose step is over `multiples`' limits on an unbounded
+    range: a superset, with a warning even when strict."""
     with pytest.warns(JsonSchemaWarning, match=r"uniqueItems.*#/uniqueItems"):
         accepts = recogniser(json_schema_to_lark({"type": "array", "uniqueItems": True}))
     assert accepts("[1,2]") and accepts("[1,1]")
     with pytest.warns(JsonSchemaWarning, match="multipleOf"):
-        accepts = recogniser(json_schema_to_lark({"type": "number", "multipleOf": 1.3}))
-    assert accepts("2.6") and accepts("2.5")
+        accepts = recogniser(json_schema_to_lark({"type": "number", "multipleOf": 10.0003}))
+    assert accepts("20.0006") and accepts("2.5")
+
+
+def test_multiples_without_a_short_regex_are_exact_but_have_no_lark_text() -> None:
+    """A multipleOf of 1.3 is an automaton terminal: exact in the IR (its regex would be over a
+    million characters, so it used to be approximated); Lark text cannot hold it and says so."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        grammar = pda.Grammar.from_json_schema({"type": "number", "multipleOf": 1.3})
+    assert grammar.accepts("2.6") and grammar.accepts("-13") and not grammar.accepts("2.5")
+    with pytest.raises(GrammarError, match="automaton whose regex is longer than .* no Lark text"):
+        json_schema_to_lark({"type": "number", "multipleOf": 1.3})
+    assert recogniser(json_schema_to_lark({"type": "integer", "multipleOf": 3}))("-27")  # a short regex is written
 
 
 # Schemas using negation, conditionals, dependencies and merges; every verdict must

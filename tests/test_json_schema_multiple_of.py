@@ -1,7 +1,8 @@
 """`multipleOf` exact on any range: the grammar's verdicts against `jsonschema` (integer
 steps) and exact decimal arithmetic (fractional steps), on windows around every bound,
-0 and large random values; steps whose regex is over `MAX_MULTIPLE_REGEX` are exact
-on small bounded ranges (enumerated) and otherwise a warned superset."""
+0 and large random values; steps past `multiples`' limits (`MAX_MULTIPLE_MODULUS`,
+`MAX_MULTIPLE_STATES`) are exact on small bounded ranges (enumerated) and otherwise a
+warned superset."""
 
 from __future__ import annotations
 
@@ -19,13 +20,16 @@ from hypothesis import strategies as st
 import pda
 from pda.errors import GrammarError
 from pda.grammar.json_schema import MAX_ENUMERATED_MULTIPLES, JsonSchemaWarning
-from pda.grammar.multiples import MultiplesTooLarge, multiples_regex
+from pda.grammar.multiples import MAX_MULTIPLE_MODULUS, MultiplesTooLarge, multiples_automaton
 
 jsonschema = pytest.importorskip("jsonschema")
 
-STEPS = (1, 2, 3, 7, 10, 12, 13, 25, 97, 100)
-# Steps whose regex is within MAX_MULTIPLE_REGEX; 13 and 97 are not (measured: docs/json_schema.md).
-EXACT_STEPS = {1, 2, 3, 7, 10, 12, 25, 100}
+# Every step is exact on every range; 9, 11, 13, 33, 77 and 97 were approximated while the
+# multiples had to be one regex.
+STEPS = (1, 2, 3, 7, 9, 10, 11, 12, 13, 25, 33, 77, 97, 100)
+# A prime over MAX_MULTIPLE_MODULUS: enumerated on small bounded ranges, approximated elsewhere.
+TOO_LARGE = 100_003
+assert TOO_LARGE > MAX_MULTIPLE_MODULUS
 RANGES: list[dict[str, Any]] = [
     {},
     {"minimum": 5},
@@ -111,11 +115,7 @@ def test_integer_steps_agree_with_jsonschema(k: int) -> None:
             xs = integer_instances(schema, k, rng)
             # Zero fractions are integers too (`14.0`), and `-0` is 0; floats only where exact.
             texts = [json.dumps(x) for x in xs] + [f"{x}.0" for x in xs if abs(x) < 2**53][::3] + ["-0", "-0.00"]
-            approximated = check_against_jsonschema(schema, texts)
-            lows = [v for key, v in bounds.items() if key.lower().endswith("minimum")]
-            highs = [v for key, v in bounds.items() if key.lower().endswith("maximum")]
-            few = bool(lows and highs) and (highs[0] - lows[0]) // k <= MAX_ENUMERATED_MULTIPLES
-            assert approximated == (k not in EXACT_STEPS and not few), (schema, approximated)
+            assert not check_against_jsonschema(schema, texts), schema
 
 
 def test_steps_within_the_limit_are_exact_on_every_range() -> None:
@@ -210,17 +210,28 @@ def test_fractional_examples() -> None:
 
 
 def test_over_the_limit_small_ranges_are_enumerated() -> None:
-    """13 and 97 have no regex within MAX_MULTIPLE_REGEX; a bounded range with few
+    """A step over MAX_MULTIPLE_MODULUS has no automaton; a bounded range with few
     multiples is still exact, a large or open one is approximated with a warning."""
+    k = TOO_LARGE
+    assert 510 <= MAX_ENUMERATED_MULTIPLES  # the range below is enumerated
     with pytest.raises(MultiplesTooLarge):
-        multiples_regex(13, 0, None, None)
-    grammar, approximated = compiled({"type": "integer", "multipleOf": 97, "minimum": -1000, "maximum": 50000})
+        multiples_automaton(k, 0, None, None)
+    grammar, approximated = compiled({"type": "integer", "multipleOf": k, "minimum": -10 * k, "maximum": 500 * k + 7})
     assert not approximated
-    assert grammar.accepts("-970") and grammar.accepts("0") and grammar.accepts("-0") and grammar.accepts("49955.0")
-    assert not grammar.accepts("98") and not grammar.accepts("50052")
-    _, approximated = compiled({"type": "integer", "multipleOf": 13, "minimum": 0})
+    assert grammar.accepts(str(-10 * k)) and grammar.accepts("0") and grammar.accepts("-0")
+    assert grammar.accepts(f"{499 * k}.0") and not grammar.accepts(str(k + 1)) and not grammar.accepts(str(501 * k))
+    _, approximated = compiled({"type": "integer", "multipleOf": k, "minimum": 0})
     assert approximated
-    assert multiples_regex(7, 0, 1, 6) is None  # no multiple in range
+    assert multiples_automaton(7, 0, 1, 6) is None  # no multiple in range
+
+
+def test_steps_once_over_the_regex_limit_are_exact_unbounded() -> None:
+    """9, 13 and 97 (regexes of 700,000 characters and more) are exact without bounds, and no warning."""
+    for k in (9, 13, 97):
+        grammar, approximated = compiled({"type": "integer", "multipleOf": k})
+        assert not approximated
+        assert grammar.accepts(str(k * 10**25)) and grammar.accepts(str(-k * 12345)) and grammar.accepts(f"{k * 7}.00")
+        assert not grammar.accepts(str(k * 10**25 + 1)) and not grammar.accepts(str(k + 1)) and not grammar.accepts("1")
 
 
 def test_empty_ranges() -> None:

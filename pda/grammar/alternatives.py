@@ -85,8 +85,9 @@ def merge_alternative_terminals(ir: GrammarIR, keep: frozenset[str] = frozenset(
 
 
 def _embeddable(t: TerminalDef) -> bool:
-    """Whether t's pattern can sit inside a group beside others: no global inline flags, no named groups."""
-    return not leading_inline_flags(t.pattern) and "(?P" not in t.pattern
+    """Whether t's pattern can sit inside a group beside others: a regex (not an automaton, whose
+    `pattern` only describes it), with no global inline flags and no named groups."""
+    return t.automaton is None and not leading_inline_flags(t.pattern) and "(?P" not in t.pattern
 
 
 def _fresh(base: str, taken: set[str]) -> str:

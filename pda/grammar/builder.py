@@ -2,7 +2,9 @@
 
 A front end that generates a grammar (JSON Schema, regex, choices, GBNF)
 asks this builder for symbols instead of writing grammar text: `terminal(regex)`
-names a terminal (one name per distinct regex and priority), `rule(alternatives)`
+names a terminal (one name per distinct regex and priority), `automaton_terminal`
+one given as an automaton (`TerminalAutomaton`: a language whose regex would be far
+larger than its automaton; one name per distinct automaton and priority), `rule(alternatives)`
 names a rule (one name per distinct body; a rule that would be one rule symbol is
 that symbol), `reserve()` names a rule whose body is defined later (recursion),
 and `repeat` spells a counted repetition in O(log n) rules. `ir(start)` is the
@@ -14,22 +16,32 @@ Invariants: names never collide (numbered terminals are `HINT_<n>`, n the number
 terminals before them; rules `r<n>`; fixed names are given by the caller and must
 be upper case); a rule's alternatives hold no duplicates; `X?` in an alternative
 is the optional symbol X (`optional`): Lark text keeps it, the IR spells it as a
-rule `x_opt` after all the others.
+rule `x_opt` after all the others. Lark text has no automata: it spells an automaton
+terminal as a regex by state elimination, up to `MAX_LARK_AUTOMATON_REGEX` characters,
+and refuses past that (the IR is the way to use it).
 """
 
 from __future__ import annotations
 
+import heapq
 import re
 from typing import Sequence
 
+from pda.errors import GrammarError
 from pda.grammar.ecma_regex import lark_regex
-from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.grammar.ir import NEVER, GrammarIR, Rule, TerminalAutomaton, TerminalDef
 from pda.regex import has_lazy_quantifier
 
 Alternatives = list[list[str]]
 
 # Only a pattern with a lazy quantifier can make a lazy terminal; most have none.
 _MAYBE_LAZY = re.compile(r"[*+?}]\?")
+# A label that concatenates as it is: one (escaped) character or one class without nested brackets.
+_ATOM = re.compile(r"\\?[^\\\[\](){}|*+?^$]|\[\^?\]?(?:[^\]\\\[]|\\.)*\]", re.S)
+
+MAX_LARK_AUTOMATON_REGEX = 100_000
+"""Longest regex `lark` writes for an automaton terminal: the multiples of 7 (44,000 characters)
+fit and their Lark text compiles in ~0.2 s; those of 9 (700,000) do not."""
 
 
 class GrammarBuilder:
@@ -45,6 +57,8 @@ class GrammarBuilder:
         self._fixed_terminals: dict[str, str] = {}
         self._optional_rules: dict[str, str] = {}  # "X?" -> the IR's rule for it, "x_opt"
         self._terminal_by_regex: dict[tuple[str, int], str] = {}
+        self._automata: dict[str, TerminalAutomaton] = {}  # automaton terminals (`terminals` holds their description)
+        self._terminal_by_automaton: dict[tuple[str, int], str] = {}
         self._rule_by_body: dict[tuple[tuple[str, ...], ...], str] = {}
         self._upto_memo: dict[tuple[str, int], str] = {}
         self._count = 0
@@ -58,6 +72,18 @@ class GrammarBuilder:
             name = f"{hint}_{len(self.terminals)}"
             self.terminals[name] = (regex, priority)
             self._terminal_by_regex[(regex, priority)] = name
+        return name
+
+    def automaton_terminal(self, automaton: TerminalAutomaton, hint: str = "T", priority: int = 0) -> str:
+        """The terminal for the language of `automaton` at `priority`, named like `terminal`'s, one name per
+        distinct automaton; `terminals` maps it to the automaton's description, never a regex."""
+        key = (automaton.digest, priority)
+        name = self._terminal_by_automaton.get(key)
+        if name is None:
+            name = f"{hint}_{len(self.terminals)}"
+            self.terminals[name] = (automaton.describe(), priority)
+            self._automata[name] = automaton
+            self._terminal_by_automaton[key] = name
         return name
 
     def fixed_terminal(self, name: str, regex: str) -> str:
@@ -166,7 +192,9 @@ class GrammarBuilder:
         ir_rules = [Rule(lhs, tuple([optional.get(sym, sym) for sym in alt]) if optional else tuple(alt))
                     for lhs, alts in rules.items() if lhs in reachable for alt in alts]
         used = {sym for r in ir_rules for sym in r.rhs}
-        terminals = [TerminalDef(t, regex, priority=priority, lazy=_is_lazy(regex))
+        automata = self._automata
+        terminals = [TerminalDef(t, regex, priority=priority, automaton=automata[t]) if t in automata
+                     else TerminalDef(t, regex, priority=priority, lazy=_is_lazy(regex))
                      for t, (regex, priority) in self.terminals.items() if t in used]
         terminals += [TerminalDef(t, regex) for t, regex in self._fixed_terminals.items() if t in used]
         return GrammarIR(terminals=tuple(terminals), rules=tuple(ir_rules), start=name, source=source)
@@ -178,6 +206,8 @@ class GrammarBuilder:
         for lhs, alts in self.rules.items():
             lines.append(f"{lhs}: " + "\n    | ".join(" ".join(a) for a in alts))
         for t, (regex, priority) in self.terminals.items():
+            if t in self._automata:
+                regex = _automaton_regex(t, self._automata[t])
             lines.append(f"{t}{f'.{priority}' if priority else ''}: {lark_regex(regex)}")
         for t, regex in self._fixed_terminals.items():
             lines.append(f"{t}: /{regex}/")
@@ -186,3 +216,51 @@ class GrammarBuilder:
 
 def _is_lazy(regex: str) -> bool:
     return bool(_MAYBE_LAZY.search(regex)) and has_lazy_quantifier(regex, "")
+
+
+def _automaton_regex(name: str, a: TerminalAutomaton) -> str:
+    """The automaton's language as one regex, by state elimination (cheapest state first: fewest
+    paths through it); `GrammarError` once the regex passes `MAX_LARK_AUTOMATON_REGEX` characters."""
+    start, final = a.n_states, a.n_states + 1
+    paths: dict[int, dict[int, str]] = {q: {} for q in range(a.n_states + 2)}  # paths[i][j]: regex of i -> j
+    incoming: dict[int, set[int]] = {q: set() for q in range(a.n_states + 2)}
+
+    def add(i: int, j: int, text: str) -> None:
+        prev = paths[i].get(j)
+        paths[i][j] = text if prev is None or prev == text else f"(?:{prev}|{text})"
+        if len(paths[i][j]) > MAX_LARK_AUTOMATON_REGEX:
+            raise GrammarError(f"terminal {name} is an automaton whose regex is longer than "
+                               f"{MAX_LARK_AUTOMATON_REGEX} characters: it has no Lark text (use the grammar IR)")
+        incoming[j].add(i)
+
+    add(start, a.start, "")
+    for q in a.accept:
+        add(q, final, "")
+    for q, label, r in a.edges:
+        add(q, r, label if _ATOM.fullmatch(label) else f"(?:{label})")
+
+    def cost(x: int) -> int:
+        return (len(incoming[x]) - (x in incoming[x])) * len(paths[x])
+
+    pending = set(range(a.n_states))
+    heap = [(cost(x), x) for x in pending]
+    heapq.heapify(heap)
+    while pending:
+        c, k = heapq.heappop(heap)
+        if k not in pending or c != cost(k):
+            continue
+        pending.discard(k)
+        loop = paths[k].pop(k, None)
+        incoming[k].discard(k)
+        star = "" if not loop else f"{loop}*" if _ATOM.fullmatch(loop) else f"(?:{loop})*"
+        outs = paths.pop(k)
+        for j in outs:
+            incoming[j].discard(k)
+        ins = incoming.pop(k)
+        for i in ins:
+            into = paths[i].pop(k)
+            for j, out in outs.items():
+                add(i, j, into + star + out)
+        for x in {*outs, *ins} & pending:
+            heapq.heappush(heap, (cost(x), x))
+    return paths[start].get(final, NEVER)

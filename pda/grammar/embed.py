@@ -10,6 +10,8 @@ it may not have an indenter (neither has a meaning inside another grammar).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pda.errors import GrammarError
 from pda.grammar.ir import CONTEXTUAL, GrammarIR, Rule, TerminalDef
 
@@ -33,6 +35,5 @@ def embed_ir(ir: GrammarIR, prefix: str) -> tuple[list[TerminalDef], list[Rule],
         if r.lhs == ir.start:
             rhs += gap
         rules.append(Rule(prefix + r.lhs, tuple(rhs), r.alias))
-    renamed = [TerminalDef(prefix + t.name, t.pattern, t.flags, t.priority, t.literal, t.lazy, t.line)
-               for t in ir.terminals]
+    renamed = [replace(t, name=prefix + t.name) for t in ir.terminals]
     return renamed, rules, prefix + ir.start

@@ -1,7 +1,8 @@
 """The grammar IR every front end produces and every back end consumes.
 
-A grammar is a set of terminals (regular: a Python-syntax regex with flags)
-and rules (context-free: a left-hand side and a sequence of symbol names).
+A grammar is a set of terminals (regular: a Python-syntax regex with flags, or an
+automaton whose edges are such regexes) and rules (context-free: a left-hand side
+and a sequence of symbol names).
 Terminal names and rule names share one namespace; a symbol is a terminal if
 it names one. The IR is immutable and has a stable content hash, which keys
 the compile caches.
@@ -16,6 +17,46 @@ from functools import cached_property
 
 
 @dataclass(frozen=True)
+class TerminalAutomaton:
+    """A terminal's language as an automaton whose edges are regexes.
+
+    States are `0..n_states-1`; `edges` holds (source, regex, target) triples, each
+    regex in the terminal's syntax and flags (`[0-9]`, `\\.`, a JSON string unit).
+    The language is every concatenation of strings matched by the labels along a
+    path from `start` to a state in `accept`: an NFA over regexes (edges out of one
+    state may overlap; a label that matches the empty string is an ε-edge).
+
+    Why it exists: some small automata have only exponentially long regexes (the
+    residue automaton of the multiples of 9 has 9 states, its regex 700,000
+    characters; `pda.grammar.multiples`), and a terminal given as regex text would
+    have to spell them out. The DFA builder reads the automaton itself, at a cost
+    proportional to its size (`pda.regex.dfa.build_lexer_dfa`).
+    """
+
+    n_states: int
+    start: int
+    accept: tuple[int, ...]
+    edges: tuple[tuple[int, str, int], ...]
+
+    def __post_init__(self) -> None:
+        states = range(self.n_states)
+        if self.start not in states or not all(q in states for q in self.accept):
+            raise ValueError("terminal automaton: start or accepting state out of range")
+        if not all(q in states and r in states and isinstance(label, str) for q, label, r in self.edges):
+            raise ValueError("terminal automaton: an edge is not (state, regex, state)")
+
+    @cached_property
+    def digest(self) -> str:
+        """A stable hash of the automaton (states, accepting states, edges in order)."""
+        doc = [self.n_states, self.start, list(self.accept), [list(e) for e in self.edges]]
+        return hashlib.sha256(json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def describe(self) -> str:
+        """The `pattern` of a terminal given by this automaton: text for messages, never parsed as a regex."""
+        return f"<automaton: {self.n_states} states, {len(self.edges)} edges>"
+
+
+@dataclass(frozen=True)
 class TerminalDef:
     """A regular terminal.
 
@@ -25,6 +66,11 @@ class TerminalDef:
     pattern came from a string literal has `literal` set (its `pattern` is
     then `re.escape`d). Higher `priority` wins when one lexeme matches
     several terminals. `lazy` terminals end at their first match.
+
+    A terminal with an `automaton` is that automaton's language (its edges read with
+    `flags`); its `pattern` then only describes it in messages and dumps
+    (`TerminalAutomaton.describe`): it is no regex, no literal, and never merged into
+    another terminal's alternation.
     """
 
     name: str
@@ -34,6 +80,7 @@ class TerminalDef:
     literal: bool = False
     lazy: bool = False
     line: int | None = field(default=None, compare=False)
+    automaton: TerminalAutomaton | None = None
 
 
 # A pattern that matches nothing: terminals only the indenter produces.
@@ -114,10 +161,12 @@ class GrammarIR:
 
     @cached_property
     def content_hash(self) -> str:
-        """A stable hash of everything that affects the language."""
+        """A stable hash of everything that affects the language (an automaton's digest is
+        added only where there is one, so other grammars keep their hashes)."""
         doc = {
             "terminals": [
-                [t.name, t.pattern, t.flags, t.priority, t.literal, t.lazy] for t in self.terminals
+                [t.name, t.pattern, t.flags, t.priority, t.literal, t.lazy]
+                + ([] if t.automaton is None else [t.automaton.digest]) for t in self.terminals
             ],
             "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
             "start": self.start,

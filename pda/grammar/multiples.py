@@ -1,83 +1,109 @@
-"""JSON Schema's `multipleOf` as one exact terminal regex: plain decimals that are multiples of p/10^s.
+"""JSON Schema's `multipleOf` as one terminal automaton: plain decimals that are multiples of p/10^s within bounds.
 
 The numerals whose value is a multiple of an integer p form a regular language: a DFA
 reading the digits left to right keeps the value mod p (`(10r + d) mod p`). A decimal
 step p/10^s is the same condition on the value scaled by 10^s: the integer digits, then
 the first s fraction digits (missing ones are zeros), and zeros after them. So the
-unsigned multiples are one DFA over `.0123456789` (the sign stays in front), minimised
-and written as a regex by state elimination (`ecma_regex.dfa_regex`), both forwards and
-backwards (a backwards DFA with the concatenations reversed), keeping the shorter.
+signed multiples are one DFA over `-.0123456789`: a `-` in front, then residue classes
+(residues no digit string tells apart share a class: p = 1000 has 4) times fraction
+positions.
 
-Bounds are not multiplied into that automaton: they are look-aheads in front of it,
-which pda's DFA builder intersects (`(?=look)body` is body ∩ look·Σ*, exact here
-because "|x| ≥ c" is closed under extending a canonical numeral: more digits only make
-it larger). `x ≥ lo` is `(?=GE(lo))` when lo > 0 and `(?!-GT(-lo))` otherwise; `x ≤ hi`
-likewise. So the regex is as long for 0..10^12 as for no bounds.
+Bounds are look-ahead regexes, multiplied in: `x ≥ lo` is `(?=GE(lo))` when lo > 0 and
+`(?!-GT(-lo))` otherwise, `x ≤ hi` likewise, and a look-ahead followed by the numeral
+means numeral ∩ look·Σ*, exact here because "|x| ≥ c" is closed under extending a
+canonical numeral (more digits only make it larger). pda's DFA builder compiles the
+look-aheads (with a caller's own, such as "no fraction") into one DFA over the same
+twelve characters; its product with the residue DFA, minimised and trimmed, is the
+terminal's automaton (`TerminalAutomaton`), each edge a class of those characters.
 
-Its length is the limit: the regex of the mod-p DFA grows exponentially with the part
-of p prime to 10 (p = 7: 44,000 characters; 9: 700,000; 11 and 13 over a million), so
-p whose regex would pass `MAX_MULTIPLE_REGEX` raise `MultiplesTooLarge`, and the caller
-enumerates a small bounded range or approximates.
+Why an automaton and not a regex: the regex of the residue DFA grows exponentially with
+the part of p prime to 10 (p = 7: 44,000 characters, 9: 700,000, 11 and 13 over a
+million), so while terminals were regex text, steps like 9, 13 or 97 were approximated.
+The automaton has at most (residue classes) x (fraction positions + 2) x (bound DFA
+states) states, and the lexer builds its DFA in time proportional to that
+(`pda.regex.dfa`). Past `MAX_MULTIPLE_MODULUS` or `MAX_MULTIPLE_STATES`,
+`MultiplesTooLarge`: the caller enumerates a small bounded range or approximates.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
-from pda.errors import RegexError
 from pda.grammar import ecma_regex as er
+from pda.grammar.ir import TerminalAutomaton
 from pda.kernels.partition import coarsest_partition
-
-MAX_MULTIPLE_REGEX = 100_000
-"""Longest multiples regex built: p = 7 (44,000 characters, 0.2 s to a DFA), 14 and 0.07 (99,000,
-0.4 s) fit; the next sizes measured, 128 (204,000, 4 s) and 9 (700,000, 5.6 s), do not."""
+from pda.regex import compile_regex
 
 MAX_MULTIPLE_MODULUS = 100_000
-"""Largest p whose residue DFA is built and minimised (p = 10^6 would be a million states)."""
+"""Largest p whose residue classes are computed (0.17 s at 99,991; p = 10^6 would be a million
+residues to refine). Few p this large have few enough classes: 10^5 has 6, 2^16 2,829."""
 
-MAX_MULTIPLE_STATES = 2000
-"""Largest multiples DFA built (residue classes x fraction positions), so elimination stays quick."""
+MAX_MULTIPLE_STATES = 5_000
+"""Largest DFA explored (residue classes x fraction positions, times the bound DFA's states
+when there are bounds), before minimisation. Measured from schema to compiled grammar over the
+Qwen2 vocabulary: p = 97 with 0..10^12 (1,189 states explored, 890 kept) ~60 ms; 999 (1,007)
+~80 ms; 4987 (4,995, the largest prime within) 0.43 s, about the 0.4 s the longest multiples
+regex (0.07) cost before automata."""
 
-# The alphabet: '-' is outside the automaton (a sign in front), '.', then the digits.
-_CLASSES: list[er.Ranges] = [((ord("."), ord(".")),)] + [((48 + d, 48 + d),) for d in range(10)]
+# The alphabet: the sign, the decimal point, the digits.
+_CHARS = "-.0123456789"
+_ANY_NUMERAL = f"[{re.escape(_CHARS)}]*"
 
 
 class MultiplesTooLarge(Exception):
-    """The multiples of this step have no regex within the limits."""
+    """The multiples of this step have no automaton within the limits."""
 
 
-def multiples_regex(p: int, scale: int, lo: int | None, hi: int | None) -> str | None:
-    """Plain-decimal JSON numbers n/10^scale with p | n and lo <= n <= hi (None: unbounded).
+def multiples_automaton(p: int, scale: int, lo: int | None, hi: int | None, guard: str = "") -> TerminalAutomaton | None:
+    """Plain-decimal JSON numbers n/10^scale with p | n and lo <= n <= hi (None: unbounded),
+    that also start with a match of the look-ahead regex `guard` if one is given.
 
     Spellings: an optional `-` (also `-0`, as for other integers), a canonical integer
     part, and a fraction of any length whose digits past `scale` are zeros (`14.0`,
-    `0.50`). None when no multiple lies in the range; `MultiplesTooLarge` past the limits.
+    `0.50`). None when no multiple is spelled; `MultiplesTooLarge` past the limits.
     """
     if lo is not None and hi is not None and -(-lo // p) * p > hi:
         return None
-    guards = ""
     if lo is not None:
-        guards += f"(?={_at_least(lo, scale)})" if lo > 0 else f"(?!-{_at_least(1 - lo, scale)})"
+        guard += f"(?={_at_least(lo, scale)})" if lo > 0 else f"(?!-{_at_least(1 - lo, scale)})"
     if hi is not None:
-        guards += f"(?!{_at_least(hi + 1, scale)})" if hi >= 0 else f"(?=-{_at_least(-hi, scale)})"
-    body = _unsigned_multiples(p, scale)
-    if body is None:
-        raise MultiplesTooLarge(f"the multiples of {p}/10^{scale} have no regex within the limits")
-    return guards + "-?" + body
+        guard += f"(?!{_at_least(hi + 1, scale)})" if hi >= 0 else f"(?=-{_at_least(-hi, scale)})"
+    return _automaton(p, scale, guard)
 
 
 @functools.lru_cache(maxsize=256)
-def _unsigned_multiples(p: int, scale: int) -> str | None:
-    """The unsigned spellings of the multiples of p/10^scale, as a regex; None past the
-    limits. Cached: a schema repeats its steps, and a step over the limit costs 0.1 s to find out."""
+def _automaton(p: int, scale: int, guard: str) -> TerminalAutomaton | None:
+    """The product of the residue DFA and the guard's DFA, minimised; cached, as a schema repeats its steps."""
     if p > MAX_MULTIPLE_MODULUS:
-        return None
+        raise MultiplesTooLarge(f"the step {p}/10^{scale} has over {MAX_MULTIPLE_MODULUS} residues to track")
+    found = _signed_multiples(p, scale)
+    if found is None:
+        raise MultiplesTooLarge(f"the multiples of {p}/10^{scale} need an automaton of over {MAX_MULTIPLE_STATES} states")
+    trans, accept = found
+    if guard:
+        look = compile_regex(guard + _ANY_NUMERAL, name="multipleOf bounds")
+        columns = look.byte_class[[ord(c) for c in _CHARS]]
+        try:
+            order, product = er.explore_states(
+                (0, look.start), len(_CHARS), lambda cur, c: (trans[cur[0]][c], int(look.trans[cur[1], columns[c]])),
+                MAX_MULTIPLE_STATES)
+        except er.AutomatonTooLarge:
+            raise MultiplesTooLarge(f"the multiples of {p}/10^{scale} within these bounds need an automaton "
+                                    f"of over {MAX_MULTIPLE_STATES} states") from None
+        trans, accept = product, [accept[q] and bool(look.accept[b, 0]) for q, b in order]
+    return _minimal_automaton(trans, accept)
+
+
+@functools.lru_cache(maxsize=256)
+def _signed_multiples(p: int, scale: int) -> tuple[list[list[int]], list[bool]] | None:
+    """The complete DFA (start 0) over `_CHARS` of the signed spellings of the multiples of p/10^scale;
+    None past `MAX_MULTIPLE_STATES` (cached too: p near `MAX_MULTIPLE_MODULUS` takes 0.17 s to find out)."""
     cls, step = _residue_classes(p)
     zero = cls[0]
-    cap = max(scale, 1)
-    if len(step) * (cap + 2) > MAX_MULTIPLE_STATES:
+    if 8 + len(step) * (scale + 1) > MAX_MULTIPLE_STATES:
         return None
 
     def padded(c: int, zeros: int) -> bool:
@@ -86,66 +112,84 @@ def _unsigned_multiples(p: int, scale: int) -> str | None:
             c = step[c][0]
         return c == zero
 
-    # States: ("start",), ("zero",) after an integer part "0", ("int", c), ("frac", c, j) after
-    # j fraction digits (j capped at max(scale, 1): past `scale` only zeros may follow), ("dead",).
-    index: dict[tuple, int] = {}
-    order: list[tuple] = []
-    trans: list[list[int]] = []
-
-    def state(s: tuple) -> int:
-        if s not in index:
-            index[s] = len(order)
-            order.append(s)
-        return index[s]
-
+    # States: ("start",), ("signed",) after the `-`, ("zero",) after an integer part "0", ("int", c),
+    # ("frac", c, j) after j < scale fraction digits, ("tail", multiple, digits) once `scale` fraction
+    # digits are read (only zeros may follow; `digits`: the fraction is not empty), ("dead",).
     def successor(s: tuple, k: int) -> tuple:
-        if s[0] == "dead":
-            return s
-        if k == 0:  # '.'
-            return ("frac", zero if s[0] == "zero" else s[1], 0) if s[0] in ("zero", "int") else ("dead",)
-        d = k - 1
-        if s[0] == "start":
+        if k == 0:  # '-'
+            return ("signed",) if s[0] == "start" else ("dead",)
+        if k == 1:  # '.'
+            if s[0] not in ("zero", "int"):
+                return ("dead",)
+            c = zero if s[0] == "zero" else s[1]
+            return ("frac", c, 0) if scale else ("tail", c == zero, False)
+        d = k - 2
+        if s[0] in ("start", "signed"):
             return ("zero",) if d == 0 else ("int", step[zero][d])
         if s[0] == "int":
             return ("int", step[s[1]][d])
         if s[0] == "frac":
             _, c, j = s
-            if j < scale:
-                return ("frac", step[c][d], j + 1)
-            return ("frac", c, min(j + 1, cap)) if d == 0 else ("dead",)
+            return ("frac", step[c][d], j + 1) if j + 1 < scale else ("tail", step[c][d] == zero, True)
+        if s[0] == "tail":
+            return ("tail", s[1], True) if d == 0 else ("dead",)
         return ("dead",)
 
-    state(("start",))
-    while len(trans) < len(order):
-        s = order[len(trans)]
-        trans.append([state(successor(s, k)) for k in range(len(_CLASSES))])
+    order, trans = er.explore_states(("start",), len(_CHARS), successor, MAX_MULTIPLE_STATES)
     accept = [s[0] == "zero" or (s[0] == "int" and padded(s[1], scale))
-              or (s[0] == "frac" and s[2] >= 1 and padded(s[1], max(scale - s[2], 0))) for s in order]
-    found = []
-    for automaton, backwards in (((trans, accept), False), (_reversed(trans, accept), True)):
-        if automaton is not None:
-            try:
-                found.append(er.dfa_regex(_CLASSES, *automaton, MAX_MULTIPLE_REGEX, reverse=backwards))
-            except RegexError:
-                continue
-    return f"(?:{min(found, key=len)})" if found else None
+              or (s[0] == "frac" and s[2] >= 1 and padded(s[1], scale - s[2])) or (s[0] == "tail" and s[1] and s[2])
+              for s in order]
+    return trans, accept
 
 
-def _reversed(trans: list[list[int]], accept: list[bool]) -> tuple[list[list[int]], list[bool]] | None:
-    """A DFA reading the strings backwards (subset construction), or None past the state
-    limit: divisibility by 2^a 5^b is decided by the last digits, so backwards it is nearly
-    a tree (p = 16: forwards 212,000 characters of regex, backwards 4,600)."""
-    back: list[list[list[int]]] = [[[] for _ in _CLASSES] for _ in trans]
-    for q, row in enumerate(trans):
-        for c, t in enumerate(row):
-            back[t][c].append(q)
-    start = frozenset(q for q, a in enumerate(accept) if a)
-    try:
-        order, out = er.explore_states(start, len(_CLASSES), lambda cur, c: frozenset(q for t in cur for q in back[t][c]),
-                                       MAX_MULTIPLE_STATES)
-    except er.AutomatonTooLarge:
+def _minimal_automaton(trans: list[list[int]], accept: list[bool]) -> TerminalAutomaton | None:
+    """A complete DFA over `_CHARS` (start 0) as a terminal automaton: minimised, states that
+    cannot accept dropped, one edge per (state, target) labelled with a character class;
+    None when it accepts nothing."""
+    table = np.array(trans, dtype=np.int64).reshape(len(trans), len(_CHARS))
+    block = coarsest_partition(table, np.array(accept, dtype=np.int64))
+    # Blocks renumbered by their first state, so the start's block is 0.
+    _, first, inverse = np.unique(block, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))
+    part = rank[inverse.reshape(-1)]
+    n = len(first)
+    rep = np.empty(n, dtype=np.int64)
+    rep[part] = np.arange(len(part))  # a state of each block (they all move alike)
+    moves = part[table[rep]]
+    finals = np.zeros(n, dtype=bool)
+    finals[part[np.flatnonzero(accept)]] = True
+    live = finals.copy()
+    while True:
+        grown = live | live[moves].any(axis=1)
+        if (grown == live).all():
+            break
+        live = grown
+    if not live[0]:
         return None
-    return out, [0 in st for st in order]
+    ids = np.cumsum(live) - 1
+    edges = []
+    for q in np.flatnonzero(live).tolist():
+        targets: dict[int, list[str]] = {}
+        for c, r in enumerate(moves[q].tolist()):
+            if live[r]:
+                targets.setdefault(int(ids[r]), []).append(_CHARS[c])
+        edges += [(int(ids[q]), _char_class(chars), r) for r, chars in targets.items()]
+    return TerminalAutomaton(int(live.sum()), 0, tuple(int(ids[q]) for q in np.flatnonzero(live & finals)),
+                             tuple(edges))
+
+
+def _char_class(chars: list[str]) -> str:
+    """A regex for exactly these characters of `_CHARS` (in `_CHARS` order): `\\.`, `[0-35-9]`."""
+    if len(chars) == 1:
+        return re.escape(chars[0])
+    runs: list[list[str]] = []
+    for ch in chars:
+        if runs and ch.isdigit() and runs[-1][-1].isdigit() and ord(ch) == ord(runs[-1][-1]) + 1:
+            runs[-1].append(ch)
+        else:
+            runs.append([ch])
+    return "[" + "".join(re.escape(r[0]) + (f"-{r[-1]}" if len(r) > 2 else r[-1] if len(r) == 2 else "")
+                         for r in runs) + "]"
 
 
 def _residue_classes(p: int) -> tuple[list[int], list[list[int]]]:

@@ -1,12 +1,14 @@
 """How one terminal's DFA is built: the finite-set trie, a single literal, or the regex path; memoised by pattern.
 
 The constructions live in `pda.regex` (`finite_set_dfa`, `literal_dfa`,
-`compile_regex`); this module picks the first that applies, which only changes
+`compile_regex`, `build_lexer_dfa`); this module picks the first that applies, which only changes
 how fast the DFA is built, never its language: an alternation of at least
 `FINITE_SET_MIN_CHOICES` literals becomes a minimal trie DFA, one plain literal
-a chain, anything else goes through regex → NFA → DFA. Results are cached in
-memory (a byte-bounded LRU shared by every grammar), by the pattern, its flags and
-laziness, and on disk when building one took at least `DISK_MIN_SECONDS` (a
+a chain, anything else goes through regex → NFA → DFA. A terminal given as an
+automaton (`TerminalDef.automaton`) always takes the NFA path, from its automaton
+(its `pattern` only describes it). Results are cached in
+memory (a byte-bounded LRU shared by every grammar), by the pattern (or the
+automaton's digest), its flags and laziness, and on disk when building one took at least `DISK_MIN_SECONDS` (a
 JSON Schema has hundreds of key literals: each is built in ~20 µs, less than a
 disk-cache round trip, and writing them made up most of a cold compile's disk time).
 """
@@ -19,7 +21,7 @@ import time
 from pda import cache
 from pda.grammar.ir import TerminalDef
 from pda.lru import budget_cache, register_budget
-from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, compile_regex, literal_dfa
+from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, compile_regex, literal_dfa
 from pda.regex.finite_set import finite_set_dfa
 from pda.regex.literals import literal_alternatives
 
@@ -34,23 +36,29 @@ DISK_MIN_SECONDS = 0.002
 
 
 def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
-    """One terminal's minimal DFA, cached by (pattern, flags, lazy)."""
-    key = hashlib.sha256(repr((t.pattern, t.flags, t.lazy)).encode()).hexdigest()[:32]
+    """One terminal's minimal DFA, cached by (pattern or automaton, flags, lazy)."""
+    automaton = None if t.automaton is None else t.automaton.digest
+    language = ("automaton", automaton) if automaton is not None else t.pattern
+    key = hashlib.sha256(repr((language, t.flags, t.lazy)).encode()).hexdigest()[:32]
     dfa = _memory.get(key)
     if dfa is not None:
         return dfa
-    dfa = _single_literal_dfa(t)
+    dfa = None if automaton is not None else _single_literal_dfa(t)
     if dfa is None:
         # The pattern by its hash: an enum's can be megabytes, and the key is in every file's header.
-        disk_key = {"pattern_sha256": hashlib.sha256(t.pattern.encode("utf-8", "surrogatepass")).hexdigest(),
-                    "flags": t.flags, "lazy": t.lazy}
+        disk_key = ({"automaton_sha256": automaton} if automaton is not None else
+                    {"pattern_sha256": hashlib.sha256(t.pattern.encode("utf-8", "surrogatepass")).hexdigest()})
+        disk_key.update(flags=t.flags, lazy=t.lazy)
         dfa = cache.load("dfa", disk_key, LexerDFA.from_arrays)
         if dfa is None:
             start = time.perf_counter()
-            # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
-            dfa = finite_set_dfa(t, max_states=max_states) or compile_regex(
-                t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
-            )
+            if automaton is not None:
+                dfa = build_lexer_dfa([t], max_states=max_states)
+            else:
+                # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
+                dfa = finite_set_dfa(t, max_states=max_states) or compile_regex(
+                    t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
+                )
             if time.perf_counter() - start >= DISK_MIN_SECONDS:
                 cache.store("dfa", disk_key, *dfa.to_arrays())
     _memory.put(key, dfa, dfa.nbytes)

@@ -10,7 +10,11 @@ Invariants:
 - `NFA.build(node, s, e)` adds paths from s to e spelling exactly node's
   language; it adds edges out of s and into e but never out of e or into s, so
   fragments may share their endpoints (alternatives share both, which keeps big
-  literal alternations trie-shaped).
+  literal alternations trie-shaped). A `Graph` (a terminal given as an automaton
+  over regexes, `pda.grammar.ir.TerminalAutomaton`) is built the same way: a fresh
+  NFA state per automaton state, each edge's regex built between its two states,
+  ε from s to the start and from each accepting state to e; so its NFA is as large
+  as the automaton plus its labels' fragments.
 - A DFA state is the set of "important" NFA states (with atom edges, or final)
   of an ε-closure (the subset construction is compiled: `pda.kernels.subsets`,
   its oracle `pda.reference.reference_subsets`). A lazy terminal's NFA states
@@ -26,6 +30,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
@@ -35,6 +40,16 @@ from pda.errors import LimitExceeded
 from pda.kernels import subsets
 from pda.regex import charset as cs
 from pda.regex.syntax import Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, drive
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A terminal automaton with its edge regexes translated: states 0..n_states-1, (source, node, target) edges."""
+
+    n_states: int
+    start: int
+    accept: tuple[int, ...]
+    edges: tuple[tuple[int, Node, int], ...]
 
 
 class NFA:
@@ -54,7 +69,15 @@ class NFA:
             raise LimitExceeded(f"NFA has more than {self.max_states} states")
         return len(self.eps) - 1
 
-    def build(self, node: Node, s: int, e: int) -> None:
+    def build(self, node: Node | Graph, s: int, e: int) -> None:
+        if isinstance(node, Graph):
+            ids = [self.state() for _ in range(node.n_states)]
+            self.eps[s].append(ids[node.start])
+            for q in node.accept:
+                self.eps[ids[q]].append(e)
+            for q, label, r in node.edges:
+                drive(self._build(label, ids[q], ids[r]))
+            return
         drive(self._build(node, s, e))
 
     def _build(self, node: Node, s: int, e: int) -> Generator[Any, None, None]:

@@ -7,7 +7,10 @@ the empty one) reaches `accept[., j]`. A byte string is accepted for terminal
 j iff it is valid UTF-8 and its decoding `re.fullmatch`es j's pattern (for
 lazy terminals and the escaped-string idiom: iff `re.match` returns exactly
 it; see `pda.regex.syntax`). A byte-mode terminal (flag `b`) reads the bytes
-themselves, as a Python bytes regex would (`utf8.expand_bytes`).
+themselves, as a Python bytes regex would (`utf8.expand_bytes`). A terminal given
+as an automaton (`TerminalDef.automaton`) is its edges' regexes translated one by
+one and spliced between the automaton's states in the NFA (`automaton.Graph`), so
+its DFA costs what its automaton's size does, never a regex spelling it out.
 
 Pipeline: regex → IR (`syntax`) → NFA over atoms, the classes of code points
 that all of the regex's character classes treat alike (`charset.Alphabet`) →
@@ -33,7 +36,7 @@ from pda.regex import charset as cs
 from pda.regex import compose, utf8
 from pda.regex.hashing import hash_weights
 from pda.kernels.partition import coaccessible, coarsest_partition
-from pda.regex.automaton import NFA, determinise
+from pda.regex.automaton import NFA, Graph, determinise
 from pda.lru import budget_cache, register_budget
 from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, structure_key, translate
 
@@ -156,12 +159,14 @@ def _freeze(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _charsets(root: Node, out: list) -> list:
+def _charsets(root: Node | Graph, out: list) -> list:
     """Every character set in the IR tree (sub-automata included); an explicit stack, as trees nest deep."""
     stack = [root]
     while stack:
         node = stack.pop()
-        if isinstance(node, Chars):
+        if isinstance(node, Graph):
+            stack.extend({id(label): label for _, label, _ in node.edges}.values())
+        elif isinstance(node, Chars):
             out.append(node.chars)
         elif isinstance(node, (Seq, Alt)):
             stack.extend(reversed(node.items))
@@ -173,9 +178,10 @@ def _charsets(root: Node, out: list) -> list:
 
 
 def _compile_nodes(
-    nodes: Sequence[Node], lazy: Sequence[bool], names: Sequence[str], max_states: int, byte_mode: bool = False
+    nodes: Sequence[Node | Graph], lazy: Sequence[bool], names: Sequence[str], max_states: int, byte_mode: bool = False
 ) -> LexerDFA:
-    if len(nodes) == 1 and not lazy[0] and not byte_mode and compose.worth_composing(nodes[0]):
+    if (len(nodes) == 1 and not lazy[0] and not byte_mode and not isinstance(nodes[0], Graph)
+            and compose.worth_composing(nodes[0])):
         found = _composed(nodes[0], names, max_states)
         if found is not None:
             return found
@@ -184,7 +190,7 @@ def _compile_nodes(
 
 
 def _byte_dfa(
-    nodes: Sequence[Node], lazy: Sequence[bool], names: Sequence[str], max_states: int, byte_mode: bool = False
+    nodes: Sequence[Node | Graph], lazy: Sequence[bool], names: Sequence[str], max_states: int, byte_mode: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """The minimal atom DFA of `nodes` spelled in bytes: (trans [m, 256] with -1 for dead, accept [n <= m, t])."""
     alphabet = cs.Alphabet([c for node in nodes for c in _charsets(node, [])])
@@ -228,7 +234,7 @@ def _composed(node: Node, names: Sequence[str], max_states: int) -> LexerDFA | N
 
 
 def _atom_dfa(
-    nodes: Sequence[Node],
+    nodes: Sequence[Node | Graph],
     lazy: Sequence[bool],
     names: Sequence[str],
     max_states: int,
@@ -387,11 +393,20 @@ def build_lexer_dfa(
     byte_mode = {BYTE_MODE in t.flags for t in terminals}
     if len(byte_mode) > 1:
         raise ValueError("build_lexer_dfa: byte-mode and UTF-8 terminals are compiled separately")
-    nodes = [translate(t.pattern, t.flags, name=t.name, line=t.line) for t in terminals]
+    nodes = [_translated(t) for t in terminals]
     try:
         return _compile_nodes(nodes, [t.lazy for t in terminals], names, max_states, byte_mode == {True})
     except LimitExceeded as e:
         raise LimitExceeded(f"{e} (terminals: {', '.join(names)})") from None
+
+
+def _translated(t: TerminalDef) -> Node | Graph:
+    """The terminal's regex IR, or its automaton with each distinct edge regex translated once."""
+    a = t.automaton
+    if a is None:
+        return translate(t.pattern, t.flags, name=t.name, line=t.line)
+    labels = {label: translate(label, t.flags, name=t.name, line=t.line) for _, label, _ in a.edges}
+    return Graph(a.n_states, a.start, a.accept, tuple((q, labels[label], r) for q, label, r in a.edges))
 
 
 def literal_dfa(data: bytes, *, name: str = "<literal>") -> LexerDFA:

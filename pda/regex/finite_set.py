@@ -72,7 +72,7 @@ def finite_set_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) 
     Only strings that are valid UTF-8 (no lone surrogates) qualify: the byte-level
     regex path would never match the others, and the trie would.
     """
-    if t.lazy:
+    if t.lazy or t.automaton is not None:  # an automaton's `pattern` only describes it
         return None
     strings = literal_alternatives(t.pattern, t.flags)
     if strings is None or len(strings) < FINITE_SET_MIN_CHOICES:

@@ -7,7 +7,9 @@ A sentence is drawn in three steps:
    when a budget would be exceeded, only rules of least derivation height are
    taken, which always terminates;
 2. one string per terminal, drawn from the terminal's regex (`re`'s own parse
-   tree), preferring edge characters: quotes, backslashes, multi-byte UTF-8;
+   tree), preferring edge characters: quotes, backslashes, multi-byte UTF-8; a
+   terminal given as an automaton (`TerminalAutomaton`) by a random walk over it,
+   each edge's regex drawn the same way;
 3. the lexemes are joined, with a sampled `%ignore` string wherever the greedy
    lexer would otherwise extend one lexeme into the next.
 
@@ -36,7 +38,7 @@ from typing import Any, Protocol
 import regex
 
 from pda.errors import GrammarError, LimitExceeded
-from pda.grammar.ir import BASIC, GrammarIR, TerminalDef
+from pda.grammar.ir import BASIC, GrammarIR, TerminalAutomaton, TerminalDef
 
 # -- choices -------------------------------------------------------------------
 
@@ -84,6 +86,10 @@ _INDENT_UNITS = ("    ", "    ", "    ", "  ", "\t", " ")
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
 
+# Edges an automaton terminal's walk takes freely before it heads for the nearest accepting state.
+_WALK_EDGES = 24
+
+
 def _flags_of(letters: str) -> int:
     bits = 0
     for letter in letters:
@@ -125,15 +131,97 @@ def greedy_form(pattern: str) -> str:
     return "".join(out)
 
 
+class AutomatonMatcher:
+    """`fullmatch` (with `regex`'s `partial`) for a terminal given as an automaton, by running
+    its NFA over the edges' own regexes compiled by `regex`: independent of pda's DFA builder.
+
+    A run is the set of states reached at each position; from each, every edge tries the
+    ends its regex's width allows. Slow (quadratic in the text for unbounded edges), as
+    the reference recogniser may be."""
+
+    def __init__(self, a: TerminalAutomaton, flags: int) -> None:
+        self.automaton = a
+        compiled = {label: (regex.compile(label, flags), _max_width(sre_parse.parse(label, flags)))
+                    for _, label, _ in a.edges}
+        self.out: list[list[tuple[Any, int | None, int]]] = [[] for _ in range(a.n_states)]
+        for q, label, r in a.edges:
+            self.out[q].append((*compiled[label], r))
+        self.accept = frozenset(a.accept)
+        self.distance = _distance_to_accept(a)
+
+    def fullmatch(self, text: str, pos: int = 0, endpos: int | None = None, *, partial: bool = False,
+                  timeout: float | None = None) -> bool | None:
+        """True when text[pos:endpos] is a whole string of the automaton (with `partial`: or a
+        prefix of one), else None, as `regex` answers (`timeout` is accepted and unused)."""
+        end = len(text) if endpos is None else min(endpos, len(text))
+        reached: dict[int, set[int]] = {pos: {self.automaton.start}}
+        for i in range(pos, end + 1):
+            todo = list(reached.get(i, ()))
+            while todo:  # an edge whose regex matches the empty string moves within position i
+                q = todo.pop()
+                for rx, width, r in self.out[q]:
+                    if r not in self.distance:
+                        continue
+                    for j in range(i, end + 1 if width is None else min(end, i + width) + 1):
+                        if rx.fullmatch(text, i, j) is not None and r not in reached.setdefault(j, set()):
+                            reached[j].add(r)
+                            if j == i:
+                                todo.append(r)
+                    if partial and i < end and rx.fullmatch(text, i, end, partial=True) is not None:
+                        return True
+        last = reached.get(end, set())
+        found = bool(last & self.accept) or (partial and any(q in self.distance for q in last))
+        return True if found else None
+
+
+def _max_width(tree: Any) -> int | None:
+    high = tree.getwidth()[1]
+    return None if high >= sre.MAXREPEAT else high
+
+
+def _distance_to_accept(a: TerminalAutomaton) -> dict[int, int]:
+    """Edges from each state to the nearest accepting one; states that cannot accept are absent."""
+    into: list[list[int]] = [[] for _ in range(a.n_states)]
+    for q, _, r in a.edges:
+        into[r].append(q)
+    distance = {q: 0 for q in a.accept}
+    frontier = list(distance)
+    while frontier:
+        nxt = []
+        for r in frontier:
+            for q in into[r]:
+                if q not in distance:
+                    distance[q] = distance[r] + 1
+                    nxt.append(q)
+        frontier = nxt
+    return distance
+
+
 class TerminalGenerator:
-    """Random strings of one terminal: generated from the regex parse tree, then
+    """Random strings of one terminal: generated from the regex parse tree (for an automaton
+    terminal, a walk over the automaton drawing each edge's regex so), then
     checked with `fullmatch` (which also enforces look-arounds and anchors the
     generator ignores) and, for lazy terminals, that no shorter prefix matches."""
 
     def __init__(self, term: TerminalDef) -> None:
         self.term = term
         self.flags = _flags_of(term.flags)
+        self._class_cache: dict[int, tuple[list[str], list[tuple[int, int]]]] = {}
+        a = term.automaton
         try:
+            if a is not None:  # its `pattern` only describes it: never parsed
+                self.regex = self.viable = AutomatonMatcher(a, self.flags)
+                trees = {label: sre_parse.parse(label, self.flags) for _, label, _ in a.edges}
+                distance = self.regex.distance
+                # Per state, the edges that can still reach acceptance, the nearest first (choice 0 shrinks to them).
+                self.walk: list[list[tuple[int, Any, int]]] = [[] for _ in range(a.n_states)]
+                for q, label, r in a.edges:
+                    if r in distance:
+                        self.walk[q].append((distance[r], trees[label], r))
+                for edges in self.walk:
+                    edges.sort(key=lambda e: e[0])
+                self.max_width: int | None = None
+                return
             self.tree = sre_parse.parse(term.pattern, self.flags)
             self.regex = regex.compile(term.pattern, self.flags)
             # `regex`'s partial matching is wrong for lazy quantifiers; the greedy form has
@@ -141,9 +229,7 @@ class TerminalGenerator:
             self.viable = regex.compile(greedy_form(term.pattern), self.flags)
         except (re.error, regex.error) as exc:
             raise GrammarError(f"cannot parse pattern /{term.pattern}/: {exc}", terminal=term.name) from None
-        self._class_cache: dict[int, tuple[list[str], list[tuple[int, int]]]] = {}
-        high = self.tree.getwidth()[1]
-        self.max_width: int | None = None if high >= sre.MAXREPEAT else high
+        self.max_width = _max_width(self.tree)
 
     def matches(self, text: str) -> bool:
         """Whether `text` is one lexeme of this terminal (lazy: its first match)."""
@@ -154,11 +240,34 @@ class TerminalGenerator:
     def generate(self, choices: Choices, tries: int = 40) -> str:
         for _ in range(tries):
             out: list[str] = []
-            self._gen(self.tree, self.flags, out, {}, choices)
+            if self.term.automaton is None:
+                self._gen(self.tree, self.flags, out, {}, choices)
+            else:
+                self._walk(out, choices)
             text = "".join(out)
             if text and self.matches(text):
                 return text
         raise LimitExceeded(f"could not draw a string of terminal {self.term.name} (/{self.term.pattern}/) in {tries} tries")
+
+    def _walk(self, out: list[str], choices: Choices) -> None:
+        """A path of the automaton from its start to an accepting state, each edge's regex drawn into `out`.
+
+        At an accepting state choice 0 stops; after `_WALK_EDGES` edges only edges that come
+        nearer to acceptance are taken, so the walk ends."""
+        a = self.term.automaton
+        assert a is not None
+        q, steps = a.start, 0
+        if q not in self.regex.distance:
+            return  # the empty language: `generate` finds no string
+        while True:
+            edges = self.walk[q]
+            if steps >= _WALK_EDGES:
+                edges = [e for e in edges if e[0] < self.regex.distance[q]]
+            if not edges or (q in self.regex.accept and choices.below(4) == 0):
+                return
+            _, tree, q = edges[choices.below(len(edges))]
+            self._gen(tree, self.flags, out, {}, choices)
+            steps += 1
 
     def _gen(self, items: Any, flags: int, out: list[str], groups: dict[int, str], choices: Choices) -> None:
         for op, av in items:

@@ -46,7 +46,7 @@ EAGER_MIN_STATES = 1_000
 
 def is_finite_set(t: TerminalDef) -> bool:
     """Whether `t` is an alternation of literal strings (the finite-set engine's terminals)."""
-    if t.lazy or not t.pattern.startswith("(?:"):
+    if t.lazy or t.automaton is not None or not t.pattern.startswith("(?:"):
         return False
     strings = literal_alternatives(t.pattern, t.flags)
     return strings is not None and len(strings) >= FINITE_SET_MIN_CHOICES

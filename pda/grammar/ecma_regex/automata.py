@@ -5,7 +5,7 @@ that must not, a length bound across several variable pieces) is built here as a
 Thompson NFA over code-point classes, determinised, multiplied with the others and
 with a length counter, minimised, and written back as a regex over JSON units by
 state elimination (`pattern_set_body`). `dfa_regex` does the last two steps for
-front ends that build their automaton themselves (`multiples`, `free_text`). Every
+front ends that build their automaton themselves (`free_text`). Every
 construction is bounded (`MAX_PATTERN_DFA_STATES`, `MAX_PATTERN_REGEX`) and raises
 `RegexError` past its bound.
 """
@@ -258,12 +258,11 @@ def _minimise(d: _DFA) -> _DFA:
     return _DFA(d.classes, out, acc)
 
 
-def _to_regex(d: _DFA, limit: int = MAX_PATTERN_REGEX, reverse: bool = False,
+def _to_regex(d: _DFA, limit: int = MAX_PATTERN_REGEX,
               unit: Callable[[Ranges], str | None] = unit_regex) -> PatternInfo | None:
     """The DFA's language as a lexeme-body regex over JSON units (state elimination);
-    `AutomatonTooLarge` once an entry passes `limit` characters. With `reverse`, the regex of the
-    language's reversal (each path's pieces concatenated the other way round). `unit`
-    writes one class of code points (JSON string units by default)."""
+    `AutomatonTooLarge` once an entry passes `limit` characters. `unit` writes one class
+    of code points (JSON string units by default)."""
     n = len(d.trans)
     # Live states: those from which an accepting state is reachable.
     live = {q for q in range(n) if d.accept[q]}
@@ -321,7 +320,7 @@ def _to_regex(d: _DFA, limit: int = MAX_PATTERN_REGEX, reverse: bool = False,
         for i in incoming_k:
             into = R[i].pop(k)
             for j, out in outs.items():
-                text = out + star + into if reverse else into + star + out
+                text = into + star + out
                 prev = R[i].get(j)
                 if prev is not None and prev != text:
                     text = f"(?:{prev}|{text})"
@@ -389,16 +388,14 @@ def _accepts_everything(d: _DFA) -> bool:
 
 
 def dfa_regex(classes: list[Ranges], trans: list[list[int]], accept: list[bool], limit: int,
-              reverse: bool = False, unit: Callable[[Ranges], str | None] = unit_regex) -> str | None:
+              unit: Callable[[Ranges], str | None] = unit_regex) -> str | None:
     """The language of a complete DFA (start state 0, `trans[q][c]` for class `classes[c]`)
-    as one regex, minimised first; None when it is empty. With `reverse`, the DFA reads
-    the strings backwards and the regex is of the strings themselves (numerals decided
-    by their last digits have the simpler automaton backwards). For front ends that
-    build a regular language as an automaton (`multiples`); `RegexError` when the regex
-    would pass `limit` characters. `unit` writes a class (JSON string units by default;
+    as one regex, minimised first; None when it is empty. For front ends that build a
+    regular language as an automaton (`free_text`); `RegexError` when the regex would pass
+    `limit` characters. `unit` writes a class (JSON string units by default;
     `raw_class_regex` for the code points themselves)."""
     try:
-        info = _to_regex(_minimise(_DFA(classes, trans, accept)), limit, reverse, unit)
+        info = _to_regex(_minimise(_DFA(classes, trans, accept)), limit, unit)
     except AutomatonTooLarge:
         raise RegexError(f"the automaton's regex is longer than {limit} characters") from None
     return None if info is None else info.body

@@ -1,9 +1,11 @@
-"""Lowering `integer` and `number` schemas: one terminal whose regex is the set of allowed spellings.
+"""Lowering `integer` and `number` schemas: one terminal whose language is the set of allowed spellings.
 
 A number schema becomes one terminal: bounds (`minimum`, `exclusiveMaximum`...,
 draft 4's boolean exclusives too) as a decimal-range regex over plain decimals,
-`multipleOf` through `pda.grammar.multiples` (or an enumeration of a small bounded
-range), a negated integer type as "has a non-zero fraction". Bounds are exact
+`multipleOf` as an automaton terminal built by `pda.grammar.multiples` with the bounds
+multiplied in (exact on any range; only a step past that module's limits is enumerated
+on a small bounded range or approximated), a negated integer type as "has a non-zero
+fraction". Bounds are exact
 decimals (`Decimal`), never floats. `exact=True` accepts every JSON spelling of
 an allowed value (`3.0`, `-0`, exponents where unbounded); the generation default
 writes integers as integer literals and keeps numbers finite doubles
@@ -20,10 +22,10 @@ from pda.grammar import ecma_regex as er
 from pda.grammar.json_schema import limits
 from pda.grammar.json_schema.context import Context
 from pda.grammar.json_schema.typed import NumberSchema
-from pda.grammar.multiples import MAX_MULTIPLE_REGEX, MultiplesTooLarge, multiples_regex
+from pda.grammar.multiples import MultiplesTooLarge, multiples_automaton
 
 _JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
-# In front of a `multipleOf` regex of an integer type (generation default): no fraction, no "-0".
+# The look-ahead a `multipleOf` of an integer type starts with (generation default): no fraction, no "-0".
 _INTEGER_LITERAL_GUARD = r"(?!-?[0-9]+\.|-0)"
 
 
@@ -66,22 +68,20 @@ def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tupl
             nlo, nhi = _scaled(lo, lo_ex, scale, True), _scaled(hi, hi_ex, scale, False)
             if nlo is not None and nhi is not None and nlo > nhi:
                 return None
+            guard = _INTEGER_LITERAL_GUARD if int_type and not ctx.exact else ""
             try:
-                regex = multiples_regex(p, scale, nlo, nhi)
-                if regex is not None and int_type and not ctx.exact:
-                    regex = _INTEGER_LITERAL_GUARD + regex
-                return None if regex is None else ctx.builder.terminal(regex, "INT" if integer else "NUM")
-            except MultiplesTooLarge:
-                # (An empty range returned None above, before any regex was built.)
+                automaton = multiples_automaton(p, scale, nlo, nhi, guard)
+                return None if automaton is None else ctx.builder.automaton_terminal(automaton, "INT" if integer else "NUM")
+            except MultiplesTooLarge as exc:
+                # (An empty range returned None above, before any automaton was built.)
                 if nlo is not None and nhi is not None and (nhi - nlo) // p <= limits.MAX_ENUMERATED_MULTIPLES:
                     first = -(-nlo // p) * p
                     vals = [number_literal_regex(Decimal(n).scaleb(-scale), ctx.exact)
                             for n in range(first, nhi + 1, p)]
                     return ctx.builder.terminal("(?:" + "|".join(vals) + ")", "INT" if integer else "NUM")
                 ctx.approximate("multipleOf", path + ("multipleOf",),
-                                f"the multiples of {m} need a regex over {MAX_MULTIPLE_REGEX} characters and "
-                                f"the range is unbounded or holds over {limits.MAX_ENUMERATED_MULTIPLES}; "
-                                "it is ignored")
+                                f"{exc}, and the range is unbounded or holds over "
+                                f"{limits.MAX_ENUMERATED_MULTIPLES}; it is ignored")
     if integer:
         ilo, ihi = _scaled(lo, lo_ex, 0, True), _scaled(hi, hi_ex, 0, False)
         if ilo is not None and ihi is not None and ilo > ihi:
