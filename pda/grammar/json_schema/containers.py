@@ -12,7 +12,9 @@ required ones tracked (`members_required_tracked`). The values inside are lowere
 by the caller's `value` (a recursion this module does not own), and subschemas are
 normalised by the lowering's `Normaliser`. Each lowering reads its schema once,
 through its typed view (`typed.ArraySchema`, `typed.ObjectSchema`: defaults, draft
-forms and the internal keywords already folded), never the dictionary itself.
+forms and the internal keywords already folded), never the container's dictionary;
+only the values an item or property-name schema lists (`enum`, `const`) are read
+from theirs.
 """
 
 from __future__ import annotations
