@@ -19,7 +19,7 @@ terminal's automaton (`TerminalAutomaton`), each edge a class of those character
 Why an automaton and not a regex: the regex of the residue DFA grows exponentially with
 the part of p prime to 10 (p = 7: 44,000 characters, 9: 700,000, 11 and 13 over a
 million), so while terminals were regex text, steps like 9, 13 or 97 were approximated.
-The automaton has at most (residue classes) x (fraction positions + 2) x (bound DFA
+The automaton has at most (residue classes) x (fraction digits + 1) x (bound DFA
 states) states, and the lexer builds its DFA in time proportional to that
 (`pda.regex.dfa`). Past `MAX_MULTIPLE_MODULUS` or `MAX_MULTIPLE_STATES`,
 `MultiplesTooLarge`: the caller enumerates a small bounded range or approximates.
@@ -57,7 +57,8 @@ class MultiplesTooLarge(Exception):
     """The multiples of this step have no automaton within the limits."""
 
 
-def multiples_automaton(p: int, scale: int, lo: int | None, hi: int | None, guard: str = "") -> TerminalAutomaton | None:
+def multiples_automaton(p: int, scale: int, lo: int | None, hi: int | None,
+                        guard: str = "") -> TerminalAutomaton | None:
     """Plain-decimal JSON numbers n/10^scale with p | n and lo <= n <= hi (None: unbounded),
     that also start with a match of the look-ahead regex `guard` if one is given.
 
@@ -81,7 +82,8 @@ def _automaton(p: int, scale: int, guard: str) -> TerminalAutomaton | None:
         raise MultiplesTooLarge(f"the step {p}/10^{scale} has over {MAX_MULTIPLE_MODULUS} residues to track")
     found = _signed_multiples(p, scale)
     if found is None:
-        raise MultiplesTooLarge(f"the multiples of {p}/10^{scale} need an automaton of over {MAX_MULTIPLE_STATES} states")
+        raise MultiplesTooLarge(f"the multiples of {p}/10^{scale} need an automaton of over "
+                                f"{MAX_MULTIPLE_STATES} states")
     trans, accept = found
     if guard:
         look = compile_regex(guard + _ANY_NUMERAL, name="multipleOf bounds")

@@ -71,7 +71,9 @@ def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tupl
             guard = _INTEGER_LITERAL_GUARD if int_type and not ctx.exact else ""
             try:
                 automaton = multiples_automaton(p, scale, nlo, nhi, guard)
-                return None if automaton is None else ctx.builder.automaton_terminal(automaton, "INT" if integer else "NUM")
+                if automaton is None:
+                    return None
+                return ctx.builder.automaton_terminal(automaton, "INT" if integer else "NUM")
             except MultiplesTooLarge as exc:
                 # (An empty range returned None above, before any automaton was built.)
                 if nlo is not None and nhi is not None and (nhi - nlo) // p <= limits.MAX_ENUMERATED_MULTIPLES:
