@@ -72,18 +72,21 @@ def multiples_automaton(p: int, scale: int, lo: int | None, hi: int | None,
         guard += f"(?={_at_least(lo, scale)})" if lo > 0 else f"(?!-{_at_least(1 - lo, scale)})"
     if hi is not None:
         guard += f"(?!{_at_least(hi + 1, scale)})" if hi >= 0 else f"(?=-{_at_least(-hi, scale)})"
-    return _automaton(p, scale, guard)
+    found = _automaton(p, scale, guard)
+    if isinstance(found, str):
+        raise MultiplesTooLarge(found)
+    return found
 
 
 @functools.lru_cache(maxsize=256)
-def _automaton(p: int, scale: int, guard: str) -> TerminalAutomaton | None:
-    """The product of the residue DFA and the guard's DFA, minimised; cached, as a schema repeats its steps."""
+def _automaton(p: int, scale: int, guard: str) -> TerminalAutomaton | str | None:
+    """The product of the residue DFA and the guard's DFA, minimised, or why it is over the limits.
+    Cached, failures too: a schema repeats its steps, and finding out costs up to 0.3 s."""
     if p > MAX_MULTIPLE_MODULUS:
-        raise MultiplesTooLarge(f"the step {p}/10^{scale} has over {MAX_MULTIPLE_MODULUS} residues to track")
+        return f"the step {p}/10^{scale} has over {MAX_MULTIPLE_MODULUS} residues to track"
     found = _signed_multiples(p, scale)
     if found is None:
-        raise MultiplesTooLarge(f"the multiples of {p}/10^{scale} need an automaton of over "
-                                f"{MAX_MULTIPLE_STATES} states")
+        return f"the multiples of {p}/10^{scale} need an automaton of over {MAX_MULTIPLE_STATES} states"
     trans, accept = found
     if guard:
         look = compile_regex(guard + _ANY_NUMERAL, name="multipleOf bounds")
@@ -93,8 +96,8 @@ def _automaton(p: int, scale: int, guard: str) -> TerminalAutomaton | None:
                 (0, look.start), len(_CHARS), lambda cur, c: (trans[cur[0]][c], int(look.trans[cur[1], columns[c]])),
                 MAX_MULTIPLE_STATES)
         except er.AutomatonTooLarge:
-            raise MultiplesTooLarge(f"the multiples of {p}/10^{scale} within these bounds need an automaton "
-                                    f"of over {MAX_MULTIPLE_STATES} states") from None
+            return (f"the multiples of {p}/10^{scale} within these bounds need an automaton of over "
+                    f"{MAX_MULTIPLE_STATES} states")
         trans, accept = product, [accept[q] and bool(look.accept[b, 0]) for q, b in order]
     return _minimal_automaton(trans, accept)
 
@@ -102,7 +105,8 @@ def _automaton(p: int, scale: int, guard: str) -> TerminalAutomaton | None:
 @functools.lru_cache(maxsize=256)
 def _signed_multiples(p: int, scale: int) -> tuple[list[list[int]], list[bool]] | None:
     """The complete DFA (start 0) over `_CHARS` of the signed spellings of the multiples of p/10^scale;
-    None past `MAX_MULTIPLE_STATES` (cached too: p near `MAX_MULTIPLE_MODULUS` takes 0.17 s to find out)."""
+    None past `MAX_MULTIPLE_STATES` (p near `MAX_MULTIPLE_MODULUS` takes 0.17 s to find out). Cached:
+    each bound's product starts from it."""
     cls, step = _residue_classes(p)
     zero = cls[0]
     if 8 + len(step) * (scale + 1) > MAX_MULTIPLE_STATES:
