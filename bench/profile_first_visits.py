@@ -115,7 +115,7 @@ STAGES: list[tuple[str, str, list[str]]] = [
     ("token index", "walk keys (_signature, LexerTables.key)",
      ["pda.index.token_index:TokenIndex._signature", "pda.lexer.lexer:LexerTables.key"]),
     ("token index", "shared classifications (wrap, LRU)",
-     ["pda.index.token_index:TokenIndex._shared_walk", "pda.index.token_index:SharedClassifications.get",
+     ["pda.index.token_index:TokenIndex._root_walk", "pda.index.token_index:SharedClassifications.get",
       "pda.index.token_index:SharedClassifications.put"]),
     ("token index", "index dispatch (at_state, after_boundary)",
      ["pda.index.token_index:TokenIndex.at_state", "pda.index.token_index:TokenIndex.after_boundary"]),

@@ -207,17 +207,28 @@ def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, mon
     (and looked up there once another process wrote some); boundary groups' suffix walks never are, nor any
     walk over a smaller vocabulary."""
     monkeypatch.setattr(token_index, "DISK_MIN_SECONDS", 0.0)
-    looked_up = []  # the keys of the walks looked up or written
+    looked_up = []  # (the key of a walk looked up or written, whether a suffix walk was running)
+    in_suffix = [0]
     real_load, real_store = token_index.cache.load, token_index.cache.store
+    real_suffix = token_index.TokenIndex._suffix_walk
+
+    def suffix_walk(self: token_index.TokenIndex, *args: object) -> object:
+        in_suffix[0] += 1
+        try:
+            return real_suffix(self, *args)
+        finally:
+            in_suffix[0] -= 1
+
+    monkeypatch.setattr(token_index.TokenIndex, "_suffix_walk", suffix_walk)
     monkeypatch.setattr(token_index.cache, "load",
-                        lambda kind, key, decode: looked_up.append(key) or real_load(kind, key, decode))
+                        lambda kind, key, decode: looked_up.append((key, in_suffix[0])) or real_load(kind, key, decode))
     monkeypatch.setattr(token_index.cache, "store",
-                        lambda kind, key, *entry: looked_up.append(key) or real_store(kind, key, *entry))
+                        lambda kind, key, *entry: looked_up.append((key, in_suffix[0])) or real_store(kind, key, *entry))
     vocab = vocabulary()
     everything = len(vocabulary_trie(vocab).token_ids)
     monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", everything + 1)  # a larger vocabulary than this one
     check_walks(compile_lark(GRAMMAR_A, vocab), 10, seed=6)
-    assert not [k for k in looked_up if "roots" in k], "a walk over a small vocabulary was looked up on disk"
+    assert not [k for k, _ in looked_up if "content" in k], "a walk over a small vocabulary was looked up on disk"
     cache.flush()
     assert not (fresh / "classes").exists() or not list((fresh / "classes").glob("*.pdac"))
     monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
@@ -225,8 +236,7 @@ def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, mon
     compiled = compile_lark(GRAMMAR_B, vocab)
     assert check_walks(compiled, 10, seed=6) > 0
     assert compiled.index._suffixes, "no suffix walk ran"
-    empty = token_index.hashlib.sha256(b"").hexdigest()
-    walks = [k for k in looked_up if "roots" in k]
-    assert walks and all(k["roots"] == empty for k in walks), "a suffix walk was looked up on disk or written"
+    walks = [(k, during) for k, during in looked_up if "content" in k]
+    assert walks and not any(during for _, during in walks), "a suffix walk was looked up on disk or written"
     cache.flush()
     assert list((fresh / "classes").glob("*.pdac"))

@@ -18,14 +18,14 @@ body in a state proven to keep them live taken whole (`pda.index.slices`). From
 inside a JSON string it visits a few thousand of Qwen2's 330k trie nodes.
 
 A walk depends on the grammar only through the terminals live where it starts:
-their DFAs, their priorities and their states (contextual lexer). Walk results
-are therefore also kept by that *content* (`SharedClassifications`, one per
-vocabulary trie, in memory and, for walks worth it, on disk), with the
+their DFAs, their priorities and their states (contextual lexer). Walks from the
+trie's root are therefore also kept by that *content* (`SharedClassifications`,
+one per vocabulary trie, in memory and, for walks worth it, on disk), with the
 terminals named by position instead of by the grammar's terminal ids: a second
 grammar with the same frame literals, string or number terminals (a JSON Schema
-with other properties, an enum with other values) finds them there. A walk
-where one terminal is live runs on that terminal's own DFA, so its tables are
-shared too.
+with other properties, an enum with other values) finds them there. Walks after
+a boundary are short, and cost less than that key (`_suffix_walk`). A walk where
+one terminal is live runs on that terminal's own DFA, so its tables are shared too.
 """
 
 from __future__ import annotations
@@ -238,9 +238,10 @@ SharedEntry = tuple[np.ndarray | None, tuple[tuple[int, np.ndarray], ...]]
 class SharedClassifications:
     """Walk results of one vocabulary trie keyed by content, shared by every grammar (LRU by bytes).
 
-    A key is (mask words, roots, signature): the roots are the trie's root or a
-    boundary group's nodes; the signature lists the live terminals as
-    (DFA digest, priority, state) in sorted order, which is all a contextual walk reads.
+    Holds walks from the trie's root (a suffix walk after a boundary is cheaper than its
+    key, `TokenIndex._suffix_walk`). A key is (mask words, signature): the signature
+    lists the live terminals as (DFA digest, priority, state) in sorted order, which is
+    all a contextual walk reads.
     Also holds each terminal DFA's walk tables by digest, weakly: the indexes that
     use them keep them (a 100,000-value enum's are megabytes).
     """
@@ -463,42 +464,37 @@ class TokenIndex:
         self._signatures[key] = found
         return found
 
-    def _shared_walk(
-        self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int, state_key: tuple | None = None
-    ) -> Classification:
-        """The walk from `roots` at lexer state q, through the shared classifications (`state_key`: q's
-        `LexerTables.key`, when the caller has it)."""
+    def _root_walk(self, q: int, live_set: int, state_key: tuple | None = None) -> Classification:
+        """The walk from the trie's root at lexer state q, through the shared classifications (`state_key`:
+        q's `LexerTables.key`, when the caller has it)."""
+        roots = self.first_nodes
         found = self._signature(q, live_set, state_key)
         if found is None:
-            return self._basic_classify(roots, roots_key, q, live_set)
+            return self._basic_classify(roots, b"", q, live_set)
         content, order = found
-        key = (self.mask_words, roots_key, content)
+        key = (self.mask_words, content)
         entry = self.shared.get(key)
         if entry is None:
-            from_root = roots is self.first_nodes and len(self.trie.token_ids) >= DISK_MIN_TOKENS
             # What this process stored is also in `shared`: the disk is asked only when others wrote there.
-            disk_key = self._disk_key(key) if from_root and cache.holds_others("classes") else None
+            disk_key = (self._disk_key(content) if len(self.trie.token_ids) >= DISK_MIN_TOKENS
+                        and cache.holds_others("classes") else None)
             entry = cache.load("classes", disk_key, self._decode_shared(len(order))) if disk_key else None
             fresh = None  # a walk whose groups already name this grammar's terminals
             if entry is None:
                 start = time.perf_counter()
-                # The plain-body cut pays from the root only: after a boundary most paths die within a
-                # few bytes, and proving a pair (a search) cost more than the walk it would shorten
-                # (a replay of 43 JSON Schemas, Qwen2: suffix walks' kernel time 163 -> 75 ms without it).
-                cut = roots is self.first_nodes
                 if not order:  # nothing is live: every token dies at its first byte
                     entry = (None, ())
                 elif len(order) == 1:  # one terminal live: its own DFA from its own state
-                    walked = self._walk(self._terminal_tables(order[0]), roots, content[0][2], cut=cut)
+                    walked = self._walk(self._terminal_tables(order[0]), roots, content[0][2])
                     entry = (walked.inside, tuple((g.terminals, g.nodes) for g in walked.groups))
                 else:
-                    fresh = self._classify(roots, q, live_set, cut=cut)
+                    fresh = self._classify(roots, q, live_set)
                     position = {j: i for i, j in enumerate(order)}
                     entry = (fresh.inside, tuple(
                         (sum(1 << position[j] for j in iter_bits(g.terminals)), g.nodes) for g in fresh.groups
                     ))
-                if from_root and time.perf_counter() - start >= DISK_MIN_SECONDS:
-                    disk_key = disk_key or self._disk_key(key)
+                if time.perf_counter() - start >= DISK_MIN_SECONDS and len(self.trie.token_ids) >= DISK_MIN_TOKENS:
+                    disk_key = disk_key or self._disk_key(content)
                     if disk_key:
                         cache.store("classes", disk_key, *entries_to_arrays([entry], self.mask_words))
             self.shared.put(key, entry)
@@ -508,6 +504,31 @@ class TokenIndex:
         return Classification(inside, [
             BoundaryGroup(sum(1 << order[i] for i in iter_bits(positions)), nodes) for positions, nodes in groups
         ])
+
+    def _suffix_walk(self, group: BoundaryGroup, live_set: int) -> Classification:
+        """The walk of a group's suffixes from START, without the shared classifications.
+
+        After a boundary most paths die within a few bytes: such a walk is ~10 us of kernel
+        time, about what its content signature and the shared lookup cost, and a replay of
+        43 JSON Schemas found an earlier walk there for one in five (for object keys, none);
+        measured without them, that replay's steps took 3% less. The plain-body cut is not
+        taken either: proving a pair (a search) cost more than the walks it shortened (the
+        same replay: suffix walks' kernel time 163 -> 75 ms without it). Where one candidate
+        alone is live at START the walk runs on its own DFA, for which no candidate-set DFA
+        is built.
+        """
+        lexer = self.lexer
+        if lexer.mode != CONTEXTUAL:
+            return self._basic_classify(group.nodes, group.key, START, live_set)
+        dfas = lexer.dfas
+        live = [j for j in iter_bits(live_set) if dfas[j].live[dfas[j].start, 0]]
+        if not live:  # nothing can start a lexeme: every suffix dies at its first byte
+            return Classification(None, ())
+        if len(live) == 1:
+            j = live[0]
+            walked = self._walk(self._terminal_tables(j), group.nodes, dfas[j].start, cut=False)
+            return Classification(walked.inside, [BoundaryGroup(1 << j, g.nodes) for g in walked.groups])
+        return self._classify(group.nodes, START, live_set, cut=False)
 
     def _basic_classify(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int) -> Classification:
         """`_classify` under the basic lexer mode, filtered from one walk under every terminal.
@@ -555,17 +576,11 @@ class TokenIndex:
         tables = self.walk_tables((1 << len(self.lexer.dfas)) - 1)
         return kernel.walk_states(self._trie_arrays, tables.arrays, roots, q)
 
-    def _disk_key(self, key: tuple) -> dict | None:
-        """The disk-cache key of a shared entry (the vocabulary's too), or None without `vocab_key`."""
+    def _disk_key(self, content: tuple) -> dict | None:
+        """The disk-cache key of a shared root walk (the vocabulary's too), or None without `vocab_key`."""
         if self.vocab_key is None:
             return None
-        mask_words, roots_key, content = key
-        return {
-            "vocab": self.vocab_key,
-            "mask_words": mask_words,
-            "roots": hashlib.sha256(roots_key).hexdigest(),
-            "content": self._content_digest(content),
-        }
+        return {"vocab": self.vocab_key, "mask_words": self.mask_words, "content": self._content_digest(content)}
 
     def _content_digest(self, content: tuple) -> str:
         """The live terminals' (DFA digest, priority, state), hashed (memoised as `_signature` is): a key
@@ -651,7 +666,7 @@ class TokenIndex:
             key = state_key = self.lexer.tables(live_set).key(q)
         found = self._roots.get(key)
         if found is None:
-            found = self._roots[key] = self._count(self._shared_walk(self.first_nodes, b"", q, live_set, state_key))
+            found = self._roots[key] = self._count(self._root_walk(q, live_set, state_key))
         return found
 
     def after_boundary(self, group: BoundaryGroup, live_set: int) -> Classification:
@@ -661,6 +676,6 @@ class TokenIndex:
             key = (group.key, live_set)
             found = self._suffixes.get(key)
             if found is None:
-                found = self._suffixes[key] = self._count(self._shared_walk(group.nodes, group.key, START, live_set))
+                found = self._suffixes[key] = self._count(self._suffix_walk(group, live_set))
             group.after[live_set] = found
         return found
