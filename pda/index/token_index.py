@@ -384,6 +384,8 @@ class TokenIndex:
         self._signatures: dict[tuple, tuple[tuple, list[int]]] = {}
         self._content_digests: dict[tuple, str] = {}  # `_content_digest`, cleared when full
         self._own_tables: dict[int, _WalkTables] = {}
+        # The terminals whose DFA is live at its start (an indenter-only terminal is not), as a bitmask.
+        self._live_at_start = sum(1 << j for j, d in enumerate(lexer.dfas) if d.live[d.start].any())
         # Basic lexer mode: per (roots, lexer state), one walk under every terminal (`_walk_states`),
         # the least recently used dropped past BASIC_WALKS_MAX_BYTES.
         self._basic_walks = budget_cache("basic_walks")
@@ -520,13 +522,12 @@ class TokenIndex:
         lexer = self.lexer
         if lexer.mode != CONTEXTUAL:
             return self._basic_classify(group.nodes, group.key, START, live_set)
-        dfas = lexer.dfas
-        live = [j for j in iter_bits(live_set) if dfas[j].live[dfas[j].start, 0]]
+        live = live_set & self._live_at_start
         if not live:  # nothing can start a lexeme: every suffix dies at its first byte
             return Classification(None, ())
-        if len(live) == 1:
-            j = live[0]
-            walked = self._walk(self._terminal_tables(j), group.nodes, dfas[j].start, cut=False)
+        if not live & (live - 1):
+            j = live.bit_length() - 1
+            walked = self._walk(self._terminal_tables(j), group.nodes, lexer.dfas[j].start, cut=False)
             return Classification(walked.inside, [BoundaryGroup(1 << j, g.nodes) for g in walked.groups])
         return self._classify(group.nodes, START, live_set, cut=False)
 
