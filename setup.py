@@ -4,8 +4,9 @@
   `pda.kernels._subsets` (pda/kernels/_subsets.c, the subset construction),
   `pda.kernels._partition` (pda/kernels/_partition.c, DFA minimisation),
   `pda.kernels._product` (pda/kernels/_product.c, the lexer's product DFA),
-  `pda.kernels._earley` (pda/kernels/_earley.c, the Earley step) and
-  `pda.kernels._trie` (pda/kernels/_trie.c, the trie of byte strings) are required:
+  `pda.kernels._earley` (pda/kernels/_earley.c, the Earley step),
+  `pda.kernels._trie` (pda/kernels/_trie.c, the trie of byte strings) and
+  `pda.kernels._compose` (pda/kernels/_compose.c, a mask's boundary groups) are required:
   without a C compiler and Python's headers the install fails, saying so.
 * `pda._rows` (pda/_rows.c, see pda/rows.py) is `optional=True`: where it cannot be
   built pda uses the numpy row writers, which give the same results more slowly.
@@ -39,6 +40,7 @@ setup(
         Extension("pda.kernels._subsets", ["pda/kernels/_subsets.c"]),
         Extension("pda.kernels._earley", ["pda/kernels/_earley.c"]),
         Extension("pda.kernels._trie", ["pda/kernels/_trie.c"]),
+        Extension("pda.kernels._compose", ["pda/kernels/_compose.c"]),
         Extension("pda._rows", ["pda/_rows.c"], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},

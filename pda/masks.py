@@ -32,7 +32,7 @@ from typing import Literal
 
 import numpy as np
 
-from pda.index.token_index import BoundaryGroup, TokenIndex
+from pda.index.token_index import TokenIndex
 from pda.lru import budget_cache, register_budget
 from pda.parser.earley import Node
 from pda.rows import copy_row, scatter_row
@@ -150,7 +150,7 @@ class StepMasks:
         if not root.groups:  # nothing depends on the stack: the index's own mask, already shared
             return root.inside if root.inside is not None else self._empty
         acc = root.inside.copy() if root.inside is not None else self._empty.copy()
-        self._or_boundaries(acc, node, root.groups)
+        index.or_boundaries(acc, node, root.groups)
         # A sample of the words keys the dedupe table cheaply; a hit is confirmed in full.
         sample = acc[::16].tobytes()
         shared = self._masks.get(sample)
@@ -158,21 +158,3 @@ class StepMasks:
             return shared
         self._masks[sample] = acc
         return acc
-
-    def _or_boundaries(self, acc: np.ndarray, node: Node, groups: tuple[BoundaryGroup, ...]) -> None:
-        """OR into `acc` the tokens of boundary groups reached from `node`, following second boundaries."""
-        lexer, index = self.lexer, self.index
-        ignore = lexer.ignore
-        stack = [(node, groups)]
-        while stack:
-            at, groups = stack.pop()
-            for group in groups:
-                terminals = group.terminals
-                after = at.probe(terminals) if terminals & at.allowed else at
-                if after is None:
-                    continue
-                sub = index.after_boundary(group, after.allowed | ignore)
-                if sub.inside is not None:
-                    np.bitwise_or(acc, sub.inside, out=acc)
-                if sub.groups:
-                    stack.append((after, sub.groups))
