@@ -11,7 +11,9 @@ bytes fed one at a time through the walk tables, with no trie sharing and no cut
 `reference_partition` is the oracle of DFA minimisation's refinement
 (`pda.kernels.partition`): Moore's rounds until no block splits.
 `reference_explore` is the oracle of the product search (`pda.kernels.product`):
-the same breadth-first numbering, over Python tuples and a dict.
+the same breadth-first numbering, over Python tuples and a dict; `reference_product`
+the oracle of a whole product (`pda.regex.product.combine`): every reachable vector of
+the terminals' own states, dense, dead ones included.
 `reference_subsets` is the oracle of the subset construction (`pda.kernels.subsets`),
 state for state. `ReferenceEarley` is the oracle of the Earley parser's compiled
 nodes and step (`pda.kernels.earley`): the same algorithm over Python sets, node for node.
@@ -20,6 +22,7 @@ nodes and step (`pda.kernels.earley`): the same algorithm over Python sets, node
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,6 +39,7 @@ from pda.parser.tables import ParserTables
 if TYPE_CHECKING:
     from pda.index.trie import TokenTrie
     from pda.kernels.subsets import NFAArrays
+    from pda.regex.dfa import LexerDFA
 
 
 def reference_allowed(compiled: CompiledGrammar, node: Node, q: int) -> np.ndarray:
@@ -233,6 +237,34 @@ def reference_explore(
         trans.append(row)
         q += 1
     return trans, states
+
+
+def reference_product(dfas: Sequence[LexerDFA]) -> tuple[list[int], list[tuple[int, ...]], list[list[int]]]:
+    """The product of one-terminal DFAs in plain Python, dense and unnumbered by `combine`'s rules.
+
+    Returns (byte classes, states, transitions): bytes that every DFA treats alike share a
+    class (numbered by first byte); state 0 is the vector of the DFAs' starts and the others
+    every vector of the terminals' own states (dead ones included) reached breadth first
+    (states in order, classes in order); `trans[i][c]` is state i's successor on class c.
+    """
+    signature: dict[tuple[int, ...], int] = {}
+    byte_class = [signature.setdefault(tuple(int(d.byte_class[b]) for d in dfas), len(signature)) for b in range(256)]
+    reps = [byte_class.index(c) for c in range(len(signature))]
+    moves = [d.trans[:, d.byte_class[reps]].tolist() for d in dfas]  # per terminal, per own state: by class
+    states: list[tuple[int, ...]] = [tuple(int(d.start) for d in dfas)]
+    index = {states[0]: 0}
+    trans: list[list[int]] = []
+    for vector in states:
+        rows = [moves[j][s] for j, s in enumerate(vector)]
+        row = []
+        for following in zip(*rows) if rows else [()] * len(reps):
+            found = index.get(following)
+            if found is None:
+                found = index[following] = len(states)
+                states.append(following)
+            row.append(found)
+        trans.append(row)
+    return byte_class, states, trans
 
 
 def reference_reachable(table: np.ndarray, dead: np.ndarray, seeds: np.ndarray) -> list[int]:

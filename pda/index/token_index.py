@@ -455,7 +455,7 @@ class TokenIndex:
             return found
         if key and key[0] == "all":  # a view of the all-terminal DFA: its per-terminal components
             live = list(iter_bits(key[2]))
-            pairs = zip(live, lexer.components(live_set).states[q, live].tolist())
+            pairs = lexer.components(live_set).at(q, live)
         else:
             pairs = key
         rank = self._rank

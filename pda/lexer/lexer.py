@@ -36,7 +36,7 @@ from pda.lexer.terminals import terminal_dfa
 from pda.lru import budget_cache, register_budget
 from pda.regex import release_parses
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
-from pda.regex.product import combine, component_dtype
+from pda.regex.product import Product, combine, packed_rows
 
 START = 0  # the state of every candidate set's DFA where no lexeme is in progress
 UNKNOWN = 2  # a restricted view's `live_flags` entry not worked out yet (`LexerTables.live_flag`)
@@ -44,22 +44,8 @@ UNKNOWN = 2  # a restricted view's `live_flags` entry not worked out yet (`Lexer
 ALL_TERMINALS_MAX_STATES = 20_000
 
 
-def _packed(matrix: np.ndarray, columns: list[int]) -> np.ndarray:
-    """A bool matrix's rows as bits over terminal ids (column i is terminal `columns[i]`): uint64 words, bit t % 64
-    of word t // 64 is terminal t (little-endian, so the row's bytes read as one int are its bitmask)."""
-    n_bits = max(columns, default=-1) + 1
-    full = np.zeros((matrix.shape[0], -(-n_bits // 64) * 64), dtype=bool)
-    full[:, columns] = matrix
-    return _pack_bits(full)
-
-
-def _pack_bits(matrix: np.ndarray) -> np.ndarray:
-    """Bool rows whose length is a multiple of 64 as uint64 words (see `_packed`)."""
-    return np.ascontiguousarray(np.packbits(matrix, axis=1, bitorder="little")).view("<u8")
-
-
 def _word_mask(value: int, words: int) -> np.ndarray:
-    """A bitmask over terminals as `_packed` words."""
+    """A bitmask over terminals as packed words (`Product.live_bits`' layout)."""
     return np.frombuffer(value.to_bytes(8 * words, "little"), dtype="<u8")
 
 
@@ -71,14 +57,37 @@ def _int_rows(bits: np.ndarray) -> tuple[int, ...]:
 class TerminalComponents(NamedTuple):
     """A candidate set's DFA as its terminals' own DFAs run in lockstep (`Lexer.components`).
 
-    `terminals[i]` is the grammar's terminal of column i; per state q of the set's
-    DFA, `live[q, i]` says whether that terminal is still live and `states[q, i]`
-    is its own DFA's state.
+    Per state q of the set's DFA, the terminals live at q are `terminals[ptr[q]:ptr[q + 1]]`
+    (the grammar's ids, ascending), each in its own DFA's state `states[...]` (CSR, as
+    `Product` keeps them: a state has a few live terminals, often one).
     """
 
-    terminals: Sequence[int]
-    live: np.ndarray
+    ptr: np.ndarray
+    terminals: np.ndarray
     states: np.ndarray
+
+    def at(self, q: int, terminals: Sequence[int]) -> list[tuple[int, int]]:
+        """(j, j's own state at q) for each j of `terminals` (ascending, each live at q)."""
+        lo, hi = self.ptr[q : q + 2].tolist()
+        live = self.terminals[lo:hi]
+        return list(zip(terminals, self.states[lo + np.searchsorted(live, terminals)].tolist()))
+
+    def column(self, j: int) -> np.ndarray:
+        """Per state, terminal j's own state where j is live, -1 elsewhere."""
+        column = np.full(len(self.ptr) - 1, -1, dtype=np.int32)
+        entries = np.flatnonzero(self.terminals == j)
+        column[np.searchsorted(self.ptr, entries, side="right") - 1] = self.states[entries]
+        return column
+
+    def alone(self, candidates: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The states where exactly one of `candidates` (a bitmask) is live: (states, that terminal, its own state)."""
+        top = int(self.terminals.max(initial=-1)) + 1
+        member = np.zeros(top, dtype=bool)
+        member[list(iter_bits(candidates & ((1 << top) - 1)))] = True
+        rows = np.repeat(np.arange(len(self.ptr) - 1), np.diff(self.ptr))
+        chosen = member[self.terminals]
+        one = chosen & (np.bincount(rows[chosen], minlength=len(self.ptr) - 1) == 1)[rows]
+        return rows[one], self.terminals[one], self.states[one]
 
 
 class LexerTables:
@@ -96,10 +105,11 @@ class LexerTables:
     but q is not `live`, the text is refused rather than the lexeme ended
     (only in the basic mode, where it is a tuple of bools; contextually `extends` is `live_flags`).
     `key(q)` names q's future independently of the candidate set (the states of
-    the terminals still live at q), so index entries can be shared across sets.
+    the terminals still live at q, read off the product's components, `_components`),
+    so index entries can be shared across sets.
 
     A view restricted to a candidate set (`restrict`) shares the arrays and the
-    per-state bits, packed 8 terminals a byte (`_live_bits`, `_accept_bits`), and
+    per-state bits, packed 64 terminals a word (`_live_bits`, `_accept_bits`), and
     builds its rows only when first read: its `live_flags` state by state,
     its `accept`/`live` bitmasks (a Python int per state) only if asked for. A JSON
     Schema meets hundreds of candidate sets, and most are only asked `key(q)` for
@@ -108,24 +118,27 @@ class LexerTables:
 
     __slots__ = (
         "candidates", "n_states", "trans", "byte_class", "rows", "cls", "_accept", "_live_rows", "_live_flags",
-        "_extends", "_base", "_live_bits", "_accept_bits", "_accept_classes", "_live", "_components", "_columns",
-        "_keys", "_bits_at",
+        "_extends", "_base", "_live_bits", "_accept_bits", "_accept_classes", "_components", "_keys", "_bits_at",
     )
 
-    def __init__(self, candidates: int, dfa: LexerDFA, components: np.ndarray, columns: list[int]) -> None:
-        trans = np.asarray(dfa.trans, dtype=np.int32)
-        accept, live = np.asarray(dfa.accept, bool), np.asarray(dfa.live, bool)
+    def __init__(self, candidates: int, product: Product) -> None:
+        """The tables of `product`, whose bits and components are over the grammar's terminal ids."""
+        trans = np.asarray(product.trans, dtype=np.int32)
+        accept_bits, live_bits = product.accept_bits, product.live_bits
+        ptr, terms, states = product.comp_ptr, product.comp_term, product.comp_state
         # START must mean "no lexeme yet": if a lexeme can return to it, give it a copy.
         if (trans == START).any():
             copy = trans.shape[0]
             trans = np.vstack([np.where(trans == START, copy, trans), trans[START : START + 1]])
-            accept = np.vstack([accept, accept[START : START + 1]])
-            live = np.vstack([live, live[START : START + 1]])
-            components = np.vstack([components, components[START : START + 1]])
+            accept_bits = np.vstack([accept_bits, accept_bits[START : START + 1]])
+            live_bits = np.vstack([live_bits, live_bits[START : START + 1]])
+            lo, hi = ptr[START : START + 2].tolist()
+            ptr = np.append(ptr, ptr[-1] + hi - lo)
+            terms, states = np.concatenate([terms, terms[lo:hi]]), np.concatenate([states, states[lo:hi]])
         self.candidates = candidates
         self.n_states = trans.shape[0]
         self.trans = trans
-        self.byte_class = np.asarray(dfa.byte_class, dtype=np.int32)
+        self.byte_class = np.asarray(product.byte_class, dtype=np.int32)
         # The byte loop's rows, each a tuple of ints built when first read (`row`), shared by every view.
         self.rows: dict[int, tuple[int, ...]] = {}
         self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())
@@ -133,12 +146,12 @@ class LexerTables:
         self._live_rows: tuple[int, ...] | None = None
         # Tuples (of bools: untracked after one pass of the garbage collector), not lists, which
         # every full collection would read: python.lark meets hundreds of candidate sets' views.
-        self._live_flags: tuple[bool, ...] | None = tuple(live.any(axis=1).tolist())
+        self._live_flags: tuple[bool, ...] | None = tuple(live_bits.any(axis=1).tolist())
         self._extends: tuple | None = None  # None: `extends` is `live_flags`
         self._base: LexerTables | None = None
-        self._live_bits, self._accept_bits = _packed(live, columns), _packed(accept, columns)
+        self._live_bits, self._accept_bits = live_bits, accept_bits
         self._accept_classes: tuple | None = None  # `_accept_rows`
-        self._live, self._components, self._columns = live, components, columns
+        self._components: TerminalComponents | None = TerminalComponents(ptr, terms, states)
         self._keys: dict[int, tuple] = {}
         # `live_at`/`accept_at` of a table with its own bits, per state read (the byte loop and the
         # index's keys read a few states of the all-terminal DFA through every view, ~1.5 us each).
@@ -231,14 +244,22 @@ class LexerTables:
         a view restricted to candidates is live exactly while the lexeme can
         still end typed as a candidate. `extends` is plain liveness.
         """
-        n, n_terms = self.n_states, len(priority)
-        accept = np.unpackbits(self._accept_bits.view(np.uint8), axis=1, bitorder="little")[:, :n_terms].astype(bool)
-        ranks = np.asarray(priority, dtype=np.int64)
-        top = np.where(accept, ranks, np.iinfo(np.int64).min).max(axis=1, initial=np.iinfo(np.int64).min)
-        typed = accept & (ranks[None, :] == top[:, None])
-        # Ends reachable from each state, packed 8 terminals a byte: propagated backwards over
+        n, words = self.n_states, self._accept_bits.shape[1]
+        # The accepting components, state by state: the live ones whose accept bit is set.
+        ptr, terms, _ = self._components
+        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+        accepts = (self._accept_bits[rows, terms >> 6] >> (terms & 63).astype(np.uint64)) & np.uint64(1) == 1
+        rows, terms = rows[accepts], terms[accepts]
+        ranks = np.asarray(priority, dtype=np.int64)[terms]
+        top = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+        if len(rows):
+            starts = np.flatnonzero(np.diff(rows, prepend=-1))
+            top[rows[starts]] = np.maximum.reduceat(ranks, starts)
+        typed = ranks == top[rows]
+        typed_bits = packed_rows(rows[typed], terms[typed], n, words)
+        # Ends reachable from each state, as bytes of packed words: propagated backwards over
         # the distinct edges, each round only from the states whose set grew in the last one.
-        reach = np.packbits(typed, axis=1, bitorder="little")
+        reach = typed_bits.copy().view(np.uint8)
         moves = self.trans[:, np.unique(self.byte_class)].astype(np.int64)
         pairs = np.unique(np.arange(n, dtype=np.int64)[:, None] * n + moves)
         src, dst = pairs // n, pairs % n
@@ -255,10 +276,8 @@ class LexerTables:
             grew = np.zeros(n, dtype=bool)
             grew[rows[changed]] = True
         view = self._view(self.candidates, None)
-        words = self._accept_bits.shape[1]
-        view._live_bits = np.zeros((n, words), dtype="<u8")
-        view._live_bits.view(np.uint8)[:, : reach.shape[1]] = reach
-        view._accept_bits = _packed(typed, list(range(n_terms)))
+        view._live_bits = reach.view("<u8")
+        view._accept_bits = typed_bits
         view._live_flags = tuple(reach.any(axis=1).tolist())
         view._extends = self.live_flags
         return view
@@ -279,7 +298,7 @@ class LexerTables:
         )
         view._accept = view._live_rows = view._live_flags = view._accept_classes = None
         view._base = base
-        view._live = view._components = view._columns = None
+        view._components = None
         view._keys = {}
         view._bits_at = {}
         return view
@@ -352,14 +371,15 @@ class LexerTables:
             found = ("all", q, self.live_at(q))
             self._keys[q] = found
         elif found is None:
-            alive = np.flatnonzero(self._live[q])
-            found = tuple(zip([self._columns[i] for i in alive], self._components[q, alive].tolist()))
+            ptr, terms, states = self._components
+            lo, hi = ptr[q : q + 2].tolist()
+            found = tuple(zip(terms[lo:hi].tolist(), states[lo:hi].tolist()))
             self._keys[q] = found
         return found
 
 
-# All-terminal products by their terminals' DFAs (values: the product and its components,
-# or "too big"); bounded, as a server sees ever new grammars.
+# All-terminal products by their terminals' DFAs (values: the `Product`, or "too big"); bounded,
+# as a server sees ever new grammars.
 ALL_TERMINAL_DFAS_MAX_BYTES = 32 << 20
 register_budget("all_terminal_dfas", ALL_TERMINAL_DFAS_MAX_BYTES)
 _combined = budget_cache("all_terminal_dfas")
@@ -374,10 +394,8 @@ def _dfas_digest(dfas: list[LexerDFA]) -> str:
     return digest.hexdigest()
 
 
-def _all_terminal_dfa(
-    dfas: list[LexerDFA], names: list[str], limit: int, dfas_digest: str
-) -> tuple[LexerDFA, np.ndarray] | None:
-    """The product DFA of all terminals with its components, or None above `limit` states.
+def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int, dfas_digest: str) -> Product | None:
+    """The product DFA of all terminals, or None above `limit` states.
 
     Cached in memory and on disk by the terminals' DFAs (`dfas_digest`): grammars are
     loaded many times (tests, several start symbols), and a product of hundreds of
@@ -393,34 +411,28 @@ def _all_terminal_dfa(
         try:
             if max((d.n_states for d in dfas), default=0) > limit:
                 raise LimitExceeded(f"a terminal's DFA alone has more than {limit} states")
-            found = combine(dfas, names, max_states=limit)
+            found = combine(dfas, max_states=limit)
         except LimitExceeded:
             found = "too big"
         cache.store("lexer", disk_key, *_combined_to_arrays(found))
-    _combined.put(key, found, 0 if found == "too big" else found[0].nbytes + found[1].nbytes)
+    _combined.put(key, found, 0 if found == "too big" else found.nbytes)
     return None if found == "too big" else found
 
 
-def _combined_to_arrays(found: tuple[LexerDFA, np.ndarray] | str) -> tuple[dict, dict[str, np.ndarray]]:
-    """`_all_terminal_dfa`'s result for the disk cache: the product DFA and its components, or "too big"."""
-    if found == "too big":
+def _combined_to_arrays(found: Product | str) -> tuple[dict, dict[str, np.ndarray]]:
+    """`_all_terminal_dfa`'s result for the disk cache: the product (its components as CSR), or "too big"."""
+    if isinstance(found, str):
         return {"too_big": True}, {}
-    dfa, components = found
-    meta, arrays = dfa.to_arrays()
-    return {"too_big": False, "dfa": meta}, {**arrays, "components": components}
+    meta, arrays = found.to_arrays()
+    return {"too_big": False, "product": meta}, arrays
 
 
-def _combined_from_arrays(
-    meta: dict, arrays: dict[str, np.ndarray], dfas: list[LexerDFA]
-) -> tuple[LexerDFA, np.ndarray] | str:
-    """The inverse of `_combined_to_arrays`, checked: each component is a state of its terminal's DFA."""
+def _combined_from_arrays(meta: dict, arrays: dict[str, np.ndarray], dfas: list[LexerDFA]) -> Product | str:
+    """The inverse of `_combined_to_arrays`, checked (`Product.from_arrays`: each component a live state of its
+    terminal's DFA)."""
     if meta["too_big"] is True:
         return "too big"
-    dfa = LexerDFA.from_arrays(meta["dfa"], arrays)
-    components = cache.take(arrays, "components", component_dtype(dfas), (dfa.n_states, len(dfas)), (0, 1 << 31))
-    if (components.max(axis=0, initial=0) >= [d.n_states for d in dfas]).any():
-        raise cache.Invalid("a component is not a state of its terminal's DFA")
-    return dfa, components
+    return Product.from_arrays(meta["product"], arrays, dfas)
 
 
 class Lexer:
@@ -470,8 +482,7 @@ class Lexer:
                 f"the basic lexer mode needs one DFA of all {len(self.dfas)} terminals, which exceeds {limit} states"
             )
         if combined is not None:
-            dfa, components = combined
-            self._all = LexerTables(everything, dfa, components, list(range(len(self.dfas))))
+            self._all = LexerTables(everything, combined)
             if self.mode == BASIC:
                 self._all = self._all.basic(self.priority)
 
@@ -484,31 +495,28 @@ class Lexer:
         elif found is None:
             columns = list(iter_bits(candidates))
             if columns:
-                dfa, components = combine(
-                    [self.dfas[j] for j in columns], [self.names[j] for j in columns], max_states=self.max_states
-                )
+                product = combine([self.dfas[j] for j in columns], terminals=columns, max_states=self.max_states)
             else:  # nothing can be lexed: one state that every byte leaves for a dead one
-                dfa = LexerDFA(
-                    n_states=2, start=START, dead=1, byte_class=np.zeros(256, np.int32),
-                    trans=np.ones((2, 1), np.int32), accept=np.zeros((2, 0), bool), live=np.zeros((2, 0), bool),
-                )
-                components = np.zeros((2, 0), np.int64)
-            found = LexerTables(candidates, dfa, components, columns)
+                none, bits = np.zeros(0, np.int32), np.zeros((2, 0), "<u8")
+                product = Product(n_states=2, start=START, dead=1, byte_class=np.zeros(256, np.int32),
+                                  trans=np.ones((2, 1), np.int32), comp_ptr=np.zeros(3, np.int64), comp_term=none,
+                                  comp_state=none, accept_bits=bits, live_bits=bits)
+            found = LexerTables(candidates, product)
             self._tables[candidates] = found
         return found
 
     def components(self, candidates: int) -> TerminalComponents:
         """The candidate set's DFA as its terminals' own DFAs (contextual mode: the basic tables keep none).
 
-        A set seen through the all-terminal DFA gets that DFA's columns, one per
-        terminal of the grammar (shared arrays, not copied); a set with its own DFA
-        gets one column per candidate.
+        A set seen through the all-terminal DFA gets that DFA's components, every live
+        terminal of the grammar, candidate or not (shared arrays, not copied); a set with
+        its own DFA gets its candidates'.
         """
         tables = self.tables(candidates)
-        if tables._components is None:  # a view of the all-terminal DFA
-            every = self._all
-            return TerminalComponents(range(len(self.dfas)), every._live, every._components)
-        return TerminalComponents(tables._columns, tables._live, tables._components)
+        found = tables._components if tables._base is None else self._all._components
+        if found is None:
+            raise ValueError("the basic lexer mode keeps no per-terminal components")
+        return found
 
     def could_end_as(self, q: int) -> int:
         """Basic mode: the terminals a lexeme in state q can still end typed as, candidates or not."""

@@ -10,128 +10,222 @@ by the compiled `pda.kernels.product.explore`, interning states by content); a
 state where one terminal alone is live is that terminal's own minimal DFA from
 there, so its part of the product is numbered directly. The result needs no
 minimisation: a product of minimal DFAs with one accept column per terminal is
-minimal (`_renumber`).
+minimal (see `combine`).
+
+The result (`Product`) keeps each state's live components only, as CSR, and its
+accept/live sets as packed bit rows built from them. A dense vector per state
+(states x terminals) is what a product state stands for but not what it holds:
+the explored states have a few live terminals and every other state exactly one.
+Dense (an int16 component and two bools per state and terminal), a JSON Schema's
+all-terminal product of 8,203 states x 269 terminals held 8.8 MB beside 2.2 MB of
+transitions, now 1.3 MB; Snowplow sp_372's full product (38,870 x 72) 11.2 MB beside
+12.9, now 3.4 MB.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from pda.cache import Invalid, take
 from pda.errors import LimitExceeded
 from pda.kernels.product import explore, reachable
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.utf8 import distinct_rows
 
 
-def combine(
-    dfas: Sequence[LexerDFA], names: Sequence[str], *, max_states: int = DEFAULT_MAX_DFA_STATES
-) -> tuple[LexerDFA, np.ndarray]:
-    """The product of one-terminal DFAs: column j of accept/live is `dfas[j]`'s terminal.
+@dataclass(frozen=True, eq=False)
+class Product:
+    """A product DFA of terminal DFAs, its states' live components as CSR and its accept/live rows as bits.
 
-    Also returns, per product state, one vector of the terminals' own states that it
-    stands for (`components[s, j]`, a state of `dfas[j]`).
+    Invariants: `start` is 0 and `dead` (no live component) is the last state, but for a
+    one-terminal product, which is that terminal's DFA as it is. State q's live terminals
+    are `comp_term[comp_ptr[q]:comp_ptr[q + 1]]` (terminal ids, ascending), each in its own
+    DFA's state `comp_state[...]`, which is live there. `accept_bits`/`live_bits` are uint64
+    [n_states, words] over terminal ids: bit t % 64 of word t // 64 is terminal t
+    (little-endian, so a row's bytes read as one int are its bitmask).
     """
-    n_terms = len(dfas)
-    if n_terms == 1:  # one terminal's DFA is already minimal
-        return dfas[0], np.arange(dfas[0].n_states, dtype=component_dtype(dfas))[:, None]
+
+    n_states: int
+    start: int
+    dead: int
+    byte_class: np.ndarray  # int32 [256]
+    trans: np.ndarray  # int32 [n_states, n_classes]
+    comp_ptr: np.ndarray  # int64 [n_states + 1]
+    comp_term: np.ndarray  # int32
+    comp_state: np.ndarray  # int32
+    accept_bits: np.ndarray  # <u8 [n_states, words]
+    live_bits: np.ndarray  # <u8 [n_states, words]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the product's arrays (what the memo of all-terminal products holds)."""
+        return sum(a.nbytes for a in (self.byte_class, self.trans, self.comp_ptr, self.comp_term, self.comp_state,
+                                      self.accept_bits, self.live_bits))
+
+    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(meta, arrays) for the disk cache; the bit rows are left out (`from_arrays` rebuilds them)."""
+        meta = {"n_states": self.n_states, "start": self.start, "dead": self.dead}
+        return meta, {"byte_class": self.byte_class, "trans": self.trans, "comp_ptr": self.comp_ptr,
+                      "comp_term": self.comp_term, "comp_state": self.comp_state}
+
+    @classmethod
+    def from_arrays(cls, meta: dict, arrays: Mapping[str, np.ndarray], dfas: Sequence[LexerDFA]) -> "Product":
+        """The product of `dfas` (terminal j is `dfas[j]`) that `to_arrays` wrote, checked; raises `Invalid`.
+
+        Every transition stays in the table, and every component is a live state of its
+        terminal's DFA, listed in ascending terminal order.
+        """
+        n, start, dead = meta["n_states"], meta["start"], meta["dead"]
+        if not all(isinstance(x, int) for x in (n, start, dead)) or not (0 <= start < n and 0 <= dead < n):
+            raise Invalid("bad state counts")
+        trans = take(arrays, "trans", np.int32, (n, None), (0, n))
+        byte_class = take(arrays, "byte_class", np.int32, (256,), (0, trans.shape[1]))
+        ptr = take(arrays, "comp_ptr", np.int64, (n + 1,))
+        term = take(arrays, "comp_term", np.int32, (None,), (0, len(dfas)))
+        state = take(arrays, "comp_state", np.int32, term.shape, (0, 1 << 31))
+        if ptr[0] != 0 or ptr[-1] != len(term) or (np.diff(ptr) < 0).any():
+            raise Invalid("comp_ptr is not a CSR index of the components")
+        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+        if ((np.diff(term) <= 0) & (np.diff(rows) == 0)).any():
+            raise Invalid("a state's components are not in ascending terminal order")
+        tables = _Tables(dfas)
+        if (state >= tables.n_states[term]).any():
+            raise Invalid("a component is not a state of its terminal's DFA")
+        flat = tables.offsets[term] + state
+        if not tables.live[flat].all():
+            raise Invalid("a component is not live")
+        words = _words(len(dfas) - 1)
+        return cls(n, start, dead, byte_class, trans, ptr, term, state,
+                   _bits(rows, term, tables.accept[flat], n, words), _bits(rows, term, tables.live[flat], n, words))
+
+
+def combine(
+    dfas: Sequence[LexerDFA], *, terminals: Sequence[int] | None = None, max_states: int = DEFAULT_MAX_DFA_STATES
+) -> Product:
+    """The product of one-terminal DFAs: `dfas[j]` is terminal `terminals[j]` (default j), ids ascending.
+
+    No two product states are equivalent, so it needs no minimisation: every terminal's
+    DFA is minimal and trimmed (each state but a dead one, and an empty language's start,
+    reaches an accepting one), so two product states that differ in some terminal's
+    component accept different continuations of it (or it is live in one and not in the
+    other). A partition refinement merged none over 51 products of JSON Schemas and every
+    shipped grammar, at ~0.4 ms a product.
+    """
+    ids = np.arange(len(dfas), dtype=np.int32) if terminals is None else np.asarray(terminals, dtype=np.int32)
+    if len(ids) != len(dfas) or (np.diff(ids) <= 0).any() or (len(ids) and ids[0] < 0):
+        raise ValueError("terminals must be one ascending id per DFA")
+    words = _words(int(ids[-1]) if len(ids) else -1)
+    if len(dfas) == 1:  # one terminal's DFA is already minimal
+        return _one(dfas[0], int(ids[0]), words)
     # Global byte classes: bytes that every terminal's DFA treats alike.
     # Grouped through a void view of each byte's row (np.unique(axis=0) sorts field by field, ~3 ms a
     # product), then numbered by their lowest byte.
-    local = np.stack([d.byte_class for d in dfas], axis=1) if n_terms else np.zeros((256, 1), np.int32)
+    local = np.stack([d.byte_class for d in dfas], axis=1) if dfas else np.zeros((256, 1), np.int32)
     first, inverse = distinct_rows(local.astype(np.int32))
     byte_class = np.argsort(np.argsort(first)).astype(np.int32)[inverse]  # as `dfa._finish` numbers classes
     n_classes = len(first)
     rep = np.sort(first)
+    tables = _Tables(dfas)
+    offsets = tables.offsets
     # All terminals' states in one table: global id = offset[j] + local state.
-    offsets = np.concatenate(([0], np.cumsum([d.n_states for d in dfas]))).astype(np.int64)
     table = np.concatenate(
         [d.trans[:, d.byte_class[rep]].astype(np.int32) + np.int32(offsets[j]) for j, d in enumerate(dfas)]
-    ) if n_terms else np.zeros((0, n_classes), np.int32)
-    dead_ids = np.array([offsets[j] + d.dead for j, d in enumerate(dfas)], dtype=np.int64)
-    acc_table = np.concatenate([d.accept[:, 0] for d in dfas]) if n_terms else np.zeros(0, bool)
-    live_table = np.concatenate([d.live[:, 0] for d in dfas]) if n_terms else np.zeros(0, bool)
-
+    ) if dfas else np.zeros((0, n_classes), np.int32)
+    is_dead = np.zeros(len(table), dtype=bool)
+    is_dead[[offsets[j] + d.dead for j, d in enumerate(dfas)]] = True
     start = offsets[:-1] + np.array([d.start for d in dfas], dtype=np.int64)
-    owner = np.repeat(np.arange(n_terms), [d.n_states for d in dfas])
-    dead_of = dead_ids[owner]  # per global id: its terminal's dead state
     # The states where two or more terminals are live ("mixed"), found by the compiled
     # breadth-first search; a successor where one terminal j alone is live in state s is
     # "single", -(global id + 1): from there the product runs j's own DFA, so it is not
     # explored (enum tries and counted strings: most states).
-    is_dead = np.zeros(len(table), dtype=bool)
-    is_dead[dead_ids] = True
     explored = explore(table, is_dead, start[~is_dead[start]], max_states)
     if explored is None:
-        raise LimitExceeded(f"combined lexer DFA of {n_terms} terminals exceeds max_states={max_states}")
-    mixed_trans = explored.trans.copy()
-    n_mixed = len(mixed_trans)
-    # Components as int32 global ids (the table's own dtype): states x terminals, the product's largest arrays.
-    mixed_states = np.tile(dead_ids.astype(np.int32), (n_mixed, 1))
-    ids = explored.ids
-    mixed_states[np.repeat(np.arange(n_mixed), np.diff(explored.ptr)), owner[ids]] = ids
-    singles = reachable(table, is_dead, -mixed_trans[mixed_trans < 0] - 1)
-    if n_mixed + len(singles) > max_states + 1:
-        raise LimitExceeded(f"combined lexer DFA of {n_terms} terminals exceeds max_states={max_states}")
-    # Final numbering: the mixed states, then the single ones in global-id order.
-    number = np.zeros(len(table), dtype=np.int64)  # dead components map to product state 0
-    number[singles] = n_mixed + np.arange(len(singles))
-    to_single = mixed_trans < 0
-    mixed_trans[to_single] = number[-mixed_trans[to_single] - 1]
-    single_next = table[singles]
-    trans = np.concatenate([mixed_trans, np.where(single_next != dead_of[single_next], number[single_next], 0)])
-    own = owner[singles]
-    components = np.concatenate([mixed_states, np.broadcast_to(dead_ids.astype(np.int32), (len(singles), n_terms))])
-    components[n_mixed + np.arange(len(singles)), own] = singles
-    accept = acc_table[components]
-    live = live_table[components]
-    dfa, reps = _renumber(trans, accept, live, byte_class, tuple(names))
-    kept = components[reps]
-    kept -= offsets[:-1].astype(np.int32)
-    return dfa, kept.astype(component_dtype(dfas), copy=False)
+        raise LimitExceeded(f"combined lexer DFA of {len(dfas)} terminals exceeds max_states={max_states}")
+    mixed = explored.trans[1:]  # explored state 0 is the empty one: it becomes the dead state
+    single = reachable(table, is_dead, -mixed[mixed < 0] - 1)
+    n_mixed = len(mixed)
+    n = n_mixed + len(single) + 1
+    if n > max_states + 1:
+        raise LimitExceeded(f"combined lexer DFA of {len(dfas)} terminals exceeds max_states={max_states}")
+    # Final numbering: the explored states (the start first), then the single ones in global-id order, dead last.
+    number = np.full(len(table), n - 1, dtype=np.int32)  # dead components lead to the dead state
+    number[single] = n_mixed + np.arange(len(single), dtype=np.int32)
+    renumbered = mixed.astype(np.int32)  # ids fit: below max_states, and the table's global ids are int32
+    renumbered -= 1
+    renumbered[mixed == 0] = n - 1
+    to_single = mixed < 0
+    renumbered[to_single] = number[-mixed[to_single] - 1]
+    trans = np.concatenate([renumbered, number[table[single]], np.full((1, n_classes), n - 1, np.int32)])
+    # Components: the explored lists (explored state 0 has none), then one per single state, none for dead.
+    end = explored.ptr[-1]
+    ptr = np.concatenate([explored.ptr[1:], end + np.arange(1, len(single) + 1), [end + len(single)]])
+    flat = np.concatenate([explored.ids.astype(np.int64), single])
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    kept = tables.live[flat]
+    if not kept.all():  # an empty language's start is not dead, but not live either
+        rows, flat = rows[kept], flat[kept]
+        ptr = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=n))))
+    if ptr[1] == 0:  # nothing is live at the start: one dead state
+        return _empty(byte_class, n_classes, words)
+    owner = tables.owner[flat]
+    term = ids[owner]
+    return Product(n, 0, n - 1, byte_class, trans, ptr.astype(np.int64), term, (flat - offsets[owner]).astype(np.int32),
+                   _bits(rows, term, tables.accept[flat], n, words), _bits(rows, term, tables.live[flat], n, words))
 
 
-def component_dtype(dfas: Sequence[LexerDFA]) -> np.dtype:
-    """The integer dtype of a product's components: the narrowest that holds every terminal's states.
+class _Tables:
+    """The terminals' DFAs' states in one numbering (global id = offsets[j] + local state), with their flags."""
 
-    A product keeps one component per state and terminal (8,000 states x 279 terminals for
-    a large JSON Schema: 18 MB as int64, 4.5 MB as int16).
+    def __init__(self, dfas: Sequence[LexerDFA]) -> None:
+        self.n_states = np.array([d.n_states for d in dfas], dtype=np.int64)
+        self.offsets = np.concatenate(([0], np.cumsum(self.n_states))).astype(np.int64)
+        self.owner = np.repeat(np.arange(len(dfas), dtype=np.int64), self.n_states)
+        self.accept = np.concatenate([d.accept[:, 0] for d in dfas]) if dfas else np.zeros(0, bool)
+        self.live = np.concatenate([d.live[:, 0] for d in dfas]) if dfas else np.zeros(0, bool)
+
+
+def _one(dfa: LexerDFA, terminal: int, words: int) -> Product:
+    """One terminal's DFA as a product: each live state is its own component."""
+    live = dfa.live[:, 0]
+    rows = np.flatnonzero(live)
+    term = np.full(len(rows), terminal, dtype=np.int32)
+    ptr = np.concatenate(([0], np.cumsum(live))).astype(np.int64)
+    n = dfa.n_states
+    return Product(n, dfa.start, dfa.dead, dfa.byte_class, dfa.trans, ptr, term, rows.astype(np.int32),
+                   _bits(rows, term, dfa.accept[rows, 0], n, words), packed_rows(rows, term, n, words))
+
+
+def _empty(byte_class: np.ndarray, n_classes: int, words: int) -> Product:
+    """The product of terminals none of which matches anything: one state, start and dead at once."""
+    none = np.zeros(0, dtype=np.int32)
+    bits = np.zeros((1, words), dtype="<u8")
+    return Product(1, 0, 0, byte_class, np.zeros((1, n_classes), np.int32), np.zeros(2, np.int64), none, none,
+                   bits, bits.copy())
+
+
+def _words(top: int) -> int:
+    """uint64 words per bit row over terminal ids 0..top."""
+    return -(-(top + 1) // 64)
+
+
+def _bits(rows: np.ndarray, terms: np.ndarray, flags: np.ndarray, n_states: int, words: int) -> np.ndarray:
+    """Bit rows over terminal ids: row rows[i] has bit terms[i] where flags[i] (sorted as `packed_rows` needs)."""
+    return packed_rows(rows[flags], terms[flags], n_states, words)
+
+
+def packed_rows(rows: np.ndarray, terms: np.ndarray, n_states: int, words: int) -> np.ndarray:
+    """uint64 [n_states, words] with bit terms[i] of row rows[i] set (pairs sorted by row, then term; none twice).
+
+    The layout of `Product.accept_bits`; built in one pass over the pairs, no bool matrix.
     """
-    return np.dtype(np.int16 if max((d.n_states for d in dfas), default=0) <= 2**15 else np.int32)
-
-
-def _renumber(
-    trans: np.ndarray, accept: np.ndarray, live: np.ndarray, byte_class: np.ndarray, names
-) -> tuple[LexerDFA, np.ndarray]:
-    """The product renumbered so the start is 0 and the dead state last; already minimal.
-
-    Every terminal's DFA is minimal and trimmed (each state but a dead one reaches an
-    accepting one), and a product state's accept row has one column per terminal. Two
-    product states differ in some terminal's component, whose two states then accept
-    different continuations (or one is dead and the other is not), so the product states
-    accept different continuations too: no two are equivalent, and a partition refinement
-    would merge none (it merged none over 51 products of JSON Schemas and every shipped
-    grammar, at ~0.4 ms a product). The one exception is an empty language, where the
-    start is the dead state.
-    """
-    n = len(trans)
-    if n < 2 or not (live[1].any() or accept[1].any()):  # nothing is live at the start: one dead state
-        dfa = LexerDFA(n_states=1, start=0, dead=0, byte_class=byte_class, trans=np.zeros((1, trans.shape[1]), np.int32),
-                       accept=accept[:1], live=live[:1], names=names)
-        return dfa, np.zeros(1, dtype=np.int64)
-    # Start (product state 1) first, then the others in order, dead (product state 0) last.
-    reps = np.concatenate(([1], np.arange(2, n), [0])).astype(np.int64)
-    new_id = np.empty(n, dtype=np.int64)
-    new_id[reps] = np.arange(n)
-    dfa = LexerDFA(
-        n_states=n,
-        start=0,
-        dead=n - 1,
-        byte_class=byte_class,
-        trans=new_id[trans[reps]].astype(np.int32),
-        accept=accept[reps],
-        live=live[reps],
-        names=names,
-    )
-    return dfa, reps
+    out = np.zeros((n_states, words), dtype="<u8")
+    if len(rows):
+        terms = np.asarray(terms, dtype=np.int64)
+        keys = np.asarray(rows, dtype=np.int64) * words + (terms >> 6)
+        starts = np.flatnonzero(np.diff(keys, prepend=-1))
+        values = np.left_shift(np.uint64(1), (terms & 63).astype(np.uint64))
+        out.reshape(-1)[keys[starts]] = np.bitwise_or.reduceat(values, starts)
+    return out

@@ -107,15 +107,14 @@ class FiniteSetLookup:
         return bool(live & self.terminals) and not live & (live - 1)
 
     def _component(self, live_set: int, j: int) -> np.ndarray:
-        """Per state of the candidate set's DFA, the state of j's DFA it stands for (a column, cached).
+        """Per state of the candidate set's DFA, the state of j's DFA it stands for where j is live (a column, cached).
 
         `LexerTables.key(q)` says the same per state, but builds a tuple on each first
         visit (~3 µs); an enum's states are nearly all first visits.
         """
         found = self._columns.get((live_set, j))
         if found is None:
-            terminals, _, states = self.lexer.components(live_set)
-            found = states[:, terminals.index(j)]
+            found = self.lexer.components(live_set).column(j)
             self._columns[(live_set, j)] = found
         return found
 
@@ -170,30 +169,26 @@ class FiniteSetLookup:
             return found
         rows, ending = None, np.zeros(0, dtype=np.int64)
         if live_set & self.terminals:
-            tables = self.lexer.tables(live_set)
-            terminals, live, components = self.lexer.components(live_set)
-            if len(terminals) != live_set.bit_count():  # a view of the all-terminal DFA: the candidates' columns
-                columns = list(iter_bits(live_set))
-                live, components = live[:, columns], components[:, columns]
-            else:
-                columns = list(terminals)
-            alone = live.sum(axis=1) == 1
-            alone[START] = False
-            lo = np.full(tables.n_states, -1, dtype=np.int64)
-            hi = np.zeros(tables.n_states, dtype=np.int64)
-            other = np.zeros(tables.n_states, dtype=bool)
+            n = self.lexer.tables(live_set).n_states
+            # The states where one candidate alone is live (a view of the all-terminal DFA: among the candidates).
+            states, alone, own = self.lexer.components(live_set).alone(live_set)
+            kept = states != START
+            states, alone, own = states[kept], alone[kept], own[kept]
+            lo = np.full(n, -1, dtype=np.int64)
+            hi = np.zeros(n, dtype=np.int64)
+            other = np.zeros(n, dtype=bool)
             parts: list[EnumTokenTable] = []
             offset = 0
-            for i, j in enumerate(columns):
-                at = alone & live[:, i]
-                if not self.terminals >> j & 1 or not at.any():
+            for j in np.unique(alone).tolist():
+                if not self.terminals >> j & 1:
                     continue
+                at = alone == j
                 table = self._table(j)
-                s = components[:, i]
-                other |= at & ~table.plain[s]
-                at &= table.plain[s]
-                lo[at] = table.word_ptr[s[at]] + offset
-                hi[at] = table.word_ptr[s[at] + 1] + offset
+                q, s = states[at], own[at]
+                plain = table.plain[s]
+                other[q[~plain]] = True
+                lo[q[plain]] = table.word_ptr[s[plain]] + offset
+                hi[q[plain]] = table.word_ptr[s[plain] + 1] + offset
                 parts.append(table)
                 offset += len(table.words)
             if parts:
