@@ -83,7 +83,7 @@ import weakref
 from dataclasses import replace
 
 from pda.errors import GrammarError
-from pda.grammar.ir import NEVER, GrammarIR, IndentConfig, TerminalDef
+from pda.grammar.ir import NEVER, GrammarIR, IndentConfig, TerminalAutomaton, TerminalDef
 from pda.parser.earley import Node
 
 _EOL = r"(?:\r\n?|\n)"  # CPython reads \r\n and a lone \r as \n
@@ -156,10 +156,30 @@ def end_terminal(config: IndentConfig) -> str:
 
 
 def _matches(t: TerminalDef, text: str) -> bool:
+    """Whether `t` matches all of `text` (`re` on its regex, or on its automaton's edges)."""
     try:
-        return re.fullmatch(t.pattern, text) is not None
+        if t.automaton is None:
+            return re.fullmatch(t.pattern, text) is not None
+        return _spells(t.automaton, text)
     except re.error:
         return False
+
+
+def _spells(a: TerminalAutomaton, text: str) -> bool:
+    """Whether a path of `a` from its start to an accepting state spells `text`: the (state, position)
+    pairs reachable, each edge's regex matching a whole slice (for the short texts asked here)."""
+    seen = {(a.start, 0)}
+    stack = [(a.start, 0)]
+    while stack:
+        q, i = stack.pop()
+        for src, label, r in a.edges:
+            if src != q:
+                continue
+            for j in range(i, len(text) + 1):
+                if (r, j) not in seen and re.fullmatch(label, text[i:j]) is not None:
+                    seen.add((r, j))
+                    stack.append((r, j))
+    return any((q, len(text)) in seen for q in a.accept)
 
 
 def expand_ir(ir: GrammarIR, config: IndentConfig) -> GrammarIR:
@@ -171,7 +191,7 @@ def expand_ir(ir: GrammarIR, config: IndentConfig) -> GrammarIR:
     terminals = []
     for t in ir.terminals:
         if t.name in (config.newline, config.indent, config.dedent):
-            terminals.append(replace(t, pattern=NEVER, flags="", literal=False, lazy=False))
+            terminals.append(replace(t, pattern=NEVER, flags="", literal=False, lazy=False, automaton=None))
         else:
             terminals.append(t)
     for k in range(config.max_width + 1):
