@@ -22,6 +22,7 @@ from json_schema_coverage import recogniser  # noqa: E402
 from pda.errors import GrammarError, PdaError, RegexError  # noqa: E402
 from pda.grammar import ecma_regex as er  # noqa: E402
 from pda.grammar.ecma_regex import automata  # noqa: E402
+from pda.grammar.ir import GrammarIR, Rule, TerminalAutomaton, TerminalDef  # noqa: E402
 from pda.grammar.json_schema import MAX_ANY_ORDER_PROPERTIES, JsonSchemaWarning, json_schema_to_lark  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "jsonschemabench" / "schemas"
@@ -388,24 +389,26 @@ def test_pattern_automata_match_re(positive: list[str], negative: list[str], lo:
                                    counter_limit: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Intersection, complement and length bounds through automata agree with `re` on every short string.
 
-    With a tiny automaton limit the length counter does not fit, and the lengths become a
-    look-ahead in front of the patterns' regex; a pattern set every string matches comes
-    back as `ANY_STRING_BODY`, lengths left to the caller.
+    The automaton is a terminal over JSON units between quotes; with a tiny automaton limit
+    the construction refuses (a `RegexError`), never answers wrong; a pattern set every string
+    matches comes back as `ANY_STRING_BODY`, lengths left to the caller.
     """
     monkeypatch.setattr(automata, "MAX_PATTERN_DFA_STATES", counter_limit)
     try:
-        info = er.pattern_set_body(positive, negative, min_len=lo, max_len=hi)
+        found = er.pattern_set_automaton(positive, negative, min_len=lo, max_len=hi)
     except RegexError:
-        # Refusing is right only when the patterns' own automaton is over the limit.
+        # Refusing is right only under the tiny limit: the real one fits every case here.
         assert counter_limit < 100
-        with pytest.raises(RegexError):
-            er.pattern_set_body(positive, negative)
         return
-    if info is not None and info.body == er.ANY_STRING_BODY:
+    if found == er.ANY_STRING_BODY:
         assert not positive or all(re.search(er.ecma_to_python(p), "") for p in positive)
         count = f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
-        info = er.PatternInfo(f"(?:{er.ANY_UNIT}){count}", lo, hi)
-    body = re.compile('"' + info.body + '"') if info else None
+        terminal = TerminalDef("T", f'"(?:{er.ANY_UNIT}){count}"')
+    elif found is not None:
+        assert isinstance(found, TerminalAutomaton)
+        terminal = TerminalDef("T", found.describe(), automaton=found)
+    grammar = None if found is None else pda.Grammar(GrammarIR(terminals=(terminal,), rules=(Rule("start", ("T",)),),
+                                                                start="start"))
     pos = [re.compile(er.ecma_to_python(p)) for p in positive]
     neg = [re.compile(er.ecma_to_python(p)) for p in negative]
     rng = random.Random(0)
@@ -414,14 +417,14 @@ def test_pattern_automata_match_re(positive: list[str], negative: list[str], lo:
     for t in texts:
         want = all(p.search(t) for p in pos) and not any(p.search(t) for p in neg) \
             and lo <= len(t) and (hi is None or len(t) <= hi)
-        assert (body is not None and body.fullmatch(json.dumps(t)) is not None) == want, t
+        assert (grammar is not None and grammar.accepts(json.dumps(t))) == want, t
 
 
-def test_pattern_with_long_length_bound_uses_a_look_ahead() -> None:
-    """`^\\S+@\\S+$` with 5..255 code points: the counted automaton is too large to write
-    back as a regex, so the lengths become a look-ahead; the terminal stays exact."""
-    info = er.pattern_set_body(["^\\S+@\\S+$"], [], min_len=5, max_len=255)
-    assert info is not None and info.body.startswith("(?=")
+def test_pattern_with_long_length_bound_is_an_automaton() -> None:
+    """`^\\S+@\\S+$` with 5..255 code points: the counted automaton (760 states) is the terminal,
+    where its regex was too long to write; the terminal stays exact."""
+    found = er.pattern_set_automaton(["^\\S+@\\S+$"], [], min_len=5, max_len=255)
+    assert isinstance(found, TerminalAutomaton) and found.n_states < 1000
     g = pda.Grammar.from_json_schema({"type": "string", "pattern": "^\\S+@\\S+$", "minLength": 5, "maxLength": 255})
     for text in ["a@b.c", "é" * 100 + "@" + "x" * 154, "ab@\u00e9x"]:
         assert g.accepts(json.dumps(text)), text

@@ -1,6 +1,6 @@
 """Structural tags (`pda.Grammar.from_structural_tag`) and the free-text terminal under them.
 
-The free text's regex is checked against its definition on random stop strings; the
+The free text's automaton is checked against its definition on random stop strings; the
 formats against hand-written cases and malformed specs; and, on the real Qwen2
 vocabulary, random constrained walks whose finished texts must decompose as each spec
 says (JSON segments validated by `jsonschema`), with masks equal to the token-by-token
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import pda
-from pda.grammar.free_text import free_text_regex
-from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.grammar.free_text import free_text_automaton
+from pda.grammar.ir import GrammarIR, Rule, TerminalAutomaton, TerminalDef
 from pda.reference import mask_mismatches
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
@@ -58,11 +58,12 @@ SPECS = {
 }
 
 
-def _grammar(pattern: str) -> pda.Grammar:
-    return pda.Grammar(GrammarIR(terminals=(TerminalDef("T", pattern),), rules=(Rule("start", ("T",)),), start="start"))
+def _grammar(automaton: TerminalAutomaton) -> pda.Grammar:
+    terminal = TerminalDef("T", automaton.describe(), automaton=automaton)
+    return pda.Grammar(GrammarIR(terminals=(terminal,), rules=(Rule("start", ("T",)),), start="start"))
 
 
-def test_free_text_regex_is_its_definition() -> None:
+def test_free_text_automaton_is_its_definition() -> None:
     """Text with no stop string (non-empty), or text whose first stop string ends it and is `until`."""
     rng = random.Random(0)
     checked = 0
@@ -70,7 +71,7 @@ def test_free_text_regex_is_its_definition() -> None:
         stops = sorted({"".join(rng.choice("ab<>") for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(1, 3))})
         until = rng.choice([None, *stops])
         try:
-            grammar = _grammar(free_text_regex(stops, until=until))
+            grammar = _grammar(free_text_automaton(stops, until=until))
         except pda.GrammarError:  # `until` always preceded by another stop string (e.g. "a" before "<a")
             assert until is not None and any(s != until and s in until for s in stops)
             continue

@@ -1,7 +1,7 @@
 """The one grammar builder the front ends share: fresh names, deduplicated terminals and rules, a `GrammarIR`.
 
-A front end that generates a grammar (JSON Schema, regex, choices, GBNF)
-asks this builder for symbols instead of writing grammar text: `terminal(regex)`
+A front end that generates a grammar (JSON Schema, regex, choices, GBNF, structural
+tags) asks this builder for symbols instead of writing grammar text: `terminal(regex)`
 names a terminal (one name per distinct regex and priority), `automaton_terminal`
 one given as an automaton (`TerminalAutomaton`: a language whose regex would be far
 larger than its automaton; one name per distinct automaton and priority), `rule(alternatives)`
@@ -85,6 +85,10 @@ class GrammarBuilder:
             self._automata[name] = automaton
             self._terminal_by_automaton[key] = name
         return name
+
+    def automaton(self, name: str) -> TerminalAutomaton | None:
+        """The automaton of terminal `name` when it was given as one (`automaton_terminal`), else None."""
+        return self._automata.get(name)
 
     def fixed_terminal(self, name: str, regex: str) -> str:
         """A terminal with a name of the caller's choosing (`WS`, `REGEX`), written after the numbered

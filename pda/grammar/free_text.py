@@ -4,7 +4,7 @@ Agents interleave prose with constrained islands (`<tool_call>{...}</tool_call>`
 The prose is "any text that does not contain a trigger", and it ends where a trigger
 begins. A greedy lexer cannot end a lexeme *before* bytes it has already read (the
 prose `hi <tool_call` is still prose until `>` completes the trigger), so the
-trigger is part of the same lexeme: `free_text_regex(stops, until=t)` is the text up
+trigger is part of the same lexeme: `free_text_automaton(stops, until=t)` is the text up
 to and including the first occurrence of any stop string, which must be `t`. The
 lexeme then ends by itself (no string of the language extends another), and a
 token that straddles the trigger is classified exactly like any other token that
@@ -14,11 +14,11 @@ all (prose that ends the output, or a tag body that must not contain its end).
 The language is regular: an Aho-Corasick automaton over the stop strings' characters
 (one class per such character, one for every other code point) tracks the longest
 suffix that is a prefix of a stop string; reaching the end of a stop string is the
-lexeme's end (`until`) or death. It is written as a regex by state elimination
-(`ecma_regex.dfa_regex`), which pda's DFA builder compiles like any pattern and
-memoises by its text. Its length grows with the stop strings' total length (one
-11-character trigger: ~3,300 characters; three triggers of 10-14: ~9,000-19,000);
-`MAX_FREE_TEXT_REGEX` bounds it.
+lexeme's end (`until`) or death. The terminal is that automaton, minimised
+(`ecma_regex.dfa_automaton`, edges labelled with the code points themselves), which
+pda's DFA builder reads at its size: its regex by state elimination grew much faster
+(one 11-character trigger: ~3,300 characters; three triggers of 10-14: ~9,000-19,000).
+`MAX_FREE_TEXT_STATES` bounds the automaton.
 """
 
 from __future__ import annotations
@@ -26,19 +26,22 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-from pda.errors import GrammarError, RegexError
+from pda.errors import GrammarError
 from pda.grammar import ecma_regex as er
+from pda.grammar.ir import TerminalAutomaton
 
-MAX_FREE_TEXT_REGEX = 400_000
-"""Longest free-text regex built (characters); past it the stop strings are refused. Three
-triggers of 10-14 characters write ~19,000 and compile in ~0.1 s."""
+MAX_FREE_TEXT_STATES = 10_000
+"""Most states of a free-text automaton before minimisation (the stop strings' trie, so about
+their total length); past it the stop strings are refused. Measured: 833 tags of 9,900
+characters in all minimise to 5,057 states in 0.4 s, and their DFA takes 0.5 s more."""
 
 _TEXT: er.Ranges = ((0, er.SURROGATES[0] - 1), (er.SURROGATES[1] + 1, er.MAX_CP))  # every encodable code point
 
 
-def free_text_regex(stops: Sequence[str], *, until: str | None = None, non_empty: bool = True) -> str:
-    """A regex for text in which no string of `stops` occurs; with `until` (one of `stops`),
-    that text followed by `until`, which is then the first stop string in the whole lexeme.
+def free_text_automaton(stops: Sequence[str], *, until: str | None = None,
+                        non_empty: bool = True) -> TerminalAutomaton:
+    """The terminal automaton of text in which no string of `stops` occurs; with `until` (one of
+    `stops`), that text followed by `until`, which is then the first stop string in the whole lexeme.
 
     `non_empty` leaves out the empty text (a lexeme is never empty; with `until` it never is).
     """
@@ -52,6 +55,9 @@ def free_text_regex(stops: Sequence[str], *, until: str | None = None, non_empty
     other = er.subtract(_TEXT, tuple((ord(c), ord(c)) for c in chars))
     classes = [((ord(c), ord(c)),) for c in chars] + ([other] if other else [])
     goto, ends = _trie(stops)
+    if len(goto) + 3 > MAX_FREE_TEXT_STATES:
+        raise GrammarError(f"free text excluding {len(stops)} strings of {sum(map(len, stops))} characters needs "
+                           f"an automaton of over MAX_FREE_TEXT_STATES = {MAX_FREE_TEXT_STATES} states")
     fail = _failure_links(goto, ends)
 
     def step(s: int, c: str) -> int:
@@ -74,16 +80,10 @@ def free_text_regex(stops: Sequence[str], *, until: str | None = None, non_empty
     width = len(classes)
     trans = [list(rows[0])] + rows + [[dead] * width, [dead] * width]
     accept = [until is None and not non_empty] + [until is None] * n + [False, until is not None]
-    try:
-        regex = er.dfa_regex(classes, trans, accept, MAX_FREE_TEXT_REGEX, unit=er.raw_class_regex)
-    except RegexError:
-        raise GrammarError(
-            f"free text excluding {len(stops)} strings of {sum(map(len, stops))} characters needs a regex over "
-            f"MAX_FREE_TEXT_REGEX = {MAX_FREE_TEXT_REGEX} characters"
-        ) from None
-    if regex is None:
+    automaton = er.dfa_automaton(classes, trans, accept, unit=er.raw_class_regex)
+    if automaton is None:
         raise GrammarError(f"no free text can end with {until!r}: another stop string always occurs first")
-    return regex
+    return automaton
 
 
 def _trie(stops: list[str]) -> tuple[list[dict[str, int]], list[set[str]]]:

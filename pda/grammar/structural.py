@@ -38,8 +38,8 @@ from typing import Any
 from pda.errors import GrammarError
 from pda.grammar.builder import GrammarBuilder
 from pda.grammar.embed import embed_ir
-from pda.grammar.free_text import free_text_regex
-from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.grammar.free_text import free_text_automaton
+from pda.grammar.ir import GrammarIR, Rule, TerminalAutomaton, TerminalDef
 from pda.regex.literals import alternation_pattern
 
 Spec = dict[str, Any]
@@ -162,6 +162,10 @@ class _Formats:
         """The terminal of a regex (Python syntax), named `<hint>_<n>`."""
         return self.grammar.terminal(regex, hint)
 
+    def text(self, automaton: TerminalAutomaton, hint: str) -> str:
+        """The terminal of a free-text automaton (`pda.grammar.free_text`), named `<hint>_<n>`."""
+        return self.grammar.automaton_terminal(automaton, hint)
+
     # ------------------------------------------------------------------ formats
 
     def format(self, spec: Any, path: str, follow: Follow) -> tuple[str, ...]:
@@ -242,10 +246,10 @@ class _Formats:
             )
         ends = [f for f in follow if f != END]
         alternatives: list[tuple[str, ...]] = [
-            (self.pattern(free_text_regex(excludes + ends, until=f), "TEXT_UNTIL"),) for f in ends
+            (self.text(free_text_automaton(excludes + ends, until=f), "TEXT_UNTIL"),) for f in ends
         ]
         if END in follow:
-            alternatives += [(self.pattern(free_text_regex(excludes + ends), "TEXT"),), ()]
+            alternatives += [(self.text(free_text_automaton(excludes + ends), "TEXT"),), ()]
         return self.rule(alternatives)
 
     def _sequence(self, spec: Spec, path: str, follow: Follow) -> tuple[str, ...]:
@@ -351,12 +355,12 @@ class _Formats:
                 raise GrammarError(f"{at}.begin: {begin!r} must start with exactly one trigger, "
                                    f"{'starts with ' + ', '.join(map(repr, starts)) if starts else 'starts with none'}")
             trigger = starts[0]
-            text = self.pattern(free_text_regex(stops, until=trigger), "TEXT_UNTIL")
+            text = self.text(free_text_automaton(stops, until=trigger), "TEXT_UNTIL")
             segments.append((text, *self.literal(begin[len(trigger):]), *self.tag_after_begin(tag, at, begin)))
         segment = self.rule(segments)
         if follow is None or follow != (END,):
             raise GrammarError(f"{path}: triggered tags must end the output")
-        tail = self.rule([(self.pattern(free_text_regex(stops), "TEXT"),), ()])
+        tail = self.rule([(self.text(free_text_automaton(stops), "TEXT"),), ()])
         at_least_one, first_only = spec.get("at_least_one", False), spec.get("stop_after_first", False)
         if first_only:
             return segment if at_least_one else self.rule([segment, tail])

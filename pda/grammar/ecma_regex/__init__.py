@@ -19,13 +19,15 @@ package works in three steps, one module each:
 
 What a regex cannot be rewritten into directly (several patterns at once, a
 negated pattern, a length bound across several variable pieces) goes through
-automata over code-point classes and back to a regex (`automata.pattern_set_body`).
+automata over code-point classes, and stays an automaton: a terminal given as
+one (`pda.grammar.ir.TerminalAutomaton`) whose edges are JSON units
+(`automata.pattern_set_automaton`), since the regex of an automaton can be
+exponentially longer than the automaton.
 Below them: `ranges` (code-point sets) and `numeric` (regexes for digit ranges);
 beside them, `lark` (a regex quoted for Lark's loader).
 
 Lone surrogates (``\\ud800`` alone) are not Unicode text and are never accepted.
-Every regex produced here is ASCII-only Python `re` syntax, without look-around
-except one length look-ahead at the start of a string body (`pattern_set_body`),
+Every regex produced here is ASCII-only Python `re` syntax, without look-around,
 so pda's DFA builder can compile it. The names below are the package's interface;
 the modules' other names are theirs.
 """
@@ -33,7 +35,7 @@ the modules' other names are theirs.
 from __future__ import annotations
 
 from pda.grammar.ecma_regex.automata import (
-    MAX_PATTERN_DFA_STATES, MAX_PATTERN_REGEX, AutomatonTooLarge, dfa_regex, explore_states, pattern_set_body,
+    MAX_PATTERN_DFA_STATES, AutomatonTooLarge, dfa_automaton, explore_states, pattern_set_automaton,
 )
 from pda.grammar.ecma_regex.json_units import (
     ANY_STRING_BODY, ANY_UNIT, RAW_CHARS, RAW_ONLY, SINGLE_SPELLING, literal_body_regex, literal_string_regex,
@@ -50,10 +52,10 @@ from pda.grammar.ecma_regex.to_python import char_class, ecma_to_python, py_char
 
 __all__ = [
     "ANY", "ANY_STRING_BODY", "ANY_UNIT", "ASCII_DIGIT", "ASCII_WORD", "AutomatonTooLarge", "ECMA_LINE_TERMINATORS",
-    "ECMA_SPACE", "MAX_CP", "MAX_PATTERN_DFA_STATES", "MAX_PATTERN_REGEX", "PatternInfo", "RAW_CHARS", "RAW_ONLY",
+    "ECMA_SPACE", "MAX_CP", "MAX_PATTERN_DFA_STATES", "PatternInfo", "RAW_CHARS", "RAW_ONLY",
     "Ranges", "SINGLE_SPELLING", "SURROGATES", "char_class", "complement", "decimal_range_regex",
-    "dfa_regex", "digit_range_alternatives", "ecma_pattern_body", "ecma_to_python", "explore_states", "hex4_regex",
+    "dfa_automaton", "digit_range_alternatives", "ecma_pattern_body", "ecma_to_python", "explore_states", "hex4_regex",
     "hex_set_regex", "intersect", "lark_regex", "literal_body_regex", "literal_string_regex", "normalize",
-    "pattern_set_body", "py_char", "python_pattern_body", "raw_class_regex", "regex_to_lark",
+    "pattern_set_automaton", "py_char", "python_pattern_body", "raw_class_regex", "regex_to_lark",
     "split_leading_lookahead", "subtract", "unit_regex",
 ]

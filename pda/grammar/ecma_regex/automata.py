@@ -1,19 +1,30 @@
-"""Pattern sets through automata: intersection, complement and length bounds, and back to a regex.
+"""Pattern sets through automata: intersection, complement and length bounds, kept as automata.
 
 What `lexeme` cannot write directly (several patterns that must all match, patterns
 that must not, a length bound across several variable pieces) is built here as a
-Thompson NFA over code-point classes, determinised, multiplied with the others and
-with a length counter, minimised, and written back as a regex over JSON units by
-state elimination (`pattern_set_body`). `dfa_regex` does the last two steps for
-front ends that build their automaton themselves (`free_text`). Every
-construction is bounded (`MAX_PATTERN_DFA_STATES`, `MAX_PATTERN_REGEX`) and raises
-`RegexError` past its bound.
+Thompson NFA over code-point classes, determinised, multiplied with the others,
+minimised, multiplied with a length counter and minimised again, and handed on as a
+terminal automaton (`pda.grammar.ir.TerminalAutomaton`) whose edges are JSON units
+between the quotes (`pattern_set_automaton`). `dfa_automaton` does the last step for
+front ends that build their DFA themselves (`free_text`, raw code points).
+
+Why automata and not regex text: a DFA's regex (state elimination) can be exponentially
+longer than the DFA, and was re-parsed by the regex layer (a key set of WashingtonPost
+wp_124 wrote 8,000 characters that took 47 ms to compile; `\\d+-[A-Fa-f0-9]*-[A-Fa-f0-9]{24}`
+with 35+ code points passed 400,000). The lexer builds a terminal automaton's DFA at the
+automaton's size.
+
+Invariants: every automaton here is over one partition of the code points (classes);
+a terminal automaton has one edge per pair of states (the union of the classes between
+them, written as one unit regex), only states on a path from the start to acceptance,
+and a numbering that depends only on the language (minimal DFA, breadth-first order), so
+equal pattern sets give equal automata and the builder shares their terminal. Every
+exploration is bounded (`MAX_PATTERN_DFA_STATES`) and raises `RegexError` past it.
 """
 
 from __future__ import annotations
 
 import bisect
-import heapq
 import re
 import re._constants as C
 from collections.abc import Callable, Generator, Hashable
@@ -22,24 +33,29 @@ from typing import Any
 import numpy as np
 
 from pda.errors import RegexError
-from pda.grammar.ecma_regex.json_units import ANY_STRING_BODY, ANY_UNIT, unit_regex
+from pda.grammar.ecma_regex.json_units import ANY_STRING_BODY, unit_regex
 from pda.grammar.ecma_regex.lexeme import (
-    PatternInfo, Renderer, anchored, expand_branches, inline_groups, top_branches, unsupported_construct,
+    Renderer, anchored, expand_branches, inline_groups, top_branches, unsupported_construct,
 )
 from pda.grammar.ecma_regex.ranges import MAX_CP, SURROGATES, Ranges, normalize, subtract
 from pda.grammar.ecma_regex.to_python import ecma_to_python
+from pda.grammar.ir import TerminalAutomaton
 from pda.kernels.partition import coarsest_partition
 from pda.regex.syntax import drive, parse_pattern
 
-MAX_PATTERN_DFA_STATES = 4000
-"""Largest DFA (after products with other patterns and a length counter) turned back into a regex."""
-
-MAX_PATTERN_REGEX = 400_000
-"""Longest regex text the state elimination may produce before the construction gives up."""
+MAX_PATTERN_DFA_STATES = 10_000
+"""Most states one exploration may reach (a pattern's DFA, the patterns' product, that product
+times the length counter, before minimisation); its NFA may have 20 times as many. Measured on
+the corpus's largest: `[aA][12].*[zZ]` with three more patterns and 10..90 code points is a
+4,396-state automaton built in 0.12 s, whose 55,731-state byte DFA the lexer builds in 3.2 s;
+`^(?:\\S+\\s+){0,9}\\S+$` with 0..120 code points, 1,941 states, 3.4 s for 72,262 byte states
+(a class with many escaped spellings, as `\\S`, multiplies the byte states). Past it the pattern
+set is refused (`{0,49}` there, with 0..500 code points); one below it may still pass the lexer's
+own limit of byte states (`{0,19}` with 1..200: 6,321 states, over 200,000 byte states)."""
 
 
 class AutomatonTooLarge(Exception):
-    """An automaton or its regex passed its limit (states, or characters of regex)."""
+    """An automaton passed its limit of states."""
 
 
 class _NFA:
@@ -166,9 +182,12 @@ def _classes(nfa: _NFA) -> tuple[list[Ranges], list[list[tuple[list[int], int]]]
 
 
 def explore_states(start: Hashable, n_classes: int, step: Callable[[Hashable, int], Hashable],
-                   limit: int = MAX_PATTERN_DFA_STATES) -> tuple[list[Hashable], list[list[int]]]:
+                   limit: int | None = None) -> tuple[list[Hashable], list[list[int]]]:
     """Breadth-first over the states reachable from `start` by `step(state, class)`: the
-    states in numbering order and the transition rows; `AutomatonTooLarge` past `limit` states."""
+    states in numbering order and the transition rows; `AutomatonTooLarge` past `limit`
+    states (`MAX_PATTERN_DFA_STATES` as it is when called, unless given)."""
+    if limit is None:
+        limit = MAX_PATTERN_DFA_STATES
     index = {start: 0}
     order = [start]
     trans: list[list[int]] = []
@@ -258,163 +277,77 @@ def _minimise(d: _DFA) -> _DFA:
     return _DFA(d.classes, out, acc)
 
 
-def _to_regex(d: _DFA, limit: int = MAX_PATTERN_REGEX,
-              unit: Callable[[Ranges], str | None] = unit_regex) -> PatternInfo | None:
-    """The DFA's language as a lexeme-body regex over JSON units (state elimination);
-    `AutomatonTooLarge` once an entry passes `limit` characters. `unit` writes one class
-    of code points (JSON string units by default)."""
-    n = len(d.trans)
-    # Live states: those from which an accepting state is reachable.
-    live = {q for q in range(n) if d.accept[q]}
-    changed = True
-    while changed:
-        changed = False
-        for q in range(n):
-            if q not in live and any(t in live for t in d.trans[q]):
-                live.add(q)
-                changed = True
-    if 0 not in live:
-        return None
-    # Length range over live states (None = unbounded: a live cycle).
-    lo = _shortest(d, live)
-    hi = _longest(d, live)
-    S, F = n, n + 1
-    R: dict[int, dict[int, str]] = {q: {} for q in range(n + 2)}
-    for q in live:
-        by_target: dict[int, list[tuple[int, int]]] = {}
-        for c, t in enumerate(d.trans[q]):
-            if t in live:
-                by_target.setdefault(t, []).extend(d.classes[c])
-        for t, ranges in by_target.items():
-            u = unit(normalize(ranges))
-            if u is not None:
-                R[q][t] = u
-        if d.accept[q]:
-            R[q][F] = ""
-    R[S][0] = ""
-    incoming: dict[int, set[int]] = {q: set() for q in range(n + 2)}
-    for i, outs in R.items():
-        for j in outs:
-            incoming[j].add(i)
-    # Eliminate the state of least (incoming x outgoing) first: a heap of (cost, state), an
-    # entry stale once its state is gone or its cost changed (each elimination changes the
-    # costs of its neighbours, which are pushed again).
-    def cost(x: int) -> int:
-        return (len(incoming[x]) - (x in incoming[x])) * len(R[x])
-
-    pending = set(live)
-    heap = [(cost(x), x) for x in pending]
-    heapq.heapify(heap)
-    while pending:
-        c, k = heapq.heappop(heap)
-        if k not in pending or c != cost(k):
-            continue
-        pending.discard(k)
-        loop = R[k].pop(k, None)
-        incoming[k].discard(k)
-        star = f"(?:{loop})*" if loop else ""
-        outs = R.pop(k)
-        for j in outs:
-            incoming[j].discard(k)
-        incoming_k = incoming.pop(k)
-        for i in incoming_k:
-            into = R[i].pop(k)
-            for j, out in outs.items():
-                text = into + star + out
-                prev = R[i].get(j)
-                if prev is not None and prev != text:
-                    text = f"(?:{prev}|{text})"
-                if len(text) > limit:
-                    raise AutomatonTooLarge
-                # Every entry is safe to concatenate (a unit, a group, or a concatenation of those).
-                R[i][j] = text
-                incoming[j].add(i)
-        for x in {*outs, *incoming_k} & pending:
-            heapq.heappush(heap, (cost(x), x))
-    body = R[S].get(F)
-    return None if body is None else PatternInfo(body, lo, hi)
-
-
-def _shortest(d: _DFA, live: set[int]) -> int:
-    dist = {0: 0}
-    frontier = [0]
-    while frontier:
-        nxt = []
-        for q in frontier:
-            if d.accept[q]:
-                return dist[q]
-            for t in d.trans[q]:
-                if t in live and t not in dist:
-                    dist[t] = dist[q] + 1
-                    nxt.append(t)
-        frontier = nxt
-    return 0
-
-
-def _longest(d: _DFA, live: set[int]) -> int | None:
-    """Longest accepted length, or None when a live cycle makes it unbounded."""
-    memo: dict[int, int | None] = {}
-    on_path: set[int] = set()
-    order: list[tuple[int, int]] = [(0, 0)]
-    while order:
-        q, i = order.pop()
-        if i == 0:
-            on_path.add(q)
-        succ = sorted({t for t in d.trans[q] if t in live})
-        if i < len(succ):
-            order.append((q, i + 1))
-            t = succ[i]
-            if t in on_path:
-                return None
-            if t not in memo:
-                order.append((t, 0))
-            continue
-        on_path.discard(q)
-        best = 0 if d.accept[q] else -1
-        for t in succ:
-            m = memo.get(t)
-            if m is None:
-                return None
-            if m >= 0:
-                best = max(best, m + 1)
-        memo[q] = best
-    return memo.get(0)
-
-
 def _accepts_everything(d: _DFA) -> bool:
     """Whether a minimal DFA accepts every string: its start accepts and loops on every
     class of scalar values (only the surrogate class, never matched, may leave it)."""
     return d.accept[0] and all(t == 0 for c, t in enumerate(d.trans[0]) if subtract(d.classes[c], (SURROGATES,)))
 
 
-def dfa_regex(classes: list[Ranges], trans: list[list[int]], accept: list[bool], limit: int,
-              unit: Callable[[Ranges], str | None] = unit_regex) -> str | None:
-    """The language of a complete DFA (start state 0, `trans[q][c]` for class `classes[c]`)
-    as one regex, minimised first; None when it is empty. For front ends that build a
-    regular language as an automaton (`free_text`); `RegexError` when the regex would pass
-    `limit` characters. `unit` writes a class (JSON string units by default;
-    `raw_class_regex` for the code points themselves)."""
-    try:
-        info = _to_regex(_minimise(_DFA(classes, trans, accept)), limit, unit)
-    except AutomatonTooLarge:
-        raise RegexError(f"the automaton's regex is longer than {limit} characters") from None
-    return None if info is None else info.body
+def _terminal_automaton(d: _DFA, unit: Callable[[Ranges], str | None], quoted: bool) -> TerminalAutomaton | None:
+    """A DFA's language as a terminal automaton: one edge per pair of states, labelled with `unit`
+    of the classes between them (a pair whose classes have no unit has no edge), over the
+    states on some path from the start to acceptance (the start first, then in the DFA's
+    order). With `quoted`, the strings are between an opening and a closing `"`: a state
+    before the DFA's start and one after its accepting states. None when the language is empty."""
+    labels: dict[tuple[int, int], str] = {}
+    for q, row in enumerate(d.trans):
+        by_target: dict[int, list[tuple[int, int]]] = {}
+        for c, t in enumerate(row):
+            by_target.setdefault(t, []).extend(d.classes[c])
+        for t, ranges in by_target.items():
+            label = unit(normalize(ranges))
+            if label is not None:
+                labels[(q, t)] = label
+    succ: dict[int, set[int]] = {}
+    pred: dict[int, set[int]] = {}
+    for q, t in labels:
+        succ.setdefault(q, set()).add(t)
+        pred.setdefault(t, set()).add(q)
+    keep = _closure({0}, succ) & _closure({q for q, a in enumerate(d.accept) if a}, pred)
+    if 0 not in keep:
+        return None
+    first = 1 if quoted else 0
+    ids = {q: first + i for i, q in enumerate(sorted(keep))}
+    edges = [(ids[q], label, ids[t]) for (q, t), label in labels.items() if q in keep and t in keep]
+    accept = tuple(ids[q] for q in sorted(keep) if d.accept[q])
+    if not quoted:
+        return TerminalAutomaton(len(keep), 0, accept, tuple(edges))
+    final = len(keep) + 1
+    edges = [(0, '"', 1), *edges, *((q, '"', final) for q in accept)]
+    return TerminalAutomaton(final + 1, 0, (final,), tuple(edges))
 
 
-def pattern_set_body(positive: list[str], negative: list[str], *, min_len: int = 0,
-                     max_len: int | None = None) -> PatternInfo | None:
-    """Lexeme-body regex for strings that match every `positive` ECMA pattern, no `negative`
-    one, and have min_len..max_len code points; None when there are none.
+def _closure(states: set[int], edges: dict[int, set[int]]) -> set[int]:
+    """`states` and every state reachable from them along `edges`."""
+    seen, stack = set(states), list(states)
+    while stack:
+        for t in edges.get(stack.pop(), ()):
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return seen
 
-    Built through automata over code-point classes (determinised, multiplied,
-    minimised) and back to a regex by state elimination. When the length counter
-    makes that too large, the lengths become a look-ahead in front of the
-    patterns' own regex (`(?=(?:unit){m,n}")`, exact: the closing quote is the
-    first raw quote), which pda's DFA builder intersects. A pattern set that
-    every string matches (`([a-z]+)?` unanchored) gives `ANY_STRING_BODY`
-    whatever the lengths: the caller applies them (it counts long strings in
-    chunks). Raises `RegexError` when the automaton or the regex would exceed
-    `MAX_PATTERN_DFA_STATES` or `MAX_PATTERN_REGEX`.
+
+def dfa_automaton(classes: list[Ranges], trans: list[list[int]], accept: list[bool],
+                  unit: Callable[[Ranges], str | None] = unit_regex) -> TerminalAutomaton | None:
+    """The language of a complete DFA (start state 0, `trans[q][c]` for class `classes[c]`) as
+    a terminal automaton, minimised first; None when it is empty. For front ends that build a
+    regular language as an automaton (`free_text`). `unit` writes a class's edge label (JSON
+    string units by default; `raw_class_regex` for the code points themselves)."""
+    return _terminal_automaton(_minimise(_DFA(classes, trans, accept)), unit, quoted=False)
+
+
+def pattern_set_automaton(positive: list[str], negative: list[str], *, min_len: int = 0,
+                          max_len: int | None = None) -> TerminalAutomaton | str | None:
+    """The JSON string lexemes (quotes included) whose values match every `positive` ECMA
+    pattern, no `negative` one, and have min_len..max_len code points, as a terminal
+    automaton whose edges are JSON units (`unit_regex`); None when there are none.
+
+    Built through automata over code-point classes (determinised, multiplied with each
+    other and with a length counter, minimised, trimmed). A pattern set that every string
+    matches (`([a-z]+)?` unanchored) gives `ANY_STRING_BODY` whatever the lengths: the
+    caller applies them (it counts long strings in chunks). Raises `RegexError` when an
+    automaton, the length counter's product included, would exceed `MAX_PATTERN_DFA_STATES`.
     """
     nfa = _NFA()
     wanted = [True] * len(positive) + [False] * len(negative)
@@ -424,19 +357,13 @@ def pattern_set_body(positive: list[str], negative: list[str], *, min_len: int =
         dfas = [_determinise(nfa, s, e) for s, e in ends]
         free = _minimise(_product(dfas, wanted, 0, None))
         if _accepts_everything(free):
-            return PatternInfo(ANY_STRING_BODY, 0, None)
-        if (min_len, max_len) == (0, None):
-            return _to_regex(free)
-        try:
-            return _to_regex(_minimise(_product(dfas, wanted, min_len, max_len)))
-        except AutomatonTooLarge:
-            info = _to_regex(free)
+            return ANY_STRING_BODY
+        if not any(free.accept) or (min_len, max_len) == (0, None):
+            counted = free
+        else:
+            # The counter multiplies the minimal automaton, not the patterns' own ones.
+            counted = _minimise(_product([free], [True], min_len, max_len))
     except AutomatonTooLarge:
-        raise RegexError(f"patterns {[*positive, *negative]!r} with lengths {min_len}..{max_len}: "
-                         "the automaton is too large to write as one terminal") from None
-    if info is None:
-        return None
-    count = f"{{{min_len},}}" if max_len is None else f"{{{min_len},{max_len}}}"
-    lo = max(min_len, info.min_len)
-    hi = info.max_len if max_len is None else max_len if info.max_len is None else min(max_len, info.max_len)
-    return PatternInfo(f'(?=(?:{ANY_UNIT}){count}")' + info.body, lo, hi)
+        raise RegexError(f"patterns {[*positive, *negative]!r} with lengths {min_len}..{max_len}: the automaton "
+                         f"has more than MAX_PATTERN_DFA_STATES = {MAX_PATTERN_DFA_STATES} states") from None
+    return _terminal_automaton(counted, unit_regex, quoted=True)

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from pda.errors import GrammarError, RegexError
 from pda.grammar import ecma_regex as er
+from pda.grammar.ir import TerminalAutomaton
 from pda.grammar.json_schema import limits
 from pda.grammar.json_schema.checks import const_satisfies
 from pda.grammar.json_schema.context import Context
@@ -234,10 +235,8 @@ class Containers:
                 self.ctx.approximate("patternProperties", path + ("patternProperties",),
                                      "a key matching several patterns needs only one of their schemas")
             for p, ps in patterns.items():
-                key_regex: str | None
-                if exact is not None:
-                    key_regex = exact[p]
-                else:
+                key_regex: str | None = None
+                if exact is None:
                     if any(search_pattern(p, n, path) for n in names):
                         self.ctx.approximate("patternProperties", path + ("patternProperties", p),
                                              "a declared property name that matches this pattern, repeated or "
@@ -248,8 +247,9 @@ class Containers:
                         raise GrammarError(f"{exc} (at {pointer(path + ('patternProperties',))})") from None
                     key_regex = None if info is None else f'"{info.body}"'
                 v = self.value(ps, path + ("patternProperties", p))
-                if key_regex is not None and v is not None:
-                    key = self.builder.terminal(key_regex, "KEY", _PATTERN_KEY if ranked else 0)
+                key = exact[p] if exact is not None else None if key_regex is None else \
+                    self.builder.terminal(key_regex, "KEY", _PATTERN_KEY if ranked else 0)
+                if key is not None and v is not None:
                     extras.append(self.builder.rule([[key, *ws, colon, *ws, v]]) or "")
         if extra_schema is not False:
             v = self.value(extra_schema, path + ("additionalProperties",))
@@ -263,8 +263,7 @@ class Containers:
                                              "a declared property name, repeated or out of schema order, is "
                                              "accepted with the additionalProperties schema")
                 elif exact is not None:
-                    rest = exact[_OTHER_KEYS]
-                    key_sym = None if rest is None else self.builder.terminal(rest, "KEY")
+                    key_sym = exact[_OTHER_KEYS]
                 else:
                     key_sym = self.builder.terminal('"' + not_in_set(names) + '"', "KEY",
                                                     _ADDITIONAL_KEY if ranked else 0)
@@ -359,26 +358,30 @@ class Containers:
 
     def _exact_keys(self, patterns: list[str], names: list[str], *,
                     others: bool = True) -> dict[str, str | None] | None:
-        """Key terminals (regexes, quotes included) that need no priorities: each pattern minus
-        the declared names, and (under `_OTHER_KEYS`, unless `others` is False: no additional
-        key is allowed) the keys matching no pattern and no name; None when the automata are
-        over their limits (then priorities rank the keys). None for a pattern no key matches.
+        """Key terminals that need no priorities: each pattern minus the declared names, and
+        (under `_OTHER_KEYS`, unless `others` is False: no additional key is allowed) the keys
+        matching no pattern and no name; None when the automata are over their limits (then
+        priorities rank the keys). None for a pattern no key matches.
 
-        Written back as one regex through the automata where that is small enough; else the
-        exclusions are a leading negative look-ahead, `(?!"docker")"pattern"` (pda's DFA
-        builder subtracts it: a key lexeme ends at its closing quote, so a look-ahead that
-        includes the quote excludes exactly those keys). Unranked keys never hide an equal
-        key of another `anyOf` branch lexed at the same position, which ranked ones do.
+        Automaton terminals (`er.pattern_set_automaton`) while they have at most
+        `MAX_EXACT_KEY_STATES` states in all; else the exclusions are a leading negative
+        look-ahead, `(?!"docker")"pattern"` (pda's DFA builder subtracts it: a key lexeme ends
+        at its closing quote, so a look-ahead that includes the quote excludes exactly those
+        keys). Unranked keys never hide an equal key of another `anyOf` branch lexed at the
+        same position, which ranked ones do.
         """
         if len(names) > limits.MAX_EXACT_KEY_NAMES or sum(map(len, patterns)) > limits.MAX_EXACT_KEY_PATTERNS:
             return None
         literals = ["^" + _ecma_escape(n) + "$" for n in names]
         try:
-            infos = {p: er.pattern_set_body([p], literals) for p in patterns}
+            found = {p: er.pattern_set_automaton([p], literals) for p in patterns}
             if others:
-                infos[_OTHER_KEYS] = er.pattern_set_body([], [*patterns, *literals])
-            if sum(len(info.body) for info in infos.values() if info is not None) <= limits.MAX_EXACT_KEY_REGEX:
-                return {k: None if info is None else f'"{info.body}"' for k, info in infos.items()}
+                found[_OTHER_KEYS] = er.pattern_set_automaton([], [*patterns, *literals])
+            states = sum(a.n_states for a in found.values() if isinstance(a, TerminalAutomaton))
+            if states <= limits.MAX_EXACT_KEY_STATES:
+                return {k: None if a is None else self.builder.automaton_terminal(a, "KEY")
+                        if isinstance(a, TerminalAutomaton) else self.builder.terminal(f'"{a}"', "KEY")
+                        for k, a in found.items()}
         except RegexError:
             pass
         try:
@@ -387,12 +390,14 @@ class Containers:
             return None
         names_regex = "|".join(er.literal_string_regex(n) for n in names)
         out: dict[str, str | None] = {
-            p: None if info is None else (f"(?!{names_regex})" if names else "") + f'"{info.body}"'
+            p: None if info is None else self.builder.terminal((f"(?!{names_regex})" if names else "")
+                                                               + f'"{info.body}"', "KEY")
             for p, info in bodies.items()}
         if others:
             excluded = "|".join([*(f'"{info.body}"' for info in bodies.values() if info is not None),
                                  *([names_regex] if names else [])])
-            out[_OTHER_KEYS] = (f"(?!{excluded})" if excluded else "") + f'"(?:{er.ANY_UNIT})*"'
+            out[_OTHER_KEYS] = self.builder.terminal((f"(?!{excluded})" if excluded else "")
+                                                     + f'"(?:{er.ANY_UNIT})*"', "KEY")
         return out
 
     def members_any_order(self, members: list[str | None], required: list[bool], extra: str | None) -> str | None:

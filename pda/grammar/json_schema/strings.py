@@ -5,8 +5,9 @@ matches the allowed values in every spelling a serialiser writes (printable ASCI
 raw; other characters raw, as short escapes, ``\\uXXXX`` in either case or
 surrogate pairs), so greedy longest-match lexing of a valid instance always ends
 a string terminal at its closing quote. Patterns and formats go through
-`pda.grammar.ecma_regex` (one pattern directly; several, negated ones or lengths a
-pattern cannot absorb through its automata). A string whose length bounds exceed
+`pda.grammar.ecma_regex` (one pattern directly as a regex; several, negated ones or
+lengths a pattern cannot absorb as an automaton terminal, `pattern_set_automaton`,
+which is then a string terminal like a regex that starts with a quote). A string whose length bounds exceed
 `LONG_STRING_UNITS` is counted in chunk terminals (`long_string`), which the
 lowering undoes when a chunk head could compete with another string terminal
 (`competing_heads`). A set of string values is one terminal (`string_set`), a
@@ -22,6 +23,7 @@ from typing import Any
 
 from pda.errors import GrammarError, RegexError
 from pda.grammar import ecma_regex as er
+from pda.grammar.ir import TerminalAutomaton
 from pda.grammar.json_schema import limits
 from pda.grammar.json_schema.context import Context, JsonSchemaWarning
 from pda.grammar.json_schema.formats import format_pattern
@@ -72,12 +74,14 @@ def lower_string(ctx: Context, schema: dict[str, Any], path: tuple[str, ...]) ->
                 info = er.ecma_pattern_body(positive[0], min_len=lo, max_len=hi)
         if info is None:
             # Several patterns, negated ones, or lengths the pattern's shape cannot absorb:
-            # through automata (intersection, complement, a length counter) and back.
-            info = er.pattern_set_body(positive, negative, min_len=lo, max_len=hi)
-            if info is None:
+            # through automata (intersection, complement, a length counter), kept as one.
+            found = er.pattern_set_automaton(positive, negative, min_len=lo, max_len=hi)
+            if found is None:
                 return None
-            if info.body == er.ANY_STRING_BODY:
+            if found == er.ANY_STRING_BODY:
                 return any_string(ctx, lo, hi)
+            assert isinstance(found, TerminalAutomaton)
+            return ctx.builder.automaton_terminal(found, "STR")
     except RegexError as exc:
         if ctx.raise_unsupported:
             raise GrammarError(f"{exc} (at {pointer(where)})") from None
@@ -193,7 +197,7 @@ def competing_heads(ctx: Context, top: str) -> bool:
     """
     if not ctx.heads:
         return False
-    strings = {t for t, (regex, _) in ctx.builder.terminals.items() if t not in ctx.chunked and regex.startswith('"')}
+    strings = {t for t, (regex, _) in ctx.builder.terminals.items() if t not in ctx.chunked and _is_string(ctx, t, regex)}
     bit = {t: 1 << i for i, t in enumerate(sorted(ctx.heads | strings))}
     heads = sum(bit[t] for t in ctx.heads)
     rules = dict(ctx.builder.rules)
@@ -256,7 +260,7 @@ def competing_heads(ctx: Context, top: str) -> bool:
                 for t in strings:
                     if f & bit[t]:
                         if t not in rival:
-                            rival[t] = _max_width(ctx.builder.terminals[t][0]) > limits.STRING_CHUNK
+                            rival[t] = _terminal_width(ctx, t) > limits.STRING_CHUNK
                         if rival[t]:
                             return True
     return False
@@ -298,6 +302,49 @@ def _literal_spellings(text: str) -> list[str] | None:
     for piece in rest:
         out = [s + sep + piece for s in out for sep in ("/", "\\/")]
     return out
+
+
+def _is_string(ctx: Context, name: str, regex: str) -> bool:
+    """Whether a builder terminal is a string lexeme: its regex starts with a quote, or it is an
+    automaton whose every edge out of the start is a quote (`pattern_set_automaton`'s are)."""
+    automaton = ctx.builder.automaton(name)
+    if automaton is None:
+        return regex.startswith('"')
+    return all(label == '"' for q, label, _ in automaton.edges if q == automaton.start)
+
+
+def _terminal_width(ctx: Context, name: str) -> int:
+    """The most characters a builder terminal can match (a large number when unbounded)."""
+    automaton = ctx.builder.automaton(name)
+    return _max_width(ctx.builder.terminals[name][0]) if automaton is None else _automaton_width(automaton)
+
+
+def _automaton_width(a: TerminalAutomaton) -> int:
+    """The most characters `a` can match: its longest path, each edge as wide as its label's widest
+    match (a large number when a cycle makes it unbounded; `pattern_set_automaton`'s automata hold
+    only states on a path to acceptance, so any cycle is on one)."""
+    succ: dict[int, list[tuple[int, int]]] = {}
+    indegree = [0] * a.n_states
+    for q, label, r in a.edges:
+        succ.setdefault(q, []).append((r, _max_width(label)))
+        indegree[r] += 1
+    ready = [q for q in range(a.n_states) if indegree[q] == 0]
+    longest: list[int | None] = [None] * a.n_states
+    longest[a.start] = 0
+    done = 0
+    while ready:
+        q = ready.pop()
+        done += 1
+        for r, w in succ.get(q, ()):
+            lq = longest[q]
+            if lq is not None:
+                longest[r] = max(longest[r] or 0, lq + w)
+            indegree[r] -= 1
+            if indegree[r] == 0:
+                ready.append(r)
+    if done < a.n_states:
+        return sys.maxsize
+    return max((longest[q] for q in a.accept if longest[q] is not None), default=0)  # type: ignore[type-var]
 
 
 def _max_width(regex: str) -> int:

@@ -1,0 +1,61 @@
+"""Pattern sets as automaton terminals (`ecma_regex.pattern_set_automaton`) in the JSON Schema lowering.
+
+A string terminal given as an automaton is still a string terminal where the lowering asks
+(`strings.competing_heads`: a chunked long string beside it is undone), keys built from
+patterns minus names are automata, and the schema whose regex was too long to write
+(JSONSchemaBench Github_hard o79409's `trace_id`) compiles and is exact.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pda
+from pda.grammar import ecma_regex as er
+from pda.grammar.ir import TerminalAutomaton
+from pda.grammar.json_schema import strings
+
+
+def test_an_automaton_string_competes_with_a_chunked_head(monkeypatch) -> None:
+    """"a"*399 + "b" is long (first branch) but not the pattern set (second): with the automaton
+    taken for a string terminal, chunking is undone and the lexeme is not lost after a chunk head."""
+    schema = {"anyOf": [{"type": "string", "minLength": 300},
+                        {"type": "string", "pattern": "^a", "not": {"pattern": "b"}}]}
+    g = pda.Grammar.from_json_schema(schema)
+    assert any(t.automaton is not None for t in g.ir.terminals)
+    for text, want in [("a" * 399 + "b", True), ("a" * 400, True), ("a", True), ("c" * 400, True),
+                       ("c", False), ("a" * 10 + "b", False)]:
+        assert g.accepts(json.dumps(text)) == want, text
+    # Were automata not string terminals, the head would win and the long text be refused.
+    monkeypatch.setattr(strings, "_is_string", lambda ctx, name, regex: regex.startswith('"'))
+    assert not pda.Grammar.from_json_schema(schema).accepts(json.dumps("a" * 399 + "b"))
+
+
+def test_automaton_width_is_its_longest_path() -> None:
+    short = er.pattern_set_automaton(["^[\u00e9b]{2,3}$"], ["^bb$"])  # é is 1 character raw, 6 as \u00e9
+    assert isinstance(short, TerminalAutomaton) and strings._automaton_width(short) == 3 * 6 + 2
+    unbounded = er.pattern_set_automaton(["^a"], ["b"])
+    assert isinstance(unbounded, TerminalAutomaton) and strings._automaton_width(unbounded) > 10**6
+
+
+def test_keys_from_patterns_minus_names_are_automata() -> None:
+    schema = {"type": "object", "properties": {"x-a": {"type": "string"}, "name": {"type": "string"}},
+              "patternProperties": {"^x-": {"type": "string", "maxLength": 1}},
+              "additionalProperties": {"type": "boolean"}}
+    g = pda.Grammar.from_json_schema(schema, exact=True)
+    assert sum(t.automaton is not None for t in g.ir.terminals) == 2  # x-* minus x-a; neither x-* nor a name
+    for doc, want in [({"x-b": "s"}, True), ({"x-b": "st"}, False), ({"x-a": "s"}, True), ({"x-a": "st"}, False),
+                      ({"name": "st"}, True), ({"y": True}, True), ({"y": 1}, False), ({"name": True}, False),
+                      ({"x-a": "s", "x-c": "t", "z": False}, True)]:
+        assert g.accepts(json.dumps(doc)) == want, doc
+
+
+def test_github_hard_o79409_trace_id_compiles_exactly() -> None:
+    """35+ code points matching `\\d+-[A-Fa-f0-9]*-[A-Fa-f0-9]{24}` somewhere: 845 states, where the
+    regex passed 400,000 characters and the schema did not compile."""
+    schema = {"type": "string", "pattern": "\\d+-[A-Fa-f0-9]*-[A-Fa-f0-9]{24}", "minLength": 35}
+    g = pda.Grammar.from_json_schema(schema, exact=True, on_unsupported="raise")
+    good = ["1-abc-" + "0" * 24 + "tails", "x" * 10 + "12-" + "f" * 24 + "-" + "e" * 24, "é" * 20 + "9--" + "A" * 24]
+    bad = ["1-abc-" + "0" * 24, "1-abc-" + "0" * 23 + "g" * 10, "-" * 40]
+    assert [t for t in good if not g.accepts(json.dumps(t))] == []
+    assert [t for t in bad if g.accepts(json.dumps(t))] == []
