@@ -51,7 +51,6 @@ def free_text_automaton(stops: Sequence[str], *, until: str | None = None,
     if until is not None and until not in stops:
         raise ValueError("until must be one of the stop strings")
     chars = sorted({c for s in stops for c in s})
-    column = {c: i for i, c in enumerate(chars)}
     other = er.subtract(_TEXT, tuple((ord(c), ord(c)) for c in chars))
     classes = [((ord(c), ord(c)),) for c in chars] + ([other] if other else [])
     goto, ends = _trie(stops)

@@ -17,8 +17,8 @@ automaton's size.
 Invariants: every automaton here is over one partition of the code points (classes);
 a terminal automaton has one edge per pair of states (the union of the classes between
 them, written as one unit regex), only states on a path from the start to acceptance,
-and a numbering that depends only on the language (minimal DFA, breadth-first order), so
-equal pattern sets give equal automata and the builder shares their terminal. Every
+and a deterministic numbering (the minimal DFA's blocks in breadth-first order), so equal
+pattern sets give equal automata and the builder shares their terminal. Every
 exploration is bounded (`MAX_PATTERN_DFA_STATES`) and raises `RegexError` past it.
 """
 
