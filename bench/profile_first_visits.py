@@ -74,11 +74,11 @@ now = time.perf_counter
 # to the innermost wrapped function on the stack, so a stage is "this code, minus the stages it calls".
 STAGES: list[tuple[str, str, list[str]]] = [
     ("front end / lowering", "JSON Schema -> IR", ["pda.grammar.json_schema:json_schema_to_ir"]),
-    ("front end / lowering", "JSON Schema: pattern automata (ecma_regex.pattern_set_body)",
-     ["pda.grammar.ecma_regex:pattern_set_body"]),
+    ("front end / lowering", "JSON Schema: pattern automata (ecma_regex.pattern_set_automaton)",
+     ["pda.grammar.ecma_regex:pattern_set_automaton"]),
     ("front end / lowering", "JSON Schema: ECMA pattern rewriting",
      ["pda.grammar.ecma_regex:ecma_pattern_body", "pda.grammar.ecma_regex:python_pattern_body"]),
-    ("front end / lowering", "JSON Schema: IR assembly (_Compiler.ir)", ["pda.grammar.json_schema:_Compiler.ir"]),
+    ("front end / lowering", "JSON Schema: IR assembly (Lowering.ir)", ["pda.grammar.json_schema.lowering:Lowering.ir"]),
     ("front end / lowering", "Lark -> IR (Lark's loader)", ["pda.grammar.grammar:lark_to_ir"]),
     ("front end / lowering", "indenter expansion", ["pda.recognizer:expand_ir"]),
     ("front end / lowering", "parser tables", ["pda.recognizer:build_tables"]),

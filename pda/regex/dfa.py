@@ -405,7 +405,7 @@ def _translated(t: TerminalDef) -> Node | Graph:
     a = t.automaton
     if a is None:
         return translate(t.pattern, t.flags, name=t.name, line=t.line)
-    labels = {label: translate(label, t.flags, name=t.name, line=t.line) for _, label, _ in a.edges}
+    labels = {label: translate(label, t.flags, name=t.name, line=t.line) for label in {label for _, label, _ in a.edges}}
     return Graph(a.n_states, a.start, a.accept, tuple((q, labels[label], r) for q, label, r in a.edges))
 
 

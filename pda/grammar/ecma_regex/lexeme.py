@@ -228,7 +228,7 @@ def split_leading_lookahead(pattern: str) -> tuple[list[str], list[str]] | None:
 
     Under search semantics an anchored look-ahead tests a prefix at offset 0, which is
     what searching `^(?:X)` tests: the pattern is the conjunction, which the automata of
-    `pattern_set_body` handle. None when the pattern has no such look-ahead, or has a
+    `pattern_set_automaton` handle. None when the pattern has no such look-ahead, or has a
     top-level `|` the look-ahead would only cover one side of.
     """
     if not pattern.startswith(("^(?!", "^(?=")):
