@@ -29,7 +29,7 @@ PATTERNS = [
     r"(?:[^\x00-\x7f]){16,18}", r"(?:q|[^q]{2}){16}", r"\d{16,}\.\d{0,20}",
     # JSON Schema's shapes: strings, keys other than the declared ones, lengths as a look-ahead.
     rf'"{JSON_CHAR}*"', rf'"(?!(?:name|price|quantity)"){JSON_CHAR}*"', rf'"(?!(?:a|ab|abc|b\-c)"){JSON_CHAR}*"',
-    rf'"(?=(?:{JSON_CHAR}){{2,5}}")[a-zé]*"', rf'(?!(?:x|yy))(?:é|[a-z])*', r"(?=a)(?:ab|ba|a)*",
+    rf'"(?=(?:{JSON_CHAR}){{2,5}}")[a-zé]*"', r'(?!(?:x|yy))(?:é|[a-z])*', r"(?=a)(?:ab|ba|a)*",
     r"(?!ab)[ab]{0,3}", r"(?:é|ü)*z", r"(?:€|[a-c])+", r'"(?!(?:)")x*"', rf'"(?!(?:k){{3}}"){JSON_CHAR}*"',
 ]
 

@@ -325,7 +325,6 @@ def valid(synthetic: pda.Vocabulary) -> dict:
     live_set = compiled.root.allowed | compiled.lexer.ignore
     tables = index.walk_tables(live_set)
     body = int(tables.trans[START, tables.byte_class[ord('"')]])
-    trie = index.trie
     flags = kernel.TableArrays(tables.trans, tables.byte_class, tables.live, tables.stops, tables.ends_as)
     assert isinstance(tables.arrays, kernel.PackedTableArrays)  # a contextual candidate set: packed
     return {

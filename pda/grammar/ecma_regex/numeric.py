@@ -30,7 +30,7 @@ def digit_range_alternatives(lo: int, hi: int, width: int, base: int = 10) -> li
     if dlo == dhi:
         return [[(dlo, dlo)] + rest for rest in digit_range_alternatives(rlo, rhi, width - 1, base)]
     out: list[list[tuple[int, int]]] = []
-    first, last = dlo, dhi
+    first = dlo
     if rlo != 0:
         out += [[(dlo, dlo)] + rest for rest in digit_range_alternatives(rlo, unit - 1, width - 1, base)]
         first = dlo + 1
