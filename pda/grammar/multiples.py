@@ -51,6 +51,7 @@ regex (0.07) cost before automata."""
 # The alphabet: the sign, the decimal point, the digits.
 _CHARS = "-.0123456789"
 _ANY_NUMERAL = f"[{re.escape(_CHARS)}]*"
+_CLASSES: list[er.Ranges] = [((ord(c), ord(c)),) for c in _CHARS]
 
 
 class MultiplesTooLarge(Exception):
@@ -99,7 +100,7 @@ def _automaton(p: int, scale: int, guard: str) -> TerminalAutomaton | str | None
             return (f"the multiples of {p}/10^{scale} within these bounds need an automaton of over "
                     f"{MAX_MULTIPLE_STATES} states")
         trans, accept = product, [accept[q] and bool(look.accept[b, 0]) for q, b in order]
-    return _minimal_automaton(trans, accept)
+    return er.dfa_automaton(_CLASSES, trans, accept, unit=er.raw_class_regex)
 
 
 @functools.lru_cache(maxsize=256)
@@ -146,56 +147,6 @@ def _signed_multiples(p: int, scale: int) -> tuple[list[list[int]], list[bool]] 
               or (s[0] == "frac" and s[2] >= 1 and padded(s[1], scale - s[2])) or (s[0] == "tail" and s[1] and s[2])
               for s in order]
     return trans, accept
-
-
-def _minimal_automaton(trans: list[list[int]], accept: list[bool]) -> TerminalAutomaton | None:
-    """A complete DFA over `_CHARS` (start 0) as a terminal automaton: minimised, states that
-    cannot accept dropped, one edge per (state, target) labelled with a character class;
-    None when it accepts nothing."""
-    table = np.array(trans, dtype=np.int64).reshape(len(trans), len(_CHARS))
-    block = coarsest_partition(table, np.array(accept, dtype=np.int64))
-    # Blocks renumbered by their first state, so the start's block is 0.
-    _, first, inverse = np.unique(block, return_index=True, return_inverse=True)
-    rank = np.argsort(np.argsort(first))
-    part = rank[inverse.reshape(-1)]
-    n = len(first)
-    rep = np.empty(n, dtype=np.int64)
-    rep[part] = np.arange(len(part))  # a state of each block (they all move alike)
-    moves = part[table[rep]]
-    finals = np.zeros(n, dtype=bool)
-    finals[part[np.flatnonzero(accept)]] = True
-    live = finals.copy()
-    while True:
-        grown = live | live[moves].any(axis=1)
-        if (grown == live).all():
-            break
-        live = grown
-    if not live[0]:
-        return None
-    ids = np.cumsum(live) - 1
-    edges = []
-    for q in np.flatnonzero(live).tolist():
-        targets: dict[int, list[str]] = {}
-        for c, r in enumerate(moves[q].tolist()):
-            if live[r]:
-                targets.setdefault(int(ids[r]), []).append(_CHARS[c])
-        edges += [(int(ids[q]), _char_class(chars), r) for r, chars in targets.items()]
-    return TerminalAutomaton(int(live.sum()), 0, tuple(int(ids[q]) for q in np.flatnonzero(live & finals)),
-                             tuple(edges))
-
-
-def _char_class(chars: list[str]) -> str:
-    """A regex for exactly these characters of `_CHARS` (in `_CHARS` order): `\\.`, `[0-35-9]`."""
-    if len(chars) == 1:
-        return re.escape(chars[0])
-    runs: list[list[str]] = []
-    for ch in chars:
-        if runs and ch.isdigit() and runs[-1][-1].isdigit() and ord(ch) == ord(runs[-1][-1]) + 1:
-            runs[-1].append(ch)
-        else:
-            runs.append([ch])
-    return "[" + "".join(re.escape(r[0]) + (f"-{r[-1]}" if len(r) > 2 else r[-1] if len(r) == 2 else "")
-                         for r in runs) + "]"
 
 
 def _residue_classes(p: int) -> tuple[list[int], list[list[int]]]:
