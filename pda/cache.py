@@ -177,6 +177,10 @@ LISTING_MAX_AGE = 5.0
 _listings: dict[str, tuple[float, set[str]]] = {}
 # Per folder, the entry names this process wrote and the folder still lists (`holds_others`).
 _written: dict[str, set[str]] = {}
+# Per folder, `holds_others`' last answer and what it was read from: the listing (its time and size) and
+# this process's record (identity and size). Both only grow together between listings (`_listed`), so the
+# subset test runs again only when one of them changed.
+_others: dict[str, tuple[float, int, int, int, bool]] = {}
 
 
 def _listing(folder: str) -> set[str]:
@@ -215,8 +219,13 @@ def holds_others(kind: str) -> bool:
         return False
     folder = os.path.join(_dir_name(), kind)
     names, mine = _listing(folder), _written.get(folder)
-    # A subset test stops at the first name not written here: quick whether few entries are others' or most.
-    return bool(names) if not mine else not names <= mine
+    seen = (_listings[folder][0], len(names), id(mine), len(mine) if mine is not None else -1)
+    found = _others.get(folder)
+    if found is not None and found[:4] == seen:
+        return found[4]
+    others = bool(names) if not mine else not names <= mine
+    _others[folder] = (*seen, others)
+    return others
 
 
 def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np.ndarray]], T]) -> T | None:
