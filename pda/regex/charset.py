@@ -285,6 +285,10 @@ def any_set(dotall: bool) -> CharSet:
 # ---------------------------------------------------------------- atoms
 
 
+# Up to this many ranges over all of its sets, an `Alphabet` is built by the exact sweep in Python.
+SMALL_ALPHABET_RANGES = 256
+
+
 class Alphabet:
     """A partition of the code points into atoms: maximal sets of code points that every
     given CharSet either contains whole or misses whole.
@@ -293,11 +297,49 @@ class Alphabet:
     `\\w`) and only then expanded to UTF-8 bytes, instead of determinising a byte-level
     NFA that spells every class as hundreds of byte-range paths.
 
-    `bounds[i]..bounds[i+1]-1` is elementary interval i and `interval_atom[i]` its atom.
+    `bounds[i]..bounds[i+1]-1` is elementary interval i and `interval_atom[i]` its atom;
+    atoms are numbered by their lowest code point.
     """
 
     def __init__(self, sets: list[CharSet] | tuple[CharSet, ...]) -> None:
         distinct = list(dict.fromkeys(sets))
+        if sum(map(len, distinct)) <= SMALL_ALPHABET_RANGES:
+            self._exact(distinct)
+        else:
+            self._hashed(distinct)
+
+    def _exact(self, distinct: list[CharSet]) -> None:
+        """The atoms by one sweep over the cuts in Python, each interval's exact set of containing sets a bit mask.
+
+        A terminal's few classes give a few dozen cuts, where numpy's fixed cost per call
+        (the hashed path makes ~50) is most of the work.
+        """
+        toggles = {0: 0, N_CP: 0}
+        for j, s in enumerate(distinct):
+            bit = 1 << j
+            for lo, hi in s:  # a set's ranges are disjoint and never adjacent: each cut toggles it once
+                toggles[lo] = toggles.get(lo, 0) ^ bit
+                toggles[hi + 1] = toggles.get(hi + 1, 0) ^ bit
+        cuts = sorted(toggles)
+        atom_of_mask: dict[int, int] = {}
+        interval_atom = []
+        mask = 0
+        for cut in cuts[:-1]:
+            mask ^= toggles[cut]
+            interval_atom.append(atom_of_mask.setdefault(mask, len(atom_of_mask)))
+        self.bounds = np.array(cuts, dtype=np.int64)
+        self.interval_atom = np.array(interval_atom, dtype=np.int64)
+        self.n_atoms = len(atom_of_mask)
+        members: list[list[int]] = [[] for _ in distinct]
+        for atom, mask in enumerate(atom_of_mask):
+            while mask:
+                low = mask & -mask
+                members[low.bit_length() - 1].append(atom)
+                mask ^= low
+        self._of = {s: tuple(atoms) for s, atoms in zip(distinct, members)}
+
+    def _hashed(self, distinct: list[CharSet]) -> None:
+        """The atoms by random linear hashes of each interval's containing sets, in numpy (checked exactly)."""
         cuts = {0, N_CP}
         for s in distinct:
             for lo, hi in s:

@@ -14,6 +14,8 @@ Only well-formed UTF-8 is spelled: no overlong forms (C0, C1, E0 80-9F, F0
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from pda.regex.charset import Alphabet
@@ -37,6 +39,8 @@ def _lead_blocks() -> list[tuple[int, int, int, int, int]]:
 
 
 LEAD_BLOCKS = _lead_blocks()
+_LEAD_LO = np.array([lo for _, _, _, lo, _ in LEAD_BLOCKS], dtype=np.int64)
+_LEAD_HI = np.array([hi for _, _, _, _, hi in LEAD_BLOCKS], dtype=np.int64)
 _CHILD = np.arange(64, dtype=np.int64)
 
 
@@ -45,6 +49,8 @@ class _Expander:
 
     def __init__(self, alphabet: Alphabet, n_outer: int) -> None:
         self.alphabet = alphabet
+        self.bounds = alphabet.bounds.tolist()
+        self.interval_atom = alphabet.interval_atom.tolist()
         self.n_outer = n_outer
         self.index: dict[tuple[int, ...], int] = {}
         self.rows: list[tuple[int, ...]] = []
@@ -79,18 +85,38 @@ class _Expander:
         where = (k, base, lo, hi)
         atoms = self.block_atoms.get(where)
         if atoms is None:
-            i0 = np.searchsorted(self.alphabet.bounds, lo, side="right") - 1
-            i1 = np.searchsorted(self.alphabet.bounds, hi, side="right")
-            atoms = self.block_atoms[where] = np.unique(self.alphabet.interval_atom[i0:i1])
+            i0 = bisect.bisect_right(self.bounds, lo) - 1
+            i1 = bisect.bisect_right(self.bounds, hi)
+            atoms = self.block_atoms[where] = np.array(sorted(set(self.interval_atom[i0:i1])), dtype=np.int64)
         # the result depends on g only through the atoms inside the block
         moves = g[atoms]
-        if (lo, hi) == (base, base + 64**k - 1) and (moves == moves[0]).all():
+        uniform = bool((moves == moves[0]).all())
+        if uniform and (lo, hi) == (base, base + 64**k - 1):
             return self.chain(k, int(moves[0]))
         key = (where, moves.tobytes())
         got = self.memo.get(key)
         if got is None:
-            got = self.memo[key] = self._block(g, k, base, lo, hi)
+            got = self._valid(k, base, lo, hi, int(moves[0])) if uniform else self._block(g, k, base, lo, hi)
+            self.memo[key] = got
         return got
+
+    def _valid(self, k: int, base: int, lo: int, hi: int, target: int) -> int:
+        """`_block` where every valid code point moves to `target`: the block's shape alone, in
+        Python (a lead block cut by UTF-8's limits, E0 ED F0 F4, has just this shape). The
+        chain is interned before the partial children, as `_block` does."""
+        size = 64 ** (k - 1)
+        starts = range(base, base + 64 * size, size)
+        through = self.chain(k - 1, target) if any(lo <= a and a + size - 1 <= hi for a in starts) else -1
+        children = []
+        for a in starts:
+            b = a + size - 1
+            if b < lo or a > hi:
+                children.append(-1)
+            elif lo <= a and b <= hi:
+                children.append(through)
+            else:
+                children.append(self._valid(k - 1, a, max(lo, a), min(hi, b), target))
+        return self.intern(tuple(children))
 
     def _block(self, g: np.ndarray, k: int, base: int, lo: int, hi: int) -> int:
         size = 64 ** (k - 1)
@@ -121,26 +147,32 @@ def expand(trans: np.ndarray, alphabet: Alphabet) -> np.ndarray:
     """Byte transitions [n + m, 256] (-1: dead) of the atom DFA `trans` [n, atoms].
 
     Rows 0..n-1 are the atom DFA's states (same numbering), rows n.. the inner states.
+    The lead blocks are walked in Python over the alphabet's intervals: a terminal's DFA
+    has a few states and atoms, where numpy's fixed cost per call would be most of the work.
     """
     n = trans.shape[0]
     outer = np.full((n, 256), -1, dtype=np.int64)
     outer[:, :128] = trans[:, alphabet.atom_of(np.arange(128))]
-    ex = _Expander(alphabet, n)
-    wide = np.unique(alphabet.interval_atom[np.searchsorted(alphabet.bounds, 0x80, side="right") - 1 :])
+    interval_atom = alphabet.interval_atom.tolist()
+    wide = sorted(set(interval_atom[int(np.searchsorted(alphabet.bounds, 0x80, side="right")) - 1 :]))
     if not (trans[:, wide] >= 0).any():  # ASCII-only patterns (keywords, numbers): done
         return outer
-    groups: dict[bytes, tuple[np.ndarray, np.ndarray] | None] = {}
-    for lead, k, base, lo, hi in LEAD_BLOCKS:
-        # States that move alike on every atom of this block share one expansion.
-        i0 = np.searchsorted(alphabet.bounds, lo, side="right") - 1
-        i1 = np.searchsorted(alphabet.bounds, hi, side="right")
-        atoms = np.unique(alphabet.interval_atom[i0:i1])
+    ex = _Expander(alphabet, n)
+    first_interval = (np.searchsorted(alphabet.bounds, _LEAD_LO, side="right") - 1).tolist()
+    end_interval = np.searchsorted(alphabet.bounds, _LEAD_HI, side="right").tolist()
+    chained: dict[tuple[int, int], np.ndarray] = {}
+    groups: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray] | None] = {}
+    for (lead, k, base, lo, hi), i0, i1 in zip(LEAD_BLOCKS, first_interval, end_interval):
+        atoms = sorted(set(interval_atom[i0:i1]))
         if len(atoms) == 1 and (lo, hi) == (base, base + 64**k - 1):
             # one atom over the whole block: each state reads any k continuation bytes
-            distinct, inverse = np.unique(trans[:, atoms[0]], return_inverse=True)
-            outer[:, lead] = np.array([ex.chain(k, t) for t in distinct.tolist()], dtype=np.int64)[inverse.reshape(-1)]
+            if (k, atoms[0]) not in chained:
+                distinct, inverse = np.unique(trans[:, atoms[0]], return_inverse=True)
+                chains = np.array([ex.chain(k, t) for t in distinct.tolist()], dtype=np.int64)
+                chained[(k, atoms[0])] = chains[inverse.reshape(-1)]
+            outer[:, lead] = chained[(k, atoms[0])]
             continue
-        key = atoms.tobytes()
+        key = tuple(atoms)
         if key not in groups:
             moves = trans[:, atoms]
             groups[key] = distinct_rows(moves) if (moves >= 0).any() else None

@@ -1,0 +1,89 @@
+"""The fast paths for small terminals against the general constructions they stand in for."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pda.regex import charset as cs
+from pda.regex import utf8
+
+# Cuts near the places UTF-8 and the surrogates split the code points, and anywhere.
+_POINTS = st.one_of(
+    st.integers(0, 300),
+    st.sampled_from([0x7F, 0x80, 0x7FF, 0x800, 0xFFF, 0x1000, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x3FFFF,
+                     0x40000, 0x10FFFF]),
+    st.integers(0, cs.MAX_CP),
+)
+_SETS = st.lists(st.lists(st.tuples(_POINTS, _POINTS), max_size=6), max_size=7).map(
+    lambda sets: [cs.normalise([(min(a, b), max(a, b)) for a, b in s]) for s in sets]
+)
+
+
+def _alphabet(sets: list[cs.CharSet], exact: bool) -> cs.Alphabet:
+    alphabet = cs.Alphabet.__new__(cs.Alphabet)
+    distinct = list(dict.fromkeys(sets))
+    if exact:
+        alphabet._exact(distinct)
+    else:
+        alphabet._hashed(distinct)
+    return alphabet
+
+
+@settings(max_examples=400, deadline=None)
+@given(_SETS)
+def test_exact_alphabet_equals_the_hashed_one(sets: list[cs.CharSet]) -> None:
+    exact, hashed = _alphabet(sets, True), _alphabet(sets, False)
+    assert exact.bounds.tolist() == hashed.bounds.tolist()
+    assert exact.interval_atom.tolist() == hashed.interval_atom.tolist()
+    assert exact.n_atoms == hashed.n_atoms
+    for s in sets:
+        assert exact.atoms(s) == hashed.atoms(s)
+
+
+def test_alphabet_takes_the_hashed_path_past_the_small_limit() -> None:
+    many = [tuple((2 * i, 2 * i) for i in range(j, j + 40)) for j in range(0, 400, 30)]
+    assert sum(map(len, many)) > cs.SMALL_ALPHABET_RANGES
+    built = cs.Alphabet(many)
+    exact = _alphabet(many, True)
+    assert built.interval_atom.tolist() == exact.interval_atom.tolist()
+    assert [built.atoms(s) for s in many] == [exact.atoms(s) for s in many]
+
+
+def _walk_atoms(trans: np.ndarray, alphabet: cs.Alphabet, text: list[int]) -> int:
+    s = 0
+    for cp in text:
+        s = int(trans[s, alphabet.atom_of(np.array([cp]))[0]])
+        if s < 0:
+            return -1
+    return s
+
+
+def _walk_bytes(byte_trans: np.ndarray, data: bytes) -> int:
+    s = 0
+    for b in data:
+        s = int(byte_trans[s, b])
+        if s < 0:
+            return -1
+    return s
+
+
+@settings(max_examples=150, deadline=None)
+@given(_SETS, st.data())
+def test_utf8_expansion_reads_each_character_as_its_atom(sets: list[cs.CharSet], data: st.DataObject) -> None:
+    """Every valid character moves the byte DFA as its atom moves the atom DFA; an outer state
+    is left for an inner one only inside a character, and invalid UTF-8 dies."""
+    alphabet = cs.Alphabet(sets)
+    n = data.draw(st.integers(1, 4))
+    trans = np.array(data.draw(st.lists(st.lists(st.integers(-1, n - 1), min_size=alphabet.n_atoms,
+                                                 max_size=alphabet.n_atoms), min_size=n, max_size=n)),
+                     dtype=np.int64).reshape(n, alphabet.n_atoms)
+    byte_trans = utf8.expand(trans, alphabet)
+    assert byte_trans.shape[1] == 256
+    code_points = st.one_of(_POINTS, st.sampled_from([lo for s in sets for lo, _ in s] or [0]))
+    for _ in range(20):
+        text = [cp for cp in data.draw(st.lists(code_points, max_size=4)) if not 0xD800 <= cp <= 0xDFFF]
+        assert _walk_bytes(byte_trans, "".join(map(chr, text)).encode()) == _walk_atoms(trans, alphabet, text)
+    for bad in (b"\xc0\x80", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf5", b"\x80"):
+        assert _walk_bytes(byte_trans, bad) == -1
