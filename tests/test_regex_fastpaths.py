@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pda.kernels.partition import row_groups
 from pda.regex import charset as cs
 from pda.regex import utf8
 
@@ -87,3 +89,22 @@ def test_utf8_expansion_reads_each_character_as_its_atom(sets: list[cs.CharSet],
         assert _walk_bytes(byte_trans, "".join(map(chr, text)).encode()) == _walk_atoms(trans, alphabet, text)
     for bad in (b"\xc0\x80", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf5", b"\x80"):
         assert _walk_bytes(byte_trans, bad) == -1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_row_groups_number_equal_rows_by_first_appearance(data: st.DataObject) -> None:
+    k, m = data.draw(st.integers(1, 12)), data.draw(st.integers(0, 6))
+    table = np.array(data.draw(st.lists(st.lists(st.integers(-1, 2), min_size=m, max_size=m), min_size=k,
+                                        max_size=k)), dtype=np.int64).reshape(k, m)
+    rows = np.array(data.draw(st.lists(st.integers(0, k - 1), max_size=40)), dtype=np.int64)
+    group, first = row_groups(table, rows)
+    ids: dict[tuple[int, ...], int] = {}
+    expected = [ids.setdefault(tuple(table[r].tolist()), len(ids)) for r in rows.tolist()]
+    assert group.tolist() == expected
+    assert [tuple(table[r].tolist()) for r in first.tolist()] == list(ids)
+
+
+def test_row_groups_check_their_indices() -> None:
+    with pytest.raises(ValueError):
+        row_groups(np.zeros((3, 2), dtype=np.int64), np.array([0, 3]))

@@ -16,6 +16,14 @@
  *     return 1 at every state from which one of them is reachable (minimisation's trim).
  *     Backwards from the accepting states over an incoming-edge CSR: O(m k), no GIL.
  *
+ * row_groups(table, rows, group, first)
+ *     table: int64 [k, m], C-contiguous (a byte DFA's transition table transposed: one row
+ *     per column); rows: int64 [c], indices of table rows (a byte -> column map); group,
+ *     first: writable int64 [c]. Numbers the distinct rows among table[rows[i]] by first
+ *     appearance in `rows`: group[i] is that of rows[i], first[g] a table row of group g.
+ *     Returns the number of groups (the byte classes of a DFA, numbered by their lowest
+ *     byte). Rows are hashed and compared in full on a hash match: O(k m + c), no GIL.
+ *
  * Method: Hopcroft's "process the smaller half" refinement over a refinable partition
  * (Valmari and Lehtinen's layout): the states of a block are contiguous in `elems`,
  * and marking a state moves it to the front of its block, so a split is O(marked).
@@ -387,11 +395,117 @@ static PyObject *coaccessible(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_RETURN_NONE;
 }
 
+static uint64_t row_hash(const int64_t *row, int64_t m)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL;
+    for (int64_t i = 0; i < m; i++) {
+        h ^= (uint64_t)row[i];
+        h *= 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* See row_groups: table is [k, m]; -1 on memory failure, else the number of groups. */
+static int64_t group_rows(const int64_t *table, int64_t k, int64_t m, const int64_t *rows, int64_t c,
+                          int64_t *group, int64_t *first)
+{
+    int64_t size = 16, n = 0, i, slot;
+    while (size < 2 * k)
+        size *= 2;
+    int64_t *slots = malloc((size_t)size * sizeof(int64_t));
+    int64_t *of_row = malloc((size_t)(k ? k : 1) * sizeof(int64_t));
+    uint64_t *hashes = malloc((size_t)(k ? k : 1) * sizeof(uint64_t));
+    if (!slots || !of_row || !hashes) {
+        free(slots); free(of_row); free(hashes);
+        return -1;
+    }
+    for (i = 0; i < size; i++)
+        slots[i] = -1;
+    for (i = 0; i < k; i++)
+        of_row[i] = -1;
+    for (i = 0; i < c; i++) {
+        int64_t j = rows[i];
+        if (of_row[j] < 0) {
+            uint64_t h = row_hash(table + j * m, m);
+            hashes[j] = h;
+            for (slot = (int64_t)(h & (uint64_t)(size - 1));; slot = (slot + 1) & (size - 1)) {
+                int64_t g = slots[slot];
+                if (g < 0) {
+                    slots[slot] = n;
+                    first[n] = j;
+                    of_row[j] = n++;
+                    break;
+                }
+                if (hashes[first[g]] == h && memcmp(table + first[g] * m, table + j * m, (size_t)m * sizeof(int64_t)) == 0) {
+                    of_row[j] = g;
+                    break;
+                }
+            }
+        }
+        group[i] = of_row[j];
+    }
+    free(slots); free(of_row); free(hashes);
+    return n;
+}
+
+static PyObject *row_groups(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer tv, cv, gv, fv;
+    int64_t m, k, c, i, n = 0;
+    int failed = 0;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "row_groups(table, rows, group, first) takes 4 arguments");
+        return NULL;
+    }
+    if (get_int64(args[0], &tv, PyBUF_ND, "table") < 0)
+        return NULL;
+    if (get_int64(args[1], &cv, PyBUF_ND, "rows") < 0) {
+        PyBuffer_Release(&tv);
+        return NULL;
+    }
+    if (get_int64(args[2], &gv, PyBUF_ND | PyBUF_WRITABLE, "group") < 0) {
+        PyBuffer_Release(&tv); PyBuffer_Release(&cv);
+        return NULL;
+    }
+    if (get_int64(args[3], &fv, PyBUF_ND | PyBUF_WRITABLE, "first") < 0) {
+        PyBuffer_Release(&tv); PyBuffer_Release(&cv); PyBuffer_Release(&gv);
+        return NULL;
+    }
+    c = cv.ndim == 1 ? cv.shape[0] : -1;
+    if (tv.ndim != 2 || c < 0 || gv.ndim != 1 || fv.ndim != 1 || gv.shape[0] != c || fv.shape[0] != c) {
+        PyErr_SetString(PyExc_ValueError, "table must be 2-dimensional, rows, group and first 1-dimensional of one length");
+        failed = 1;
+    }
+    k = tv.ndim == 2 ? tv.shape[0] : 0;
+    m = tv.ndim == 2 ? tv.shape[1] : 0;
+    const int64_t *rows = cv.buf;
+    for (i = 0; !failed && i < c; i++)
+        if (rows[i] < 0 || rows[i] >= k) {
+            PyErr_Format(PyExc_ValueError, "rows holds %lld, not a row of table", (long long)rows[i]);
+            failed = 1;
+        }
+    if (!failed) {
+        Py_BEGIN_ALLOW_THREADS
+        n = group_rows(tv.buf, k, m, rows, c, gv.buf, fv.buf);
+        Py_END_ALLOW_THREADS
+        failed = n < 0 ? 2 : 0;
+    }
+    PyBuffer_Release(&tv); PyBuffer_Release(&cv); PyBuffer_Release(&gv); PyBuffer_Release(&fv);
+    if (failed == 2)
+        return PyErr_NoMemory();
+    if (failed)
+        return NULL;
+    return PyLong_FromLongLong((long long)n);
+}
+
 static PyMethodDef partition_methods[] = {
     {"refine", (PyCFunction)(void (*)(void))refine, METH_FASTCALL,
      "refine(trans, blocks, out) -> number of blocks: the coarsest stable partition (see the module source)."},
     {"coaccessible", (PyCFunction)(void (*)(void))coaccessible, METH_FASTCALL,
      "coaccessible(trans, good): marks every state from which a marked state is reachable (see the module source)."},
+    {"row_groups", (PyCFunction)(void (*)(void))row_groups, METH_FASTCALL,
+     "row_groups(table, rows, group, first) -> number of groups: equal rows numbered by first appearance."},
     {NULL, NULL, 0, NULL},
 };
 

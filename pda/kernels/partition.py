@@ -16,6 +16,10 @@ O(m k log m) time and O(m k) memory. The Python reference it is tested against i
 `coaccessible(trans, accepting)` is minimisation's trim: the states from which an
 accepting state is reachable, by one backward search over the incoming edges, O(m k),
 without the GIL (`pda.reference.reference_coaccessible` is its oracle).
+
+`row_groups(table, rows)` finds a byte DFA's byte classes from its transposed table:
+the distinct rows among `table[rows[i]]`, numbered by first appearance, by one hashing
+pass over the table (equal hashes are compared in full), without the GIL.
 """
 
 from __future__ import annotations
@@ -50,3 +54,16 @@ def coaccessible(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
         raise ValueError("accepting must have one entry per state")
     _partition.coaccessible(trans, good.view(np.uint8))
     return good
+
+
+def row_groups(table: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(group of each `rows[i]`, one row of `table` per group): equal rows of `table` picked
+    by `rows` share a group, groups numbered by first appearance."""
+    table = np.ascontiguousarray(table, dtype=np.int64)
+    if table.ndim != 2:
+        raise ValueError("table must be 2-dimensional")
+    rows = np.ascontiguousarray(rows, dtype=np.int64).reshape(-1)
+    group = np.empty(len(rows), dtype=np.int64)
+    first = np.empty(len(rows), dtype=np.int64)
+    n = _partition.row_groups(table, rows, group, first)
+    return group, first[:n]

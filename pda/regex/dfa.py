@@ -34,8 +34,7 @@ from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
 from pda.regex import charset as cs
 from pda.regex import compose, utf8
-from pda.regex.hashing import hash_weights
-from pda.kernels.partition import coaccessible, coarsest_partition
+from pda.kernels.partition import coaccessible, coarsest_partition, row_groups
 from pda.regex.automaton import NFA, Graph, determinise
 from pda.lru import budget_cache, register_budget
 from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, structure_key, translate
@@ -50,6 +49,7 @@ LEAF_DFAS_MAX_BYTES = 16 << 20
 LEAF_KEY_MAX_NODES = 4096
 register_budget("leaf_dfas", LEAF_DFAS_MAX_BYTES)
 _leaves = budget_cache("leaf_dfas")
+_BYTES = np.arange(256, dtype=np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -258,23 +258,28 @@ def _atom_dfa(
 
 def _minimise(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Trim and minimise a partial DFA (-1 = dead); the start stays state 0, others by first appearance."""
-    n = trans.shape[0]
     good = coaccessible(trans, accept.any(axis=1))
     good[0] = True  # the start stays a real state even if nothing is accepted
-    keep = np.flatnonzero(good)
-    renum = np.full(n, -1, dtype=np.int64)
-    renum[keep] = np.arange(len(keep))
-    sub = trans[keep]
-    sub = np.where(sub >= 0, renum[np.maximum(sub, 0)], -1)
-    packed = np.packbits(accept[keep], axis=1)
-    initial = utf8.distinct_rows(packed)[1] if accept.shape[1] else np.zeros(len(keep), np.int64)
-    block_of = coarsest_partition(sub, initial)
-    rep = np.sort(np.unique(block_of, return_index=True)[1])  # each block's first state, the start's first
-    new_id = np.empty(block_of.max() + 1, dtype=np.int64)
-    new_id[block_of[rep]] = np.arange(len(rep))
-    rows = sub[rep]
-    out = np.where(rows >= 0, new_id[block_of[np.maximum(rows, 0)]], -1)
-    return out, accept[keep][rep]
+    if not good.all():
+        keep = np.flatnonzero(good)
+        renum = np.full(trans.shape[0], -1, dtype=np.int64)
+        renum[keep] = np.arange(len(keep))
+        trans = np.where(trans >= 0, renum[trans], -1)[keep]
+        accept = accept[keep]
+    block_of = coarsest_partition(trans, _accept_blocks(accept))
+    # the blocks renumbered by their first state (the start's block is 0), and that state of each
+    block_of, rep = row_groups(block_of[:, None], np.arange(len(block_of)))
+    rows = trans[rep]
+    return np.where(rows >= 0, block_of[rows], -1), accept[rep]
+
+
+def _accept_blocks(accept: np.ndarray) -> np.ndarray:
+    """Minimisation's initial blocks: states with equal accept rows together (one terminal: its column)."""
+    if accept.shape[1] == 1:
+        return accept[:, 0].astype(np.int64)
+    if not accept.shape[1]:
+        return np.zeros(len(accept), np.int64)
+    return utf8.distinct_rows(np.packbits(accept, axis=1))[1]
 
 
 def _finish(
@@ -291,16 +296,9 @@ def _finish(
     m = trans.shape[0]
     dead = m
     full = np.vstack([np.where(trans >= 0, trans, dead), np.full((1, trans.shape[1]), dead)])
-    first, inverse = _distinct_columns(full)
-    group = inverse if classes is None else inverse[classes]  # each byte's group of equal columns
     # classes numbered by their lowest byte (a column no byte reads is dropped)
-    lowest = np.full(len(first), 256, dtype=np.int64)
-    np.minimum.at(lowest, group, np.arange(256))
-    order = np.argsort(lowest, kind="stable")[: len(np.unique(group))]
-    number = np.empty(len(first), dtype=np.int64)
-    number[order] = np.arange(len(order))
-    byte_class = number[group]
-    out = full[:, first[order]]
+    byte_class, first = row_groups(full.T, _BYTES if classes is None else classes)
+    out = full[:, first]
     acc = np.zeros((m + 1, accept.shape[1]), dtype=bool)
     acc[: len(accept)] = accept
     if trimmed and acc.shape[1] == 1:
@@ -320,23 +318,6 @@ def _finish(
         live=_freeze(live),
         names=names,
     )
-
-
-def _distinct_columns(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`utf8.distinct_rows(table.T)` up to the order of the groups: (one column per distinct column, group of each).
-
-    A byte DFA's columns are as long as it has states; they are told apart by a random
-    linear hash (one pass over the table) and the grouping is then checked in full, so
-    a collision only costs the sort of the whole columns.
-    """
-    # Float weights, so that the product is one BLAS call; equal columns give equal sums exactly.
-    weights = (hash_weights(0xC01, table.shape[0]) >> np.uint64(11)).astype(np.float64) / 2.0**53
-    hashes = weights @ table.astype(np.float64)
-    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    if np.array_equal(table[:, first[inverse]], table):
-        return first, inverse
-    return utf8.distinct_rows(table.T)
 
 
 def _live_rows(trans: np.ndarray, accept: np.ndarray, dead: int) -> np.ndarray:
