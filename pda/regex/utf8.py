@@ -15,6 +15,7 @@ Only well-formed UTF-8 is spelled: no overlong forms (C0, C1, E0 80-9F, F0
 from __future__ import annotations
 
 import bisect
+import functools
 
 import numpy as np
 
@@ -42,6 +43,21 @@ LEAD_BLOCKS = _lead_blocks()
 _LEAD_LO = np.array([lo for _, _, _, lo, _ in LEAD_BLOCKS], dtype=np.int64)
 _LEAD_HI = np.array([hi for _, _, _, _, hi in LEAD_BLOCKS], dtype=np.int64)
 _CHILD = np.arange(64, dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape(k: int, base: int, lo: int, hi: int) -> tuple[tuple[bool, ...], tuple[tuple[int, int, int, int], ...]]:
+    """How the 64 children of the block base..base+64**k-1 meet its valid code points lo..hi:
+    whether each is valid throughout, and (index, first code point, valid lo, valid hi) of
+    those valid in part. It depends on UTF-8 alone, so it is worked out once per block."""
+    size = 64 ** (k - 1)
+    whole, partial = [], []
+    for i, a in enumerate(range(base, base + 64 * size, size)):
+        b = a + size - 1
+        whole.append(lo <= a and b <= hi)
+        if not whole[-1] and b >= lo and a <= hi:
+            partial.append((i, a, max(lo, a), min(hi, b)))
+    return tuple(whole), tuple(partial)
 
 
 class _Expander:
@@ -101,21 +117,14 @@ class _Expander:
         return got
 
     def _valid(self, k: int, base: int, lo: int, hi: int, target: int) -> int:
-        """`_block` where every valid code point moves to `target`: the block's shape alone, in
-        Python (a lead block cut by UTF-8's limits, E0 ED F0 F4, has just this shape). The
-        chain is interned before the partial children, as `_block` does."""
-        size = 64 ** (k - 1)
-        starts = range(base, base + 64 * size, size)
-        through = self.chain(k - 1, target) if any(lo <= a and a + size - 1 <= hi for a in starts) else -1
-        children = []
-        for a in starts:
-            b = a + size - 1
-            if b < lo or a > hi:
-                children.append(-1)
-            elif lo <= a and b <= hi:
-                children.append(through)
-            else:
-                children.append(self._valid(k - 1, a, max(lo, a), min(hi, b), target))
+        """`_block` where every valid code point moves to `target`: the block's shape alone
+        (a lead block cut by UTF-8's limits, E0 ED F0 F4, has just this shape). The chain is
+        interned before the partial children, as `_block` does."""
+        whole, partial = _shape(k, base, lo, hi)
+        through = self.chain(k - 1, target) if any(whole) else -1
+        children = [through if w else -1 for w in whole]
+        for i, a, child_lo, child_hi in partial:
+            children[i] = self._valid(k - 1, a, child_lo, child_hi, target)
         return self.intern(tuple(children))
 
     def _block(self, g: np.ndarray, k: int, base: int, lo: int, hi: int) -> int:
