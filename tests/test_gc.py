@@ -119,6 +119,25 @@ def test_byte_lru_stays_in_its_budget_and_keeps_the_newest() -> None:
     assert len(memo) == 1 and memo.get("big") == "x" and memo.nbytes == 500
 
 
+def test_byte_lru_reweighs_growing_entries_amortised() -> None:
+    """`reweigh` sees entries that grew while held and evicts past the budget, a full pass once the calls
+    since the last one have paid for it (`REWEIGH_PER_CALL` entries each): never every call."""
+    from pda.lru import REWEIGH_PER_CALL, ByteLRU
+
+    sizes = {k: 10 for k in range(4 * REWEIGH_PER_CALL)}
+    weighed: list[int] = []
+    memo = ByteLRU(max_bytes=10 * len(sizes))
+    for k in sizes:
+        memo.put(k, k, sizes[k])
+    for k in sizes:
+        sizes[k] = 20  # every entry doubled while held
+    for call in range(1, len(sizes) // REWEIGH_PER_CALL + 1):
+        memo.reweigh(lambda k: weighed.append(k) or sizes[k])
+        assert len(weighed) == (len(sizes) if call == len(sizes) // REWEIGH_PER_CALL else 0)
+    assert memo.nbytes <= memo.max_bytes and len(memo) == len(sizes) // 2
+    assert memo.get(0) is None and memo.get(len(sizes) - 1) == len(sizes) - 1  # the least recently used went
+
+
 def test_python_masks_keep_few_objects_per_token() -> None:
     """Indented states are interned weakly and masks' probes memoise nothing they build.
 
