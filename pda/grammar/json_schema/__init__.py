@@ -23,7 +23,8 @@ The package, in the order its modules import each other:
   `formats`: the `format` regexes; `validate`: the document checked before lowering.
 - `context`: what a lowering's parts share (settings, the `GrammarBuilder`, budgets, warnings).
 - `refs`: `$ref` resolution; `normalise`: `$ref`/`allOf` inlined, `not`/`if`/dependencies
-  rewritten as unions (`negate`); `checks`: constants decided against scalar keywords.
+  rewritten as unions (`negate`); `checks`: constants decided against scalar keywords;
+  `instances`: values decided against structural keywords without building a grammar.
 - `typed`: a normalised schema read once per type (`NumberSchema`, `StringSchema`,
   `ArraySchema`, `ObjectSchema`); `numbers`, `strings`, `containers`: the lowering of
   each type, from its view.

@@ -6,9 +6,10 @@ its rule reserved first so recursive schemas terminate) is normalised
 dispatched by type to `numbers`, `strings` or `containers` (`typed`); `enum` and
 `const` are literal terminals here, checked against their sibling keywords
 (`checks`, or `values_verdicts`: the values parsed with an exact lowering of the
-siblings). The rules and terminals accumulate in the context's `GrammarBuilder`;
-`lower` runs a whole lowering (validation first, exact decimals throughout) and
-`ir`/`lark` write its grammar.
+siblings, or checked against them where `instances` decides them). The rules and
+terminals accumulate in the context's `GrammarBuilder`; `lower` runs a whole
+lowering (validation first, exact decimals throughout) and `ir`/`lark` write its
+grammar.
 
 Layout of the output: JSON structure (objects, arrays, members, repetition) is
 rules; every scalar (a string with its pattern/format/length, a number with its
@@ -31,6 +32,7 @@ from pda.grammar.json_schema import limits
 from pda.grammar.json_schema.checks import const_satisfies
 from pda.grammar.json_schema.containers import Containers
 from pda.grammar.json_schema.context import Context, JsonSchemaWarning
+from pda.grammar.json_schema.instances import direct_verdicts
 from pda.grammar.json_schema.keywords import (
     ANNOTATIONS, KEYWORD_TYPE, MORE_ANY_OF, SCALAR_CHECKS, TYPES, UNSUPPORTED, canon, json_type, pointer,
 )
@@ -294,9 +296,9 @@ class Lowering:
 
     def values_verdicts(self, values: list[Any], schema: Any, path: tuple[str, ...]) -> list[bool] | None:
         """Whether each value is an instance of `schema`, decided by parsing it with the
-        schema's own exact lowering (memoised per schema); None when that lowering
-        approximates something, or refuses a value where the refusal may be the
-        documented property-order restriction."""
+        schema's own exact lowering (memoised per schema), or directly where the schema's
+        keywords allow (`instances`); None when that lowering approximates something, or
+        refuses a value where the refusal may be the documented property-order restriction."""
         key = canon(schema)
         if key not in self.checkers:
             checker = Lowering(self.refs, Options("compact", 1, "raise", "any", exact=True), self.checkers)
@@ -319,10 +321,13 @@ class Lowering:
         grammar, order_bound = found
         if grammar is None:
             return [False] * len(values)
-        try:
-            verdicts = [grammar.accepts(json.dumps(v, separators=(",", ":"), ensure_ascii=False)) for v in values]
-        except PdaError:
-            return None
+        # The lowering above still runs: it says whether the grammar is exact, and spends the steps budget.
+        verdicts = direct_verdicts(values, schema)
+        if verdicts is None:
+            try:
+                verdicts = [grammar.accepts(json.dumps(v, separators=(",", ":"), ensure_ascii=False)) for v in values]
+            except PdaError:
+                return None
         return None if order_bound and not all(verdicts) else verdicts
 
     def build(self) -> None:
