@@ -104,16 +104,15 @@ class GrammarBuilder:
 
     def rule(self, alts: Alternatives) -> str | None:
         """A rule with these alternatives (deduplicated by content); None if there are none."""
-        uniq = [list(a) for a in dict.fromkeys(tuple(a) for a in alts)]
-        if not uniq:
+        key = tuple(dict.fromkeys(tuple(a) for a in alts))
+        if not key:
             return None
-        if len(uniq) == 1 and len(uniq[0]) == 1 and uniq[0][0].islower():
-            return uniq[0][0]
-        key = tuple(tuple(a) for a in uniq)
+        if len(key) == 1 and len(key[0]) == 1 and key[0][0].islower():
+            return key[0][0]
         name = self._rule_by_body.get(key)
         if name is None:
             name = self.reserve()
-            self.rules[name] = uniq
+            self.rules[name] = [list(a) for a in key]
             self._rule_by_body[key] = name
         return name
 

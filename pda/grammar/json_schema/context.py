@@ -13,6 +13,7 @@ object is bound to schema order).
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 from pda.errors import GrammarError
@@ -82,4 +83,10 @@ class Context:
 
     def literal(self, text: str) -> str:
         """The terminal for exactly `text` (JSON punctuation and keywords)."""
-        return self.builder.terminal("".join(py_char(ord(c)) for c in text), "LIT")
+        return self.builder.terminal(literal_regex(text), "LIT")
+
+
+@functools.lru_cache(maxsize=256)
+def literal_regex(text: str) -> str:
+    """The regex for exactly `text`, spelled once: every object and array asks for its brackets again."""
+    return "".join(py_char(ord(c)) for c in text)

@@ -66,9 +66,13 @@ def pointer(path: tuple[str, ...]) -> str:
     return "#" + "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
 
 
+# `json.dumps` builds an encoder per call; a schema is a JSON document (`validate`), never circular.
+_CANON = json.JSONEncoder(sort_keys=True, ensure_ascii=True, check_circular=False)
+
+
 def canon(schema: Any) -> str:
     """A schema's canonical JSON: equal schemas, equal texts (the key of every memo over schemas)."""
-    return json.dumps(schema, sort_keys=True, ensure_ascii=True)
+    return _CANON.encode(schema)
 
 
 def json_type(v: Any) -> str:
