@@ -144,13 +144,15 @@ def _fixpoint(lhs: np.ndarray, flat: np.ndarray, rule_of: np.ndarray, holds: np.
     One vectorised pass per round; rounds are bounded by the grammar's depth.
     """
     n_rules = len(lhs)
+    holds = holds.copy()
+    count = np.count_nonzero(holds)
     while True:
         failing = np.bincount(rule_of[~holds[flat]], minlength=n_rules)
-        grown = holds.copy()
-        grown[lhs[failing == 0]] = True
-        if np.array_equal(grown, holds):
+        holds[lhs[failing == 0]] = True
+        grown = np.count_nonzero(holds)  # symbols only ever join: an unchanged count is no change
+        if grown == count:
             return holds
-        holds = grown
+        count = grown
 
 
 def build_tables(ir: GrammarIR) -> ParserTables:
