@@ -511,6 +511,10 @@ def _children(op: object, av: object) -> list[list]:
 # ---------------------------------------------------------------- translation
 
 
+# The items `_Translator.leaf` translates: no sub-patterns.
+_LEAVES = frozenset((C.LITERAL, C.NOT_LITERAL, C.IN, C.ANY))
+
+
 class _Translator:
     """`re._parser` tree → IR. The methods are generators run by `drive` (no recursion)."""
 
@@ -577,7 +581,10 @@ class _Translator:
                 body = yield self.seq(items[i + 1 :], flags, head and i == 0, tail, tuple(before) + tuple(items[:i]))
                 out.append(Guard(op is C.ASSERT_NOT, look, body))
                 break
-            out.append((yield self.item(op, av, flags, head and i == 0, tail and last)))
+            if op in _LEAVES:
+                out.append(self.leaf(op, av, flags))
+            else:
+                out.append((yield self.item(op, av, flags, head and i == 0, tail and last)))
             i += 1
         if len(out) == 1:
             return out[0]
@@ -612,13 +619,10 @@ class _Translator:
         body = FirstMatch(Seq((Repeat(unit, 0, None), closing)))
         return body if rest == EMPTY else Seq((body, rest))
 
-    def item(self, op: object, av: Any, flags: int, head: bool, tail: bool) -> Generator[Any, Node, Node]:
+    def leaf(self, op: object, av: Any, flags: int) -> Chars:
+        """A character, class or `.`: no sub-pattern, so no generator (most of a pattern's items)."""
         ignorecase = bool(flags & _IGNORECASE)
         ascii_only = bool(flags & _ASCII) or self.byte_mode
-        if op in (C.LITERAL, C.NOT_LITERAL):
-            self.byte_literal(av)
-            chars = cs.literal_set(av, ignorecase, ascii_only)
-            return self.chars(chars if op is C.LITERAL else cs.complement(chars))
         if op is C.IN:
             for sop, sav in av:
                 if sop is C.LITERAL or sop is C.RANGE:
@@ -626,6 +630,12 @@ class _Translator:
             return self.chars(cs.class_set(list(av), ignorecase, ascii_only))
         if op is C.ANY:
             return self.chars(cs.any_set(bool(flags & _DOTALL)))
+        self.byte_literal(av)
+        chars = cs.literal_set(av, ignorecase, ascii_only)
+        return self.chars(chars if op is C.LITERAL else cs.complement(chars))
+
+    def item(self, op: object, av: Any, flags: int, head: bool, tail: bool) -> Generator[Any, Node, Node]:
+        """Any item but a leaf (`seq` translates those directly)."""
         if op in (C.MAX_REPEAT, C.MIN_REPEAT):
             lo, hi, sub = av
             inner = yield self.seq(list(sub), flags, False, False)
