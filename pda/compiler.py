@@ -227,17 +227,19 @@ class CompiledGrammar:
         return successors
 
     def _lexeme_states(self, live_set: int) -> list[int]:
-        """States of the candidate set's DFA reachable from the start inside one lexeme, nearest first."""
+        """States of the candidate set's DFA reachable from the start inside one lexeme, nearest first.
+
+        Breadth first over the rows met (a view of a shared table has many more rows than
+        its set reaches); the start row itself is listed only where a lexeme returns to it.
+        """
         tables = self.lexer.tables(live_set)
-        trans = tables.trans[:, np.unique(tables.byte_class)]
-        live = tables.live_array()
+        classes = np.unique(tables.byte_class)
         seen = np.zeros(tables.n_states, dtype=bool)
-        seen[START] = True
         order = []
-        frontier = np.array([START])
+        frontier = np.array([tables.resolve(START)])
         while len(frontier):
-            reached = np.unique(trans[frontier].ravel())
-            frontier = reached[live[reached] & ~seen[reached]]
+            reached = np.unique(tables.trans[frontier][:, classes].ravel())
+            frontier = reached[tables.live_of(reached) & ~seen[reached]]
             seen[frontier] = True
             order.extend(frontier.tolist())
         return order

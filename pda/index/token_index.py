@@ -44,7 +44,7 @@ from pda.grammar.ir import CONTEXTUAL
 from pda.index.slices import PLAIN_BODY, PlainBody, plain_body
 from pda.index.trie import TokenTrie
 from pda.kernels import compose, walk as kernel
-from pda.lexer.lexer import START, Lexer, LexerTables
+from pda.lexer.lexer import START, Lexer, LexerTables, SharedTables
 from pda.bits import iter_bits
 from pda.regex.dfa import LexerDFA, dfa_digest
 
@@ -115,16 +115,31 @@ class _WalkTables:
     `live`, `stops`, `ends_as` and `sets` are the flags as arrays, derived from the
     lexer's tables when first read (the basic mode's filtering and the reference walk
     read them). `trans` must send every state that is not live to a state that is not
-    live (the candidate set's tables get a sink row; a terminal's own DFA has its dead
-    state). `proof(depth)` is the kernel's memo of plain-body proofs for these tables.
+    live (the candidate set's tables get a sink row; a terminal's own DFA and a shared
+    table have their dead state). `proof(depth)` is the kernel's memo of plain-body
+    proofs for these tables. A view of a shared table (`SharedTables`) hands the kernel
+    the shared rows as they are, and a walk from START starts at its start row
+    (`kernel_state`).
     """
 
-    __slots__ = ("trans", "byte_class", "arrays", "n_sets", "_rows", "_flags", "_source", "_proof", "__weakref__")
+    __slots__ = ("_trans", "byte_class", "arrays", "n_sets", "root", "_rows", "_flags", "_source", "_proof",
+                 "__weakref__")
 
     @classmethod
     def of_candidates(cls, lexer: Lexer, tables: LexerTables, sinks: dict) -> "_WalkTables":
         """The walk tables of one candidate set's DFA (one grammar's terminal ids in its groups)."""
         self = cls.__new__(cls)
+        self.byte_class = np.ascontiguousarray(tables.byte_class, dtype=np.int32)
+        self._source = (lexer, tables)
+        self._flags = self._proof = self._rows = None
+        self.root = tables.start
+        if isinstance(tables, SharedTables):  # the shared rows as they are: its dead row is the sink
+            self._trans = None  # `trans`, START's row included, is built only if read
+            live_bits, candidates, accept, row_bits, rows = tables.packed_rows()
+            self._rows, self.n_sets = rows, len(rows)
+            self.arrays = kernel.PackedTableArrays(tables.trans, self.byte_class, live_bits, candidates, accept,
+                                                   row_bits)
+            return self
         n = tables.n_states
         # Views of one DFA share its transition table (with a sink row added) and its packed rows.
         arrays = sinks.get(id(tables.trans))
@@ -132,13 +147,10 @@ class _WalkTables:
             trans = np.ascontiguousarray(np.vstack([tables.trans, np.full((1, tables.trans.shape[1]), n, np.int32)]))
             arrays = [tables.trans, trans, None]
             sinks[id(tables.trans)] = arrays
-        self.trans = arrays[1]
-        self.byte_class = np.ascontiguousarray(tables.byte_class, dtype=np.int32)
-        self._source = (lexer, tables)
-        self._flags = self._proof = self._rows = None
+        self._trans = arrays[1]
         if lexer.mode != CONTEXTUAL:
             live, stops, ends_as, sets = self._flag_arrays()
-            self.arrays, self.n_sets = kernel.TableArrays(self.trans, self.byte_class, live, stops, ends_as), len(sets)
+            self.arrays, self.n_sets = kernel.TableArrays(self._trans, self.byte_class, live, stops, ends_as), len(sets)
             return self
         live_bits, candidates, accept_row, row_bits, rows = tables.packed_rows()
         if arrays[2] is None or arrays[2][0] is not live_bits:  # the sink row's bits and accept row, once per DFA
@@ -147,22 +159,38 @@ class _WalkTables:
         _, bits, accept, row_bits = arrays[2]
         self._rows = rows
         self.n_sets = len(rows)
-        self.arrays = kernel.PackedTableArrays(self.trans, self.byte_class, bits, candidates, accept, row_bits)
+        self.arrays = kernel.PackedTableArrays(self._trans, self.byte_class, bits, candidates, accept, row_bits)
         return self
 
     @classmethod
     def of_terminal(cls, dfa: LexerDFA) -> "_WalkTables":
         """The walk tables of one terminal's own DFA (contextual mode; the set is position 0: `sets == [1]`)."""
         self = cls.__new__(cls)
-        self.trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+        self._trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+        self.root = None  # its states are the terminal's own: none stands for START
         self.byte_class = np.ascontiguousarray(dfa.byte_class, dtype=np.int32)
         live = np.ascontiguousarray(np.asarray(dfa.live, dtype=bool).any(axis=1))
         ends_as = np.where(np.asarray(dfa.accept, dtype=bool).any(axis=1), 0, -1).astype(np.int32)
         self._flags = (live, ~live, ends_as, [1])
         self._source = self._proof = self._rows = None
         self.n_sets = 1
-        self.arrays = kernel.TableArrays(self.trans, self.byte_class, *self._flags[:3])
+        self.arrays = kernel.TableArrays(self._trans, self.byte_class, *self._flags[:3])
         return self
+
+    @property
+    def trans(self) -> np.ndarray:
+        """The DFA's transitions with lexer state START's row at row START (what the reference walk reads): the
+        kernel's own for a DFA of the set's own, a copy of the shared rows with the start's row on top for a view
+        of a `SharedProduct`, made on first read (the kernel walks the shared rows from `root`)."""
+        if self._trans is None:
+            trans = self.arrays.trans.copy()
+            trans[START] = trans[self.root]
+            self._trans = trans
+        return self._trans
+
+    def kernel_state(self, q: int) -> int:
+        """The row the kernel walks from for lexer state q (START: the set's start row)."""
+        return self.root if q == START and self.root is not None else q
 
     def groups(self, boundaries: list[tuple[int, np.ndarray]]) -> list[BoundaryGroup]:
         """A walk's boundaries (kernel set index, nodes) as boundary groups, one per terminal set.
@@ -226,7 +254,7 @@ class _WalkTables:
         """The kernel's plain-body proofs for these tables under a trie `depth` bytes deep (made on first use)."""
         found = self._proof
         if found is None or found[0] != depth:
-            found = self._proof = (depth, kernel.new_proof(self.trans.shape[0]))
+            found = self._proof = (depth, kernel.new_proof(self.arrays.trans.shape[0]))
         return found[1]
 
 
@@ -433,7 +461,8 @@ class TokenIndex:
         not walked (`pda.index.slices`); the result is the same either way.
         """
         depth = self.trie.max_depth
-        walked = kernel.walk(self._trie_arrays, tables.arrays, tables.n_sets, roots, root_state, self.mask_words,
+        walked = kernel.walk(self._trie_arrays, tables.arrays, tables.n_sets, roots, tables.kernel_state(root_state),
+                             self.mask_words,
                              self._slices if cut else None, tables.proof(depth) if cut else None)
         return Classification(walked.inside, tables.groups(walked.boundaries))
 
@@ -575,7 +604,7 @@ class TokenIndex:
         byte), int32 and sorted by node; tokens that die are left out.
         """
         tables = self.walk_tables((1 << len(self.lexer.dfas)) - 1)
-        return kernel.walk_states(self._trie_arrays, tables.arrays, roots, q)
+        return kernel.walk_states(self._trie_arrays, tables.arrays, roots, tables.kernel_state(q))
 
     def _disk_key(self, content: tuple) -> dict | None:
         """The disk-cache key of a shared root walk (the vocabulary's too), or None without `vocab_key`."""

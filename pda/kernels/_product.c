@@ -25,6 +25,20 @@
  *     dead states left out and not followed; int64 ids, ascending. (A product's single
  *     states: each runs one terminal's own DFA.)
  *
+ * grower() -> capsule; grow(grower, trans, lo, hi, dead, mixed_base, start)
+ *     One product grown across calls (pda.regex.product.SharedProduct): `trans` int32
+ *     [cap, k], writable, holds every terminal's DFA as rows [lo, hi) of global ids (a
+ *     "single" state: one terminal live), whose successors are singles or `dead`; `start`
+ *     (int32, ascending, two or more singles) is a candidate set's start. The grower keeps
+ *     the mixed states (two or more singles live) interned by content across calls: the
+ *     start is interned, and every new state reached from it gets its row written at
+ *     mixed_base + (its internal id - 1), where a successor is `dead` (nothing live), a
+ *     single (one live), or a mixed state's row. Returns (start's row, first new row, ptr
+ *     int64 [m + 1] (absolute offsets: subtract ptr[0]), ids int32) for the m new states'
+ *     components, or None when a new state's row would be at or past cap: the grower is
+ *     then spent (as after any failure) and every later grow returns None. Holds the GIL:
+ *     it writes the caller's table, and two grows of one grower must not interleave.
+ *
  * Method: one pass over the queue; a state's successors are gathered per class from its
  * components' successors that are not dead (a CSR built once) and interned in an
  * open-addressing hash table keyed by content, so the work is O(explored states x
@@ -49,6 +63,8 @@ typedef struct {
     int64_t *trans; /* n_states * k, filled as states are expanded */
     /* open addressing: slots hold a state id or -1 */
     int64_t *slots, n_slots;
+    /* a grower whose last grow failed midway (states interned without rows): it grows no more */
+    int spent;
 } Explorer;
 
 static uint64_t hash_ids(const int32_t *ids, int64_t n)
@@ -108,10 +124,12 @@ static int64_t append_state(Explorer *e, const int32_t *ids, int64_t n, uint64_t
         if (!hash_of)
             return -1;
         e->hash_of = hash_of;
-        int64_t *trans = realloc(e->trans, (size_t)cap * (size_t)(e->k ? e->k : 1) * sizeof(int64_t));
-        if (!trans)
-            return -1;
-        e->trans = trans;
+        if (e->trans != NULL) { /* a grower writes its rows into the caller's table instead */
+            int64_t *trans = realloc(e->trans, (size_t)cap * (size_t)(e->k ? e->k : 1) * sizeof(int64_t));
+            if (!trans)
+                return -1;
+            e->trans = trans;
+        }
         e->cap_states = cap;
     }
     if (e->n_ids + n > e->cap_ids) {
@@ -441,11 +459,215 @@ static PyObject *reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+
+/* A growing product shared by candidate sets (grower/grow): the mixed states interned so far,
+ * kept between calls in a capsule. */
+#define GROWER_CAPSULE "pda.kernels._product.grower"
+
+static void grower_free(PyObject *capsule)
+{
+    Explorer *e = PyCapsule_GetPointer(capsule, GROWER_CAPSULE);
+    if (e == NULL)
+        return;
+    free(e->ptr);
+    free(e->hash_of);
+    free(e->ids);
+    free(e->slots);
+    free(e);
+}
+
+static PyObject *grower(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Explorer *e;
+    int32_t empty = 0;
+    int added;
+    PyObject *capsule;
+    if (nargs != 0) {
+        PyErr_SetString(PyExc_TypeError, "grower() takes no arguments");
+        return NULL;
+    }
+    e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return PyErr_NoMemory();
+    e->cap_states = 64;
+    e->cap_ids = 256;
+    e->n_slots = 128;
+    e->ptr = calloc((size_t)e->cap_states + 1, sizeof(int64_t));
+    e->hash_of = malloc((size_t)e->cap_states * sizeof(uint64_t));
+    e->ids = malloc((size_t)e->cap_ids * sizeof(int32_t));
+    e->slots = malloc((size_t)e->n_slots * sizeof(int64_t));
+    if (e->ptr && e->slots)
+        memset(e->slots, 0xff, (size_t)e->n_slots * sizeof(int64_t));
+    /* internal state 0 is the empty list (nothing live) */
+    if (!e->ptr || !e->hash_of || !e->ids || !e->slots || intern(e, &empty, 0, &added) != 0) {
+        free(e->ptr);
+        free(e->hash_of);
+        free(e->ids);
+        free(e->slots);
+        free(e);
+        return PyErr_NoMemory();
+    }
+    capsule = PyCapsule_New(e, GROWER_CAPSULE, grower_free);
+    if (capsule == NULL) {
+        free(e->ptr);
+        free(e->hash_of);
+        free(e->ids);
+        free(e->slots);
+        free(e);
+    }
+    return capsule;
+}
+
+/* The table's row of internal state q (q >= 1). */
+static inline int64_t grown_row(int64_t mixed_base, int64_t q)
+{
+    return mixed_base + q - 1;
+}
+
+/* Expand the grower's states from internal id `first` on, writing each one's row of `trans`
+ * (int32 [cap, k]); singles are [lo, hi), `dead` the dead state. 0 when done, 1 when a new
+ * state's row would be at or past cap, 2 on a bad entry (error set), -1 out of memory. */
+static int grow_run(Explorer *e, int32_t *trans, int64_t cap, int64_t k, int64_t lo, int64_t hi, int32_t dead,
+                    int64_t mixed_base, int64_t first)
+{
+    int64_t q, c, i, total, cap_bucket = 256;
+    int added, status = -1;
+    int64_t *count = calloc((size_t)k + 1, sizeof(int64_t)), *offset = malloc(((size_t)k + 1) * sizeof(int64_t));
+    int32_t *bucket = malloc((size_t)cap_bucket * sizeof(int32_t));
+    if (count == NULL || offset == NULL || bucket == NULL)
+        goto done;
+    for (q = first; q < e->n_states; q++) {
+        const int32_t *live = e->ids + e->ptr[q]; /* read before interning, which may move the pool */
+        int64_t n_live = e->ptr[q + 1] - e->ptr[q];
+        int32_t *row = trans + grown_row(mixed_base, q) * k;
+        memset(count, 0, (size_t)k * sizeof(int64_t));
+        for (i = 0; i < n_live; i++) {
+            const int32_t *from = trans + (int64_t)live[i] * k;
+            for (c = 0; c < k; c++) {
+                int32_t t = from[c];
+                if (t != dead && (t < lo || t >= hi)) {
+                    PyErr_Format(PyExc_ValueError, "a single state's row holds %d, neither dead nor single", (int)t);
+                    status = 2;
+                    goto done;
+                }
+                count[c] += t != dead;
+            }
+        }
+        for (c = 0, total = 0; c < k; c++) {
+            offset[c] = total;
+            total += count[c];
+        }
+        if (total > cap_bucket) {
+            int32_t *grown = realloc(bucket, (size_t)total * sizeof(int32_t));
+            if (grown == NULL)
+                goto done;
+            bucket = grown;
+            cap_bucket = total;
+        }
+        for (i = 0; i < n_live; i++) {
+            const int32_t *from = trans + (int64_t)live[i] * k;
+            for (c = 0; c < k; c++)
+                if (from[c] != dead)
+                    bucket[offset[c]++] = from[c];
+        }
+        for (c = 0; c < k; c++) {
+            int64_t n = count[c], j;
+            const int32_t *successors = bucket + offset[c] - n; /* offset[c] now ends class c's list */
+            if (n <= 1) {
+                row[c] = n ? successors[0] : dead;
+                continue;
+            }
+            j = intern(e, successors, n, &added);
+            if (j < 0)
+                goto done;
+            if (added && grown_row(mixed_base, j) >= cap) {
+                status = 1;
+                goto done;
+            }
+            row[c] = (int32_t)grown_row(mixed_base, j);
+        }
+    }
+    status = 0;
+done:
+    free(count);
+    free(offset);
+    free(bucket);
+    return status;
+}
+
+static PyObject *grow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer tv, sv;
+    int64_t lo, hi, dead, mixed_base, cap, k, i, n_start, first, q;
+    int added, status;
+    PyObject *result = NULL;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "grow(grower, trans, lo, hi, dead, mixed_base, start) takes 7 arguments");
+        return NULL;
+    }
+    Explorer *e = PyCapsule_GetPointer(args[0], GROWER_CAPSULE);
+    if (e == NULL)
+        return NULL;
+    lo = PyLong_AsLongLong(args[2]);
+    hi = PyLong_AsLongLong(args[3]);
+    dead = PyLong_AsLongLong(args[4]);
+    mixed_base = PyLong_AsLongLong(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (get_buffer(args[1], &tv, PyBUF_ND | PyBUF_WRITABLE, "iil", 4, "trans") < 0)
+        return NULL;
+    if (get_buffer(args[6], &sv, PyBUF_ND, "iil", 4, "start") < 0) {
+        PyBuffer_Release(&tv);
+        return NULL;
+    }
+    cap = tv.ndim == 2 ? tv.shape[0] : 0;
+    k = tv.ndim == 2 ? tv.shape[1] : 0;
+    n_start = sv.len / 4;
+    const int32_t *start = sv.buf;
+    int bad = tv.ndim != 2 || k < 1 || !(0 <= lo && lo <= hi && hi <= mixed_base && mixed_base <= cap)
+              || dead < 0 || dead >= lo || n_start < 2;
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "grow needs a 2-D table holding the singles [lo, hi) below mixed_base "
+                                          "and a dead state below lo, and a start of two or more singles");
+    for (i = 0; !bad && i < n_start; i++)
+        if (start[i] < lo || start[i] >= hi || (i && start[i] <= start[i - 1])) {
+            PyErr_Format(PyExc_ValueError, "start holds %d, not an ascending single state", (int)start[i]);
+            bad = 1;
+        }
+    if (bad) {
+        PyBuffer_Release(&tv);
+        PyBuffer_Release(&sv);
+        return NULL;
+    }
+    first = e->n_states;
+    q = e->spent ? 0 : intern(e, start, n_start, &added);
+    status = e->spent ? 1 : q < 0 ? -1 : added && grown_row(mixed_base, q) >= cap ? 1
+           : grow_run(e, tv.buf, cap, k, lo, hi, (int32_t)dead, mixed_base, first);
+    e->spent = status != 0;
+    if (status == 0)
+        result = Py_BuildValue("(LLy#y#)", (long long)grown_row(mixed_base, q),
+                               (long long)grown_row(mixed_base, first),
+                               (const char *)(e->ptr + first), (Py_ssize_t)((e->n_states - first + 1) * 8),
+                               (const char *)(e->ids + e->ptr[first]), (Py_ssize_t)((e->n_ids - e->ptr[first]) * 4));
+    else if (status == 1) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    } else if (status == -1)
+        PyErr_NoMemory();
+    PyBuffer_Release(&tv);
+    PyBuffer_Release(&sv);
+    return result;
+}
+
 static PyMethodDef product_methods[] = {
     {"explore", (PyCFunction)(void (*)(void))explore, METH_FASTCALL,
      "explore(table, dead, start, max_states) -> (trans, ptr, ids) or None (see the module source)."},
     {"reach", (PyCFunction)(void (*)(void))reach, METH_FASTCALL,
      "reach(table, dead, seeds) -> int64 bytes: the live global states reachable from seeds, ascending."},
+    {"grower", (PyCFunction)(void (*)(void))grower, METH_FASTCALL,
+     "grower() -> capsule: the interned mixed states of one growing product (see the module source)."},
+    {"grow", (PyCFunction)(void (*)(void))grow, METH_FASTCALL,
+     "grow(grower, trans, lo, hi, dead, mixed_base, start) -> (start row, first new row, ptr, ids) or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,6 +25,11 @@ that are not dead are listed once, so a key literal live on one class of seventy
 reachable from `seeds` in the terminals' own DFAs (the seeds included, dead states left
 out), ascending; one pass, O(states x classes). `pda.reference.reference_reachable`
 is its plain-Python oracle.
+
+`Grower` is `explore` kept across calls over one shared table
+(`pda.regex.product.SharedProduct`): each `grow` interns a candidate set's start
+among the mixed states found so far and explores only what is new, writing the new
+states' rows into the table itself.
 """
 
 from __future__ import annotations
@@ -69,3 +74,43 @@ def reachable(table: np.ndarray, dead: np.ndarray, seeds: np.ndarray) -> np.ndar
         raise ValueError("table must be 2-dimensional")
     found = _product.reach(table, np.ascontiguousarray(dead, dtype=bool), np.ascontiguousarray(seeds, dtype=np.int64))
     return np.frombuffer(found, dtype=np.int64)
+
+
+class Grown(NamedTuple):
+    """What one `grow` added (see `Grower.grow`)."""
+
+    start: int
+    first: int
+    ptr: np.ndarray
+    ids: np.ndarray
+
+
+class Grower:
+    """A product grown across calls over one shared table (`pda.regex.product.SharedProduct`).
+
+    The table `trans` (int32 [cap, k]) holds every terminal's DFA as the rows [lo, hi)
+    of global ids ("singles"), whose successors are singles or `dead`; mixed states (two
+    or more singles live) are interned by content across calls, each new one's row written
+    at `mixed_base` + its number, so a mixed state met from two candidate sets is one row.
+    """
+
+    def __init__(self, trans: np.ndarray, lo: int, hi: int, dead: int, mixed_base: int) -> None:
+        if trans.dtype != np.int32 or trans.ndim != 2 or not trans.flags.c_contiguous:
+            raise ValueError("trans must be a C-contiguous 2-dimensional int32 array")
+        self.trans, self.lo, self.hi, self.dead, self.mixed_base = trans, lo, hi, dead, mixed_base
+        self._grower = _product.grower()
+
+    def grow(self, start: np.ndarray) -> Grown | None:
+        """Intern the state whose live components are `start` (ascending singles, two or more) and explore
+        from it: its row, the first row added, and the added states' components (CSR, `ptr` from 0).
+
+        None when a new state's row would be past the table: the grower is then spent, and
+        every later call answers None.
+        """
+        found = _product.grow(self._grower, self.trans, self.lo, self.hi, self.dead, self.mixed_base,
+                              np.ascontiguousarray(start, dtype=np.int32))
+        if found is None:
+            return None
+        start_row, first, ptr, ids = found
+        ptr = np.frombuffer(ptr, dtype=np.int64)
+        return Grown(start_row, first, ptr - ptr[0], np.frombuffer(ids, dtype=np.int32))

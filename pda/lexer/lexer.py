@@ -2,9 +2,23 @@
 
 The candidates for a lexeme are the terminals the parser can accept next plus
 the ignored ones. `Lexer.tables(candidates)` is the product DFA of exactly those
-terminals (`LexerTables`, built lazily per candidate set from per-terminal DFAs,
-and cached), and `Lexer.best` picks the highest-priority terminals among those a
-lexeme matches. A lazy terminal's DFA ends at its first match.
+terminals (`LexerTables`, made lazily per candidate set and cached), and
+`Lexer.best` picks the highest-priority terminals among those a lexeme matches. A
+lazy terminal's DFA ends at its first match.
+
+A candidate set's tables are always a view of one table per lexer, never a copy:
+
+* of the all-terminal product DFA when it fits (`ALL_TERMINALS_MAX_STATES`): the
+  same states for every set, seen through the set's candidates (`restrict`);
+* otherwise of the lexer's `SharedProduct` (`SharedTables`), which grows as sets are
+  met: every terminal's own states, numbered once, and the states where several
+  terminals are live, interned by content, so a state reached from two sets is one
+  row. A set's DFA is the rows reached from its own start row.
+
+START (0) means "no lexeme in progress" in every set's DFA, and no transition leads
+to it (a lexeme that returns to a DFA's start is in another state). A view of the
+shared table reads its start row for START (`LexerTables.resolve`: the row of the
+arrays a lexer state reads); every other state is its own row.
 
 Under the basic lexer mode (`GrammarIR.lexer == "basic"`) the lexeme is cut and
 typed by all of the grammar's terminals, not just the candidates: a byte that
@@ -36,7 +50,7 @@ from pda.lexer.terminals import terminal_dfa
 from pda.lru import budget_cache, register_budget
 from pda.regex import release_parses
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
-from pda.regex.product import Product, combine, packed_rows
+from pda.regex.product import Product, SharedProduct, combine, packed_rows
 
 START = 0  # the state of every candidate set's DFA where no lexeme is in progress
 UNKNOWN = 2  # a restricted view's `live_flags` entry not worked out yet (`LexerTables.live_flag`)
@@ -106,7 +120,9 @@ class LexerTables:
     (only in the basic mode, where it is a tuple of bools; contextually `extends` is `live_flags`).
     `key(q)` names q's future independently of the candidate set (the states of
     the terminals still live at q, read off the product's components, `_components`),
-    so index entries can be shared across sets.
+    so index entries can be shared across sets. `start` is the row of the arrays
+    START reads (`resolve`): 0 here and in restricted views, the set's start row in a
+    view of a shared table (`SharedTables`).
 
     A view restricted to a candidate set (`restrict`) shares the arrays and the
     per-state bits, packed 64 terminals a word (`_live_bits`, `_accept_bits`), and
@@ -119,6 +135,7 @@ class LexerTables:
     __slots__ = (
         "candidates", "n_states", "trans", "byte_class", "rows", "cls", "_accept", "_live_rows", "_live_flags",
         "_extends", "_base", "_live_bits", "_accept_bits", "_accept_classes", "_components", "_keys", "_bits_at",
+        "start",
     )
 
     def __init__(self, candidates: int, product: Product) -> None:
@@ -129,13 +146,15 @@ class LexerTables:
         # START must mean "no lexeme yet": if a lexeme can return to it, give it a copy.
         if (trans == START).any():
             copy = trans.shape[0]
-            trans = np.vstack([np.where(trans == START, copy, trans), trans[START : START + 1]])
+            trans = np.where(trans == START, copy, trans)  # the copy's own row too: it may return to itself
+            trans = np.vstack([trans, trans[START : START + 1]])
             accept_bits = np.vstack([accept_bits, accept_bits[START : START + 1]])
             live_bits = np.vstack([live_bits, live_bits[START : START + 1]])
             lo, hi = ptr[START : START + 2].tolist()
             ptr = np.append(ptr, ptr[-1] + hi - lo)
             terms, states = np.concatenate([terms, terms[lo:hi]]), np.concatenate([states, states[lo:hi]])
         self.candidates = candidates
+        self.start = START
         self.n_states = trans.shape[0]
         self.trans = trans
         self.byte_class = np.asarray(product.byte_class, dtype=np.int32)
@@ -156,6 +175,15 @@ class LexerTables:
         # `live_at`/`accept_at` of a table with its own bits, per state read (the byte loop and the
         # index's keys read a few states of the all-terminal DFA through every view, ~1.5 us each).
         self._bits_at: dict[int, int] = {}
+
+    def resolve(self, q: int) -> int:
+        """The row of the arrays (`trans`, the bits, the components) that lexer state q reads: q itself, but
+        for START in a view of a shared table (`SharedTables`), which reads its start row."""
+        return self.start if q == START else q
+
+    def live_of(self, states: np.ndarray) -> np.ndarray:
+        """Whether some candidate is live at each of `states` (rows other than START), as a bool array."""
+        return self._flags(self._live_bits[states])
 
     def row(self, q: int) -> tuple[int, ...]:
         """State q's transitions by byte class (built on first read, then kept in `rows`)."""
@@ -293,6 +321,7 @@ class LexerTables:
         """A new table over these arrays for `candidates`, its rows unset (built on first read from `base`)."""
         view = LexerTables.__new__(LexerTables)
         view.candidates = candidates
+        view.start = START
         view.n_states, view.trans, view.byte_class, view.rows, view.cls = (
             self.n_states, self.trans, self.byte_class, self.rows, self.cls
         )
@@ -310,7 +339,7 @@ class LexerTables:
         Read off the packed bits in one pass (liveness) and off `accept_classes` (acceptance: a
         few distinct rows, masked here), so no per-state masks are built.
         """
-        live = self._flags(self._live_bits)
+        live = self.live_array()
         extends = live if self._extends is None else np.asarray(self._extends, dtype=bool)
         states, rows, row_of = self.accept_classes()
         candidates = self.candidates
@@ -376,6 +405,98 @@ class LexerTables:
             found = tuple(zip(terms[lo:hi].tolist(), states[lo:hi].tolist()))
             self._keys[q] = found
         return found
+
+
+class SharedTables(LexerTables):
+    """A candidate set's DFA as a view of the lexer's `SharedProduct` (when no all-terminal DFA is kept).
+
+    The view is the shared arrays (prefixes up to the rows that existed when it was made,
+    which hold every state reachable from its start), its candidates' bit mask, and its
+    start row `start`: lexer state START stands for that row. No transition leads to
+    START (the shared table's row `START_ROW` is no state's successor), so reading
+    `start` for START (`resolve`, `row`, `live_at`, `key`, the per-state arrays built
+    here) gives exactly the set's own DFA; every other state is a row of the shared
+    table, the same for every set that reaches it, so its byte-loop row, bits and key
+    are built once for all sets. A mixed row's components are the candidates live there,
+    so its bits need no masking; `packed_rows` hands the walk kernel the shared rows as
+    they are, and the walk starts at `resolve(START)`.
+    """
+
+    __slots__ = ("shared",)
+
+    def __init__(self, candidates: int, shared: SharedProduct, start: int) -> None:
+        n = shared.n_states
+        self.candidates, self.shared, self.start, self.n_states = candidates, shared, start, n
+        self.trans = shared.trans[:n]
+        self.byte_class, self.cls, self.rows = shared.byte_class, shared.cls, shared.rows
+        self._accept = self._live_rows = self._extends = self._base = self._accept_classes = None
+        self._live_bits, self._accept_bits = shared.live_bits[:n], shared.accept_bits[:n]
+        self._components = TerminalComponents(*shared.components(n))
+        self._keys = {}
+        self._bits_at = shared.bits_at
+        flags = bytearray([UNKNOWN]) * n
+        flags[START] = 1 if self.live_at(start) else 0
+        self._live_flags = flags
+
+    def row(self, q: int) -> tuple[int, ...]:
+        """State q's transitions by byte class (START: the start row's), built on first read and kept in the
+        shared `rows`, which never holds START's."""
+        if q == START:
+            q = self.start
+        found = self.rows.get(q)
+        if found is None:
+            found = self.rows[q] = tuple(self.trans[q].tolist())
+        return found
+
+    def accept_at(self, q: int) -> int:
+        return LexerTables.accept_at(self, self.start if q == START else q)
+
+    def live_at(self, q: int) -> int:
+        return LexerTables.live_at(self, self.start if q == START else q)
+
+    def key(self, q: int) -> tuple:
+        """The terminals live at q with their own DFA states (the shared table's memo)."""
+        return self.shared.key(self.start if q == START else q)
+
+    @property
+    def accept(self) -> tuple[int, ...]:
+        if self._accept is None:
+            self._accept = self._with_start(_int_rows(self._accept_bits))
+        return self._accept
+
+    @property
+    def live(self) -> tuple[int, ...]:
+        if self._live_rows is None:
+            self._live_rows = self._with_start(_int_rows(self._live_bits))
+        return self._live_rows
+
+    def _with_start(self, rows: Sequence) -> tuple:
+        """Per-state values with START's taken from the start row."""
+        return (rows[self.start], *rows[1:])
+
+    def live_array(self) -> np.ndarray:
+        live = self._flags(self._live_bits)
+        live[START] = live[self.start]
+        return live
+
+    def _accept_rows(self) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray, np.ndarray]:
+        """`LexerTables._accept_rows` read off the shared accept rows, START's from the start row (memoised)."""
+        found = self._accept_classes
+        if found is None:
+            shared = self.shared
+            per_state = shared.accept_row[: self.n_states].copy()
+            per_state[START] = per_state[self.start]
+            states = np.flatnonzero(per_state >= 0)
+            found = self._accept_classes = (states, list(shared.accept_rows), per_state[states], per_state,
+                                            shared.row_bits())
+        return found
+
+    def packed_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[int]]:
+        """`LexerTables.packed_rows` of the shared rows as they are (row START_ROW is no state: a walk from START
+        starts at `resolve(START)`); nothing is copied."""
+        shared = self.shared
+        return (self._live_bits, _word_mask(self.candidates, self._live_bits.shape[1]),
+                shared.accept_row[: self.n_states], shared.row_bits(), list(shared.accept_rows))
 
 
 # All-terminal products by their terminals' DFAs (values: the `Product`, or "too big"); bounded,
@@ -470,10 +591,11 @@ class Lexer:
         self._tables: dict[int, LexerTables] = {}
         self._best: dict[int, int] = {}
         # One DFA for all terminals, viewed through each candidate set, when it is small;
-        # otherwise (many overlapping terminals, e.g. JSON Schema strings) one DFA per set.
+        # otherwise (many overlapping terminals, e.g. JSON Schema strings) one table grown per set met.
         # The basic mode needs the all-terminal DFA, whatever its size.
         self.mode = ir.lexer
         self._all: LexerTables | None = None
+        self._shared: SharedProduct | None = None  # made when the first candidate set needs it
         everything = (1 << len(self.dfas)) - 1
         limit = max_states if self.mode == BASIC else min(max_states, ALL_TERMINALS_MAX_STATES)
         combined = _all_terminal_dfa(self.dfas, self.names, limit, dfas_digest)
@@ -487,21 +609,16 @@ class Lexer:
                 self._all = self._all.basic(self.priority)
 
     def tables(self, candidates: int) -> LexerTables:
-        """The DFA of a candidate set (built once per set)."""
+        """The DFA of a candidate set (built once per set): a view of the all-terminal DFA when there is one,
+        else of the lexer's shared product, grown by the set's start on its first call."""
         found = self._tables.get(candidates)
         if found is None and self._all is not None:
             found = self._all.restrict(candidates)
             self._tables[candidates] = found
         elif found is None:
-            columns = list(iter_bits(candidates))
-            if columns:
-                product = combine([self.dfas[j] for j in columns], terminals=columns, max_states=self.max_states)
-            else:  # nothing can be lexed: one state that every byte leaves for a dead one
-                none, bits = np.zeros(0, np.int32), np.zeros((2, 0), "<u8")
-                product = Product(n_states=2, start=START, dead=1, byte_class=np.zeros(256, np.int32),
-                                  trans=np.ones((2, 1), np.int32), comp_ptr=np.zeros(3, np.int64), comp_term=none,
-                                  comp_state=none, accept_bits=bits, live_bits=bits)
-            found = LexerTables(candidates, product)
+            if self._shared is None:
+                self._shared = SharedProduct(self.dfas, self.max_states)
+            found = SharedTables(candidates, self._shared, self._shared.start(list(iter_bits(candidates))))
             self._tables[candidates] = found
         return found
 

@@ -12,6 +12,11 @@ there, so its part of the product is numbered directly. The result needs no
 minimisation: a product of minimal DFAs with one accept column per terminal is
 minimal (see `combine`).
 
+`SharedProduct` is the same product grown one candidate set at a time over one
+table per lexer (when the all-terminal product is too big to build): the terminals'
+own states numbered once, the mixed states interned by content across sets by the
+compiled `pda.kernels.product.Grower`, so no set copies a terminal's states.
+
 The result (`Product`) keeps each state's live components only, as CSR, and its
 accept/live sets as packed bit rows built from them. A dense vector per state
 (states x terminals) is what a product state stands for but not what it holds:
@@ -24,6 +29,7 @@ transitions, now 1.3 MB; Snowplow sp_372's full product (38,870 x 72) 11.2 MB be
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -31,7 +37,7 @@ import numpy as np
 
 from pda.cache import Invalid, take
 from pda.errors import LimitExceeded
-from pda.kernels.product import explore, reachable
+from pda.kernels.product import Grower, Grown, explore, reachable
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.utf8 import distinct_rows
 
@@ -229,3 +235,171 @@ def packed_rows(rows: np.ndarray, terms: np.ndarray, n_states: int, words: int) 
         values = np.left_shift(np.uint64(1), (terms & 63).astype(np.uint64))
         out.reshape(-1)[keys[starts]] = np.bitwise_or.reduceat(values, starts)
     return out
+
+
+# The rows of a `SharedProduct` below its terminals' own states.
+START_ROW = 0  # no state: a candidate set's START is read from its own start row (`SharedProduct.start`)
+DEAD = 1  # nothing live; every transition from it (and from START_ROW) leads back to it
+FIRST_SINGLE = 2
+
+
+class SharedProduct:
+    """One lexer's product table, grown as candidate sets are met and shared by all of them.
+
+    Rows (state ids), over the lexer-wide byte classes:
+
+    * `START_ROW` and `DEAD` (both lead only to `DEAD`);
+    * the singles: terminal j's own DFA state s is row FIRST_SINGLE + offsets[j] + s (one
+      terminal live: from there the product runs j's own DFA), its transitions filled
+      the first time a candidate set holds j, a successor where j is no longer live sent
+      to `DEAD`;
+    * the mixed states (two or more terminals live), from `mixed_base` on, interned by
+      content (their live singles) by the compiled `Grower`: a mixed state's successors
+      depend on its components only, so one met from two candidate sets is one row.
+
+    A candidate set's DFA is the states reachable from its start row (`start`: its
+    candidates' live start states, as one state). Rows are only ever appended, never
+    changed, so the tables of a set made earlier stay valid as the table grows.
+
+    Bound: the arrays are reserved up front for the singles and `max_states` mixed states
+    ((singles + max_states) x classes x 4 bytes of transitions, and two bit rows per state),
+    zeroed lazily by the system, so only rows written take memory; a candidate set whose
+    exploration would need a mixed state past them raises `LimitExceeded`, and so does every
+    later new set. `start` also raises `LimitExceeded` for a candidate set whose own DFA
+    exceeds `max_states`, as `combine` does.
+    """
+
+    def __init__(self, dfas: Sequence[LexerDFA], max_states: int) -> None:
+        self.max_states = max_states
+        self._dfas = dfas
+        local = np.stack([d.byte_class for d in dfas], axis=1) if dfas else np.zeros((256, 1), np.int32)
+        first, inverse = distinct_rows(local.astype(np.int32))
+        self.byte_class = np.argsort(np.argsort(first)).astype(np.int32)[inverse]  # as `combine` numbers them
+        self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())  # as the byte loop reads them
+        self._rep = np.sort(first)
+        self._tables = tables = _Tables(dfas)
+        self.hi = self.mixed_base = FIRST_SINGLE + int(tables.offsets[-1])
+        capacity = self.mixed_base + max_states
+        self.trans = np.zeros((capacity, len(first)), dtype=np.int32)
+        self.trans[[START_ROW, DEAD]] = DEAD
+        self._filled = np.zeros(len(dfas), dtype=bool)
+        self.words = _words(len(dfas) - 1)
+        self.live_bits = np.zeros((capacity, self.words), dtype="<u8")
+        self.accept_bits = np.zeros((capacity, self.words), dtype="<u8")
+        singles = np.flatnonzero(tables.live)
+        term = tables.owner[singles].astype(np.int32)
+        rows = FIRST_SINGLE + singles
+        self.live_bits[: self.hi] = packed_rows(rows, term, self.hi, self.words)
+        self.accept_bits[: self.hi] = _bits(rows, term, tables.accept[singles], self.hi, self.words)
+        # Components (CSR over rows, with room to append): a live single is its own one.
+        self._ptr = np.zeros(capacity + 1, dtype=np.int64)
+        self._ptr[FIRST_SINGLE + 1 : self.hi + 1] = np.cumsum(tables.live)
+        self._term, self._state = term, (singles - tables.offsets[term]).astype(np.int32)
+        self._n_comps = len(term)
+        # Each state's accept row (an index into `accept_rows`, the distinct accept masks), -1: none.
+        self.accept_row = np.full(capacity, -1, dtype=np.int32)
+        self.accept_rows: list[int] = []
+        self._row_ids: dict[int, int] = {}
+        accepting = singles[tables.accept[singles]]
+        for j in np.unique(tables.owner[accepting]).tolist():
+            self._row_ids[1 << j] = len(self.accept_rows)
+            self.accept_rows.append(1 << j)
+        self.accept_row[FIRST_SINGLE + accepting] = [self._row_ids[1 << j] for j in tables.owner[accepting].tolist()]
+        self._row_bits = np.zeros((0, self.words), dtype="<u8")
+        self.n_states = self.hi
+        self.rows: dict[int, tuple[int, ...]] = {}  # the byte loop's rows (`LexerTables.row`), never START_ROW's
+        self._keys: dict[int, tuple] = {}
+        self.bits_at: dict[int, int] = {}  # `LexerTables.live_at`/`accept_at`'s memo, shared by every set's view
+        self._grower = Grower(self.trans, FIRST_SINGLE, self.hi, DEAD, self.mixed_base)
+        self._lock = threading.Lock()
+
+    def start(self, terminals: Sequence[int]) -> int:
+        """The start row of the candidate set `terminals` (ascending), explored; its DFA is the rows reached from it.
+
+        Raises `LimitExceeded` when that DFA has more than `max_states` states, or the table is full.
+        """
+        tables = self._tables
+        with self._lock:
+            for j in terminals:
+                if not self._filled[j]:
+                    self._fill(j)
+            starts = [FIRST_SINGLE + int(tables.offsets[j]) + self._dfas[j].start for j in terminals]
+            starts = [s for s in starts if tables.live[s - FIRST_SINGLE]]
+            if len(starts) < 2:
+                return starts[0] if starts else DEAD
+            grown = self._grower.grow(np.array(starts, dtype=np.int32))
+            if grown is None:
+                raise LimitExceeded(f"the lexer's shared product DFA exceeds max_states={self.max_states} mixed states")
+            self._append(grown)
+            bound = sum(int(tables.n_states[j]) for j in terminals) + self.n_states - self.mixed_base
+            if bound > self.max_states and len(self._reachable(grown.start)) > self.max_states:
+                raise LimitExceeded(f"combined lexer DFA of {len(terminals)} terminals exceeds "
+                                    f"max_states={self.max_states}")
+            return grown.start
+
+    def _fill(self, j: int) -> None:
+        """Terminal j's single rows: its own DFA over the lexer-wide classes, in row ids (not live: `DEAD`)."""
+        dfa, offset = self._dfas[j], FIRST_SINGLE + int(self._tables.offsets[j])
+        n = dfa.n_states
+        row_of = np.where(dfa.live[:, 0], offset + np.arange(n), DEAD).astype(np.int32)
+        # Renumbered over j's own classes, then spread to the lexer-wide ones in one gather.
+        np.take(row_of[dfa.trans], dfa.byte_class[self._rep], axis=1, out=self.trans[offset : offset + n])
+        self._filled[j] = True
+
+    def _append(self, grown: Grown) -> None:
+        """The bits, components and accept rows of the states `grown` added (their transitions are written)."""
+        first, m = grown.first, len(grown.ptr) - 1
+        if m == 0:
+            return
+        tables = self._tables
+        flat = grown.ids.astype(np.int64) - FIRST_SINGLE
+        owner = tables.owner[flat]
+        term = owner.astype(np.int32)
+        rows = first + np.repeat(np.arange(m, dtype=np.int64), np.diff(grown.ptr))
+        end = first + m
+        self.live_bits[first:end] = packed_rows(rows - first, term, m, self.words)
+        self.accept_bits[first:end] = _bits(rows - first, term, tables.accept[flat], m, self.words)
+        self._ptr[first + 1 : end + 1] = self._ptr[first] + grown.ptr[1:]
+        need = self._n_comps + len(flat)
+        if need > len(self._term):  # room for the new components, doubling
+            size = max(need, 2 * len(self._term))
+            self._term = np.resize(self._term, size)
+            self._state = np.resize(self._state, size)
+        self._term[self._n_comps : need] = term
+        self._state[self._n_comps : need] = flat - tables.offsets[owner]
+        self._n_comps = need
+        for q, bits in enumerate(self.accept_bits[first:end]):
+            mask = int.from_bytes(bits.tobytes(), "little")
+            if mask:
+                row = self._row_ids.get(mask)
+                if row is None:
+                    row = self._row_ids[mask] = len(self.accept_rows)
+                    self.accept_rows.append(mask)
+                self.accept_row[first + q] = row
+        self.n_states = end
+
+    def _reachable(self, start: int) -> np.ndarray:
+        """The live states reachable from row `start` (the set's DFA but its dead state)."""
+        dead = np.zeros(self.n_states, dtype=bool)
+        dead[[START_ROW, DEAD]] = True
+        return reachable(self.trans[: self.n_states], dead, np.array([start], dtype=np.int64))
+
+    def row_bits(self) -> np.ndarray:
+        """The distinct accept rows as packed words (`accept_rows`' layout), rebuilt when rows were added."""
+        if len(self._row_bits) != len(self.accept_rows):
+            self._row_bits = np.frombuffer(b"".join(r.to_bytes(8 * self.words, "little") for r in self.accept_rows),
+                                           dtype="<u8").reshape(len(self.accept_rows), self.words)
+        return self._row_bits
+
+    def components(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The live components of rows below n as CSR (ptr, terminal ids, own states): views, never copied."""
+        end = int(self._ptr[n])
+        return self._ptr[: n + 1], self._term[:end], self._state[:end]
+
+    def key(self, q: int) -> tuple:
+        """Row q's live terminals with their own DFA states (memoised)."""
+        found = self._keys.get(q)
+        if found is None:
+            lo, hi = self._ptr[q : q + 2].tolist()
+            found = self._keys[q] = tuple(zip(self._term[lo:hi].tolist(), self._state[lo:hi].tolist()))
+        return found

@@ -91,11 +91,12 @@ class FiniteSetLookup:
 
     def state_of(self, q: int, live_set: int) -> tuple[int, int] | None:
         """(j, s): the finite-set terminal j alone live at lexer state q, and q's state in j's DFA; or None."""
-        live = self.lexer.tables(live_set).live_at(q)
+        tables = self.lexer.tables(live_set)
+        live = tables.live_at(q)
         if not live & self.terminals or live & (live - 1):
             return None
         j = live.bit_length() - 1
-        return j, int(self._component(live_set, j)[q])
+        return j, int(self._component(live_set, j)[tables.resolve(q)])
 
     def answers_lexemes(self, live_set: int) -> bool:
         """Whether `at_state` answers every state of a lexeme under `live_set` (START included).

@@ -1,0 +1,185 @@
+"""Candidate sets' DFAs as views of one growing product (`pda.regex.product.SharedProduct`).
+
+When a lexer keeps no all-terminal DFA, every candidate set's DFA is a view of one
+table shared by the lexer (`pda.lexer.lexer.SharedTables`): its terminals' own
+states, mixed states interned by content, and the set's start row read for START.
+Each view must be the same DFA as the set's own product (`combine`): walking both
+along random bytes pairs their states one to one, with equal live and accept sets and
+equal keys, and START is never reached again. Also: the per-set state limit, the
+table's bound, and a JSON Schema whose all-terminal DFA is too big, whose masks equal
+the reference and the masks of the same grammar through its all-terminal DFA.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import pda
+from pda.bits import iter_bits
+from pda.errors import LimitExceeded
+from pda.grammar.ir import TerminalDef
+from pda.lexer import lexer as lexer_module
+from pda.lexer.lexer import START, LexerTables, SharedTables
+from pda.lexer.terminals import terminal_dfa
+from pda.reference import mask_mismatches, random_walk_states
+from pda.regex.product import SharedProduct, combine
+
+# Terminals that overlap, some whose DFA returns to its start state ([ab]*c, a*b, (?:ab)*c...).
+PATTERNS = [
+    r"[ab]*c", r"a*b", r"(?:ab)*c", r"ab", r"abc", r"[a-c]+", r"a{2,5}", r"[^c]b", r"b[ac]{1,3}", r"c", r"(?:a|bc)+",
+    r"\"[ab]*\"", r"\"a\"", r"[a-c]{3}", r"[^\x00-\U0010ffff]",  # the last matches nothing
+]
+ALPHABET = b'abc"x'
+DFAS = [terminal_dfa(TerminalDef(name=f"T{i}", pattern=p)) for i, p in enumerate(PATTERNS)]
+
+
+def own_tables(candidates: int) -> LexerTables:
+    """The candidate set's DFA as its own product (what a lexer built per set before the shared table)."""
+    columns = list(iter_bits(candidates))
+    return LexerTables(candidates, combine([DFAS[j] for j in columns], terminals=columns))
+
+
+def assert_same_dfa(view: SharedTables, own: LexerTables, texts: list[bytes]) -> None:
+    """Walk both from START along `texts`: states paired one to one, equal live/accept sets and keys."""
+    pairs: dict[int, int] = {START: START}
+    back: dict[int, int] = {START: START}
+    assert view.live_at(START) == own.live_at(START) and view.accept_at(START) == own.accept_at(START)
+    assert view.key(START) == own.key(START)
+    for text in texts:
+        q, r = START, START
+        for byte in text:
+            q, r = view.row(q)[view.cls[byte]], own.row(r)[own.cls[byte]]
+            assert q != START and r != START, "a lexeme returned to START"
+            assert view.live_flag(q) == own.live_flag(r)
+            if not own.live_flag(r):
+                break
+            assert pairs.setdefault(q, r) == r and back.setdefault(r, q) == q, f"states not one to one at {text!r}"
+            assert view.live_at(q) == own.live_at(r) and view.accept_at(q) == own.accept_at(r), text
+            assert view.key(q) == own.key(r), text
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, (1 << len(PATTERNS)) - 1), min_size=1, max_size=6),
+       st.lists(st.binary(min_size=1, max_size=9).map(lambda b: bytes(ALPHABET[x % len(ALPHABET)] for x in b)),
+                min_size=1, max_size=40))
+def test_views_are_the_sets_own_products(sets: list[int], texts: list[bytes]) -> None:
+    """Several candidate sets on one shared table (later sets meet earlier sets' states) equal their own products."""
+    shared = SharedProduct(DFAS, 10_000)
+    views = [SharedTables(c, shared, shared.start(list(iter_bits(c)))) for c in sets]
+    for candidates, view in zip(sets, views):
+        assert_same_dfa(view, own_tables(candidates), texts)
+
+
+def test_state_flags_read_start_row_for_start() -> None:
+    """The per-state arrays of a view (what the reference walk reads) hold the start row's values at START."""
+    candidates = 0b111
+    shared = SharedProduct(DFAS, 10_000)
+    view = SharedTables(candidates, shared, shared.start([0, 1, 2]))
+    live, extends, ends, masks, which = view.state_flags()
+    assert live[START] == bool(view.live_at(START)) and extends[START] == live[START]
+    accepting = dict(zip(ends.tolist(), (masks[k] for k in which.tolist())))
+    assert all(accepting.get(q, 0) == view.accept_at(q) for q in (START, view.start))
+    assert view.accept[START] == view.accept_at(START) and view.live[START] == view.live_at(START)
+
+
+def test_a_set_over_max_states_raises_as_its_own_product_does() -> None:
+    """The per-set bound: `start` raises exactly where `combine` would."""
+    rng = random.Random(4)
+    for _ in range(40):
+        limit = rng.randint(2, 30)
+        shared = SharedProduct(DFAS[:-1], limit)  # the empty-language terminal is counted apart by `combine`
+        candidates = rng.randint(1, (1 << (len(DFAS) - 1)) - 1)
+        columns = list(iter_bits(candidates))
+        try:
+            combine([DFAS[j] for j in columns], terminals=columns, max_states=limit)
+            expected = False
+        except LimitExceeded:
+            expected = True
+        try:
+            shared.start(columns)
+            raised = False
+        except LimitExceeded:
+            raised = True
+        assert raised == expected, (limit, columns)
+
+
+def test_a_full_table_refuses_new_sets_and_keeps_the_old_ones() -> None:
+    """Past its mixed rows (sets each under the limit, together over it) the table raises for every new set;
+    views made before stay as they were."""
+    rng = random.Random(5)
+    shared = SharedProduct(DFAS, 30)
+    made: list[SharedTables] = []
+    full = None
+    while full is None:
+        candidates = sum(1 << j for j in rng.sample(range(len(PATTERNS)), rng.randint(2, 3)))
+        try:
+            made.append(SharedTables(candidates, shared, shared.start(list(iter_bits(candidates)))))
+        except LimitExceeded as e:
+            if "mixed states" in str(e):
+                full = candidates
+    assert made, "no set fitted before the table was full"
+    with pytest.raises(LimitExceeded, match="mixed states"):  # even a set with nothing new to explore
+        shared.start(list(iter_bits(made[0].candidates | full)))
+    for view in made:
+        assert_same_dfa(view, own_tables(view.candidates), [b"aab", b"abc", b"ababc", b"bc", b'"ab"', b"aaaa"])
+
+
+# Long counted strings (two of them overlapping where "title" is either) and an enum.
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "title": {"anyOf": [{"type": "string", "maxLength": 1500}, {"type": "string", "minLength": 3, "maxLength": 900}]},
+        "body": {"type": "string", "minLength": 2, "maxLength": 1200},
+        "kind": {"enum": ["alpha", "beta", "gamma"]},
+        "size": {"type": "integer"},
+    },
+    "required": ["title", "body"],
+}
+
+
+def vocabulary() -> pda.Vocabulary:
+    """Single bytes and JSON pieces (boundary tokens among them)."""
+    tokens = {chr(c) for c in range(32, 127)} | {'{"', '": "', '", "', '"}', '":', ', "', "title", "body", "kind",
+                                                 "alpha", '"beta"', "gam", "ab", "é", '\\"', "\\n", "12"}
+    return pda.Vocabulary.from_tokens(sorted(tokens) + [None], eos_ids=[len(tokens)])
+
+
+def test_json_schema_through_the_shared_table_masks_equal_the_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fallback end to end (no all-terminal DFA kept): masks equal the reference, and the masks through
+    the all-terminal DFA along the same texts."""
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path / "cache"))
+    vocab = vocabulary()
+    grammar = pda.Grammar.from_json_schema(SCHEMA)
+    through_all = pda.CompiledGrammar(grammar, vocab, warmup_seconds=0, disk_cache=False)
+    assert through_all.lexer._all is not None
+    monkeypatch.setattr(lexer_module, "ALL_TERMINALS_MAX_STATES", 0)
+    # Other limits: another recognizer (the memo keeps the first one's lexer), with the fallback.
+    limits = pda.Limits(max_lexer_states=pda.Limits().max_lexer_states - 1)
+    compiled = pda.CompiledGrammar(grammar, vocab, warmup_seconds=0, disk_cache=False, limits=limits)
+    assert compiled.lexer._all is None
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(12):
+        for node, q, _token in random_walk_states(compiled, rng, max_steps=25):
+            assert mask_mismatches(compiled, node, q) == [], f"mask differs from the reference at state {q}"
+            checked += 1
+    assert checked > 100 and compiled.lexer._shared is not None
+    # The same texts through the all-terminal DFA: equal masks at every step.
+    for _ in range(8):
+        state, other = compiled.initial_state(), through_all.initial_state()
+        for _step in range(25):
+            mask = compiled.text_mask(*state)
+            assert np.array_equal(mask, through_all.text_mask(*other))
+            assert compiled.can_end(*state) == through_all.can_end(*other)
+            allowed = np.flatnonzero(np.unpackbits(mask.view(np.uint8), bitorder="little"))
+            if not len(allowed):
+                break
+            token = vocab.tokens[int(allowed[rng.randrange(len(allowed))])]
+            state, other = compiled.scanner.feed(*state, token), through_all.scanner.feed(*other, token)
