@@ -274,7 +274,7 @@ def _print_compiled(grammar: Grammar, *, as_json: bool) -> int:
     if pruned:
         warnings.append(f"{pruned} rules can never derive a sentence and were dropped")
     root = recognizer.root
-    start_states = recognizer.lexer.tables(root.allowed | recognizer.lexer.ignore).n_states
+    start_states = recognizer.lexer.tables(root.allowed | recognizer.lexer.ignore).own_states()
     doc = {
         "source": ir.source, "start": ir.start, "hash": grammar.ir.content_hash,
         "terminals": terminals, "ignore": list(ir.ignore),

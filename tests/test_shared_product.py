@@ -72,7 +72,9 @@ def test_views_are_the_sets_own_products(sets: list[int], texts: list[bytes]) ->
     shared = SharedProduct(DFAS, 10_000)
     views = [SharedTables(c, shared, shared.start(list(iter_bits(c)))) for c in sets]
     for candidates, view in zip(sets, views):
-        assert_same_dfa(view, own_tables(candidates), texts)
+        own = own_tables(candidates)
+        assert_same_dfa(view, own, texts)
+        assert view.own_states() == own.own_states() == own.n_states  # what `pda inspect` reports
 
 
 def test_state_flags_read_start_row_for_start() -> None:
@@ -183,3 +185,12 @@ def test_json_schema_through_the_shared_table_masks_equal_the_reference(
                 break
             token = vocab.tokens[int(allowed[rng.randrange(len(allowed))])]
             state, other = compiled.scanner.feed(*state, token), through_all.scanner.feed(*other, token)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, (1 << len(PATTERNS)) - 1), min_size=1, max_size=6))
+def test_restricted_views_count_their_own_states(sets: list[int]) -> None:
+    """A view of the all-terminal DFA holds all of its states; `own_states` counts the set's own DFA's."""
+    every = own_tables((1 << len(PATTERNS)) - 1)
+    for candidates in sets:
+        assert every.restrict(candidates).own_states() == own_tables(candidates).n_states

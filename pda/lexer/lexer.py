@@ -181,6 +181,23 @@ class LexerTables:
         for START in a view of a shared table (`SharedTables`), which reads its start row."""
         return self.start if q == START else q
 
+    def own_states(self) -> int:
+        """The states of the candidate set's own minimal DFA (what it alone would build; `pda inspect` reports
+        it): START, the live states reachable from it told apart by their candidates' own states (a view of
+        the all-terminal DFA tells apart states that differ only in other terminals), and one dead state."""
+        if not self.live_flag(START):  # nothing can be lexed: START is the dead state
+            return 1
+        seen, stack = {START}, [START]
+        while stack:
+            for r in set(self.row(stack.pop())):
+                if r not in seen and self.live_flag(r):
+                    seen.add(r)
+                    stack.append(r)
+        base, candidates = self._base, self.candidates
+        if base is None or base._components is None:
+            return len(seen) + 1
+        return len({tuple((j, s) for j, s in base.key(q) if candidates >> j & 1) for q in seen - {START}}) + 2
+
     def live_of(self, states: np.ndarray) -> np.ndarray:
         """Whether some candidate is live at each of `states` (rows other than START), as a bool array."""
         return self._flags(self._live_bits[states])
