@@ -44,6 +44,7 @@ from re import _parser as sre_parse
 from typing import Any, TypeVar
 
 from pda.errors import RegexError
+from pda.lru import budget_cache, register_budget
 from pda.regex import charset as cs
 from pda.regex.unicode_props import property_set
 
@@ -518,11 +519,15 @@ _LEAVES = frozenset((C.LITERAL, C.NOT_LITERAL, C.IN, C.ANY))
 class _Translator:
     """`re._parser` tree → IR. The methods are generators run by `drive` (no recursion)."""
 
-    def __init__(self, pattern: str, name: str, line: int | None, byte_mode: bool) -> None:
+    def __init__(
+        self, pattern: str, name: str, line: int | None, byte_mode: bool, cuts: dict[int, Node] | None = None
+    ) -> None:
         self.pattern = pattern
         self.name = name
         self.line = line
         self.byte_mode = byte_mode
+        self.cuts = cuts or {}  # placeholder code point -> the IR of the group it stands for (`_translate_cut`)
+        self.ranges = 0  # the ranges of every set made so far (what the IR weighs, `_translation_bytes`)
 
     def refuse(self, construct: str, rewrite: str) -> RegexError:
         return RegexError(
@@ -533,6 +538,7 @@ class _Translator:
 
     def chars(self, cset: cs.CharSet) -> Chars:
         """A character set; in byte mode, the bytes it contains (code points 0..255 are bytes)."""
+        self.ranges += len(cset)
         return Chars(cs.intersect(cset, BYTES) if self.byte_mode else cset)
 
     def byte_literal(self, c: int) -> None:
@@ -582,7 +588,7 @@ class _Translator:
                 out.append(Guard(op is C.ASSERT_NOT, look, body))
                 break
             if op in _LEAVES:
-                out.append(self.leaf(op, av, flags))
+                out.append(self.cuts[av] if op is C.LITERAL and av in self.cuts else self.leaf(op, av, flags))
             else:
                 out.append((yield self.item(op, av, flags, head and i == 0, tail and last)))
             i += 1
@@ -690,11 +696,151 @@ def _combine_flags(flags: int, add: int, dele: int) -> int:
     return (flags | add) & ~dele
 
 
+# IRs by (pattern, flags), shared by every grammar: an automaton terminal's edge labels recur
+# in every terminal of its kind, and long groups recur inside patterns (`_translate_cut`).
+REGEX_TRANSLATIONS_MAX_BYTES = 8 << 20
+register_budget("regex_translations", REGEX_TRANSLATIONS_MAX_BYTES)
+_translations = budget_cache("regex_translations")
+# A `(?:...)` group of at least this many characters is translated on its own, once (the JSON
+# string unit and its escape part are in nearly every string and key pattern of a JSON Schema),
+# and groups inside such a group are cut again down to this depth.
+CUT_MIN_CHARS = 48
+CUT_MAX_DEPTH = 4
+# What `_cuttable_groups` stops at: an escape, a class, a group opening, a group end, an anchor.
+_CUT_TOKEN = re.compile(r"\\.|\[|\((?:\?[:=!]?)?|[)^$]", re.S)
+# A class `re._parser` warns about (a possible nested set or set operation): the warning gives a
+# position, which must be the whole pattern's.
+_WARNING_CLASS = re.compile(r"\[\[|--|&&|~~|\|\|")
+# A counted quantifier as `re._parser` reads one (`{}` and `{x}` are literal text).
+_BRACES = re.compile(r"\{(?:[0-9]+,?[0-9]*|,[0-9]*)\}")
+
+
 def translate(pattern: str, flags: str = "", *, name: str = "<regex>", line: int | None = None) -> Node:
     """Parse `pattern` with `re`'s parser and return its regular IR (or raise RegexError).
 
     With the byte-mode flag `b` the IR's sets hold bytes, not code points (see BYTE_MODE).
+    Memoised by (pattern, flags): the IR does not depend on the name and line, which
+    only errors carry (and an error is never memoised).
     """
+    return _translate(pattern, flags, name, line, 0)
+
+
+def _translate(pattern: str, flags: str, name: str, line: int | None, depth: int) -> Node:
+    """`translate` at a depth of group cutting: memoised, with long groups cut when that is safe."""
+    key = (pattern, flags)
+    found = _translations.get(key)
+    if found is not None:
+        return found
+    cut = _translate_cut(pattern, flags, name, line, depth) if depth < CUT_MAX_DEPTH else None
+    node, ranges = cut or _translate_whole(pattern, flags, name, line)
+    _translations.put(key, node, _translation_bytes(pattern, ranges))
+    return node
+
+
+def _translate_whole(pattern: str, flags: str, name: str, line: int | None) -> tuple[Node, int]:
+    """The IR of the whole pattern as one parse (and the ranges of its sets): the general path."""
     parsed = parse_sre(pattern, flags, name=name, line=line)
     translator = _Translator(pattern, name, line, BYTE_MODE in flags)
-    return drive(translator.seq(list(parsed), parsed.state.flags, True, True))
+    return drive(translator.seq(list(parsed), parsed.state.flags, True, True)), translator.ranges
+
+
+def _translation_bytes(pattern: str, ranges: int) -> int:
+    """About what an IR holds (at most ~40 bytes a pattern character and ~70 a range, as measured), with margin."""
+    return 256 + 64 * len(pattern) + 96 * ranges
+
+
+def _translate_cut(pattern: str, flags: str, name: str, line: int | None, depth: int) -> tuple[Node, int] | None:
+    """The IR (and its ranges) with long self-contained groups translated on their own, or None.
+
+    A group `(?:G)` that `_cuttable_groups` finds is replaced by `(z)` for a private-use code
+    point z absent from the pattern, and the translator puts G's own IR where z is. That is the
+    whole pattern's IR when `re._parser` would have left G's parse one item: under a quantifier
+    (the repeated item is G's parse), or when G is one alternation or repetition (`re._parser`
+    unpacks a `(?:G)` into its sequence, and only classes and literals are merged into a class or
+    compared as a shared prefix of branches, never a group, an alternation or a repetition). None
+    when no group qualifies, and on any error: the whole pattern's path then raises the error it
+    always did (with its own positions and text).
+    """
+    if "x" in flags or len(pattern) < 2 * CUT_MIN_CHARS:
+        return None
+    spans = _cuttable_groups(pattern)
+    if not spans:
+        return None
+    used = set(map(ord, pattern))
+    free = (cp for block in _PLACEHOLDERS for cp in block if cp not in used)
+    placeholder: dict[str, int] = {}
+    cuts: dict[int, Node] = {}
+    pieces, at = [], 0
+    try:
+        for a, b, quantified in spans:
+            group = pattern[a:b]
+            node = _translate(group, flags, name, line, depth + 1)
+            if quantified or isinstance(node, (Alt, Repeat)):
+                if group not in placeholder:
+                    placeholder[group] = next(free)
+                    cuts[placeholder[group]] = node
+                pieces += [pattern[at:a], "(", chr(placeholder[group]), ")"]
+                at = b
+        if not cuts:
+            return None
+        text = "".join(pieces) + pattern[at:]
+        parsed = _parse(text, flags_value(flags, name=name), name, line)
+        translator = _Translator(pattern, name, line, BYTE_MODE in flags, cuts)
+        return drive(translator.seq(list(parsed), parsed.state.flags, True, True)), translator.ranges
+    except Exception:  # the whole pattern's path raises its own error
+        return None
+
+
+def _cuttable_groups(pattern: str) -> list[tuple[int, int, bool]]:
+    """The outermost `(?:...)` groups of at least `CUT_MIN_CHARS` characters (never the whole
+    pattern) whose text means alone what it means in place, as (start, end, under a quantifier).
+
+    Such a group holds no group, look-ahead or anchor but `(?:...)` groups. None at all if the
+    pattern has any other `(?` (inline flags would change a group's meaning in place; look-behind,
+    named groups, comments and conditionals are rare) or a class `re._parser` warns about. Back-references need no test: the
+    translator refuses them, and an error takes the whole pattern's path.
+    """
+    open_groups: list[list] = []  # [start, cuttable so far]
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(pattern)
+    while True:
+        m = _CUT_TOKEN.search(pattern, i)
+        if m is None:
+            break
+        token, i = m.group(), m.end()
+        if token[0] == "\\":
+            if token[1:] in ("A", "Z", "b", "B"):
+                _spoil(open_groups)
+        elif token == "[":
+            i = _class_end(pattern, m.start())
+            if _WARNING_CLASS.search(pattern, m.start(), i):
+                return []
+        elif token == "(?:":
+            open_groups.append([m.start(), True])
+        elif token == "(?":
+            return []
+        elif token[0] == "(":  # a capturing group or a look-ahead
+            _spoil(open_groups)
+            open_groups.append([m.start(), False])
+        elif token == ")":
+            if not open_groups:
+                return []
+            start, cuttable = open_groups.pop()
+            if cuttable and i - start >= CUT_MIN_CHARS and (start, i) != (0, n):
+                spans.append((start, i))
+        else:
+            _spoil(open_groups)
+    if open_groups:
+        return []
+    spans.sort()
+    outermost: list[tuple[int, int, bool]] = []
+    for a, b in spans:
+        if not outermost or a >= outermost[-1][1]:
+            outermost.append((a, b, pattern.startswith(("*", "+", "?"), b) or bool(_BRACES.match(pattern, b))))
+    return outermost
+
+
+def _spoil(open_groups: list[list]) -> None:
+    """The open groups hold something that does not mean the same alone: none can be cut."""
+    for group in open_groups:
+        group[1] = False
