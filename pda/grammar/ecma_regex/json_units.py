@@ -9,6 +9,7 @@ as ``minLength``/``maxLength`` do. Lone surrogates are never a unit.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 
@@ -22,6 +23,8 @@ _RAW_FORBIDDEN: Ranges = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C), SURROGATES)
 # is valid JSON but never produced, and accepting it would multiply every literal's
 # and every class's regex (and the DFAs built from them) by the hex spellings.
 RAW_ONLY: Ranges = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E))
+SINGLE_SPELLING: Ranges = subtract(RAW_ONLY, ((0x2F, 0x2F),))
+"""Characters with exactly one JSON spelling, themselves: no escape spells them."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -41,9 +44,18 @@ def unit_regex(ranges: Ranges) -> str | None:
 
 def _unit_parts(ranges: Ranges) -> tuple[str | None, str | None]:
     """(raw spellings as one class, escape spellings starting at the backslash) of `ranges`."""
-    ranges = subtract(normalize(ranges), (SURROGATES,))
+    ranges = normalize(ranges)
+    if ranges and _within(ranges, SINGLE_SPELLING):  # most characters of names and values: no escape
+        return char_class(ranges), None
+    return _spelled_parts(ranges)
+
+
+def _spelled_parts(ranges: Ranges) -> tuple[str | None, str | None]:
+    """`_unit_parts` of normalised `ranges`, every kind of spelling considered."""
+    ranges = subtract(ranges, (SURROGATES,))
     raw = subtract(ranges, _RAW_FORBIDDEN)
-    short = [esc for cp, esc in sorted(_SHORT_ESCAPES.items()) if intersect(ranges, ((cp, cp),))]
+    highs = [hi for _, hi in ranges]
+    short = [esc for cp, esc in sorted(_SHORT_ESCAPES.items()) if _holds(ranges, highs, cp)]
     bmp = subtract(intersect(ranges, ((0, 0xFFFF),)), RAW_ONLY)
     uesc = hex_set_regex(bmp) if bmp else None
     escaped = short + (["u" + uesc] if uesc else [])
@@ -72,6 +84,17 @@ def _unit_parts(ranges: Ranges) -> tuple[str | None, str | None]:
     return (char_class(raw) if raw else None), esc
 
 
+def _within(ranges: Ranges, bounds: Ranges) -> bool:
+    """Is every range of `ranges` inside one range of `bounds`?"""
+    return all(any(lo >= a and hi <= b for a, b in bounds) for lo, hi in ranges)
+
+
+def _holds(ranges: Ranges, highs: list[int], cp: int) -> bool:
+    """Is `cp` in `ranges` (sorted and disjoint; `highs` their upper ends)?"""
+    i = bisect.bisect_left(highs, cp)
+    return i < len(ranges) and ranges[i][0] <= cp
+
+
 ANY_UNIT = unit_regex(ANY)
 ANY_STRING_BODY = f"(?:{ANY_UNIT})*"
 """The body of every JSON string."""
@@ -79,8 +102,6 @@ RAW_CHARS: Ranges = subtract(ANY, _RAW_FORBIDDEN)
 """Characters JSON lets a string hold raw."""
 RAW_UNIT, ESCAPED_UNIT = _unit_parts(ANY)
 """One unit written raw; one unit written as an escape sequence."""
-SINGLE_SPELLING: Ranges = subtract(RAW_ONLY, ((0x2F, 0x2F),))
-"""Characters with exactly one JSON spelling, themselves: no escape spells them."""
 
 
 def literal_body_regex(text: str) -> str:
