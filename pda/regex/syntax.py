@@ -706,8 +706,11 @@ _translations = budget_cache("regex_translations")
 # and groups inside such a group are cut again down to this depth.
 CUT_MIN_CHARS = 48
 CUT_MAX_DEPTH = 4
-# What `_cuttable_groups` stops at: an escape, a class, a group opening, a group end, an anchor.
-_CUT_TOKEN = re.compile(r"\\.|\[|\((?:\?[:=!]?)?|[)^$]", re.S)
+# What `_cuttable_groups` stops at (group 1, after a run of anything else): an anchor escape, a
+# class, a group opening, a group end, an anchor.
+_CUT_TOKEN = re.compile(r"(?:[^\\\[()^$]|\\[^AZbB])*+(\\[AZbB]|\[|\((?:\?[:=!]?)?|[)^$])", re.S)
+# A whole class, as `_class_end` reads one.
+_CLASS = re.compile(r"\[\^?\]?(?:[^\\\]]|\\.)*+\]", re.S)
 # A class `re._parser` warns about (a possible nested set or set operation): the warning gives a
 # position, which must be the whole pattern's.
 _WARNING_CLASS = re.compile(r"\[\[|--|&&|~~|\|\|")
@@ -797,31 +800,30 @@ def _cuttable_groups(pattern: str) -> list[tuple[int, int, bool]]:
 
     Such a group holds no group, look-ahead or anchor but `(?:...)` groups. None at all if the
     pattern has any other `(?` (inline flags would change a group's meaning in place; look-behind,
-    named groups, comments and conditionals are rare) or a class `re._parser` warns about. Back-references need no test: the
-    translator refuses them, and an error takes the whole pattern's path.
+    named groups, comments and conditionals are rare) or a class `re._parser` warns about.
+    Back-references need no test: the translator refuses them, and an error takes the whole
+    pattern's path.
     """
     open_groups: list[list] = []  # [start, cuttable so far]
     spans: list[tuple[int, int]] = []
     i, n = 0, len(pattern)
     while True:
-        m = _CUT_TOKEN.search(pattern, i)
+        m = _CUT_TOKEN.match(pattern, i)
         if m is None:
             break
-        token, i = m.group(), m.end()
-        if token[0] == "\\":
-            if token[1:] in ("A", "Z", "b", "B"):
-                _spoil(open_groups)
-        elif token == "[":
-            i = _class_end(pattern, m.start())
-            if _WARNING_CLASS.search(pattern, m.start(), i):
+        token, at, i = m.group(1), m.start(1), m.end()
+        if token == "[":
+            found = _CLASS.match(pattern, at)
+            if found is None or _WARNING_CLASS.search(pattern, at, found.end()):
                 return []
+            i = found.end()
         elif token == "(?:":
-            open_groups.append([m.start(), True])
+            open_groups.append([at, True])
         elif token == "(?":
             return []
         elif token[0] == "(":  # a capturing group or a look-ahead
             _spoil(open_groups)
-            open_groups.append([m.start(), False])
+            open_groups.append([at, False])
         elif token == ")":
             if not open_groups:
                 return []
