@@ -703,9 +703,11 @@ register_budget("regex_translations", REGEX_TRANSLATIONS_MAX_BYTES)
 _translations = budget_cache("regex_translations")
 # A `(?:...)` group of at least this many characters is translated on its own, once (the JSON
 # string unit and its escape part are in nearly every string and key pattern of a JSON Schema),
-# and groups inside such a group are cut again down to this depth.
+# and groups inside such a group are cut again down to this depth (each level scans and parses its
+# text once more: a new string pattern costs ~0.31 ms whole, ~0.39 ms at depth 2, ~0.49 ms at 4,
+# while 400 corpus patterns sharing the memo take 403, 168 and 172 ms).
 CUT_MIN_CHARS = 48
-CUT_MAX_DEPTH = 4
+CUT_MAX_DEPTH = 2
 # What `_cuttable_groups` stops at (group 1, after a run of anything else): an anchor escape, a
 # class, a group opening, a group end, an anchor.
 _CUT_TOKEN = re.compile(r"(?:[^\\\[()^$]|\\[^AZbB])*+(\\[AZbB]|\[|\((?:\?[:=!]?)?|[)^$])", re.S)
