@@ -49,7 +49,7 @@ from pda.grammar.ir import BASIC, GrammarIR
 from pda.lexer.terminals import terminal_dfa
 from pda.lru import budget_cache, register_budget
 from pda.regex import release_parses
-from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
+from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, dfa_digest
 from pda.regex.product import Product, SharedProduct, combine, packed_rows
 
 START = 0  # the state of every candidate set's DFA where no lexeme is in progress
@@ -524,12 +524,10 @@ _combined = budget_cache("all_terminal_dfas")
 
 
 def _dfas_digest(dfas: list[LexerDFA]) -> str:
-    """A hash of the terminals' DFAs, which fixes every product state numbering."""
-    digest = hashlib.sha256()
-    for d in dfas:
-        for array in (d.trans, d.byte_class, d.accept, d.live):
-            digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()
+    """A hash of the terminals' DFAs, which fixes every product state numbering: of their own content
+    digests (`dfa_digest`, memoised per DFA object, which the terminal cache shares between grammars and
+    the token index reads again), so a DFA's arrays are hashed once a process, not at every compile."""
+    return hashlib.sha256("".join(dfa_digest(d) for d in dfas).encode()).hexdigest()
 
 
 def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int, dfas_digest: str) -> Product | None:
