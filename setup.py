@@ -32,16 +32,19 @@ class BuildExt(build_ext):
             ) from error
 
 
+# The header the kernels that read numpy buffers share (a change rebuilds them).
+BUFFER_FORMAT = "pda/kernels/buffer_format.h"
+
 setup(
     ext_modules=[
-        Extension("pda.kernels._walk", ["pda/kernels/_walk.c"]),
+        Extension("pda.kernels._walk", ["pda/kernels/_walk.c"], depends=[BUFFER_FORMAT]),
         Extension("pda.kernels._partition", ["pda/kernels/_partition.c"]),
         Extension("pda.kernels._product", ["pda/kernels/_product.c"]),
         Extension("pda.kernels._subsets", ["pda/kernels/_subsets.c"]),
         Extension("pda.kernels._earley", ["pda/kernels/_earley.c"]),
         Extension("pda.kernels._trie", ["pda/kernels/_trie.c"]),
-        Extension("pda.kernels._compose", ["pda/kernels/_compose.c"]),
-        Extension("pda._rows", ["pda/_rows.c"], optional=True),
+        Extension("pda.kernels._compose", ["pda/kernels/_compose.c"], depends=[BUFFER_FORMAT]),
+        Extension("pda._rows", ["pda/_rows.c"], depends=[BUFFER_FORMAT], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},
 )

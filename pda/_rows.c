@@ -16,21 +16,9 @@
 #include <stdint.h>
 #include <string.h>
 
-static PyObject *BitmaskLayoutError;
+#include "kernels/buffer_format.h"
 
-/* 1 if a buffer format names a native 4-byte signed integer ("i", "l" where long is 4 bytes). */
-static int is_int32_format(const char *format, Py_ssize_t itemsize)
-{
-    if (format == NULL || itemsize != 4)
-        return 0;
-    if (*format == '@' || *format == '=')
-        format++;
-#if PY_LITTLE_ENDIAN
-    else if (*format == '<')
-        format++;
-#endif
-    return (format[0] == 'i' || format[0] == 'l') && format[1] == '\0';
-}
+static PyObject *BitmaskLayoutError;
 
 /* Acquire `obj` as a writable bitmask and point `*dst` at row `row`; -1 with an exception set on failure. */
 static int open_row(PyObject *obj, Py_ssize_t row, Py_buffer *view, int32_t **dst, Py_ssize_t *width)

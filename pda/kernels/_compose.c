@@ -23,22 +23,9 @@
 #include <stdint.h>
 #include <string.h>
 
-static PyObject *s_allowed, *s_probe, *s_terminals, *s_after, *s_inside, *s_groups;
+#include "buffer_format.h"
 
-/* 1 if a buffer format names a native 4-byte signed integer ("i", "l" where long is 4 bytes). */
-static int is_int32(const Py_buffer *view)
-{
-    const char *f = view->format;
-    if (f == NULL || view->itemsize != 4)
-        return 0;
-    if (*f == '@' || *f == '=')
-        f++;
-#if PY_LITTLE_ENDIAN
-    else if (*f == '<')
-        f++;
-#endif
-    return (f[0] == 'i' || f[0] == 'l') && f[1] == '\0';
-}
+static PyObject *s_allowed, *s_probe, *s_terminals, *s_after, *s_inside, *s_groups;
 
 /* acc |= inside (an int32 buffer of acc's length). */
 static int or_into(int32_t *acc, Py_ssize_t n, PyObject *inside)
@@ -46,7 +33,7 @@ static int or_into(int32_t *acc, Py_ssize_t n, PyObject *inside)
     Py_buffer view;
     if (PyObject_GetBuffer(inside, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
-    if (!is_int32(&view) || view.len != n * 4) {
+    if (!is_int32_format(view.format, view.itemsize) || view.len != n * 4) {
         PyErr_Format(PyExc_ValueError, "a classification's inside mask is not %zd int32 words", n);
         PyBuffer_Release(&view);
         return -1;
@@ -182,7 +169,7 @@ static PyObject *or_boundaries(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
-    if (!is_int32(&view)) {
+    if (!is_int32_format(view.format, view.itemsize)) {
         PyErr_SetString(PyExc_ValueError, "acc must be an int32 buffer");
         PyBuffer_Release(&view);
         return NULL;

@@ -195,6 +195,25 @@ static int sparse_successors(const Explorer *e, int64_t g, int64_t **ptr, int32_
     return 0;
 }
 
+/* Counting sort, second step: offset[c] = where class c's list starts in the bucket (the prefix sums of
+ * count), the bucket grown to hold them all. 0, or -1 when out of memory. */
+static int bucket_offsets(const int64_t *count, int64_t *offset, int64_t k, int32_t **bucket, int64_t *cap)
+{
+    int64_t c, total = 0;
+    for (c = 0; c < k; c++) {
+        offset[c] = total;
+        total += count[c];
+    }
+    if (total > *cap) {
+        int32_t *grown = realloc(*bucket, (size_t)total * sizeof(int32_t));
+        if (grown == NULL)
+            return -1;
+        *bucket = grown;
+        *cap = total;
+    }
+    return 0;
+}
+
 /* Explore from the start; 0 when done, 1 over max_states, -1 on memory failure.
  * A state's successors are gathered per class by a counting sort of its components' sparse
  * successors (components in terminal order, so each class's list keeps that order). */
@@ -214,22 +233,13 @@ static int run(Explorer *e, int64_t g, const int32_t *start, int64_t n_start, in
         e->slots[i] = 1;
     for (q = 0; q < e->n_states; q++) {
         const int32_t *live = e->ids + e->ptr[q]; /* read before interning, which may move the pool */
-        int64_t n_live = e->ptr[q + 1] - e->ptr[q], total = 0;
+        int64_t n_live = e->ptr[q + 1] - e->ptr[q];
         memset(count, 0, (size_t)k * sizeof(int64_t));
         for (i = 0; i < n_live; i++)
             for (j = sp_ptr[live[i]]; j < sp_ptr[live[i] + 1]; j++)
                 count[sp_cls[j]]++;
-        for (c = 0; c < k; c++) {
-            offset[c] = total;
-            total += count[c];
-        }
-        if (total > cap) {
-            int32_t *grown = realloc(bucket, (size_t)total * sizeof(int32_t));
-            if (grown == NULL)
-                goto done;
-            bucket = grown;
-            cap = total;
-        }
+        if (bucket_offsets(count, offset, k, &bucket, &cap) < 0)
+            goto done;
         for (i = 0; i < n_live; i++)
             for (j = sp_ptr[live[i]]; j < sp_ptr[live[i] + 1]; j++)
                 bucket[offset[sp_cls[j]]++] = sp_dst[j];
@@ -530,7 +540,7 @@ static inline int64_t grown_row(int64_t mixed_base, int64_t q)
 static int grow_run(Explorer *e, int32_t *trans, int64_t cap, int64_t k, int64_t lo, int64_t hi, int32_t dead,
                     int64_t mixed_base, int64_t first)
 {
-    int64_t q, c, i, total, cap_bucket = 256;
+    int64_t q, c, i, cap_bucket = 256;
     int added, status = -1;
     int64_t *count = calloc((size_t)k + 1, sizeof(int64_t)), *offset = malloc(((size_t)k + 1) * sizeof(int64_t));
     int32_t *bucket = malloc((size_t)cap_bucket * sizeof(int32_t));
@@ -553,17 +563,8 @@ static int grow_run(Explorer *e, int32_t *trans, int64_t cap, int64_t k, int64_t
                 count[c] += t != dead;
             }
         }
-        for (c = 0, total = 0; c < k; c++) {
-            offset[c] = total;
-            total += count[c];
-        }
-        if (total > cap_bucket) {
-            int32_t *grown = realloc(bucket, (size_t)total * sizeof(int32_t));
-            if (grown == NULL)
-                goto done;
-            bucket = grown;
-            cap_bucket = total;
-        }
+        if (bucket_offsets(count, offset, k, &bucket, &cap_bucket) < 0)
+            goto done;
         for (i = 0; i < n_live; i++) {
             const int32_t *from = trans + (int64_t)live[i] * k;
             for (c = 0; c < k; c++)

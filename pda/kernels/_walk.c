@@ -53,6 +53,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buffer_format.h"
+
 /* The plain-body automaton's states (slices.PLAIN_BODY is int8 [8, 256], -1 refused). */
 #define U_STATES 8
 /* Proofs are capped at this many bytes, so that a lower bound fits the int16 encoding. */
@@ -74,12 +76,7 @@ static int format_kind(const char *format)
 {
     if (format == NULL)
         return KIND_UINT; /* plain bytes */
-    if (*format == '@' || *format == '=')
-        format++;
-#if PY_LITTLE_ENDIAN
-    else if (*format == '<')
-        format++;
-#endif
+    format = native_code(format);
     if (format[0] == '\0' || format[1] != '\0')
         return -1;
     if (strchr("bhilqn", format[0]))
