@@ -214,6 +214,15 @@ static int bucket_offsets(const int64_t *count, int64_t *offset, int64_t k, int3
     return 0;
 }
 
+/* Whether class c's successor list (after the bucket is filled: offset[c] ends it) equals class c - 1's:
+ * neighbouring classes of a state often lead to the same components (a string's ordinary characters), and
+ * a comparison of the two lists costs less than interning one again. */
+static inline int same_as_previous(const int64_t *count, const int64_t *offset, const int32_t *bucket, int64_t c)
+{
+    return c > 0 && count[c] == count[c - 1]
+           && memcmp(bucket + offset[c] - count[c], bucket + offset[c - 1] - count[c], (size_t)count[c] * 4) == 0;
+}
+
 /* Explore from the start; 0 when done, 1 over max_states, -1 on memory failure.
  * A state's successors are gathered per class by a counting sort of its components' sparse
  * successors (components in terminal order, so each class's list keeps that order). */
@@ -248,6 +257,10 @@ static int run(Explorer *e, int64_t g, const int32_t *start, int64_t n_start, in
             const int32_t *successors = bucket + offset[c] - n; /* offset[c] now ends class c's list */
             if (n == 1) {
                 e->trans[q * k + c] = -((int64_t)successors[0] + 1);
+                continue;
+            }
+            if (same_as_previous(count, offset, bucket, c)) {
+                e->trans[q * k + c] = e->trans[q * k + c - 1];
                 continue;
             }
             j = intern(e, successors, n, &added);
@@ -576,6 +589,10 @@ static int grow_run(Explorer *e, int32_t *trans, int64_t cap, int64_t k, int64_t
             const int32_t *successors = bucket + offset[c] - n; /* offset[c] now ends class c's list */
             if (n <= 1) {
                 row[c] = n ? successors[0] : dead;
+                continue;
+            }
+            if (same_as_previous(count, offset, bucket, c)) {
+                row[c] = row[c - 1];
                 continue;
             }
             j = intern(e, successors, n, &added);
