@@ -1,5 +1,5 @@
-"""The product kernels (`pda.kernels.product.explore`, `reachable`) against their plain-Python oracles
-(`pda.reference.reference_explore`, `reference_reachable`)."""
+"""The product kernels (`pda.kernels.product.explore`, `reachable`, `fill_rows`) against their plain-Python oracles
+(`pda.reference.reference_explore`, `reference_reachable`, a numpy gather)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from pda.kernels.product import explore, reachable
+from pda.kernels.product import explore, fill_rows, reachable
 from pda.reference import reference_explore, reference_reachable
 
 
@@ -93,3 +93,31 @@ def test_reachable_states_are_the_reference_ones() -> None:
 def test_reachable_bad_input_raises_value_error(table: np.ndarray, dead: np.ndarray, seeds: np.ndarray) -> None:
     with pytest.raises(ValueError):
         reachable(table, dead, seeds)
+
+
+def test_fill_rows_is_the_numpy_gather() -> None:
+    """One DFA's rows renumbered from `offset` over spread classes, dead where the successor is not live."""
+    rng = random.Random(13)
+    for _ in range(300):
+        n, lk, k = rng.randint(1, 9), rng.randint(1, 4), rng.randint(1, 6)
+        trans = np.array([[rng.randrange(n) for _ in range(lk)] for _ in range(n)], dtype=np.int32)
+        classes = np.array([rng.randrange(lk) for _ in range(k)], dtype=np.int32)
+        live = np.array([rng.random() < 0.7 for _ in range(n)])
+        offset, dead = rng.randint(2, 50), 1
+        table = np.zeros((offset + n + 3, k), dtype=np.int32)
+        fill_rows(table[offset : offset + n], trans, classes, live, offset, dead)
+        row_of = np.where(live, offset + np.arange(n), dead)
+        assert np.array_equal(table[offset : offset + n], row_of[trans][:, classes])
+        assert not table[:offset].any() and not table[offset + n :].any()
+
+
+@pytest.mark.parametrize("trans, classes, live", [
+    (np.array([[3]], dtype=np.int32), np.array([0], dtype=np.int32), np.array([True])),  # no such state
+    (np.array([[-1]], dtype=np.int32), np.array([0], dtype=np.int32), np.array([True])),
+    (np.array([[0]], dtype=np.int32), np.array([1], dtype=np.int32), np.array([True])),  # no such class
+    (np.array([[0]], dtype=np.int32), np.array([0], dtype=np.int32), np.array([True, True])),  # wrong length
+    (np.array([[0]], dtype=np.int32), np.array([0, 0], dtype=np.int32), np.array([True])),  # k differs from out's
+])
+def test_fill_rows_bad_input_raises_value_error(trans: np.ndarray, classes: np.ndarray, live: np.ndarray) -> None:
+    with pytest.raises(ValueError):
+        fill_rows(np.zeros((1, 1), dtype=np.int32), trans, classes, live, 2, 1)

@@ -677,7 +677,75 @@ static PyObject *grow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* fill_rows(out, trans, classes, live, offset, dead): one terminal's DFA as rows of a shared table,
+ * out[s, c] = offset + trans[s, classes[c]] where that state is live, else dead; one pass, no temporary
+ * (numpy's gather then take cost ~52 ms for a 76,004-state DFA over 158 classes). */
+static PyObject *fill_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer ov, tv, cv, lv;
+    int64_t offset, dead, n, k, lk, s, c;
+    PyObject *result = NULL;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "fill_rows(out, trans, classes, live, offset, dead) takes 6 arguments");
+        return NULL;
+    }
+    offset = PyLong_AsLongLong(args[4]);
+    dead = PyLong_AsLongLong(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (get_buffer(args[0], &ov, PyBUF_ND | PyBUF_WRITABLE, "iil", 4, "out") < 0)
+        return NULL;
+    if (get_buffer(args[1], &tv, PyBUF_ND, "iil", 4, "trans") < 0)
+        goto release_out;
+    if (get_buffer(args[2], &cv, PyBUF_ND, "iil", 4, "classes") < 0)
+        goto release_trans;
+    if (get_buffer(args[3], &lv, PyBUF_ND, "BB?", 1, "live") < 0)
+        goto release_classes;
+    n = ov.ndim == 2 ? ov.shape[0] : -1;
+    k = ov.ndim == 2 ? ov.shape[1] : -1;
+    lk = tv.ndim == 2 ? tv.shape[1] : -1;
+    if (n < 0 || tv.ndim != 2 || tv.shape[0] != n || cv.len / 4 != k || lv.len != n || offset < 0
+        || offset + n > INT32_MAX || dead < 0 || dead > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "fill_rows needs out [n, k], trans [n, lk], k classes, n live flags, "
+                                          "and int32 row ids");
+        goto release;
+    }
+    const int32_t *trans = tv.buf, *classes = cv.buf;
+    const uint8_t *live = lv.buf;
+    int32_t *out = ov.buf;
+    for (c = 0; c < k; c++)
+        if (classes[c] < 0 || classes[c] >= lk) {
+            PyErr_Format(PyExc_ValueError, "classes hold %d, not a class of trans", (int)classes[c]);
+            goto release;
+        }
+    for (s = 0; s < n; s++) { /* a bad entry stops the pass: rows written so far are the caller's to drop */
+        const int32_t *from = trans + s * lk;
+        int32_t *row = out + s * k;
+        for (c = 0; c < k; c++) {
+            int32_t t = from[classes[c]];
+            if ((uint32_t)t >= (uint64_t)n) {
+                PyErr_Format(PyExc_ValueError, "trans holds %d, not a state", (int)t);
+                goto release;
+            }
+            row[c] = live[t] ? (int32_t)(offset + t) : (int32_t)dead;
+        }
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+release:
+    PyBuffer_Release(&lv);
+release_classes:
+    PyBuffer_Release(&cv);
+release_trans:
+    PyBuffer_Release(&tv);
+release_out:
+    PyBuffer_Release(&ov);
+    return result;
+}
+
 static PyMethodDef product_methods[] = {
+    {"fill_rows", (PyCFunction)(void (*)(void))fill_rows, METH_FASTCALL,
+     "fill_rows(out, trans, classes, live, offset, dead): one terminal's DFA as rows of a shared table."},
     {"explore", (PyCFunction)(void (*)(void))explore, METH_FASTCALL,
      "explore(table, dead, start, max_states) -> (trans, ptr, ids) or None (see the module source)."},
     {"reach", (PyCFunction)(void (*)(void))reach, METH_FASTCALL,

@@ -26,6 +26,9 @@ reachable from `seeds` in the terminals' own DFAs (the seeds included, dead stat
 out), ascending; one pass, O(states x classes). `pda.reference.reference_reachable`
 is its plain-Python oracle.
 
+`fill_rows(out, trans, classes, live, offset, dead)` writes one terminal's DFA into a
+shared table's rows, its states renumbered and its classes spread to the table's.
+
 `Grower` is `explore` kept across calls over one shared table
 (`pda.regex.product.SharedProduct`): each `grow` interns a candidate set's start
 among the mixed states found so far and explores only what is new, writing the new
@@ -74,6 +77,14 @@ def reachable(table: np.ndarray, dead: np.ndarray, seeds: np.ndarray) -> np.ndar
         raise ValueError("table must be 2-dimensional")
     found = _product.reach(table, np.ascontiguousarray(dead, dtype=bool), np.ascontiguousarray(seeds, dtype=np.int64))
     return np.frombuffer(found, dtype=np.int64)
+
+
+def fill_rows(out: np.ndarray, trans: np.ndarray, classes: np.ndarray, live: np.ndarray, offset: int,
+              dead: int) -> None:
+    """Write one terminal's DFA into `out` (int32 [n, k], a writable row range of a shared table): out[s, c] is
+    `offset` + trans[s, classes[c]] where that state is `live`, else `dead` (one compiled pass)."""
+    _product.fill_rows(out, np.ascontiguousarray(trans, dtype=np.int32), np.ascontiguousarray(classes, dtype=np.int32),
+                       np.ascontiguousarray(live, dtype=bool), int(offset), int(dead))
 
 
 class Grown(NamedTuple):

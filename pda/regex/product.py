@@ -37,7 +37,7 @@ import numpy as np
 
 from pda.cache import Invalid, take
 from pda.errors import LimitExceeded
-from pda.kernels.product import Grower, Grown, explore, reachable
+from pda.kernels.product import Grower, Grown, explore, fill_rows, reachable
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.utf8 import distinct_rows
 
@@ -340,10 +340,8 @@ class SharedProduct:
     def _fill(self, j: int) -> None:
         """Terminal j's single rows: its own DFA over the lexer-wide classes, in row ids (not live: `DEAD`)."""
         dfa, offset = self._dfas[j], FIRST_SINGLE + int(self._tables.offsets[j])
-        n = dfa.n_states
-        row_of = np.where(dfa.live[:, 0], offset + np.arange(n), DEAD).astype(np.int32)
-        # Renumbered over j's own classes, then spread to the lexer-wide ones in one gather.
-        np.take(row_of[dfa.trans], dfa.byte_class[self._rep], axis=1, out=self.trans[offset : offset + n])
+        fill_rows(self.trans[offset : offset + dfa.n_states], dfa.trans, dfa.byte_class[self._rep], dfa.live[:, 0],
+                  offset, DEAD)
         self._filled[j] = True
 
     def _append(self, grown: Grown) -> None:
@@ -368,15 +366,28 @@ class SharedProduct:
         self._term[self._n_comps : need] = term
         self._state[self._n_comps : need] = flat - tables.offsets[owner]
         self._n_comps = need
-        for q, bits in enumerate(self.accept_bits[first:end]):
-            mask = int.from_bytes(bits.tobytes(), "little")
-            if mask:
-                row = self._row_ids.get(mask)
-                if row is None:
-                    row = self._row_ids[mask] = len(self.accept_rows)
-                    self.accept_rows.append(mask)
-                self.accept_row[first + q] = row
+        self._intern_accept_rows(first, end)
         self.n_states = end
+
+    def _intern_accept_rows(self, first: int, end: int) -> None:
+        """`accept_row` of rows [first, end): each distinct accept mask among them read as an int once, not per
+        row (a grow adds hundreds of rows with a few masks), new masks numbered in order of first row."""
+        accepting = np.flatnonzero(self.accept_bits[first:end].any(axis=1))
+        if len(accepting) == 0:
+            return
+        order, inverse = distinct_rows(self.accept_bits[first + accepting])
+        order = np.sort(order)  # the distinct masks by their first row, so new ones are numbered as met
+        ids = np.empty(len(order), dtype=np.int32)
+        number = np.empty(len(order), dtype=np.int64)
+        number[inverse[order]] = np.arange(len(order))
+        for i, bits in enumerate(self.accept_bits[first + accepting[order]]):
+            mask = int.from_bytes(bits.tobytes(), "little")
+            row = self._row_ids.get(mask)
+            if row is None:
+                row = self._row_ids[mask] = len(self.accept_rows)
+                self.accept_rows.append(mask)
+            ids[i] = row
+        self.accept_row[first + accepting] = ids[number[inverse]]
 
     def _reachable(self, start: int) -> np.ndarray:
         """The live states reachable from row `start` (the set's DFA but its dead state)."""
