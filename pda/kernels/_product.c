@@ -51,6 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buffer_format.h"
+
 typedef struct {
     int64_t k;
     const int32_t *table;
@@ -289,7 +291,7 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *for
 {
     if (PyObject_GetBuffer(obj, view, flags | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
         return -1;
-    if (view->itemsize != itemsize || view->format == NULL || strchr(format, view->format[0]) == NULL) {
+    if (view->itemsize != itemsize || view->format == NULL || strchr(format, native_code(view->format)[0]) == NULL) {
         PyErr_Format(PyExc_ValueError, "%s has the wrong dtype", name);
         PyBuffer_Release(view);
         return -1;
