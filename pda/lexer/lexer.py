@@ -8,7 +8,7 @@ lazy terminal's DFA ends at its first match.
 
 A candidate set's tables are always a view of one table per lexer, never a copy:
 
-* of the all-terminal product DFA when it fits (`ALL_TERMINALS_MAX_STATES`): the
+* of the all-terminal product DFA when it fits (`all_terminals_limit`): the
   same states for every set, seen through the set's candidates (`restrict`);
 * otherwise of the lexer's `SharedProduct` (`SharedTables`), which grows as sets are
   met: every terminal's own states, numbered once, and the states where several
@@ -53,9 +53,16 @@ from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, dfa_digest
 from pda.regex.product import Product, SharedProduct, combine, packed_rows
 
 START = 0  # the state of every candidate set's DFA where no lexeme is in progress
+# `TerminalComponents.at` reads states with up to this many live terminals through Python ints: 1.2-1.7 us
+# for 1-8 live vs 3.2-3.4 us of numpy calls, even at ~60 (/tmp/w/me/atb.py).
+AT_SCAN_MAX = 48
 UNKNOWN = 2  # a restricted view's `live_flags` entry not worked out yet (`LexerTables.live_flag`)
-# Above this size the all-terminal DFA is not built; each candidate set gets its own.
+# Above this size the all-terminal DFA is not built; candidate sets are grown in the lexer's shared product.
 ALL_TERMINALS_MAX_STATES = 20_000
+# Nor above this size unless its terminals' own DFAs are as big (`all_terminals_limit`). An explore costs ~1-2.5 us
+# a state (o72527's 14,918 in ~12 ms, o35155's first 20,000 in ~40 ms); a floor of 3,000 sent o21840 and o41081
+# (~4,000 states from 2,700 of their own) to the shared product, steps 2.1 -> 4.8 ms each.
+ALL_TERMINALS_MIN_LIMIT = 5_000
 
 
 def _word_mask(value: int, words: int) -> np.ndarray:
@@ -83,6 +90,9 @@ class TerminalComponents(NamedTuple):
     def at(self, q: int, terminals: Sequence[int]) -> list[tuple[int, int]]:
         """(j, j's own state at q) for each j of `terminals` (ascending, each live at q)."""
         lo, hi = self.ptr[q : q + 2].tolist()
+        if hi - lo <= AT_SCAN_MAX:  # a handful of live terminals: a scan of Python ints beats numpy's calls
+            state_of = dict(zip(self.terminals[lo:hi].tolist(), self.states[lo:hi].tolist()))
+            return [(j, state_of[j]) for j in terminals]
         live = self.terminals[lo:hi]
         return list(zip(terminals, self.states[lo + np.searchsorted(live, terminals)].tolist()))
 
@@ -530,6 +540,15 @@ def _dfas_digest(dfas: list[LexerDFA]) -> str:
     return hashlib.sha256("".join(dfa_digest(d) for d in dfas).encode()).hexdigest()
 
 
+def all_terminals_limit(dfas: Sequence[LexerDFA], max_states: int) -> int:
+    """The contextual mode's limit on the all-terminal DFA's states: a product larger than its terminals' own
+    DFAs together is overlap blow-up (o35155's 42 terminals of 1,191 states: over 20,000), which the shared
+    product grows only where candidate sets meet; the explore that finds so stops at this limit, not at
+    `ALL_TERMINALS_MAX_STATES` (o35155 ~59 ms of its compile)."""
+    own = sum(d.n_states for d in dfas)
+    return min(max_states, ALL_TERMINALS_MAX_STATES, max(ALL_TERMINALS_MIN_LIMIT, own))
+
+
 def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int, dfas_digest: str) -> Product | None:
     """The product DFA of all terminals, or None above `limit` states.
 
@@ -612,7 +631,7 @@ class Lexer:
         self._all: LexerTables | None = None
         self._shared: SharedProduct | None = None  # made when the first candidate set needs it
         everything = (1 << len(self.dfas)) - 1
-        limit = max_states if self.mode == BASIC else min(max_states, ALL_TERMINALS_MAX_STATES)
+        limit = max_states if self.mode == BASIC else all_terminals_limit(self.dfas, max_states)
         combined = _all_terminal_dfa(self.dfas, self.names, limit, dfas_digest)
         if combined is None and self.mode == BASIC:
             raise LimitExceeded(
