@@ -39,7 +39,7 @@ setup(
     ext_modules=[
         Extension("pda.kernels._walk", ["pda/kernels/_walk.c"], depends=[BUFFER_FORMAT]),
         Extension("pda.kernels._partition", ["pda/kernels/_partition.c"]),
-        Extension("pda.kernels._product", ["pda/kernels/_product.c"]),
+        Extension("pda.kernels._product", ["pda/kernels/_product.c"], depends=[BUFFER_FORMAT]),
         Extension("pda.kernels._subsets", ["pda/kernels/_subsets.c"]),
         Extension("pda.kernels._earley", ["pda/kernels/_earley.c"]),
         Extension("pda.kernels._trie", ["pda/kernels/_trie.c"]),

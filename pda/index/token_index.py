@@ -64,6 +64,9 @@ DISK_MIN_SECONDS = 0.002
 # Measured on a replay of 32 JSON Schemas (Qwen2): of 2,205 root walks 117 were slow enough to
 # store; of 1,848 boundary groups' suffix walks over 4,096+ tokens, 1.
 DISK_MIN_TOKENS = 4096
+# How long a root walk's miss trusts the last answer of whether other processes wrote walks to the disk
+# (`TokenIndex._others_on_disk`); asked on every miss, it was 3% of a cold JSON Schema replay's mask time.
+OTHERS_RECHECK_SECONDS = 0.5
 # Signatures kept per index (`TokenIndex._signature`; one lists up to all of a grammar's
 # terminals): half of a JSON Schema replay's walks share the signature of an earlier one.
 SIGNATURES_KEPT = 1024
@@ -410,7 +413,9 @@ class TokenIndex:
         # The signatures of recent lexer-state keys (`_signature`): a mask's boundary groups
         # mostly walk from the start under one live set. Cleared when full.
         self._signatures: dict[tuple, tuple[tuple, list[int]]] = {}
+        self._ranked: dict[int, list[tuple[tuple[str, int], int, int]]] = {}  # `_ranked_components`, cleared when full
         self._content_digests: dict[tuple, str] = {}  # `_content_digest`, cleared when full
+        self._others, self._others_checked = False, -OTHERS_RECHECK_SECONDS  # `_others_on_disk`: never asked yet
         self._own_tables: dict[int, _WalkTables] = {}
         # The terminals whose DFA is live at its start (an indenter-only terminal is not), as a bitmask.
         self._live_at_start = sum(1 << j for j, d in enumerate(lexer.dfas) if d.live[d.start].any())
@@ -482,17 +487,31 @@ class TokenIndex:
         found = self._signatures.get(key)
         if found is not None:
             return found
-        if key and key[0] == "all":  # a view of the all-terminal DFA: its per-terminal components
-            live = list(iter_bits(key[2]))
-            pairs = lexer.components(live_set).at(q, live)
+        if key and key[0] == "all":  # a view of the all-terminal DFA: the live ones of its state's components
+            live = key[2]
+            entries = [e for e in self._ranked_components(key[1], live_set) if live >> e[2] & 1]
         else:
-            pairs = key
-        rank = self._rank
-        entries = sorted((rank(j), s, j) for j, s in pairs)
+            rank = self._rank
+            entries = sorted((rank(j), s, j) for j, s in key)
         found = tuple((digest, priority, s) for (digest, priority), s, _ in entries), [e[2] for e in entries]
         if len(self._signatures) >= SIGNATURES_KEPT:
             self._signatures.clear()
         self._signatures[key] = found
+        return found
+
+    def _ranked_components(self, q: int, live_set: int) -> list[tuple[tuple[str, int], int, int]]:
+        """State q of the all-terminal DFA as (rank, own state, terminal) per terminal live there, in signature
+        order (memoised per state): a signature filters it by the live set instead of sorting again (a state
+        read under many candidate sets, e.g. a value's start, has dozens of live terminals)."""
+        found = self._ranked.get(q)
+        if found is None:
+            ptr, terminals, states = self.lexer.components(live_set)
+            lo, hi = ptr[q : q + 2].tolist()
+            rank = self._rank
+            found = sorted((rank(j), s, j) for j, s in zip(terminals[lo:hi].tolist(), states[lo:hi].tolist()))
+            if len(self._ranked) >= SIGNATURES_KEPT:
+                self._ranked.clear()
+            self._ranked[q] = found
         return found
 
     def _root_walk(self, q: int, live_set: int, state_key: tuple | None = None) -> Classification:
@@ -508,7 +527,7 @@ class TokenIndex:
         if entry is None:
             # What this process stored is also in `shared`: the disk is asked only when others wrote there.
             disk_key = (self._disk_key(content) if len(self.trie.token_ids) >= DISK_MIN_TOKENS
-                        and cache.holds_others("classes") else None)
+                        and self._others_on_disk() else None)
             entry = cache.load("classes", disk_key, self._decode_shared(len(order))) if disk_key else None
             fresh = None  # a walk whose groups already name this grammar's terminals
             if entry is None:
@@ -535,6 +554,16 @@ class TokenIndex:
         return Classification(inside, [
             BoundaryGroup(sum(1 << order[i] for i in iter_bits(positions)), nodes) for positions, nodes in groups
         ])
+
+    def _others_on_disk(self) -> bool:
+        """`cache.holds_others("classes")`, asked again only every `OTHERS_RECHECK_SECONDS`: every root-walk miss
+        would otherwise pay its ~4-8 us (the cache folder is read from the environment each time), and what other
+        processes write is seen only with the folder's listing (`cache.LISTING_MAX_AGE`), so not sooner anyway."""
+        now = time.monotonic()
+        if now >= self._others_checked + OTHERS_RECHECK_SECONDS:
+            self._others = cache.holds_others("classes")
+            self._others_checked = now
+        return self._others
 
     def _suffix_walk(self, group: BoundaryGroup, live_set: int) -> Classification:
         """The walk of a group's suffixes from START, without the shared classifications.
