@@ -39,7 +39,8 @@ def vocabulary() -> pda.Vocabulary:
 
 
 def test_limit_is_relative_to_the_terminals_own_states() -> None:
-    """Small own DFAs get the floor; big ones their own total; never above the caps."""
+    """Small own DFAs get the floor; big ones their own total; never above the caps; terminals whose own
+    states together exceed the cap get no all-terminal DFA at all."""
     small = [terminal_dfa(TerminalDef(name=f"T{i}", pattern=f"x{{{i}}}")) for i in range(1, 4)]
     assert all_terminals_limit(small, 200_000) == lexer_module.ALL_TERMINALS_MIN_LIMIT
     big = [terminal_dfa(TerminalDef(name=f"T{i}", pattern=f"[a-z]{{{3000 + i}}}")) for i in range(3)]
@@ -47,7 +48,10 @@ def test_limit_is_relative_to_the_terminals_own_states() -> None:
     assert lexer_module.ALL_TERMINALS_MIN_LIMIT < own < lexer_module.ALL_TERMINALS_MAX_STATES
     assert all_terminals_limit(big, 200_000) == own
     assert all_terminals_limit(big, 100) == 100
-    assert all_terminals_limit(big * 3, 200_000) == lexer_module.ALL_TERMINALS_MAX_STATES
+    five = big[:2] * 2 + big[:1]
+    assert sum(d.n_states for d in five) < lexer_module.ALL_TERMINALS_MAX_STATES < 3 * own
+    assert all_terminals_limit(five, 200_000) == sum(d.n_states for d in five)
+    assert all_terminals_limit(big * 3, 200_000) == 0  # its terminals alone are past the cap: not explored
 
 
 def test_a_blown_up_product_takes_the_shared_path_with_the_same_masks(
