@@ -144,7 +144,7 @@ def _closures(direct: list[set[int]]) -> list[set[int]]:
 
     Each node's set is the union of its successors' (children first, by an explicit
     stack), so a node's closure is walked once, not once per node that reaches it
-    (a large JSON Schema's ~2,000 nonterminals: ~4.5 -> ~1.5 ms). A cycle (left
+    (wp_124's 2,275 nonterminals: 2.1 -> 1.1 ms). A cycle (left
     recursion, rare in generated grammars) falls back to one search per node.
     """
     n = len(direct)
