@@ -1,4 +1,4 @@
-/* pda._rows: write one token-mask row into a caller's packed int32 bitmask in one call.
+/* pda._rows: write one token-mask row into a caller's packed int32 bitmask in one call (and compare two masks).
  *
  * The per-step serving path ends by writing a row: a copy of a memoised mask, or,
  * for a finite-set state, zeros and then a few precomputed words. In numpy that is
@@ -140,9 +140,33 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(same_words_doc,
+"same_words(a, b)\n--\n\n"
+"Whether two int32 masks hold the same words (one memcmp; no copy of either).");
+
+static PyObject *same_words(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer a, b;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "same_words(a, b) takes 2 arguments");
+        return NULL;
+    }
+    if (open_source(args[0], &a, 4, "a") < 0)
+        return NULL;
+    if (open_source(args[1], &b, 4, "b") < 0) {
+        PyBuffer_Release(&a);
+        return NULL;
+    }
+    int same = a.len == b.len && memcmp(a.buf, b.buf, (size_t)a.len) == 0;
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&a);
+    return PyBool_FromLong(same);
+}
+
 static PyMethodDef rows_methods[] = {
     {"copy_row", (PyCFunction)(void (*)(void))copy_row, METH_FASTCALL, copy_row_doc},
     {"scatter_row", (PyCFunction)(void (*)(void))scatter_row, METH_FASTCALL, scatter_row_doc},
+    {"same_words", (PyCFunction)(void (*)(void))same_words, METH_FASTCALL, same_words_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,6 +10,10 @@ Semantics: the destination is row `row` of a C-contiguous 2-D int32 array; words
 past the row's width are dropped, words past the source are zero. Any other
 layout raises `BitmaskLayoutError` (a `TypeError`), after which the caller takes
 its general path.
+
+`same_words(a, b)` says whether two int32 masks are equal word for word: the step
+masks' dedupe confirms every candidate so, and comparing two 19 KB rows through
+`tobytes` copied both (~1.2 us hot, two fresh allocations cold; memcmp ~0.3 us).
 """
 
 from __future__ import annotations
@@ -53,12 +57,18 @@ def numpy_scatter_row(bitmask: Any, row: int, words: np.ndarray, bits: np.ndarra
     out[where[keep]] = values[keep]
 
 
+def numpy_same_words(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two int32 masks hold the same words."""
+    return a.tobytes() == b.tobytes()
+
+
 copy_row: Callable[[Any, int, np.ndarray], None]
 scatter_row: Callable[[Any, int, np.ndarray, np.ndarray, int, int], None]
+same_words: Callable[[np.ndarray, np.ndarray], bool]
 try:
-    from pda._rows import BitmaskLayoutError, copy_row, scatter_row
+    from pda._rows import BitmaskLayoutError, copy_row, same_words, scatter_row
     NATIVE = True
-except ImportError:  # built without a C compiler: the numpy writers, same results
+except ImportError:  # built without a C compiler: the numpy versions, same results
     BitmaskLayoutError = NumpyBitmaskLayoutError
-    copy_row, scatter_row = numpy_copy_row, numpy_scatter_row
+    copy_row, scatter_row, same_words = numpy_copy_row, numpy_scatter_row, numpy_same_words
     NATIVE = False

@@ -5,14 +5,23 @@ from __future__ import annotations
 import numpy as np
 
 
+def inside_ids(c) -> np.ndarray:
+    """The ids of the tokens a classification allows outright, ascending, from its mask or its `tokens`."""
+    if getattr(c, "tokens", None) is not None:
+        return np.asarray(c.tokens, dtype=np.int64)
+    if c.inside is None:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.unpackbits(c.inside.view(np.uint8), bitorder="little"))
+
+
 def classification_parts(c) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-    """A classification as (inside mask, boundary nodes per terminal set).
+    """A classification as (inside token ids, boundary nodes per terminal set).
 
     The walk puts a state's boundary nodes in one group per terminal set; the finite-set
     lookup hands the same nodes as groups shared between states, so groups are compared
-    by union.
+    by union; a walk after a boundary may hold its few inside tokens as ids, not a mask.
     """
-    inside = c.inside if c.inside is not None else np.zeros(0, np.int32)
+    inside = inside_ids(c)
     nodes: dict[int, list[np.ndarray]] = {}
     for g in c.groups:
         nodes.setdefault(g.terminals, []).append(g.nodes)

@@ -3,7 +3,8 @@
 Parser nodes, groups and classifications are stand-ins with the attributes the
 kernel reads, so every branch is reached on purpose: probes that refuse, groups
 the node does not take (no probe), memo hits and misses, second boundaries,
-terminal sets past 64 bits; then its errors, and that it leaks no reference.
+terminal sets past 64 bits, inside tokens as a mask or as ids; then its errors, and
+that it leaks no reference.
 Whole masks against the reference path are tests/test_masks*.py.
 """
 
@@ -21,8 +22,8 @@ WORDS = 7
 
 
 class Classif:
-    def __init__(self, inside: np.ndarray | None, groups: tuple) -> None:
-        self.inside, self.groups = inside, groups
+    def __init__(self, inside: np.ndarray | None, groups: tuple, tokens: np.ndarray | None = None) -> None:
+        self.inside, self.groups, self.tokens = inside, groups, tokens
 
 
 class Group:
@@ -54,7 +55,10 @@ def plain_loop(acc: np.ndarray, node: Node, groups: tuple, ignore: int, after_bo
             sub = group.after.get(live)
             if sub is None:
                 sub = after_boundary(group, live)
-            if sub.inside is not None:
+            if sub.tokens is not None:
+                for t in sub.tokens.tolist():
+                    acc[t >> 5] |= np.int32(np.uint32(1 << (t & 31)).view(np.int32))
+            elif sub.inside is not None:
                 np.bitwise_or(acc, sub.inside, out=acc)
             if sub.groups:
                 stack.append((after, sub.groups))
@@ -72,6 +76,9 @@ def random_case(rng: random.Random) -> tuple[Node, tuple, dict]:
         return tuple(Group(rng.choice(bits)) for _ in range(rng.randint(0, 3 if depth < 3 else 0)))
 
     def classification(depth: int) -> Classif:
+        if rng.random() < 0.3:  # a few token ids (a walk after a boundary)
+            ids = sorted(rng.sample(range(32 * WORDS), rng.randint(1, 6)))
+            return Classif(None, groups(depth + 1), np.array(ids, dtype=np.int32))
         inside = None if rng.random() < 0.3 else rng.getrandbits(32 * WORDS).to_bytes(4 * WORDS, "little")
         return Classif(None if inside is None else np.frombuffer(inside, dtype=np.int32), groups(depth + 1))
 
@@ -133,6 +140,12 @@ def test_errors_name_what_is_wrong_and_leak_nothing() -> None:
         compose.or_boundaries(acc, node, [group], 0, lambda g, live: sub)
     group.after[1] = Classif(np.ones(WORDS + 1, dtype=np.int32), ())
     with pytest.raises(ValueError, match="inside mask"):
+        compose.or_boundaries(acc, node, (group,), 0, lambda g, live: sub)
+    group.after[1] = Classif(None, (), np.array([32 * WORDS], dtype=np.int32))
+    with pytest.raises(ValueError, match="outside the mask"):
+        compose.or_boundaries(acc, node, (group,), 0, lambda g, live: sub)
+    group.after[1] = Classif(None, (), np.array([1], dtype=np.int64))
+    with pytest.raises(ValueError, match="int32 ids"):
         compose.or_boundaries(acc, node, (group,), 0, lambda g, live: sub)
     group.after.clear()
 

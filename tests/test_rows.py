@@ -1,4 +1,5 @@
-"""The row writers (`pda.rows`): the compiled `pda._rows` and the numpy fallback agree with a plain reference.
+"""The row writers and the mask comparison (`pda.rows`): the compiled `pda._rows` and the numpy fallback agree with
+a plain reference.
 
 Both are checked on random rows, widths narrower and wider than the source, and every
 layout they must refuse, so that a matcher gives the same masks with or without a C
@@ -16,12 +17,14 @@ import pytest
 from pda import rows
 
 WRITERS = [pytest.param(SimpleNamespace(copy_row=rows.numpy_copy_row, scatter_row=rows.numpy_scatter_row,
-                                        error=rows.NumpyBitmaskLayoutError), id="numpy")]
+                                        same_words=rows.numpy_same_words, error=rows.NumpyBitmaskLayoutError),
+                        id="numpy")]
 try:
     from pda import _rows
 
     WRITERS.append(pytest.param(SimpleNamespace(copy_row=_rows.copy_row, scatter_row=_rows.scatter_row,
-                                                error=_rows.BitmaskLayoutError), id="native"))
+                                                same_words=_rows.same_words, error=_rows.BitmaskLayoutError),
+                                id="native"))
 except ImportError:
     WRITERS.append(pytest.param(None, id="native", marks=pytest.mark.skip(
         reason="pda._rows is not built here (no C compiler at install): the numpy writers serve")))
@@ -95,3 +98,19 @@ def test_the_compiled_writer_is_built_where_a_compiler_is() -> None:
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler here: the numpy writers serve")
     assert rows.NATIVE, "pda._rows is missing: reinstall with `pip install -e .` to build it"
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_same_words_is_word_for_word_equality(writer: SimpleNamespace) -> None:
+    """Equal masks compare equal; one flipped bit anywhere, or another length, does not."""
+    rng = np.random.default_rng(2)
+    for trial in range(100):
+        n = int(rng.integers(0, 300))
+        a = rng.integers(-2**31, 2**31, size=n, dtype=np.int64).astype(np.int32)
+        assert writer.same_words(a, a.copy())
+        if n:
+            b = a.copy()
+            at = int(rng.integers(0, n))
+            b[at] ^= np.int32(1 << int(rng.integers(0, 31)))
+            assert not writer.same_words(a, b)
+        assert not writer.same_words(a, np.append(a, np.int32(0)))

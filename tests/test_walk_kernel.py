@@ -265,7 +265,8 @@ def kernel_reference(trie, tables: kernel.TableArrays, roots: np.ndarray, q: int
 
 
 def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
-    """Straight through `pda.kernels.walk`: random tables, roots sorted, unsorted and nested; proofs kept."""
+    """Straight through `pda.kernels.walk`: random tables, roots sorted, unsorted and nested; proofs kept; inside
+    tokens as a mask, and as ids up to a bound (`sparse_max`), above which the mask comes back."""
     trie = vocabulary_trie(synthetic)
     plain = slices.plain_body(trie)
     arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest))
@@ -292,6 +293,21 @@ def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
                     assert np.array_equal(got.inside, want_mask)
                 assert [(k, nodes.tobytes()) for k, nodes in got.boundaries] == want_groups
                 cuts += got.cut
+                want_ids = np.zeros(0, np.int64) if want_mask is None else np.flatnonzero(
+                    np.unpackbits(want_mask.view(np.uint8), bitorder="little"))
+                for sparse_max in (0, len(want_ids) - 1, len(want_ids), mask_words * 32):
+                    if sparse_max < 0:
+                        continue
+                    sparse = kernel.walk(arrays, packed, n_sets, roots, q, mask_words,
+                                         *((cut, proof) if with_cut else (None, None)), sparse_max=sparse_max)
+                    assert [(k, nodes.tobytes()) for k, nodes in sparse.boundaries] == want_groups
+                    if want_mask is None:  # nothing inside: neither form
+                        assert sparse.inside is None and sparse.tokens is None
+                    elif len(want_ids) <= sparse_max:  # few enough: ids ascending, no mask
+                        assert sparse.inside is None and sparse.tokens.dtype == np.int32
+                        assert sparse.tokens.tolist() == want_ids.tolist()
+                    else:  # too many: the mask, as the dense walk gives it
+                        assert sparse.tokens is None and np.array_equal(sparse.inside, want_mask)
             inside_nodes, inside_states, ended_nodes, ended_states = kernel.walk_states(arrays, packed, roots, q)
             inside, boundaries = reference_walk(trie, tables, roots, q)
             assert set(zip(inside_nodes.tolist(), inside_states.tolist())) == {(n, s) for _, n, s in inside}

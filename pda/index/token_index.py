@@ -67,6 +67,10 @@ DISK_MIN_TOKENS = 4096
 # How long a root walk's miss trusts the last answer of whether other processes wrote walks to the disk
 # (`TokenIndex._others_on_disk`); asked on every miss, it was 3% of a cold JSON Schema replay's mask time.
 OTHERS_RECHECK_SECONDS = 0.5
+# A walk after a boundary returns its inside tokens as ids when they take at most 1/this of the mask's
+# bytes (Qwen2: up to 1,187 of 151,936): such walks find few (31 JSON Schemas: p50 3 tokens, p99 412),
+# and a 19 KB mask each was allocated, kept and ORed into every step mask composed from it.
+SPARSE_INSIDE_SHARE = 4
 # Signatures kept per index (`TokenIndex._signature`; one lists up to all of a grammar's
 # terminals): half of a JSON Schema replay's walks share the signature of an earlier one.
 SIGNATURES_KEPT = 1024
@@ -77,17 +81,36 @@ register_budget("basic_walks", BASIC_WALKS_MAX_BYTES)
 
 
 class Classification:
-    """Tokens allowed outright (a packed int32 mask, or None) and the boundary groups.
+    """Tokens allowed outright and the boundary groups.
 
+    The tokens allowed outright are `inside`, a packed int32 mask, or `tokens`, their int32
+    ids ascending (a walk after a boundary that finds few of them, `SPARSE_INSIDE_SHARE`),
+    or neither (both None); `mask` gives them as a mask either way. Classifications from
+    the trie's root always have `inside` (a step's mask starts from one).
     `groups` is a tuple: a classification without groups (a quarter of them) then holds
     the empty tuple, which the garbage collector does not track, rather than a list.
     """
 
-    __slots__ = ("inside", "groups")
+    __slots__ = ("inside", "tokens", "groups")
 
-    def __init__(self, inside: np.ndarray | None, groups: Iterable["BoundaryGroup"]) -> None:
+    def __init__(self, inside: np.ndarray | None, groups: Iterable["BoundaryGroup"],
+                 tokens: np.ndarray | None = None) -> None:
         self.inside = inside
+        self.tokens = tokens
         self.groups = tuple(groups)
+
+    def mask(self, words: int) -> np.ndarray | None:
+        """The tokens allowed outright as a packed int32 mask of `words` words (made from `tokens` on each call)."""
+        if self.tokens is None:
+            return self.inside
+        mask = np.zeros(words, dtype=np.uint32)
+        np.bitwise_or.at(mask, self.tokens >> 5, np.left_shift(np.uint32(1), (self.tokens & 31).astype(np.uint32)))
+        return mask.view(np.int32)
+
+    def nbytes(self) -> int:
+        """The bytes of its arrays: the allowed tokens and the groups' nodes."""
+        allowed = self.tokens if self.tokens is not None else self.inside
+        return (allowed.nbytes if allowed is not None else 0) + sum(g.nodes.nbytes for g in self.groups)
 
 
 class BoundaryGroup:
@@ -454,22 +477,26 @@ class TokenIndex:
         return found
 
     # Compile-time work, paid once per (lexer state, live set) or (group, live set); cached.
-    def _classify(self, roots: np.ndarray, root_state: int, live_set: int, *, cut: bool = True) -> Classification:
+    def _classify(self, roots: np.ndarray, root_state: int, live_set: int, *, cut: bool = True,
+                  sparse: bool = False) -> Classification:
         """Walk the trie from `roots` under the candidate set's DFA (no cache); `cut=False` takes no shortcut."""
-        return self._walk(self.walk_tables(live_set), roots, root_state, cut=cut)
+        return self._walk(self.walk_tables(live_set), roots, root_state, cut=cut, sparse=sparse)
 
-    def _walk(self, tables: _WalkTables, roots: np.ndarray, root_state: int, *, cut: bool = True) -> Classification:
-        """One kernel walk from `roots` at `root_state` (`pda.kernels.walk`): the inside mask and the boundary groups.
+    def _walk(self, tables: _WalkTables, roots: np.ndarray, root_state: int, *, cut: bool = True,
+              sparse: bool = False) -> Classification:
+        """One kernel walk from `roots` at `root_state` (`pda.kernels.walk`): the inside tokens and the boundary groups.
 
         With `cut`, a node whose whole subtree is plain string body, reached in a state proven
         to keep such paths live as deep as the subtree goes, is inside with all its tokens and
-        not walked (`pda.index.slices`); the result is the same either way.
+        not walked (`pda.index.slices`); the result is the same either way. With `sparse`, few
+        inside tokens come back as ids (`Classification.tokens`), not a mask.
         """
         depth = self.trie.max_depth
         walked = kernel.walk(self._trie_arrays, tables.arrays, tables.n_sets, roots, tables.kernel_state(root_state),
                              self.mask_words,
-                             self._slices if cut else None, tables.proof(depth) if cut else None)
-        return Classification(walked.inside, tables.groups(walked.boundaries))
+                             self._slices if cut else None, tables.proof(depth) if cut else None,
+                             self.mask_words // SPARSE_INSIDE_SHARE if sparse else None)
+        return Classification(walked.inside, tables.groups(walked.boundaries), walked.tokens)
 
     def _signature(self, q: int, live_set: int, key: tuple | None = None) -> tuple[tuple, list[int]] | None:
         """What the walk from lexer state q depends on: (content, the live terminals in its order).
@@ -585,9 +612,10 @@ class TokenIndex:
             return Classification(None, ())
         if not live & (live - 1):
             j = live.bit_length() - 1
-            walked = self._walk(self._terminal_tables(j), group.nodes, lexer.dfas[j].start, cut=False)
-            return Classification(walked.inside, [BoundaryGroup(1 << j, g.nodes) for g in walked.groups])
-        return self._classify(group.nodes, START, live_set, cut=False)
+            walked = self._walk(self._terminal_tables(j), group.nodes, lexer.dfas[j].start, cut=False, sparse=True)
+            return Classification(walked.inside, [BoundaryGroup(1 << j, g.nodes) for g in walked.groups],
+                                  walked.tokens)
+        return self._classify(group.nodes, START, live_set, cut=False, sparse=True)
 
     def _basic_classify(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int) -> Classification:
         """`_classify` under the basic lexer mode, filtered from one walk under every terminal.
@@ -668,7 +696,7 @@ class TokenIndex:
         """The cached classifications as (meta, arrays) for the disk cache (`restore` reads them back)."""
         roots = list(self._roots.items())
         suffixes = list(self._suffixes.items())
-        entries = [(c.inside, [(g.terminals, g.nodes) for g in c.groups]) for _, c in roots + suffixes]
+        entries = [(c.mask(self.mask_words), [(g.terminals, g.nodes) for g in c.groups]) for _, c in roots + suffixes]
         meta, arrays = entries_to_arrays(entries, self.mask_words)
         meta["roots"] = [key_to_json(key) for key, _ in roots]
         meta["suffix_live"] = [cache.int_to_json(live_set) for (_, live_set), _ in suffixes]
@@ -705,9 +733,7 @@ class TokenIndex:
 
     def _count(self, found: Classification) -> Classification:
         """`found`, its bytes added to `nbytes` (it was just stored in `_roots` or `_suffixes`)."""
-        self._own_bytes += (found.inside.nbytes if found.inside is not None else 0) + sum(
-            g.nodes.nbytes for g in found.groups
-        )
+        self._own_bytes += found.nbytes()
         return found
 
     def at_state(self, q: int, live_set: int) -> Classification:

@@ -9,8 +9,9 @@
  *     group.terminals & node.allowed, else node; None skips the group. Then
  *     live = after.allowed | ignore and sub = group.after[live], or, when the group has
  *     no entry for live, after_boundary(group, live) (which walks and records it).
- *     sub.inside (an int32 buffer or None) is ORed into acc, and (after, sub.groups)
- *     is composed the same way (second boundaries: a token that crosses several).
+ *     sub.tokens (int32 token ids, or None) are set in acc, else sub.inside (an int32
+ *     buffer of acc's length, or None) is ORed in; then (after, sub.groups) is composed
+ *     the same way (second boundaries: a token that crosses several).
  *     Terminal sets are Python ints of any size. Groups are taken from a stack, so
  *     their order differs from a recursion's; an OR does not depend on it.
  *
@@ -25,7 +26,7 @@
 
 #include "buffer_format.h"
 
-static PyObject *s_allowed, *s_probe, *s_terminals, *s_after, *s_inside, *s_groups;
+static PyObject *s_allowed, *s_probe, *s_terminals, *s_after, *s_inside, *s_tokens, *s_groups;
 
 /* acc |= inside (an int32 buffer of acc's length). */
 static int or_into(int32_t *acc, Py_ssize_t n, PyObject *inside)
@@ -41,6 +42,30 @@ static int or_into(int32_t *acc, Py_ssize_t n, PyObject *inside)
     const int32_t *src = (const int32_t *)view.buf;
     for (Py_ssize_t i = 0; i < n; i++)
         acc[i] |= src[i];
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+/* acc's bits of the int32 token ids in `tokens` (each below n * 32). */
+static int set_tokens(int32_t *acc, Py_ssize_t n, PyObject *tokens)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(tokens, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (!is_int32_format(view.format, view.itemsize)) {
+        PyErr_SetString(PyExc_ValueError, "a classification's tokens are not int32 ids");
+        PyBuffer_Release(&view);
+        return -1;
+    }
+    const int32_t *ids = (const int32_t *)view.buf;
+    for (Py_ssize_t i = 0; i < view.len / 4; i++) {
+        if (ids[i] < 0 || ids[i] >= n * 32) {
+            PyErr_Format(PyExc_ValueError, "a classification's token %d is outside the mask", ids[i]);
+            PyBuffer_Release(&view);
+            return -1;
+        }
+        acc[ids[i] >> 5] |= (int32_t)(1u << (ids[i] & 31));
+    }
     PyBuffer_Release(&view);
     return 0;
 }
@@ -104,7 +129,7 @@ static int compose_group(int32_t *acc, Py_ssize_t n, PyObject *at, PyObject *gro
 {
     int rc = -1;
     PyObject *terminals = NULL, *after = NULL, *allowed = NULL, *live = NULL, *memo = NULL, *sub = NULL;
-    PyObject *inside = NULL, *groups = NULL;
+    PyObject *tokens = NULL, *inside = NULL, *groups = NULL;
     if ((terminals = PyObject_GetAttr(group, s_terminals)) == NULL)
         goto done;
     if ((after = node_after(at, terminals)) == NULL)
@@ -126,10 +151,14 @@ static int compose_group(int32_t *acc, Py_ssize_t n, PyObject *at, PyObject *gro
         Py_INCREF(sub);
     else if (PyErr_Occurred() || (sub = PyObject_CallFunctionObjArgs(after_boundary, group, live, NULL)) == NULL)
         goto done;
-    if ((inside = PyObject_GetAttr(sub, s_inside)) == NULL)
+    if ((tokens = PyObject_GetAttr(sub, s_tokens)) == NULL)
         goto done;
-    if (inside != Py_None && or_into(acc, n, inside) < 0)
+    if (tokens != Py_None) {
+        if (set_tokens(acc, n, tokens) < 0)
+            goto done;
+    } else if ((inside = PyObject_GetAttr(sub, s_inside)) == NULL || (inside != Py_None && or_into(acc, n, inside) < 0)) {
         goto done;
+    }
     if ((groups = PyObject_GetAttr(sub, s_groups)) == NULL)
         goto done;
     if (!PyTuple_Check(groups)) {
@@ -146,6 +175,7 @@ done:
     Py_XDECREF(live);
     Py_XDECREF(memo);
     Py_XDECREF(sub);
+    Py_XDECREF(tokens);
     Py_XDECREF(inside);
     Py_XDECREF(groups);
     return rc;
@@ -206,7 +236,8 @@ PyMODINIT_FUNC PyInit__compose(void)
 {
     if (!(s_allowed = PyUnicode_InternFromString("allowed")) || !(s_probe = PyUnicode_InternFromString("probe"))
         || !(s_terminals = PyUnicode_InternFromString("terminals")) || !(s_after = PyUnicode_InternFromString("after"))
-        || !(s_inside = PyUnicode_InternFromString("inside")) || !(s_groups = PyUnicode_InternFromString("groups")))
+        || !(s_inside = PyUnicode_InternFromString("inside")) || !(s_tokens = PyUnicode_InternFromString("tokens"))
+        || !(s_groups = PyUnicode_InternFromString("groups")))
         return NULL;
     return PyModule_Create(&compose_module);
 }

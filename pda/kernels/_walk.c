@@ -34,6 +34,9 @@
  *     a small subtree). Searches take their scratch from a pool (see Scratch).
  *     Returns ([(set index, bytes of int64 nodes ascending, unique)] by set index,
  *     whether any token is inside, (nodes visited, subtrees cut, pairs searched)).
+ *     With `mask` a tuple (mask_words, sparse_max), the inside tokens are kept as ranges of
+ *     token positions instead and the second item is None, (0, their int32 ids ascending)
+ *     when at most sparse_max, or (1, the packed int32 mask), as bytes (see sparse_inside).
  * walk_states(trie, tables, roots, root_state)
  *     The same walk without the cut, keeping states: returns four bytes objects of int32,
  *     the live nodes where tokens end with the state after their byte, and the
@@ -275,6 +278,9 @@ typedef struct {
     uint32_t *mask;
     Py_ssize_t mask_words;
     int any_inside;
+    int sparse;        /* inside tokens kept as ranges of token positions (`ranges`), not marked in `mask` */
+    Vec ranges;        /* int64 (lo, hi) pairs of positions into token_ids */
+    int64_t n_inside;  /* the tokens those ranges hold */
     Vec out_nodes, out_states, in_nodes, in_states;
     int keep_states;
     Py_ssize_t visited, cut, searched;
@@ -546,6 +552,19 @@ static int mark_tokens(Walk *w, int64_t lo, int64_t hi, int64_t node)
 {
     if (lo < 0 || lo > hi || hi > w->n_tokens)
         return fail(w, "a node's token range is outside the tokens", node);
+    if (w->sparse) { /* ids are read, and checked, when the result is built */
+        if (hi > lo) {
+            if (vec_reserve(&w->ranges, 2) < 0) {
+                w->no_memory = 1;
+                return -1;
+            }
+            ((int64_t *)w->ranges.data)[w->ranges.len++] = lo;
+            ((int64_t *)w->ranges.data)[w->ranges.len++] = hi;
+            w->n_inside += hi - lo;
+            w->any_inside = 1;
+        }
+        return 0;
+    }
     const int64_t limit = (int64_t)w->mask_words * 32;
     for (int64_t p = lo; p < hi; p++) {
         int64_t id = w->token_ids[p];
@@ -979,6 +998,7 @@ static void free_walk(Walk *w)
     free(w->out_states.data);
     free(w->in_nodes.data);
     free(w->in_states.data);
+    free(w->ranges.data);
     scratch_give(w->scratch);
     free(w->info);
 }
@@ -990,11 +1010,80 @@ static PyObject *mask_or_none(Walk *w)
     return PyBytes_FromStringAndSize((char *)w->mask, w->mask_words * 4);
 }
 
+static int cmp_int32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A sparse walk's inside tokens: None, (0, bytes of their int32 ids ascending) when at most `sparse_max`,
+ * else (1, bytes of the packed int32 mask). Roots that overlap may give a token twice: ids are made
+ * unique, and a count over the bound is checked again on the mask. NULL with an exception on a token
+ * id outside the mask. */
+static PyObject *sparse_inside(Walk *w, Py_ssize_t sparse_max)
+{
+    if (w->n_inside == 0)
+        Py_RETURN_NONE;
+    const int64_t *ranges = (const int64_t *)w->ranges.data, limit = (int64_t)w->mask_words * 32;
+    int dense = w->n_inside > sparse_max;
+    Py_ssize_t n = 0, words = dense ? w->mask_words : (Py_ssize_t)w->n_inside;
+    uint32_t *out = calloc((size_t)words + 1, sizeof(uint32_t));
+    if (out == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t r = 0; r < w->ranges.len; r += 2) {
+        for (int64_t p = ranges[r]; p < ranges[r + 1]; p++) {
+            int64_t id = w->token_ids[p];
+            if (id < 0 || id >= limit) {
+                free(out);
+                PyErr_Format(PyExc_ValueError, "corrupt walk input: a token id is outside the mask (at %lld)",
+                             (long long)p);
+                return NULL;
+            }
+            if (dense)
+                out[id >> 5] |= 1u << (id & 31);
+            else
+                out[n++] = (uint32_t)id;
+        }
+    }
+    if (dense) { /* as ids after all when the repeats made them few */
+        Py_ssize_t bits = 0;
+        for (Py_ssize_t i = 0; i < words; i++)
+            for (uint32_t m = out[i]; m; m &= m - 1)
+                bits++;
+        if (bits <= sparse_max) {
+            uint32_t *ids = malloc(((size_t)bits + 1) * sizeof(uint32_t));
+            if (ids == NULL) {
+                free(out);
+                return PyErr_NoMemory();
+            }
+            for (Py_ssize_t i = 0; i < words; i++)
+                for (int bit = 0; bit < 32; bit++)
+                    if (out[i] >> bit & 1u)
+                        ids[n++] = (uint32_t)(i * 32 + bit);
+            free(out);
+            out = ids;
+            dense = 0;
+        }
+    } else {
+        qsort(out, (size_t)n, sizeof(int32_t), cmp_int32);
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (kept == 0 || out[i] != out[kept - 1])
+                out[kept++] = out[i];
+        n = kept;
+    }
+    PyObject *data = PyBytes_FromStringAndSize((const char *)out, (dense ? words : n) * 4);
+    free(out);
+    return data == NULL ? NULL : Py_BuildValue("(iN)", dense, data);
+}
+
 PyDoc_STRVAR(walk_doc,
 "walk(trie, tables, n_sets, roots, root_state, mask, slices)\n--\n\n"
 "Classify the tokens below `roots` from DFA state `root_state` (see pda/kernels/walk.py), setting\n"
 "the inside tokens' bits in `mask` (a writable int32 array). Returns ([(set index, int64 nodes\n"
-"bytes)], whether any token is inside, (visited, cut, searched)).");
+"bytes)], whether any token is inside, (visited, cut, searched)). With `mask` a tuple (mask_words,\n"
+"sparse_max), the second item is None, (0, int32 token ids ascending) for at most sparse_max\n"
+"tokens, or (1, the packed int32 mask), each as bytes.");
 
 static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1024,14 +1113,25 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     const int64_t *roots = open_roots(&w, &b, args[3], &n_roots, &sorted);
     if (roots == NULL || parse_state(args[4], w.n_states, &root_state) < 0)
         goto done;
-    Py_ssize_t s[1];
-    Py_buffer *out = get_array(&b, args[5], "mask", KIND_INT, 4, 1, 1, s);
-    if (out == NULL)
-        goto done;
-    w.mask_words = s[0];
+    Py_ssize_t s[1], sparse_max = 0;
+    if (PyTuple_Check(args[5])) { /* (mask_words, sparse_max): the inside tokens as ranges, built after */
+        if (PyTuple_GET_SIZE(args[5]) != 2 || parse_mask_words(PyTuple_GET_ITEM(args[5], 0), &w.mask_words) < 0
+            || (sparse_max = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[5], 1))) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "mask must be an int32 array or (mask_words, sparse_max >= 0)");
+            goto done;
+        }
+        w.sparse = 1;
+        w.ranges.itemsize = sizeof(int64_t);
+    } else {
+        Py_buffer *out = get_array(&b, args[5], "mask", KIND_INT, 4, 1, 1, s);
+        if (out == NULL)
+            goto done;
+        w.mask_words = s[0];
+        w.mask = out->buf; /* the caller's words (not freed here), written without the GIL: see walk.py */
+    }
     if (args[6] != Py_None && open_slices(&w, &b, args[6]) < 0)
         goto done;
-    w.mask = out->buf; /* the caller's words (not freed here), written without the GIL: see walk.py */
     Py_BEGIN_ALLOW_THREADS
     status = run(&w, roots, n_roots, root_state);
     Py_END_ALLOW_THREADS
@@ -1041,7 +1141,10 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     if (!(groups = boundary_groups(&w, sorted)))
         goto done;
-    result = Py_BuildValue("(ON(nnn))", groups, PyBool_FromLong(w.any_inside), w.visited, w.cut, w.searched);
+    PyObject *inside = w.sparse ? sparse_inside(&w, sparse_max) : PyBool_FromLong(w.any_inside);
+    if (inside == NULL)
+        goto done;
+    result = Py_BuildValue("(ON(nnn))", groups, inside, w.visited, w.cut, w.searched);
 done:
     w.mask = NULL;
     Py_XDECREF(groups);

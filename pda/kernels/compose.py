@@ -7,7 +7,8 @@
 itself; a probe that returns None drops the group), then the group's suffix
 classification under that node's live set `after.allowed | ignore`: read from the
 group's memo `group.after`, or made by `after_boundary(group, live)` on a miss
-(which records it there). Its `inside` tokens are ORed in, and its own `groups`
+(which records it there). Its tokens allowed outright are set in `acc` (its `tokens`,
+int32 ids, when not None, else its `inside` mask ORed in), and its own `groups`
 (tokens that cross a second boundary) are composed from the node after, and so on.
 
 It is the loop `pda.masks` ran in Python, ~4 us a group of attribute reads, int
