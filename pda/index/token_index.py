@@ -195,8 +195,10 @@ class _WalkTables:
         self._trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
         self.root = None  # its states are the terminal's own: none stands for START
         self.byte_class = np.ascontiguousarray(dfa.byte_class, dtype=np.int32)
-        live = np.ascontiguousarray(np.asarray(dfa.live, dtype=bool).any(axis=1))
-        ends_as = np.where(np.asarray(dfa.accept, dtype=bool).any(axis=1), 0, -1).astype(np.int32)
+        live, accept = np.asarray(dfa.live, dtype=bool), np.asarray(dfa.accept, dtype=bool)
+        # one column, a terminal's own: read it as it is (`any` over it cost ~2 us a table, thousands of key literals)
+        live = np.ascontiguousarray(live[:, 0] if live.shape[1] == 1 else live.any(axis=1))
+        ends_as = np.where(accept[:, 0] if accept.shape[1] == 1 else accept.any(axis=1), 0, -1).astype(np.int32)
         self._flags = (live, ~live, ends_as, [1])
         self._source = self._proof = self._rows = None
         self.n_sets = 1
@@ -436,7 +438,8 @@ class TokenIndex:
         # The signatures of recent lexer-state keys (`_signature`): a mask's boundary groups
         # mostly walk from the start under one live set. Cleared when full.
         self._signatures: dict[tuple, tuple[tuple, list[int]]] = {}
-        self._ranked: dict[int, list[tuple[tuple[str, int], int, int]]] = {}  # `_ranked_components`, cleared when full
+        # `_ranked_components`, cleared when full
+        self._ranked: dict[int, tuple[list[tuple[tuple[str, int], int, int]], int]] = {}
         self._content_digests: dict[tuple, str] = {}  # `_content_digest`, cleared when full
         self._others, self._others_checked = False, -OTHERS_RECHECK_SECONDS  # `_others_on_disk`: never asked yet
         self._own_tables: dict[int, _WalkTables] = {}
@@ -516,7 +519,8 @@ class TokenIndex:
             return found
         if key and key[0] == "all":  # a view of the all-terminal DFA: the live ones of its state's components
             live = key[2]
-            entries = [e for e in self._ranked_components(key[1], live_set) if live >> e[2] & 1]
+            ranked, every = self._ranked_components(key[1], live_set)
+            entries = ranked if live & every == every else [e for e in ranked if live >> e[2] & 1]
         else:
             rank = self._rank
             entries = sorted((rank(j), s, j) for j, s in key)
@@ -526,16 +530,18 @@ class TokenIndex:
         self._signatures[key] = found
         return found
 
-    def _ranked_components(self, q: int, live_set: int) -> list[tuple[tuple[str, int], int, int]]:
+    def _ranked_components(self, q: int, live_set: int) -> tuple[list[tuple[tuple[str, int], int, int]], int]:
         """State q of the all-terminal DFA as (rank, own state, terminal) per terminal live there, in signature
-        order (memoised per state): a signature filters it by the live set instead of sorting again (a state
-        read under many candidate sets, e.g. a value's start, has dozens of live terminals)."""
+        order, with those terminals as a bitmask (memoised per state): a signature filters it by the live set
+        (or takes it whole when every one is live) instead of sorting again (a state read under many candidate
+        sets, e.g. a value's start, has dozens of live terminals)."""
         found = self._ranked.get(q)
         if found is None:
             ptr, terminals, states = self.lexer.components(live_set)
             lo, hi = ptr[q : q + 2].tolist()
-            rank = self._rank
-            found = sorted((rank(j), s, j) for j, s in zip(terminals[lo:hi].tolist(), states[lo:hi].tolist()))
+            rank, live = self._rank, terminals[lo:hi].tolist()
+            found = (sorted((rank(j), s, j) for j, s in zip(live, states[lo:hi].tolist())),
+                     sum(1 << j for j in set(live)))
             if len(self._ranked) >= SIGNATURES_KEPT:
                 self._ranked.clear()
             self._ranked[q] = found
