@@ -1,4 +1,5 @@
-"""`ByteLRU`: an in-memory cache bounded by the bytes of what it holds, least recently used evicted.
+"""`ByteLRU`: an in-memory cache bounded by the bytes of what it holds, least recently used evicted (and `ByteRing`,
+its first-in-first-out sibling for values kept alive, never read).
 
 Used for the memos that outlive one grammar (terminal DFAs by pattern, all-terminal
 products, walk results by content): they are shared across grammars on purpose, so
@@ -23,9 +24,11 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T", "ByteLRU", "ByteRing")
 
 
 # `reweigh` weighs this many entries per call, amortised (a full pass once enough calls have paid for it):
@@ -95,8 +98,45 @@ class ByteLRU:
             self.nbytes -= dropped
 
 
+class ByteRing:
+    """What was put last, up to `max_bytes` (as `put`'s callers measure them): the oldest dropped first.
+
+    For a memo that only keeps values alive and is never read (`pda.masks`' recent masks: one put
+    per computed mask, each a new key): first in, first out is then least recently used, at a
+    deque's cost (~0.5 us a put where `ByteLRU`'s ordered dict cost ~1.5). Same invariants as
+    `ByteLRU` on `nbytes`, the newest entry and thread safety; resized by its budget like it.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.nbytes = 0
+        self._entries: deque[tuple[Any, int]] = deque()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, value: Any, size: int) -> None:
+        """Keep `value` as `size` bytes, dropping the oldest past the budget."""
+        with self._lock:
+            self._entries.append((value, size))
+            self.nbytes += size
+            self._evict()
+
+    def resize(self, max_bytes: int) -> None:
+        """Hold at most `max_bytes` from now on, dropping the oldest at once."""
+        with self._lock:
+            self.max_bytes = max_bytes
+            self._evict()
+
+    def _evict(self) -> None:
+        entries = self._entries
+        while self.nbytes > self.max_bytes and len(entries) > 1:
+            self.nbytes -= entries.popleft()[1]
+
+
 # Budget name -> (max bytes of each memo of that name, the live memos).
-_budgets: dict[str, tuple[int, "weakref.WeakSet[ByteLRU]"]] = {}
+_budgets: dict[str, tuple[int, "weakref.WeakSet[ByteLRU | ByteRing]"]] = {}
 _budgets_lock = threading.Lock()
 
 
@@ -108,9 +148,18 @@ def register_budget(name: str, default_bytes: int) -> None:
 
 def budget_cache(name: str) -> ByteLRU:
     """A new memo under the registered budget `name` (its current limit; resized with it)."""
+    return _budgeted(name, ByteLRU)
+
+
+def budget_ring(name: str) -> ByteRing:
+    """A new `ByteRing` under the registered budget `name` (its current limit; resized with it)."""
+    return _budgeted(name, ByteRing)
+
+
+def _budgeted(name: str, kind: type[T]) -> T:
     with _budgets_lock:
         limit, live = _budgets[name]
-        cache = ByteLRU(limit)
+        cache = kind(limit)
         live.add(cache)
     return cache
 

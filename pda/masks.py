@@ -33,7 +33,7 @@ from typing import Literal
 import numpy as np
 
 from pda.index.token_index import TokenIndex
-from pda.lru import budget_cache, register_budget
+from pda.lru import budget_ring, register_budget
 from pda.parser.earley import Node
 from pda.rows import copy_row, same_words, scatter_row
 from pda.scanner import Scanner
@@ -44,8 +44,8 @@ from pda.trie.lookup import FiniteSetLookup, PlainRows
 # n)`): 1,700 masks of Qwen2's 151,936 tokens; far more for a small vocabulary.
 RECENT_MASKS_MAX_BYTES = 32 << 20
 register_budget("recent_masks", RECENT_MASKS_MAX_BYTES)
-# (owner key, node, lexer state) -> node, each weighing its mask's bytes.
-_recent = budget_cache("recent_masks")
+# The nodes of the masks computed last, each weighing its mask's bytes (one entry per mask, oldest dropped first).
+_recent = budget_ring("recent_masks")
 
 _keys = itertools.count()
 
@@ -115,7 +115,7 @@ class StepMasks:
         if mask is None:
             mask = self._compute_mask(node, q)
             node.cache[key] = mask
-            _recent.put((self._key, node, q), node, mask.nbytes)  # kept for the next request
+            _recent.put(node, mask.nbytes)  # kept for the next request
         return mask
 
     def can_end(self, node: Node, q: int) -> bool:

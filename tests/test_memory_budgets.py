@@ -35,6 +35,25 @@ def test_setting_a_budget_shrinks_live_caches_and_applies_to_new_ones(monkeypatc
     assert pda.memory_budgets()["unit"]["max_bytes"] == 0
 
 
+def test_a_ring_keeps_what_was_put_last_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ByteRing` drops the oldest first, keeps the newest whatever its size, and is resized by its budget."""
+    monkeypatch.setattr(lru, "_budgets", {})
+    lru.register_budget("ring", 1000)
+    ring = lru.budget_ring("ring")
+    kept = [object() for _ in range(12)]
+    for value in kept:
+        ring.put(value, 100)
+    assert len(ring) == 10 and ring.nbytes == 1000
+    assert [v for v, _ in ring._entries] == kept[2:]  # first in, first out
+    ring.put(kept[0], 5000)  # alone over the budget: kept, everything older dropped
+    assert len(ring) == 1 and ring.nbytes == 5000
+    pda.set_memory_budget("ring", 300)
+    assert len(ring) == 1
+    for value in kept[:4]:
+        ring.put(value, 100)
+    assert len(ring) == 3 and ring.nbytes == 300 and pda.memory_budgets()["ring"]["bytes"] == 300
+
+
 @pytest.mark.parametrize("name, size, error", [
     ("no such cache", 1 << 20, ValueError),
     ("token_walks", -1, ValueError),
