@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from abc import ABC, abstractmethod
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -37,7 +38,34 @@ T = TypeVar("T", "ByteLRU", "ByteRing")
 REWEIGH_PER_CALL = 8
 
 
-class ByteLRU:
+class _ByteBudget(ABC):
+    """What `ByteLRU` and `ByteRing` share: `nbytes` held at most `max_bytes` by dropping their oldest entry
+    (`_drop_oldest`, which returns its size), but the newest."""
+
+    max_bytes: int
+    nbytes: int
+    _entries: Any
+    _lock: threading.Lock
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def resize(self, max_bytes: int) -> None:
+        """Hold at most `max_bytes` from now on, dropping the oldest at once."""
+        with self._lock:
+            self.max_bytes = max_bytes
+            self._evict()
+
+    def _evict(self) -> None:
+        while self.nbytes > self.max_bytes and len(self._entries) > 1:
+            self.nbytes -= self._drop_oldest()
+
+    @abstractmethod
+    def _drop_oldest(self) -> int:
+        """Remove the oldest entry; its size."""
+
+
+class ByteLRU(_ByteBudget):
     """A key → value memo holding at most `max_bytes` (as `put`'s callers measure them)."""
 
     def __init__(self, max_bytes: int) -> None:
@@ -48,9 +76,6 @@ class ByteLRU:
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._reweigh_credit = 0  # entries the `reweigh` calls since its last full pass have paid to weigh
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
     def get(self, key: Hashable, default: Any = None) -> Any:
         """The value stored under `key` (now the most recently used), else `default`."""
@@ -86,19 +111,11 @@ class ByteLRU:
             self.nbytes = sum(size for _, size in self._entries.values())
             self._evict()
 
-    def resize(self, max_bytes: int) -> None:
-        """Hold at most `max_bytes` from now on, evicting the least recently used at once."""
-        with self._lock:
-            self.max_bytes = max_bytes
-            self._evict()
-
-    def _evict(self) -> None:
-        while self.nbytes > self.max_bytes and len(self._entries) > 1:
-            _, (_, dropped) = self._entries.popitem(last=False)
-            self.nbytes -= dropped
+    def _drop_oldest(self) -> int:
+        return self._entries.popitem(last=False)[1][1]  # the least recently used
 
 
-class ByteRing:
+class ByteRing(_ByteBudget):
     """What was put last, up to `max_bytes` (as `put`'s callers measure them): the oldest dropped first.
 
     For a memo that only keeps values alive and is never read (`pda.masks`' recent masks: one put
@@ -113,9 +130,6 @@ class ByteRing:
         self._entries: deque[tuple[Any, int]] = deque()
         self._lock = threading.Lock()
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def put(self, value: Any, size: int) -> None:
         """Keep `value` as `size` bytes, dropping the oldest past the budget."""
         with self._lock:
@@ -123,16 +137,8 @@ class ByteRing:
             self.nbytes += size
             self._evict()
 
-    def resize(self, max_bytes: int) -> None:
-        """Hold at most `max_bytes` from now on, dropping the oldest at once."""
-        with self._lock:
-            self.max_bytes = max_bytes
-            self._evict()
-
-    def _evict(self) -> None:
-        entries = self._entries
-        while self.nbytes > self.max_bytes and len(entries) > 1:
-            self.nbytes -= entries.popleft()[1]
+    def _drop_oldest(self) -> int:
+        return self._entries.popleft()[1]
 
 
 # Budget name -> (max bytes of each memo of that name, the live memos).

@@ -21,6 +21,7 @@ from pda.lexer.lexer import TerminalComponents, all_terminals_limit
 from pda.lexer.terminals import terminal_dfa
 from pda.grammar.ir import TerminalDef
 from pda.regex.product import SharedProduct, combine
+from tests.lockstep import assert_same_masks_in_lockstep
 
 # Cycles of 5, 7, 11 and 13 letters run in lockstep: 5,005 product states from DFAs of ~40 states in all.
 CYCLES = r"""
@@ -76,16 +77,7 @@ def test_a_blown_up_product_takes_the_shared_path_with_the_same_masks(
         assert lexed is None or shared.can_end(*lexed) == whole.can_end(*through_whole)
     rng = random.Random(3)
     for _ in range(6):
-        state, other = shared.initial_state(), whole.initial_state()
-        for _step in range(40):
-            mask = shared.text_mask(*state)
-            assert np.array_equal(mask, whole.text_mask(*other))
-            assert shared.can_end(*state) == whole.can_end(*other)
-            allowed = np.flatnonzero(np.unpackbits(mask.view(np.uint8), bitorder="little"))
-            if not len(allowed):
-                break
-            token = vocab.tokens[int(allowed[rng.randrange(len(allowed))])]
-            state, other = shared.scanner.feed(*state, token), whole.scanner.feed(*other, token)
+        assert_same_masks_in_lockstep(shared, whole, vocab, rng, 40)
 
 
 def test_shared_accept_rows_are_numbered_as_met() -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -28,6 +27,7 @@ from pda.lexer.lexer import START, LexerTables, SharedTables
 from pda.lexer.terminals import terminal_dfa
 from pda.reference import mask_mismatches, random_walk_states
 from pda.regex.product import SharedProduct, combine
+from tests.lockstep import assert_same_masks_in_lockstep
 
 # Terminals that overlap, some whose DFA returns to its start state ([ab]*c, a*b, (?:ab)*c...).
 PATTERNS = [
@@ -175,16 +175,7 @@ def test_json_schema_through_the_shared_table_masks_equal_the_reference(
     assert checked > 100 and compiled.lexer._shared is not None
     # The same texts through the all-terminal DFA: equal masks at every step.
     for _ in range(8):
-        state, other = compiled.initial_state(), through_all.initial_state()
-        for _step in range(25):
-            mask = compiled.text_mask(*state)
-            assert np.array_equal(mask, through_all.text_mask(*other))
-            assert compiled.can_end(*state) == through_all.can_end(*other)
-            allowed = np.flatnonzero(np.unpackbits(mask.view(np.uint8), bitorder="little"))
-            if not len(allowed):
-                break
-            token = vocab.tokens[int(allowed[rng.randrange(len(allowed))])]
-            state, other = compiled.scanner.feed(*state, token), through_all.scanner.feed(*other, token)
+        assert_same_masks_in_lockstep(compiled, through_all, vocab, rng, 25)
 
 
 @settings(max_examples=30, deadline=None)
