@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import sys
 import warnings
+from collections import deque
 from typing import Any
 
 from pda.errors import GrammarError, RegexError
@@ -202,68 +203,92 @@ def competing_heads(ctx: Context, top: str) -> bool:
     heads = sum(bit[t] for t in ctx.heads)
     rules = dict(ctx.builder.rules)
     rules["start"] = [[*ctx.ws, top, *ctx.ws]]
-    nullable: set[str] = set(ctx.ws)
-    first: dict[str, int] = {n: 0 for n in rules}
-    first.update({sym: 0 for sym in ctx.ws})
-
-    def first_of(seq: list[str]) -> tuple[int, bool]:
-        out = 0
-        for sym in seq:
-            out |= first[sym] if sym in first else bit.get(sym, 0)
-            if sym not in nullable:
-                return out, False
-        return out, True
-
-    changed = True
-    while changed:
-        changed = False
-        for n, alts in rules.items():
-            for a in alts:
-                f, null = first_of(a)
-                if f | first[n] != first[n] or (null and n not in nullable):
-                    first[n] |= f
-                    if null:
-                        nullable.add(n)
-                    changed = True
-
-    def suffixes(seq: list[str]) -> list[tuple[int, bool]]:
-        """`first_of(seq[i:])` for every i (0..len), in one pass from the right."""
-        out = [(0, True)] * (len(seq) + 1)
-        f, null = 0, True
-        for i in range(len(seq) - 1, -1, -1):
-            sym = seq[i]
-            g = first[sym] if sym in first else bit.get(sym, 0)
-            f, null = (f | g, null) if sym in nullable else (g, False)
-            out[i] = (f, null)
-        return out
-
-    follow: dict[str, int] = {n: 0 for n in rules}
-    alt_suffixes = [(n, a, suffixes(a)) for n, alts in rules.items() for a in alts]
-    changed = True
-    while changed:
-        changed = False
-        for n, a, after in alt_suffixes:
-            for i, sym in enumerate(a):
-                if sym in follow:
-                    f, null = after[i + 1]
-                    if null:
-                        f |= follow[n]
-                    if f | follow[sym] != follow[sym]:
-                        follow[sym] |= f
-                        changed = True
+    first, nullable = _first_sets(rules, bit, set(ctx.ws))
+    follow = _follow_sets(rules, first, nullable)
     rival: dict[str, bool] = {}
-    for n, a, after in alt_suffixes:
-        for f, null in after[:-1]:
-            if null:
-                f |= follow[n]
-            if f & heads:
-                for t in strings:
-                    if f & bit[t]:
-                        if t not in rival:
-                            rival[t] = _terminal_width(ctx, t) > limits.STRING_CHUNK
-                        if rival[t]:
-                            return True
+    for n, alts in rules.items():
+        for a in alts:
+            # Backwards: `f` is FIRST of the suffix from here, with FOLLOW(n) when it is nullable.
+            f = follow[n]
+            for sym in reversed(a):
+                f = f | first.get(sym, 0) if sym in nullable else first.get(sym, 0)
+                if f & heads:
+                    for t in strings:
+                        if f & bit[t]:
+                            if t not in rival:
+                                rival[t] = _terminal_width(ctx, t) > limits.STRING_CHUNK
+                            if rival[t]:
+                                return True
     return False
+
+
+def _first_sets(rules: dict[str, list[list[str]]], bit: dict[str, int],
+                nullable: set[str]) -> tuple[dict[str, int], set[str]]:
+    """FIRST of every symbol (a terminal's is its bit, 0 when it has none) and the nullable symbols
+    (`nullable` as given, and the rules found so), by a worklist: a rule is evaluated again only
+    when a rule that can begin one of its alternatives has changed (rounds over every rule until
+    none changed evaluated wp_124's 4,470 alternatives 17,880 times, this 4,687)."""
+    first: dict[str, int] = {**bit, **{n: 0 for n in rules}}
+    users: dict[str, set[str]] = {}  # rule -> the rules where it can begin an alternative
+    for n, alts in rules.items():
+        for a in alts:
+            for sym in a:
+                if sym in rules:
+                    users.setdefault(sym, set()).add(n)
+                elif sym not in nullable:
+                    break  # a terminal: what follows never begins the alternative
+    todo, queued = deque(rules), set(rules)  # naming order: mostly a rule's parts before it
+    while todo:
+        n = todo.popleft()
+        queued.discard(n)
+        f, null = first[n], n in nullable
+        for a in rules[n]:
+            g, g_null = _first_of(a, first, nullable)
+            f, null = f | g, null or g_null
+        if f != first[n] or (null and n not in nullable):
+            first[n] = f
+            if null:
+                nullable.add(n)
+            for u in users.get(n, ()):
+                if u not in queued:
+                    queued.add(u)
+                    todo.append(u)
+    return first, nullable
+
+
+def _first_of(seq: list[str], first: dict[str, int], nullable: set[str]) -> tuple[int, bool]:
+    """(FIRST, nullable) of the sequence `seq`."""
+    out = 0
+    for sym in seq:
+        out |= first.get(sym, 0)
+        if sym not in nullable:
+            return out, False
+    return out, True
+
+
+def _follow_sets(rules: dict[str, list[list[str]]], first: dict[str, int], nullable: set[str]) -> dict[str, int]:
+    """FOLLOW of every rule: what can start after it inside an alternative, then, by a worklist, what
+    follows a left side added to the rules that can end its alternatives."""
+    follow: dict[str, int] = {n: 0 for n in rules}
+    ends: dict[str, set[str]] = {}  # rule -> the rules that can end one of its alternatives
+    for n, alts in rules.items():
+        for a in alts:
+            f, null = 0, True  # FIRST and nullability of what follows the symbol, read backwards
+            for sym in reversed(a):
+                if sym in follow:
+                    follow[sym] |= f
+                    if null and sym != n:
+                        ends.setdefault(n, set()).add(sym)
+                g = first.get(sym, 0)
+                f, null = (f | g, null) if sym in nullable else (g, False)
+    todo = list(follow)
+    while todo:
+        n = todo.pop()
+        for sym in ends.get(n, ()):
+            if follow[n] | follow[sym] != follow[sym]:
+                follow[sym] |= follow[n]
+                todo.append(sym)
+    return follow
 
 # ---------------------------------------------------------------- arrays
 
