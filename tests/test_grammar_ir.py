@@ -1,0 +1,77 @@
+"""`GrammarIR.content_hash`: equal for equal content, different whenever the content differs.
+
+It keys the compile caches, so two grammars that differ anywhere (even only in
+where one symbol ends and the next begins) must not share a hash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pda.grammar.ir import BASIC, GrammarIR, IndentConfig, Rule, TerminalDef
+
+A = TerminalDef("A", "a")
+B = TerminalDef("B", "b+", priority=1)
+
+
+def ir(rules: list[tuple[str, tuple[str, ...]]], terminals: tuple[TerminalDef, ...] = (A, B), **kw: object) -> GrammarIR:
+    return GrammarIR(terminals, tuple(Rule(lhs, rhs) for lhs, rhs in rules), "start", **kw)  # type: ignore[arg-type]
+
+
+BASE = [("start", ("x", "A")), ("x", ("B",)), ("x", ())]
+
+
+def test_equal_content_gives_the_same_hash() -> None:
+    assert ir(BASE).content_hash == ir(list(BASE)).content_hash
+    # Neither a rule's alias, a terminal's line nor the source text is content.
+    aliased = GrammarIR((replace(A, line=3), B), tuple(Rule(l, r, alias="y") for l, r in BASE), "start", source="t")
+    assert aliased.content_hash == ir(BASE).content_hash
+    assert len(ir(BASE).content_hash) == 64
+
+
+def test_every_field_changes_the_hash() -> None:
+    variants = [
+        ir(BASE, terminals=(A, replace(B, pattern="b*"))),
+        ir(BASE, terminals=(A, replace(B, priority=2))),
+        ir(BASE, terminals=(A, replace(B, flags="i"))),
+        ir(BASE, terminals=(A, replace(B, lazy=True))),
+        ir(BASE, terminals=(replace(A, literal=True), B)),
+        ir(BASE, terminals=(B, A)),
+        ir(BASE, ignore=("B",)),
+        ir(BASE, indent=IndentConfig()),
+        ir(BASE, lexer=BASIC),
+        ir(BASE[:2]),
+        ir(BASE[::-1]),
+        GrammarIR((A, B), tuple(Rule(l, r) for l, r in BASE), "x"),
+    ]
+    hashes = {v.content_hash for v in variants} | {ir(BASE).content_hash}
+    assert len(hashes) == len(variants) + 1
+
+
+def test_where_symbols_and_rules_end_is_part_of_the_hash() -> None:
+    """Rules whose symbols spell the same text, split differently, hash differently."""
+    splits = [
+        [("start", ("ab",))],
+        [("start", ("a", "b"))],
+        [("starta", ("b",))],
+        [("start", ("a",)), ("b", ())],
+        [("start", ()), ("a", ("b",))],
+        [("start", ("", "ab"))],
+        [("start", ("ab", ""))],
+        [("start", ("a\x00b",))],
+        [("start", ("a", "\x00b"))],
+        [("start", ("a\x00", "b"))],
+        [("start", ("\x01['a', 'b']",))],
+        [("start", ())],
+        [("start", ("",))],
+        [],
+    ]
+    hashes = {ir(rules).content_hash for rules in splits}
+    assert len(hashes) == len(splits)
+
+
+def test_lone_surrogates_are_hashed() -> None:
+    """A pattern or a symbol holding a lone surrogate (no UTF-8 spelling) still has a hash."""
+    a = ir([("start", ("\ud800",))], terminals=(TerminalDef("A", "\udc00"),))
+    b = ir([("start", ("\ud801",))], terminals=(TerminalDef("A", "\udc00"),))
+    assert a.content_hash != b.content_hash
