@@ -394,23 +394,25 @@ def literal_dfa(data: bytes, *, name: str = "<literal>") -> LexerDFA:
     """The minimal DFA of one non-empty byte string, built directly (a chain of states).
 
     JSON Schema grammars have hundreds of single-literal key terminals; through the
-    regex path each costs ~2 ms, this ~20 µs. Minimal: state i accepts exactly
-    `data[i:]`, and those suffixes differ in length.
+    regex path each costs ~2 ms, this ~10 µs (classes by `bytes.translate`, the
+    accepting and live columns read-only views of bytes: 11 -> 9.5 µs). Minimal:
+    state i accepts exactly `data[i:]`, and those suffixes differ in length.
     """
     n = len(data)
     used = sorted(set(data))
-    byte_class = np.full(256, len(used), dtype=np.int32)
-    byte_class[used] = np.arange(len(used), dtype=np.int32)
+    k = len(used)
+    table = bytearray([min(k, 255)]) * 256  # byte -> class (k == 256 only when the loop sets every entry)
+    for c, b in enumerate(used):
+        table[b] = c
     dead = n + 1
-    trans = np.full((n + 2, len(used) + 1), dead, dtype=np.int32)
-    trans[np.arange(n), byte_class[list(data)]] = np.arange(1, n + 1, dtype=np.int32)
-    accept = np.zeros((n + 2, 1), dtype=bool)
-    accept[n, 0] = True
-    live = np.ones((n + 2, 1), dtype=bool)
-    live[dead, 0] = False
+    trans = np.full((n + 2, k + 1), dead, dtype=np.int32)
+    trans[np.arange(n), np.frombuffer(data.translate(table), dtype=np.uint8)] = np.arange(1, n + 1, dtype=np.int32)
+    byte_class = np.frombuffer(table, dtype=np.uint8).astype(np.int32)
+    accept = np.frombuffer(bytes(n) + b"\x01\x00", dtype=np.bool_).reshape(n + 2, 1)
+    live = np.frombuffer(b"\x01" * (n + 1) + b"\x00", dtype=np.bool_).reshape(n + 2, 1)
     return LexerDFA(
         n_states=n + 2, start=0, dead=dead, byte_class=_freeze(byte_class), trans=_freeze(trans),
-        accept=_freeze(accept), live=_freeze(live), names=(name,),
+        accept=accept, live=live, names=(name,),
     )
 
 
