@@ -3,8 +3,7 @@
 An all-terminal DFA much larger than its terminals' own DFAs together is overlap
 blow-up: the lexer then grows its shared product instead, and every candidate set's
 DFA, lexing and masks stay what they were through the all-terminal DFA. Also: the
-shared product numbers its accept rows as met, and `TerminalComponents.at` answers
-the same through Python ints as through numpy.
+shared product numbers its accept rows as met.
 """
 
 from __future__ import annotations
@@ -12,12 +11,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import pda
 from pda.lexer import lexer as lexer_module
-from pda.lexer.lexer import TerminalComponents, all_terminals_limit
+from pda.lexer.lexer import all_terminals_limit
 from pda.lexer.terminals import terminal_dfa
 from pda.grammar.ir import TerminalDef
 from pda.regex.product import SharedProduct, combine
@@ -97,17 +95,3 @@ def test_shared_accept_rows_are_numbered_as_met() -> None:
     for q, mask in enumerate(rows):
         row = int(shared.accept_row[q])
         assert (row < 0) == (mask == 0) and (row < 0 or shared.accept_rows[row] == mask)
-
-
-@pytest.mark.parametrize("live", [1, 3, 40, 90])
-def test_components_at_reads_the_same_through_ints_and_numpy(live: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = random.Random(live)
-    ptr = np.array([0, 2, 2 + live], dtype=np.int64)
-    terms = np.array([4, 9] + sorted(rng.sample(range(200), live)), dtype=np.int32)
-    states = np.array([rng.randrange(1000) for _ in terms], dtype=np.int32)
-    components = TerminalComponents(ptr, terms, states)
-    asked = [sorted(rng.sample(terms[2:].tolist(), rng.randint(0, live))) for _ in range(5)]
-    through_ints = [components.at(1, a) for a in asked]
-    monkeypatch.setattr(lexer_module, "AT_SCAN_MAX", -1)
-    assert [components.at(1, a) for a in asked] == through_ints
-    assert components.at(0, [9]) == [(9, int(states[1]))]

@@ -53,9 +53,6 @@ from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, dfa_digest
 from pda.regex.product import Product, SharedProduct, combine, packed_rows
 
 START = 0  # the state of every candidate set's DFA where no lexeme is in progress
-# `TerminalComponents.at` reads states with up to this many live terminals through Python ints: 1.2-1.7 us
-# for 1-8 live vs 3.2-3.4 us of numpy calls, even at ~60 (/tmp/w/me/atb.py).
-AT_SCAN_MAX = 48
 UNKNOWN = 2  # a restricted view's `live_flags` entry not worked out yet (`LexerTables.live_flag`)
 # Above this size the all-terminal DFA is not built; candidate sets are grown in the lexer's shared product.
 ALL_TERMINALS_MAX_STATES = 20_000
@@ -86,15 +83,6 @@ class TerminalComponents(NamedTuple):
     ptr: np.ndarray
     terminals: np.ndarray
     states: np.ndarray
-
-    def at(self, q: int, terminals: Sequence[int]) -> list[tuple[int, int]]:
-        """(j, j's own state at q) for each j of `terminals` (ascending, each live at q)."""
-        lo, hi = self.ptr[q : q + 2].tolist()
-        if hi - lo <= AT_SCAN_MAX:  # a handful of live terminals: a scan of Python ints beats numpy's calls
-            state_of = dict(zip(self.terminals[lo:hi].tolist(), self.states[lo:hi].tolist()))
-            return [(j, state_of[j]) for j in terminals]
-        live = self.terminals[lo:hi]
-        return list(zip(terminals, self.states[lo + np.searchsorted(live, terminals)].tolist()))
 
     def column(self, j: int) -> np.ndarray:
         """Per state, terminal j's own state where j is live, -1 elsewhere."""
