@@ -91,6 +91,8 @@ class FiniteSetLookup:
 
     def state_of(self, q: int, live_set: int) -> tuple[int, int] | None:
         """(j, s): the finite-set terminal j alone live at lexer state q, and q's state in j's DFA; or None."""
+        if not live_set & self.terminals:  # asked for every computed mask: most sets hold no finite-set terminal
+            return None
         tables = self.lexer.tables(live_set)
         live = tables.live_at(q)
         if not live & self.terminals or live & (live - 1):
