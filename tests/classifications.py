@@ -5,13 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 
+def mask_ids(mask: np.ndarray) -> np.ndarray:
+    """The token ids set in a packed int32 mask, ascending."""
+    return np.flatnonzero(np.unpackbits(mask.view(np.uint8), bitorder="little"))
+
+
 def inside_ids(c) -> np.ndarray:
     """The ids of the tokens a classification allows outright, ascending, from its mask or its `tokens`."""
     if getattr(c, "tokens", None) is not None:
         return np.asarray(c.tokens, dtype=np.int64)
     if c.inside is None:
         return np.zeros(0, np.int64)
-    return np.flatnonzero(np.unpackbits(c.inside.view(np.uint8), bitorder="little"))
+    return mask_ids(c.inside)
 
 
 def classification_parts(c) -> tuple[np.ndarray, dict[int, np.ndarray]]:

@@ -7,6 +7,7 @@ import random
 import numpy as np
 
 import pda
+from tests.classifications import mask_ids
 
 
 def assert_same_masks_in_lockstep(a: pda.CompiledGrammar, b: pda.CompiledGrammar, vocab: pda.Vocabulary,
@@ -17,7 +18,7 @@ def assert_same_masks_in_lockstep(a: pda.CompiledGrammar, b: pda.CompiledGrammar
         mask = a.text_mask(*state)
         assert np.array_equal(mask, b.text_mask(*other))
         assert a.can_end(*state) == b.can_end(*other)
-        allowed = np.flatnonzero(np.unpackbits(mask.view(np.uint8), bitorder="little"))
+        allowed = mask_ids(mask)
         if not len(allowed):
             break
         token = vocab.tokens[int(allowed[rng.randrange(len(allowed))])]

@@ -28,7 +28,7 @@ from pda.index import slices, token_index
 from pda.kernels import walk as kernel
 from pda.lexer.lexer import START
 from pda.reference import random_walk_states, reference_classification, reference_walk
-from tests.classifications import assert_same_classification
+from tests.classifications import assert_same_classification, mask_ids
 from tests.vocabularies import byte_pieces
 
 SHIPPED = ("json", "lua", "sqlite", "postgresql", "python")
@@ -293,8 +293,7 @@ def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
                     assert np.array_equal(got.inside, want_mask)
                 assert [(k, nodes.tobytes()) for k, nodes in got.boundaries] == want_groups
                 cuts += got.cut
-                want_ids = np.zeros(0, np.int64) if want_mask is None else np.flatnonzero(
-                    np.unpackbits(want_mask.view(np.uint8), bitorder="little"))
+                want_ids = np.zeros(0, np.int64) if want_mask is None else mask_ids(want_mask)
                 for sparse_max in (0, len(want_ids) - 1, len(want_ids), mask_words * 32):
                     if sparse_max < 0:
                         continue

@@ -1,5 +1,5 @@
 /* Buffer format codes as the compiled modules read them (pda/_rows.c, pda/kernels/_compose.c,
- * pda/kernels/_walk.c): one reading of the byte-order prefix for all of them.
+ * pda/kernels/_product.c, pda/kernels/_walk.c): one reading of the byte-order prefix for all of them.
  * Include after <Python.h>. */
 #ifndef PDA_BUFFER_FORMAT_H
 #define PDA_BUFFER_FORMAT_H
