@@ -32,6 +32,7 @@ from pda.integrations.bitmask import allocate_token_bitmask
 from pda.lexer import lexer as lexer_module
 from pda.lexer import terminals
 from pda.lru import ByteLRU
+from pda.recognizer import Recognizer
 from pda.trie import join
 
 # Two grammars with an enum (a finite-set terminal of at least FINITE_SET_MIN_CHOICES values:
@@ -150,11 +151,13 @@ def reference() -> list[list[bytes]]:
 def clean_cache(tmp_path_factory: pytest.TempPathFactory, reference: list[list[bytes]]) -> Path:
     """A cache folder filled by one build (checked: the next build is served from it, with the same masks).
 
-    Every regex DFA is written (`DISK_MIN_SECONDS` 0), so that every kind has entries to damage."""
+    Every regex DFA and all-terminal product is written (`DISK_MIN_SECONDS` 0), so that every kind has
+    entries to damage."""
     root = tmp_path_factory.mktemp("clean-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PDA_CACHE_DIR", str(root))
         mp.setattr(terminals, "DISK_MIN_SECONDS", 0.0)
+        mp.setattr(lexer_module, "DISK_MIN_SECONDS", 0.0)
         assert build() == reference
         with recorded_loads() as calls:
             assert build() == reference
@@ -166,8 +169,10 @@ def clean_cache(tmp_path_factory: pytest.TempPathFactory, reference: list[list[b
 
 @pytest.fixture(autouse=True)
 def every_dfa_on_disk(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Regex DFAs are written however fast they were built, so every kind's entries are read and rewritten."""
+    """Regex DFAs and products are written however fast they were built, so every kind's entries are read and
+    rewritten."""
     monkeypatch.setattr(terminals, "DISK_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(lexer_module, "DISK_MIN_SECONDS", 0.0)
 
 
 @pytest.fixture
@@ -538,6 +543,25 @@ def test_cheap_terminal_dfas_stay_off_the_disk(tmp_path, monkeypatch):
     with recorded_loads() as calls:
         again = terminals.terminal_dfa(slow)
     assert calls == [("dfa", True)] and np.array_equal(again.trans, built.trans)
+
+
+def test_cheap_products_stay_off_the_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An all-terminal product built faster than the lexer's `DISK_MIN_SECONDS` is not written (rebuilding it
+    costs about what reading it back does); a slow one is, and a fresh process reads it back."""
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
+    grammar = pda.Grammar.from_lark(GRAMMAR_2)
+    for threshold, written in ((10.0, 0), (0.0, 1)):  # nothing here takes 10 s; everything takes 0 s
+        monkeypatch.setattr(lexer_module, "DISK_MIN_SECONDS", threshold)
+        monkeypatch.setattr(lexer_module, "_combined", ByteLRU(lexer_module.ALL_TERMINAL_DFAS_MAX_BYTES))
+        built = Recognizer(grammar.ir).lexer
+        cache.flush()
+        assert len(list((tmp_path / "lexer").glob("*" + cache.SUFFIX))) == written, threshold
+    monkeypatch.setattr(lexer_module, "_combined", ByteLRU(lexer_module.ALL_TERMINAL_DFAS_MAX_BYTES))
+    with recorded_loads() as calls:
+        again = Recognizer(grammar.ir).lexer
+    assert ("lexer", True) in calls
+    everything = (1 << len(built.dfas)) - 1
+    assert np.array_equal(again.tables(everything).trans, built.tables(everything).trans)
 
 
 def test_stores_are_queued_and_a_full_queue_writes_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -37,6 +37,7 @@ token index walks them over the vocabulary.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -60,6 +61,9 @@ ALL_TERMINALS_MAX_STATES = 20_000
 # a state (o72527's 14,918 in ~12 ms, o35155's first 20,000 in ~40 ms); a floor of 3,000 sent o21840 and o41081
 # (~4,000 states from 2,700 of their own) to the shared product, steps 2.1 -> 4.8 ms each.
 ALL_TERMINALS_MIN_LIMIT = 5_000
+# An all-terminal product that took at least this long to build is also written to the disk cache
+# (reading one back costs ~0.1-0.6 ms; see `_all_terminal_dfa`).
+DISK_MIN_SECONDS = 0.002
 
 
 def _word_mask(value: int, words: int) -> np.ndarray:
@@ -546,9 +550,12 @@ def all_terminals_limit(dfas: Sequence[LexerDFA], max_states: int) -> int:
 def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int, dfas_digest: str) -> Product | None:
     """The product DFA of all terminals, or None above `limit` states.
 
-    Cached in memory and on disk by the terminals' DFAs (`dfas_digest`): grammars are
-    loaded many times (tests, several start symbols), and a product of hundreds of
-    terminals (PostgreSQL's) takes seconds.
+    Cached in memory by the terminals' DFAs (`dfas_digest`): grammars are loaded many
+    times (tests, several start symbols). On disk only when building it took at least
+    `DISK_MIN_SECONDS` (a product of hundreds of terminals, PostgreSQL's, takes seconds):
+    25 of the 30 products of the JSON Schema benchmark's sample take 0.3-1.6 ms, about
+    what reading one back costs, and writing them woke the cache's writer thread in every
+    compile, which then held the interpreter for ~0.45 ms of a 1.4 ms trivial schema's.
     """
     key = hashlib.sha256(repr((dfas_digest, names, limit)).encode()).hexdigest()[:32]
     found = _combined.get(key)
@@ -557,13 +564,15 @@ def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int, dfas_d
     disk_key = {"dfas": dfas_digest, "names": list(names), "limit": limit}
     found = cache.load("lexer", disk_key, lambda meta, arrays: _combined_from_arrays(meta, arrays, dfas))
     if found is None:
+        start = time.perf_counter()
         try:
             if max((d.n_states for d in dfas), default=0) > limit:
                 raise LimitExceeded(f"a terminal's DFA alone has more than {limit} states")
             found = combine(dfas, max_states=limit)
         except LimitExceeded:
             found = "too big"
-        cache.store("lexer", disk_key, *_combined_to_arrays(found))
+        if time.perf_counter() - start >= DISK_MIN_SECONDS:
+            cache.store("lexer", disk_key, *_combined_to_arrays(found))
     _combined.put(key, found, 0 if found == "too big" else found.nbytes)
     return None if found == "too big" else found
 
