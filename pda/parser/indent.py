@@ -315,7 +315,7 @@ class IndentedNode:
 
     __slots__ = (
         "indenter", "earley", "stack", "depth", "line_start", "mode", "may_end", "continued", "allowed",
-        "_next", "_accepting", "cache", "__weakref__",
+        "_next", "_accepting", "_cache", "__weakref__",
     )
 
     def __init__(
@@ -330,10 +330,19 @@ class IndentedNode:
         self.mode = mode
         self.may_end = may_end
         self.continued = continued
-        self._next: dict[int, IndentedNode | None] = {}
+        # Made when first used: most states are a mask's probes, which never advance or hold masks.
+        self._next: dict[int, IndentedNode | None] | None = None
         self._accepting: bool | None = None
-        self.cache: dict = {}
+        self._cache: dict | None = None
         self.allowed = self._allowed()
+
+    @property
+    def cache(self) -> dict:
+        """A dict for the mask layer's memos (as `Node.cache`)."""
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+        return cache
 
     def __repr__(self) -> str:
         flags = "".join(f" {f}" for f, on in (("may_end", self.may_end), ("continued", self.continued)) if on)
@@ -437,9 +446,12 @@ class IndentedNode:
     def advance(self, terminals: int) -> "IndentedNode | None":
         """The state after a lexeme that matched `terminals` (the lexer's top-priority set). Memoised."""
         terminals &= self.allowed
-        found = self._next.get(terminals, False)
+        memo = self._next
+        if memo is None:
+            memo = self._next = {}
+        found = memo.get(terminals, False)
         if found is False:
-            found = self._next[terminals] = self._step(terminals, probe=False) if terminals else None
+            found = memo[terminals] = self._step(terminals, probe=False) if terminals else None
         return found
 
     def probe(self, terminals: int) -> "IndentedNode | None":
@@ -449,7 +461,8 @@ class IndentedNode:
         terminals &= self.allowed
         if not terminals:
             return None
-        found = self._next.get(terminals, False)
+        memo = self._next
+        found = memo.get(terminals, False) if memo is not None else False
         return self._step(terminals, probe=True) if found is False else found
 
     def _step(self, terminals: int, *, probe: bool) -> "IndentedNode | None":
@@ -463,7 +476,9 @@ class IndentedNode:
                 depth += 1 if terminals & ind.opens else -1
                 if depth < 0:
                     return None
-            return ind.node(node, self.stack, depth, False, interned=not probe)
+            if probe:  # `Indenter.node(..., interned=False)` without its call
+                return IndentedNode(ind, node, self.stack, depth, False)
+            return ind.node(node, self.stack, depth, False)
         if terminals & ind.continuation:
             continued = not terminals & ind.crlf_continuation
             return ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, False, continued,
