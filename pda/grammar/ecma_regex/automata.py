@@ -20,14 +20,18 @@ them, written as one unit regex), only states on a path from the start to accept
 and a deterministic numbering (the minimal DFA's blocks in breadth-first order), so equal
 pattern sets give equal automata and the builder shares their terminal. Every
 exploration is bounded (`MAX_PATTERN_DFA_STATES`) and raises `RegexError` past it.
+`pattern_set_automaton` is memoised by its arguments (`PATTERN_SETS_KEPT` entries, least
+recently used evicted; its automata are immutable): an object's key set asks for the same
+one for every object that declares the same names and patterns.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import re._constants as C
-from collections.abc import Callable, Generator, Hashable
+from collections.abc import Callable, Generator, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,6 +56,9 @@ the corpus's largest: `[aA][12].*[zZ]` with three more patterns and 10..90 code 
 (a class with many escaped spellings, as `\\S`, multiplies the byte states). Past it the pattern
 set is refused (`{0,49}` there, with 0..500 code points); one below it may still pass the lexer's
 own limit of byte states (`{0,19}` with 1..200: 6,321 states, over 200,000 byte states)."""
+
+PATTERN_SETS_KEPT = 256
+"""Distinct pattern sets (with length range) whose `pattern_set_automaton` is memoised."""
 
 
 class AutomatonTooLarge(Exception):
@@ -337,7 +344,7 @@ def dfa_automaton(classes: list[Ranges], trans: list[list[int]], accept: list[bo
     return _terminal_automaton(_minimise(_DFA(classes, trans, accept)), unit, quoted=False)
 
 
-def pattern_set_automaton(positive: list[str], negative: list[str], *, min_len: int = 0,
+def pattern_set_automaton(positive: Sequence[str], negative: Sequence[str], *, min_len: int = 0,
                           max_len: int | None = None) -> TerminalAutomaton | str | None:
     """The JSON string lexemes (quotes included) whose values match every `positive` ECMA
     pattern, no `negative` one, and have min_len..max_len code points, as a terminal
@@ -349,6 +356,14 @@ def pattern_set_automaton(positive: list[str], negative: list[str], *, min_len: 
     caller applies them (it counts long strings in chunks). Raises `RegexError` when an
     automaton, the length counter's product included, would exceed `MAX_PATTERN_DFA_STATES`.
     """
+    return _pattern_set_automaton(tuple(positive), tuple(negative), min_len, max_len, MAX_PATTERN_DFA_STATES)
+
+
+@functools.lru_cache(maxsize=PATTERN_SETS_KEPT)
+def _pattern_set_automaton(positive: tuple[str, ...], negative: tuple[str, ...], min_len: int, max_len: int | None,
+                           state_limit: int) -> TerminalAutomaton | str | None:
+    """`pattern_set_automaton`, memoised; `state_limit` (the `MAX_PATTERN_DFA_STATES` the explorations
+    read) is part of the key, so a changed limit is never answered from the memo."""
     nfa = _NFA()
     wanted = [True] * len(positive) + [False] * len(negative)
     try:
