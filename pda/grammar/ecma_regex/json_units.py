@@ -104,8 +104,15 @@ RAW_UNIT, ESCAPED_UNIT = _unit_parts(ANY)
 """One unit written raw; one unit written as an escape sequence."""
 
 
+# Every ASCII character's `unit_regex`, as a `str.translate` table: property names and enum
+# values are mostly ASCII, and are written a character at a time.
+_ASCII_UNITS = {cp: unit_regex(((cp, cp),)) for cp in range(0x80)}
+
+
 def literal_body_regex(text: str) -> str:
     """The lexeme body (between the quotes) of every JSON encoding of `text`."""
+    if text.isascii():
+        return text.translate(_ASCII_UNITS)
     return "".join(unit_regex(((ord(c), ord(c)),)) or "" for c in text)
 
 
