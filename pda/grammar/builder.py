@@ -14,11 +14,11 @@ same content hash.
 
 Invariants: names never collide (numbered terminals are `HINT_<n>`, n the number of
 terminals before them; rules `r<n>`; fixed names are given by the caller and must
-be upper case); a rule's alternatives hold no duplicates; `X?` in an alternative
-is the optional symbol X (`optional`): Lark text keeps it, the IR spells it as a
-rule `x_opt` after all the others. Lark text has no automata: it spells an automaton
-terminal as a regex by state elimination, up to `MAX_LARK_AUTOMATON_REGEX` characters,
-and refuses past that (the IR is the way to use it).
+be upper case); a rule's alternatives hold no duplicates; the optional symbol X
+(`optional`) is the rule `x_opt` in alternatives and in the IR (written after all
+the others, never a rule's whole body), `X?` in Lark text. Lark text has no automata:
+it spells an automaton terminal as a regex by state elimination, up to
+`MAX_LARK_AUTOMATON_REGEX` characters, and refuses past that (the IR is the way to use it).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pda.regex import has_lazy_quantifier
 Alternatives = list[list[str]]
 
 # Only a pattern with a lazy quantifier can make a lazy terminal; most have none.
-_MAYBE_LAZY = re.compile(r"[*+?}]\?")
+_MAYBE_LAZY = re.compile(r"[*+?}](?=\?)")
 # A label that concatenates as it is: one (escaped) character or one class without nested brackets.
 _ATOM = re.compile(r"\\?[^\\\[\](){}|*+?^$]|\[\^?\]?(?:[^\]\\\[]|\\.)*\]", re.S)
 
@@ -55,7 +55,7 @@ class GrammarBuilder:
         self.terminals: dict[str, tuple[str, int]] = {}
         self.rules: dict[str, Alternatives] = {}
         self._fixed_terminals: dict[str, str] = {}
-        self._optional_rules: dict[str, str] = {}  # "X?" -> the IR's rule for it, "x_opt"
+        self._optional_rules: dict[str, str] = {}  # "x_opt" -> the symbol X it makes optional
         self._terminal_by_regex: dict[tuple[str, int], str] = {}
         self._automata: dict[str, TerminalAutomaton] = {}  # automaton terminals (`terminals` holds their description)
         self._terminal_by_automaton: dict[tuple[str, int], str] = {}
@@ -98,16 +98,18 @@ class GrammarBuilder:
         return name
 
     def optional(self, symbol: str) -> str:
-        """The symbol for "`symbol` or nothing" (`X?` in Lark text, a rule `x_opt` in the IR)."""
-        self._optional_rules[symbol + "?"] = symbol.lower() + "_opt"
-        return symbol + "?"
+        """The symbol for "`symbol` or nothing": the rule `x_opt` (`X?` in Lark text). Spelled as the IR
+        spells it from the start, so `ir` copies alternatives without renaming a symbol."""
+        name = symbol.lower() + "_opt"
+        self._optional_rules[name] = symbol
+        return name
 
     def rule(self, alts: Alternatives) -> str | None:
         """A rule with these alternatives (deduplicated by content); None if there are none."""
-        key = tuple(dict.fromkeys(tuple(a) for a in alts))
+        key = (tuple(alts[0]),) if len(alts) == 1 else tuple(dict.fromkeys(map(tuple, alts)))
         if not key:
             return None
-        if len(key) == 1 and len(key[0]) == 1 and key[0][0].islower():
+        if len(key) == 1 and len(key[0]) == 1 and key[0][0].islower() and key[0][0] not in self._optional_rules:
             return key[0][0]
         name = self._rule_by_body.get(key)
         if name is None:
@@ -181,20 +183,9 @@ class GrammarBuilder:
 
         `name` must not be a name the builder hands out (GBNF keeps its `root`)."""
         rules: dict[str, Alternatives] = {name: start, **self.rules}
-        optional = self._optional_rules
-        rules.update({opt: [[], [sym[:-1]]] for sym, opt in optional.items()})
-        reachable, todo = {name}, [name]
-        while todo:
-            for alt in rules[todo.pop()]:
-                for sym in alt:
-                    if sym in optional:
-                        sym = optional[sym]
-                    if sym in rules and sym not in reachable:
-                        reachable.add(sym)
-                        todo.append(sym)
-        ir_rules = [Rule(lhs, tuple([optional.get(sym, sym) for sym in alt]) if optional else tuple(alt))
-                    for lhs, alts in rules.items() if lhs in reachable for alt in alts]
-        used = {sym for r in ir_rules for sym in r.rhs}
+        rules.update({opt: [[], [sym]] for opt, sym in self._optional_rules.items()})
+        used = _used_symbols(rules, name)
+        ir_rules = [Rule(lhs, tuple(alt)) for lhs, alts in rules.items() if lhs in used or lhs == name for alt in alts]
         automata = self._automata
         terminals = [TerminalDef(t, regex, priority=priority, automaton=automata[t]) if t in automata
                      else TerminalDef(t, regex, priority=priority, lazy=_is_lazy(regex))
@@ -205,9 +196,10 @@ class GrammarBuilder:
     def lark(self, start: Sequence[str], *, name: str = "start") -> str:
         """The same grammar as Lark text (every rule and terminal, reachable or not); `start` one alternative
         of the start rule `name`."""
-        lines = [f"{name}: {' '.join(start)}"]
+        lark_symbol = {opt: f"{sym}?" for opt, sym in self._optional_rules.items()}
+        lines = [f"{name}: {' '.join(lark_symbol.get(s, s) for s in start)}"]
         for lhs, alts in self.rules.items():
-            lines.append(f"{lhs}: " + "\n    | ".join(" ".join(a) for a in alts))
+            lines.append(f"{lhs}: " + "\n    | ".join(" ".join(lark_symbol.get(s, s) for s in a) for a in alts))
         for t, (regex, priority) in self.terminals.items():
             if t in self._automata:
                 regex = _automaton_regex(t, self._automata[t])
@@ -217,8 +209,31 @@ class GrammarBuilder:
         return "\n".join(lines) + "\n"
 
 
+def _used_symbols(rules: dict[str, Alternatives], start: str) -> set[str]:
+    """The symbols in the rules reachable from `start`: a rule is reachable when it is `start` or one
+    of these. Breadth first, a layer of rules at a time: set operations over whole alternatives,
+    not a step per symbol."""
+    used: set[str] = set()
+    layer = [start]
+    while layer:
+        found: set[str] = set()
+        for lhs in layer:
+            for alt in rules[lhs]:
+                found.update(alt)
+        found -= used
+        used |= found
+        layer = [sym for sym in found if sym in rules and sym != start]
+    return used
+
+
 def _is_lazy(regex: str) -> bool:
-    return bool(_MAYBE_LAZY.search(regex)) and has_lazy_quantifier(regex, "")
+    """Whether a terminal's regex is lazy; parsed only when a quantifier character (after an even run
+    of backslashes: `\\+?`, an optional plus sign in every JSON number regex, is not one) is followed by `?`."""
+    for found in _MAYBE_LAZY.finditer(regex):
+        at = found.start()
+        if (at - len(regex[:at].rstrip("\\"))) % 2 == 0:
+            return has_lazy_quantifier(regex, "")
+    return False
 
 
 def _automaton_regex(name: str, a: TerminalAutomaton) -> str:
