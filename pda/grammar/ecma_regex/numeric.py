@@ -106,8 +106,12 @@ def hex4_regex(lo: int, hi: int) -> str:
     return hex_set_regex(((lo, hi),)) or "(?!)"
 
 
+@functools.lru_cache(maxsize=4096)
 def decimal_range_regex(lo: int, hi: int | None) -> str:
-    """Canonical decimal numerals (no sign, no leading zeros) for lo..hi (hi None = unbounded)."""
+    """Canonical decimal numerals (no sign, no leading zeros) for lo..hi (hi None = unbounded).
+
+    Memoised: every number terminal asks for its bounds' ranges, and the generation default's
+    exponent range (`any_number_regex`) is asked for by every schema with an unbounded number."""
     if lo < 0 or (hi is not None and hi < lo):
         raise ValueError(f"bad decimal range {lo}..{hi}")
     width0 = len(str(lo))
