@@ -38,11 +38,12 @@ class References:
             if isinstance(node.get("$anchor"), str):
                 self.anchors.setdefault("#" + node["$anchor"], node)
             for k, v in node.items():
-                if k not in ("enum", "const", "default", "examples"):
+                if k not in ("enum", "const", "default", "examples") and isinstance(v, (dict, list)):
                     self._scan_ids(v)
         elif isinstance(node, list):
             for v in node:
-                self._scan_ids(v)
+                if isinstance(v, (dict, list)):
+                    self._scan_ids(v)
 
     def resolve(self, ref: str, path: tuple[str, ...]) -> Any:
         """The subschema `ref` names; `path` is where the `$ref` is, for the error."""
