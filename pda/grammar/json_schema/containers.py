@@ -410,25 +410,26 @@ class Containers:
         """
         ws, comma = self.ctx.ws, self.ctx.literal(",")
         need = sum(1 << i for i, r in enumerate(required) if r)
-        states: dict[tuple[int, bool], str] = {}
+        present = [(1 << i, m) for i, m in enumerate(members) if m is not None]
+        separators = ([], [*ws, comma, *ws])  # before a member: nothing first, a comma after one
+        reserve, define = self.builder.reserve, self.builder.define
+        states: dict[int, str] = {}  # by seen * 2 + started
 
         def state(seen: int, started: bool) -> str:
-            if (seen, started) in states:
-                return states[(seen, started)]
-            name = states[(seen, started)] = self.builder.reserve()
-            sep = [*ws, comma, *ws] if started else []
-            alts: list[list[str]] = []
-            for i, m in enumerate(members):
-                if m is not None and not seen >> i & 1:
-                    alts.append([*sep, m, state(seen | 1 << i, True)])
+            name = states.get(seen * 2 + started)
+            if name is not None:
+                return name
+            name = states[seen * 2 + started] = reserve()
+            sep = separators[started]
+            alts = [[*sep, m, state(seen | bit, True)] for bit, m in present if not seen & bit]
             if extra is not None:
                 alts.append([*sep, extra, state(seen, True)])
             if started and seen & need == need:
                 alts.append([])
-            self.builder.define(name, alts)
+            define(name, alts)
             return name
 
-        if extra is None and all(m is None for m in members):
+        if extra is None and not present:
             return None
         return state(0, False)
 
