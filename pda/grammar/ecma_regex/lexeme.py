@@ -117,7 +117,11 @@ class Renderer:
     def _seq(self, items: list) -> Generator[Any, Any, tuple[str | None, int, int | None]]:
         out, lo, hi = [], 0, 0
         for op, av in items:
-            text, a, b = yield self._node(op, av)
+            cs = self.charset(op, av)
+            if cs is not None:  # one character: rendered here, not as a sub-call (most items are)
+                text, a, b = unit_regex(cs), 1, 1
+            else:
+                text, a, b = yield self._node(op, av)
             if text is None:
                 return None, 0, 0
             out.append(text)

@@ -16,6 +16,7 @@ literal alternation the finite-set engine compiles as a trie where it can.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import warnings
@@ -91,10 +92,12 @@ def lower_string(ctx: Context, schema: dict[str, Any], path: tuple[str, ...]) ->
         return ctx.builder.terminal(f'"(?:{er.ANY_UNIT})*"', "STR")
     return ctx.builder.terminal(f'"{info.body}"', "STR")
 
+@functools.lru_cache(maxsize=512)
 def anchored_group(pattern: str) -> str:
     """`^A$|^B$|...` (every top-level alternative anchored at both ends) as `^(?:A|B|...)$`, the
     same language: the automata take anchors only at the pattern's edges (with lengths,
-    `^$|^[^/].*$` could not be compiled). Any other pattern is returned as it is."""
+    `^$|^[^/].*$` could not be compiled). Any other pattern is returned as it is. Memoised
+    (a scan a character at a time; a format's pattern is long and asked for again)."""
     alts, depth, start, i, in_class = [], 0, 0, 0, False
     while i < len(pattern):
         c = pattern[i]
