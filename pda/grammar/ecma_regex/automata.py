@@ -20,15 +20,14 @@ them, written as one unit regex), only states on a path from the start to accept
 and a deterministic numbering (the minimal DFA's blocks in breadth-first order), so equal
 pattern sets give equal automata and the builder shares their terminal. Every
 exploration is bounded (`MAX_PATTERN_DFA_STATES`) and raises `RegexError` past it.
-`pattern_set_automaton` is memoised by its arguments (`PATTERN_SETS_KEPT` entries, least
-recently used evicted; its automata are immutable): an object's key set asks for the same
-one for every object that declares the same names and patterns.
+`pattern_set_automaton` is memoised by its arguments (its automata are immutable), under the
+byte budget `schema_patterns` (`lexeme.SCHEMA_PATTERNS_MAX_BYTES`): an object's key set asks for
+the same one for every object that declares the same names and patterns.
 """
 
 from __future__ import annotations
 
 import bisect
-import functools
 import re
 import re._constants as C
 from collections.abc import Callable, Generator, Hashable, Sequence
@@ -45,6 +44,7 @@ from pda.grammar.ecma_regex.ranges import MAX_CP, SURROGATES, Ranges, normalize,
 from pda.grammar.ecma_regex.to_python import ecma_to_python
 from pda.grammar.ir import TerminalAutomaton
 from pda.kernels.partition import coarsest_partition
+from pda.lru import budget_cache
 from pda.regex.syntax import drive, parse_pattern
 
 MAX_PATTERN_DFA_STATES = 10_000
@@ -57,8 +57,8 @@ the corpus's largest: `[aA][12].*[zZ]` with three more patterns and 10..90 code 
 set is refused (`{0,49}` there, with 0..500 code points); one below it may still pass the lexer's
 own limit of byte states (`{0,19}` with 1..200: 6,321 states, over 200,000 byte states)."""
 
-PATTERN_SETS_KEPT = 256
-"""Distinct pattern sets (with length range) whose `pattern_set_automaton` is memoised."""
+_pattern_sets = budget_cache("schema_patterns")  # registered by `lexeme`
+_ABSENT = object()
 
 
 class AutomatonTooLarge(Exception):
@@ -356,14 +356,19 @@ def pattern_set_automaton(positive: Sequence[str], negative: Sequence[str], *, m
     caller applies them (it counts long strings in chunks). Raises `RegexError` when an
     automaton, the length counter's product included, would exceed `MAX_PATTERN_DFA_STATES`.
     """
-    return _pattern_set_automaton(tuple(positive), tuple(negative), min_len, max_len, MAX_PATTERN_DFA_STATES)
+    # The state limit the explorations read is part of the key: a changed limit is never answered from the memo.
+    key = (tuple(positive), tuple(negative), min_len, max_len, MAX_PATTERN_DFA_STATES)
+    found = _pattern_sets.get(key, _ABSENT)
+    if found is _ABSENT:
+        found = _pattern_set_automaton(positive, negative, min_len, max_len)
+        size = 100 + sum(map(len, key[0] + key[1])) + (sum(64 + 2 * len(label) for _, label, _ in found.edges)
+                                                         if isinstance(found, TerminalAutomaton) else 0)
+        _pattern_sets.put(key, found, size)
+    return found
 
 
-@functools.lru_cache(maxsize=PATTERN_SETS_KEPT)
-def _pattern_set_automaton(positive: tuple[str, ...], negative: tuple[str, ...], min_len: int, max_len: int | None,
-                           state_limit: int) -> TerminalAutomaton | str | None:
-    """`pattern_set_automaton`, memoised; `state_limit` (the `MAX_PATTERN_DFA_STATES` the explorations
-    read) is part of the key, so a changed limit is never answered from the memo."""
+def _pattern_set_automaton(positive: Sequence[str], negative: Sequence[str], min_len: int,
+                           max_len: int | None) -> TerminalAutomaton | str | None:
     nfa = _NFA()
     wanted = [True] * len(positive) + [False] * len(negative)
     try:

@@ -8,14 +8,14 @@ replaced by its JSON units (`json_units`), tracking the length range it allows.
 What it cannot write directly (several patterns, negated ones, lengths across
 variable pieces) is left to `automata`.
 
-`ecma_pattern_body` is memoised by its arguments (`PATTERN_BODIES_KEPT` entries, least
-recently used evicted): a `format` is the same long pattern wherever it appears (the
-`ipv6` regex takes ~2 ms to render), in one schema and across schemas.
+`ecma_pattern_body` is memoised by its arguments, under the byte budget `schema_patterns`
+(`SCHEMA_PATTERNS_MAX_BYTES`, least recently used evicted; shared with `automata`'s pattern
+sets): a `format` is the same long pattern wherever it appears (the `ipv6` regex takes ~2 ms
+to render), in one schema and across schemas.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import re._constants as C
 from collections.abc import Generator, Iterator
@@ -29,10 +29,15 @@ from pda.grammar.ecma_regex.ranges import (
     ANY, ASCII_DIGIT, ASCII_WORD, ECMA_SPACE, MAX_CP, Ranges, complement, normalize,
 )
 from pda.grammar.ecma_regex.to_python import ecma_to_python
+from pda.lru import budget_cache, register_budget
 from pda.regex.syntax import drive, parse_pattern
 
-PATTERN_BODIES_KEPT = 512
-"""Distinct (pattern, length range) whose `ecma_pattern_body` is memoised."""
+SCHEMA_PATTERNS_MAX_BYTES = 16 * 2**20
+"""Default byte budget of each pattern memo (`ecma_pattern_body`'s, `pattern_set_automaton`'s): the
+48-schema JSONSchemaBench sample's patterns, formats and key sets weigh ~0.9 MB in all."""
+register_budget("schema_patterns", SCHEMA_PATTERNS_MAX_BYTES)
+_bodies = budget_cache("schema_patterns")
+_ABSENT = object()
 
 
 @dataclass(frozen=True)
@@ -272,7 +277,6 @@ def split_leading_lookahead(pattern: str) -> tuple[list[str], list[str]] | None:
     return ([rest], [look]) if pattern[3] == "!" else ([rest, look], [])
 
 
-@functools.lru_cache(maxsize=PATTERN_BODIES_KEPT)
 def ecma_pattern_body(pattern: str, *, min_len: int = 0, max_len: int | None = None) -> PatternInfo | None:
     """Lexeme-body regex for JSON strings that a JSON Schema `pattern` accepts (search semantics).
 
@@ -282,6 +286,15 @@ def ecma_pattern_body(pattern: str, *, min_len: int = 0, max_len: int | None = N
     absorbs the bounds. Otherwise returns None. Without a length range, None
     means no string matches.
     """
+    key = (pattern, min_len, max_len)
+    found = _bodies.get(key, _ABSENT)
+    if found is _ABSENT:
+        found = _ecma_pattern_body(pattern, min_len, max_len)
+        _bodies.put(key, found, 100 + len(pattern) + (0 if found is None else 2 * len(found.body)))
+    return found
+
+
+def _ecma_pattern_body(pattern: str, min_len: int, max_len: int | None) -> PatternInfo | None:
     python = ecma_to_python(pattern)
     if (min_len, max_len) == (0, None):
         return python_pattern_body(python, search=True, source=pattern)
