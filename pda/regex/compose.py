@@ -217,8 +217,11 @@ def repeat(x: Partial, lo: int, hi: int | None) -> Partial | None:
     n = m + (copies - 1) * (m - 1)
     trans = np.empty((n, t.shape[1]), dtype=np.int32)
     trans[:m] = t
-    later = np.where(t[1:] >= 0, t[1:].astype(np.int64)[None] + (base[1:] - 1)[:, None, None], -1)
-    trans[m:] = later.reshape(-1, t.shape[1])
+    # Copies 1.. in place, in int32 (an int64 intermediate and its cast cost 5x as much: `maxLength`
+    # strings are chains of hundreds of copies).
+    later = trans[m:].reshape(copies - 1, m - 1, t.shape[1])
+    np.add(t[1:][None], (base[1:] - 1).astype(np.int32)[:, None, None], out=later)
+    later[:, t[1:] < 0] = -1
     # Reading X once more from copy k's accepting states: copy k + 1's start edges, or (X{lo,}) the loop.
     ends = finals[None, :] + base[:, None] - 1  # [copies, finals]
     opened = t[0, opens].astype(np.int64)

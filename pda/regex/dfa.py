@@ -269,8 +269,8 @@ def _minimise(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.nda
     block_of = coarsest_partition(trans, _accept_blocks(accept))
     # the blocks renumbered by their first state (the start's block is 0), and that state of each
     block_of, rep = row_groups(block_of[:, None], np.arange(len(block_of)))
-    rows = trans[rep]
-    return np.where(rows >= 0, block_of[rows], -1), accept[rep]
+    # A row's -1 (no transition) reads the -1 appended last.
+    return np.append(block_of, -1)[trans[rep]], accept[rep]
 
 
 def _accept_blocks(accept: np.ndarray) -> np.ndarray:
