@@ -181,13 +181,18 @@ _written: dict[str, set[str]] = {}
 # this process's record (identity and size). Both only grow together between listings (`_listed`), so the
 # subset test runs again only when one of them changed.
 _others: dict[str, tuple[float, int, int, int, bool]] = {}
+# Held while a listing is renewed and while the writer adds an entry to one: an entry written
+# during a renewal is in the new listing either way.
+_listings_lock = threading.Lock()
 
 
 def _listing(folder: str) -> set[str]:
     """The entry file names in `folder` as of a listing at most LISTING_MAX_AGE seconds old."""
     now = time.monotonic()
     found = _listings.get(folder)
-    if found is None or now - found[0] > LISTING_MAX_AGE:
+    if found is not None and now - found[0] <= LISTING_MAX_AGE:
+        return found[1]
+    with _listings_lock:
         try:
             names = set(os.listdir(folder))
         except OSError:
@@ -202,10 +207,11 @@ def _listing(folder: str) -> set[str]:
 def _listed(path: Path) -> None:
     """Record an entry this process just wrote in its folder's listing."""
     folder = str(path.parent)
-    _written.setdefault(folder, set()).add(path.name)
-    found = _listings.get(folder)
-    if found is not None:
-        found[1].add(path.name)
+    with _listings_lock:
+        _written.setdefault(folder, set()).add(path.name)
+        found = _listings.get(folder)
+        if found is not None:
+            found[1].add(path.name)
 
 
 def holds_others(kind: str) -> bool:
@@ -237,7 +243,9 @@ def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np
         return None
     folder = os.path.join(_dir_name(), kind)
     names = _listing(folder)
-    if not names and not _writer.busy():  # an empty folder: a miss without hashing the key
+    # An empty folder: a miss without hashing the key. The queue is asked first: once it is
+    # empty, whatever it held is in the listing.
+    if not _writer.busy() and not names:
         return None
     name = _entry_name(kind, key)
     where = os.path.join(folder, name)
