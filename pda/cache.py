@@ -28,6 +28,11 @@ The header holds the format version, the entry's kind, its full key, a JSON
   for its write; `flush()` waits for all of them, and runs at exit. The queued bytes
   are bounded (`PENDING_MAX_BYTES`): past them a store writes in the caller's thread.
 
+An entry may carry a `tag` (a short hex fingerprint its caller derives cheaply from the
+key) as its file name's prefix: `tags(kind)` then answers from the folder's listing,
+without hashing a key, whether an entry with that tag may exist. A tag only decides
+whether to look; what is read is still verified against the full key.
+
 The hash catches corruption and the key check catches a file copied over
 another key's name; neither is a signature against someone who may write the
 folder, which is why `decode` still bounds-checks every index it hands on.
@@ -159,95 +164,103 @@ def _canonical(key: Mapping[str, Any]) -> str:
     return json.dumps(key, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
-def entry_path(kind: str, key: Mapping[str, Any]) -> Path:
-    """Where the entry of `kind` with this key lives: its name is a hash of (version, kind, key)."""
-    return Path(_dir_name(), kind, _entry_name(kind, key))
+def entry_path(kind: str, key: Mapping[str, Any], tag: str | None = None) -> Path:
+    """Where the entry of `kind` with this key (and tag) lives: its name is `tag-` and a hash of (version, kind, key)."""
+    return Path(_dir_name(), kind, _entry_name(kind, key, tag))
 
 
-def _entry_name(kind: str, key: Mapping[str, Any]) -> str:
-    return hashlib.sha256(f"{VERSION}\0{kind}\0{_canonical(key)}".encode()).hexdigest()[:40] + SUFFIX
+# A tag is the prefix of its entry's file name: lowercase hex, at most this many characters.
+TAG_MAX_CHARS = 32
+_HEX = frozenset("0123456789abcdef")
 
 
-# Per (cache folder, kind): when its entries were last listed and their file names, plus the
-# names this process wrote since. A name missing from a listing younger than LISTING_MAX_AGE
+def _entry_name(kind: str, key: Mapping[str, Any], tag: str | None = None) -> str:
+    name = hashlib.sha256(f"{VERSION}\0{kind}\0{_canonical(key)}".encode()).hexdigest()[:40] + SUFFIX
+    if tag is None:
+        return name
+    if not 0 < len(tag) <= TAG_MAX_CHARS or not _HEX.issuperset(tag):
+        raise ValueError(f"a cache entry's tag is 1-{TAG_MAX_CHARS} lowercase hex digits, got {tag!r}")
+    return f"{tag}-{name}"
+
+
+def _tag_of(name: str) -> str | None:
+    """The tag of an entry file's name, or None for an untagged entry (or another file)."""
+    tag, dash, _ = name.partition("-")
+    return tag if dash and name.endswith(SUFFIX) else None
+
+
+# Per (cache folder, kind): when its entries were last listed, their file names and their tags,
+# plus what this process wrote since. A name missing from a listing younger than LISTING_MAX_AGE
 # seconds is a miss without a file system call: most walks cost less than the failed open
 # (~0.1 ms) that would otherwise confirm it. Another process's new entry is seen once the
 # listing is that old (until then it is only a miss, never a wrong answer).
 LISTING_MAX_AGE = 5.0
-_listings: dict[str, tuple[float, set[str]]] = {}
-# Per folder, the entry names this process wrote and the folder still lists (`holds_others`).
-_written: dict[str, set[str]] = {}
-# Per folder, `holds_others`' last answer and what it was read from: the listing (its time and size) and
-# this process's record (identity and size). Both only grow together between listings (`_listed`), so the
-# subset test runs again only when one of them changed.
-_others: dict[str, tuple[float, int, int, int, bool]] = {}
+_listings: dict[str, tuple[float, set[str], set[str]]] = {}
 # Held while a listing is renewed and while the writer adds an entry to one: an entry written
 # during a renewal is in the new listing either way.
 _listings_lock = threading.Lock()
 
 
-def _listing(folder: str) -> set[str]:
-    """The entry file names in `folder` as of a listing at most LISTING_MAX_AGE seconds old."""
+def _listing(folder: str) -> tuple[float, set[str], set[str]]:
+    """(when, the entry file names, their tags) of `folder` as of a listing at most LISTING_MAX_AGE seconds old."""
     now = time.monotonic()
     found = _listings.get(folder)
     if found is not None and now - found[0] <= LISTING_MAX_AGE:
-        return found[1]
+        return found
     with _listings_lock:
         try:
             names = set(os.listdir(folder))
         except OSError:
             names = set()
-        found = _listings[folder] = (now, names)
-        mine = _written.get(folder)
-        if mine:  # what was evicted from the disk leaves this record too: bounded by the folder
-            mine &= names
-    return found[1]
+        tags = {_tag_of(name) for name in names}
+        tags.discard(None)
+        found = _listings[folder] = (now, names, tags)
+    return found
 
 
 def _listed(path: Path) -> None:
     """Record an entry this process just wrote in its folder's listing."""
-    folder = str(path.parent)
     with _listings_lock:
-        _written.setdefault(folder, set()).add(path.name)
-        found = _listings.get(folder)
+        found = _listings.get(str(path.parent))
         if found is not None:
             found[1].add(path.name)
+            tag = _tag_of(path.name)
+            if tag is not None:
+                found[2].add(tag)
 
 
-def holds_others(kind: str) -> bool:
-    """Whether the cache may hold an entry of `kind` that this process did not write.
+_NO_TAGS: frozenset[str] = frozenset()
 
-    For a caller that keeps in memory what it stores (the token index's shared walks):
-    when False, a lookup could only find its own entries, and is skipped without hashing
-    the key (a cold process asks thousands of times, each ~10-20 us).
+
+def tags(kind: str) -> "set[str] | frozenset[str]":
+    """The tags of the entries of `kind` as of the folder's listing (at most LISTING_MAX_AGE seconds old), with
+    those this process wrote since; empty with the cache off. Read-only: the set is the listing's own.
+
+    For a caller that looks up many keys of which few are stored (the token index's root walks): a
+    tag not in it is a miss decided without hashing the key (~10-20 us with the key's own digest).
     """
     if not enabled():
-        return False
-    folder = os.path.join(_dir_name(), kind)
-    names, mine = _listing(folder), _written.get(folder)
-    seen = (_listings[folder][0], len(names), id(mine), len(mine) if mine is not None else -1)
-    found = _others.get(folder)
-    if found is not None and found[:4] == seen:
-        return found[4]
-    others = bool(names) if not mine else not names <= mine
-    _others[folder] = (*seen, others)
-    return others
+        return _NO_TAGS
+    return _listing(os.path.join(_dir_name(), kind))[2]
 
 
-def load(kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np.ndarray]], T]) -> T | None:
+def load(
+    kind: str, key: Mapping[str, Any], decode: Callable[[dict, dict[str, np.ndarray]], T], tag: str | None = None
+) -> T | None:
     """`decode(meta, arrays)` of the verified entry, or None (absent, damaged, another key, or refused by `decode`).
 
     `decode` raises `Invalid` (or any error a malformed meta dict causes) to refuse an entry.
+    `tag` is the one the entry was stored with (part of its file name).
     """
     if not enabled():
         return None
     folder = os.path.join(_dir_name(), kind)
-    names = _listing(folder)
+    names = _listing(folder)[1]
     # An empty folder: a miss without hashing the key. The queue is asked first: once it is
     # empty, whatever it held is in the listing.
     if not _writer.busy() and not names:
         return None
-    name = _entry_name(kind, key)
+    name = _entry_name(kind, key, tag)
     where = os.path.join(folder, name)
     # An entry this process queued is read once written (the write lists it); others only if listed.
     if not _writer.wait_for(where) and name not in names:
@@ -297,15 +310,20 @@ def _read(path: Path, kind: str, key: Mapping[str, Any]) -> tuple[dict, dict[str
     return meta, arrays
 
 
-def store(kind: str, key: Mapping[str, Any], meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+def store(
+    kind: str, key: Mapping[str, Any], meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
+    tag: str | None = None,
+) -> None:
     """Queue an entry for writing; it is written atomically (a temporary file renamed into place), then the
-    folder kept within budget. Raises TypeError, in the caller, for an array of a dtype an entry cannot hold.
+    folder kept within budget. Raises TypeError, in the caller, for an array of a dtype an entry cannot hold,
+    and ValueError for a malformed `tag` (`TAG_MAX_CHARS` lowercase hex digits at most; `load` names it again).
 
     Arrays that can still change are copied first, so the entry holds what they held at
     this call. A folder that cannot be written is skipped (one warning per folder and process).
     """
     if not enabled():
         return
+    path = entry_path(kind, key, tag)
     table, parts, offset = [], [], 0
     for name, array in arrays.items():
         array = np.ascontiguousarray(array)
@@ -324,7 +342,7 @@ def store(kind: str, key: Mapping[str, Any], meta: Mapping[str, Any], arrays: Ma
         separators=(",", ":"), ensure_ascii=True,
     ).encode()
     head = len(header).to_bytes(8, "little") + header
-    _writer.submit(_Entry(entry_path(kind, key), cache_dir(), head, parts, len(head) + offset))
+    _writer.submit(_Entry(path, cache_dir(), head, parts, len(head) + offset))
 
 
 class _Entry:

@@ -127,8 +127,8 @@ def recorded_loads() -> Iterator[list[tuple[str, bool]]]:
     calls: list[tuple[str, bool]] = []
     real = cache.load
 
-    def load(kind, key, decode):
-        found = real(kind, key, decode)
+    def load(kind, key, decode, tag=None):
+        found = real(kind, key, decode, tag)
         calls.append((kind, found is not None))
         return found
 
@@ -495,31 +495,37 @@ def test_a_miss_in_a_recent_listing_opens_no_file_and_another_process_entry_is_s
     assert cache.load("unit", {"k": 2}, decode) == ({"m": 2}, [0, 1])
 
 
-def test_holds_others_tells_entries_of_other_processes_from_this_ones(tmp_path, monkeypatch):
-    """`holds_others(kind)`: False for an empty folder or one holding only this process's entries, True
-    once another process's entry is listed (here: this process's record of what it wrote is forgotten)."""
+def test_tags_are_listed_from_file_names_and_a_tagged_entry_reads_back_by_its_tag(tmp_path, monkeypatch):
+    """`tags(kind)`: the tags of the folder's entries, this process's new ones added as written and another
+    process's seen with the next listing; a tagged entry is found only under its tag; a tag is lowercase hex."""
     monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(cache, "_listings", {})
-    monkeypatch.setattr(cache, "_written", {})
-    assert not cache.holds_others("unit")
-    cache.store("unit", {"k": 1}, {"m": 1}, {"x": np.arange(3)})
+    decode = lambda meta, arrays: arrays["x"].tolist()  # noqa: E731
+    assert not cache.tags("unit")
+    cache.store("unit", {"k": 1}, {}, {"x": np.arange(3)}, "00ff")
+    cache.store("unit", {"k": 2}, {}, {"x": np.arange(2)})  # untagged
     cache.flush()
-    assert not cache.holds_others("unit")
-    # The record of what this process wrote keeps only what the folder still lists (bounded by it).
-    path = cache.entry_path("unit", {"k": 1})
-    path.unlink()
+    assert set(cache.tags("unit")) == {"00ff"}
+    path = cache.entry_path("unit", {"k": 1}, "00ff")
+    assert path.name.startswith("00ff-") and path.exists()
+    assert cache.load("unit", {"k": 1}, decode, "00ff") == [0, 1, 2]
+    assert cache.load("unit", {"k": 1}, decode) is None and cache.load("unit", {"k": 1}, decode, "00fe") is None
+    assert cache.load("unit", {"k": 2}, decode) == [0, 1]
+    # Another process's entry is listed once the listing is renewed.
+    other = cache.entry_path("unit", {"k": 3}, "abc")
+    cache.entry_path("unit", {"k": 1}, "00ff").rename(other)
+    assert set(cache.tags("unit")) == {"00ff"}
     monkeypatch.setattr(cache, "LISTING_MAX_AGE", 0.0)
-    assert not cache.holds_others("unit") and path.name not in cache._written[str(path.parent)]
-    monkeypatch.setattr(cache, "LISTING_MAX_AGE", 5.0)
-    cache.store("unit", {"k": 1}, {"m": 1}, {"x": np.arange(3)})
-    cache.flush()
-    monkeypatch.setattr(cache, "_written", {})  # as a new process sees the folder
-    assert cache.holds_others("unit")
+    assert set(cache.tags("unit")) == {"abc"}
+    for bad in ("", "00FF", "g1", "a-b", "../x", "a" * (cache.TAG_MAX_CHARS + 1)):
+        with pytest.raises(ValueError):
+            cache.store("unit", {"k": 4}, {}, {"x": np.arange(1)}, bad)
     cache.set_enabled(False)
     try:
-        assert not cache.holds_others("unit")
+        assert not cache.tags("unit")
     finally:
         cache.set_enabled(None)
+
 
 
 def test_cheap_terminal_dfas_stay_off_the_disk(tmp_path, monkeypatch):

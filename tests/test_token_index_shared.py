@@ -143,15 +143,59 @@ def test_disk_entries_equal_fresh_walks(fresh: Path, monkeypatch: pytest.MonkeyP
     cache.flush()
     files = list((fresh / "classes").glob("*.pdac"))
     assert files, "no classification was written to disk"
-    # A new process: an empty memory store, the same disk cache, none of its entries written by this one.
+    # A new process: an empty memory store, the same disk cache.
     monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
-    monkeypatch.setattr(cache, "_written", {})
     b = compile_lark(GRAMMAR_B, vocab)
     loaded = []
     real_load = token_index.cache.load
-    monkeypatch.setattr(token_index.cache, "load", lambda kind, key, decode: loaded.append(token_index.cache.entry_path(kind, key)) or real_load(kind, key, decode))
+    monkeypatch.setattr(token_index.cache, "load", lambda kind, key, decode, tag=None: loaded.append(token_index.cache.entry_path(kind, key, tag)) or real_load(kind, key, decode, tag))
     check_walks(b, 20, seed=4)
     assert set(loaded) & set(files), "no walk was read back from disk"
+    assert set(loaded) <= set(files), "a walk whose tag the folder does not list was looked up"
+
+
+def test_a_root_walk_miss_builds_no_disk_key_unless_its_tag_is_listed(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A root walk's miss hashes its disk key only when the folder lists its content's tag: never with nothing
+    stored; walks stored carry their tag in their file name; a new process reads them back by it."""
+    monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", 0)
+    tags, keyed = {}, []
+    real_tag, real_key = token_index.TokenIndex._content_tag, token_index.TokenIndex._disk_key
+    monkeypatch.setattr(token_index.TokenIndex, "_content_tag",
+                        lambda self, content, order: tags.setdefault(content, real_tag(self, content, order)))
+    monkeypatch.setattr(token_index.TokenIndex, "_disk_key",
+                        lambda self, content: keyed.append(content) or real_key(self, content))
+    vocab = vocabulary()
+    check_walks(compile_lark(GRAMMAR_A, vocab), 10, seed=3)
+    assert tags and keyed == [], "a walk built a disk key with nothing stored"
+    # Every walk stored (B's), under its tag.
+    monkeypatch.setattr(token_index, "DISK_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
+    check_walks(compile_lark(GRAMMAR_B, vocab), 10, seed=4)
+    cache.flush()
+    names = {p.name for p in (fresh / "classes").glob("*.pdac")}
+    assert names and {name.partition("-")[0] for name in names} == set(cache.tags("classes"))
+    assert {tags[content] for content in keyed} == set(cache.tags("classes"))
+    # A new process (empty memory store; nothing more stored): B's walks are read back, C's and D's
+    # build a key only for a tag the folder lists.
+    monkeypatch.setattr(token_index, "DISK_MIN_SECONDS", 1e9)
+    monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
+    found = []
+    real_load = token_index.cache.load
+
+    def load(kind: str, key: dict, decode: object, tag: str | None = None) -> object:
+        entry = real_load(kind, key, decode, tag)
+        found.append(entry is not None)
+        return entry
+
+    monkeypatch.setattr(token_index.cache, "load", load)
+    tags.clear()
+    keyed.clear()
+    for grammar, seed in ((GRAMMAR_B, 6), (GRAMMAR_C, 7), (GRAMMAR_D, 8)):
+        check_walks(compile_lark(grammar, vocab), 10, seed=seed)
+    assert any(found), "no walk was read back by its tag"
+    assert {tags[content] for content in keyed} <= set(cache.tags("classes"))
+    assert len(keyed) < len(tags), "every walk's miss built a disk key"
+
 
 
 def test_single_terminal_walk_runs_on_the_terminal_dfa(fresh: Path) -> None:
@@ -221,7 +265,7 @@ def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, mon
 
     monkeypatch.setattr(token_index.TokenIndex, "_suffix_walk", suffix_walk)
     monkeypatch.setattr(token_index.cache, "load",
-                        lambda kind, key, decode: looked_up.append((key, in_suffix[0])) or real_load(kind, key, decode))
+                        lambda kind, key, decode, tag=None: looked_up.append((key, in_suffix[0])) or real_load(kind, key, decode, tag))
     monkeypatch.setattr(token_index.cache, "store",
                         lambda kind, key, *entry: looked_up.append((key, in_suffix[0])) or real_store(kind, key, *entry))
     vocab = vocabulary()

@@ -64,9 +64,9 @@ DISK_MIN_SECONDS = 0.002
 # Measured on a replay of 32 JSON Schemas (Qwen2): of 2,205 root walks 117 were slow enough to
 # store; of 1,848 boundary groups' suffix walks over 4,096+ tokens, 1.
 DISK_MIN_TOKENS = 4096
-# How long a root walk's miss trusts the last answer of whether other processes wrote walks to the disk
-# (`TokenIndex._others_on_disk`); asked on every miss, it was 3% of a cold JSON Schema replay's mask time.
-OTHERS_RECHECK_SECONDS = 0.5
+# How long a root walk's miss trusts the last read of the disk entries' tags (`TokenIndex._disk_tags`); asked
+# on every miss, the cache's answer (it reads the environment) was 3% of a cold JSON Schema replay's mask time.
+DISK_TAGS_RECHECK_SECONDS = 0.5
 # A walk after a boundary returns its inside tokens as ids when they take at most 1/this of the mask's
 # bytes (Qwen2: up to 1,187 of 151,936): such walks find few (31 JSON Schemas: p50 3 tokens, p99 412),
 # and a 19 KB mask each was allocated, kept and ORed into every step mask composed from it.
@@ -74,6 +74,10 @@ SPARSE_INSIDE_SHARE = 4
 # Signatures kept per index (`TokenIndex._signature`; one lists up to all of a grammar's
 # terminals): half of a JSON Schema replay's walks share the signature of an earlier one.
 SIGNATURES_KEPT = 1024
+# `TokenIndex._content_tag`'s mixing constants (64-bit FNV prime; an odd constant spreading small state numbers).
+_TAG_PRIME = 0x100000001B3
+_STATE_MIX = 0x9E3779B97F4A7C15
+_TAG_BITS = (1 << 64) - 1
 # Basic lexer mode: the per-node walks kept to filter candidate sets' classifications from
 # (`TokenIndex._basic_classify`), at most this many bytes per index (8 bytes a node where tokens end).
 BASIC_WALKS_MAX_BYTES = 64 << 20
@@ -441,7 +445,9 @@ class TokenIndex:
         # `_ranked_components`, cleared when full
         self._ranked: dict[int, tuple[list[tuple[tuple[str, int], int, int]], int]] = {}
         self._content_digests: dict[tuple, str] = {}  # `_content_digest`, cleared when full
-        self._others, self._others_checked = False, -OTHERS_RECHECK_SECONDS  # `_others_on_disk`: never asked yet
+        self._tag_numbers: dict[int, int] = {}  # `_content_tag`'s number per terminal
+        self._tags: set[str] | frozenset[str] = frozenset()  # `_disk_tags`, never read yet
+        self._tags_read = -DISK_TAGS_RECHECK_SECONDS
         self._own_tables: dict[int, _WalkTables] = {}
         # The terminals whose DFA is live at its start (an indenter-only terminal is not), as a bitmask.
         self._live_at_start = sum(1 << j for j, d in enumerate(lexer.dfas) if d.live[d.start].any())
@@ -558,10 +564,12 @@ class TokenIndex:
         key = (self.mask_words, content)
         entry = self.shared.get(key)
         if entry is None:
-            # What this process stored is also in `shared`: the disk is asked only when others wrote there.
-            disk_key = (self._disk_key(content) if len(self.trie.token_ids) >= DISK_MIN_TOKENS
-                        and self._others_on_disk() else None)
-            entry = cache.load("classes", disk_key, self._decode_shared(len(order))) if disk_key else None
+            # Most walks are not on disk (only slow ones are stored): a tag the disk's listing lacks is a miss
+            # without the key's digests.
+            on_disk = self.vocab_key is not None and len(self.trie.token_ids) >= DISK_MIN_TOKENS
+            tag = self._content_tag(content, order) if on_disk else None
+            disk_key = self._disk_key(content) if on_disk and tag in self._disk_tags() else None
+            entry = cache.load("classes", disk_key, self._decode_shared(len(order)), tag) if disk_key else None
             fresh = None  # a walk whose groups already name this grammar's terminals
             if entry is None:
                 start = time.perf_counter()
@@ -576,10 +584,9 @@ class TokenIndex:
                     entry = (fresh.inside, tuple(
                         (sum(1 << position[j] for j in iter_bits(g.terminals)), g.nodes) for g in fresh.groups
                     ))
-                if time.perf_counter() - start >= DISK_MIN_SECONDS and len(self.trie.token_ids) >= DISK_MIN_TOKENS:
-                    disk_key = disk_key or self._disk_key(content)
-                    if disk_key:
-                        cache.store("classes", disk_key, *entries_to_arrays([entry], self.mask_words))
+                if on_disk and time.perf_counter() - start >= DISK_MIN_SECONDS:
+                    cache.store("classes", disk_key or self._disk_key(content),
+                                *entries_to_arrays([entry], self.mask_words), tag)
             self.shared.put(key, entry)
             if fresh is not None:
                 return fresh
@@ -588,15 +595,15 @@ class TokenIndex:
             BoundaryGroup(sum(1 << order[i] for i in iter_bits(positions)), nodes) for positions, nodes in groups
         ])
 
-    def _others_on_disk(self) -> bool:
-        """`cache.holds_others("classes")`, asked again only every `OTHERS_RECHECK_SECONDS`: every root-walk miss
-        would otherwise pay its ~4-8 us (the cache folder is read from the environment each time), and what other
+    def _disk_tags(self) -> set[str] | frozenset[str]:
+        """`cache.tags("classes")`, asked again only every `DISK_TAGS_RECHECK_SECONDS`: every root-walk miss would
+        otherwise pay its ~3 us (the cache folder is read from the environment each time), and what other
         processes write is seen only with the folder's listing (`cache.LISTING_MAX_AGE`), so not sooner anyway."""
         now = time.monotonic()
-        if now >= self._others_checked + OTHERS_RECHECK_SECONDS:
-            self._others = cache.holds_others("classes")
-            self._others_checked = now
-        return self._others
+        if now >= self._tags_read + DISK_TAGS_RECHECK_SECONDS:
+            self._tags = cache.tags("classes")
+            self._tags_read = now
+        return self._tags
 
     def _suffix_walk(self, group: BoundaryGroup, live_set: int) -> Classification:
         """The walk of a group's suffixes from START, without the shared classifications.
@@ -669,11 +676,23 @@ class TokenIndex:
         tables = self.walk_tables((1 << len(self.lexer.dfas)) - 1)
         return kernel.walk_states(self._trie_arrays, tables.arrays, roots, tables.kernel_state(q))
 
-    def _disk_key(self, content: tuple) -> dict | None:
-        """The disk-cache key of a shared root walk (the vocabulary's too), or None without `vocab_key`."""
-        if self.vocab_key is None:
-            return None
+    def _disk_key(self, content: tuple) -> dict:
+        """The disk-cache key of a shared root walk (the vocabulary's too; needs `vocab_key`)."""
         return {"vocab": self.vocab_key, "mask_words": self.mask_words, "content": self._content_digest(content)}
+
+    def _content_tag(self, content: tuple, order: list[int]) -> str:
+        """A 64-bit fingerprint of a walk's content, its disk entry's tag (`cache.tags`): a mix of one number per
+        terminal (from its DFA digest and priority, hashed once per index) and its state. ~1 us for the usual one
+        or two live terminals, where the key's digests cost ~10 us; a collision only costs a lookup."""
+        numbers = self._tag_numbers
+        h = 0
+        for (_, _, state), j in zip(content, order):
+            number = numbers.get(j)
+            if number is None:
+                rank = "%s\0%d" % self._rank(j)
+                number = numbers[j] = int.from_bytes(hashlib.sha256(rank.encode()).digest()[:8], "big")
+            h = ((h ^ number ^ (state * _STATE_MIX & _TAG_BITS)) * _TAG_PRIME) & _TAG_BITS
+        return format(h, "016x")
 
     def _content_digest(self, content: tuple) -> str:
         """The live terminals' (DFA digest, priority, state), hashed (memoised as `_signature` is): a key
