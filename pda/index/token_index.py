@@ -682,15 +682,14 @@ class TokenIndex:
 
     def _content_tag(self, content: tuple, order: list[int]) -> str:
         """A 64-bit fingerprint of a walk's content, its disk entry's tag (`cache.tags`): a mix of one number per
-        terminal (from its DFA digest and priority, hashed once per index) and its state. ~1 us for the usual one
-        or two live terminals, where the key's digests cost ~10 us; a collision only costs a lookup."""
+        terminal (its DFA digest's first 64 bits and its priority) and its state. ~1.3 us for a JSON Schema
+        replay's usual miss, where the key's digests cost ~10 us; a collision only costs a lookup."""
         numbers = self._tag_numbers
         h = 0
-        for (_, _, state), j in zip(content, order):
+        for (digest, priority, state), j in zip(content, order):
             number = numbers.get(j)
             if number is None:
-                rank = "%s\0%d" % self._rank(j)
-                number = numbers[j] = int.from_bytes(hashlib.sha256(rank.encode()).digest()[:8], "big")
+                number = numbers[j] = int(digest[:16], 16) ^ (priority * _TAG_PRIME & _TAG_BITS)
             h = ((h ^ number ^ (state * _STATE_MIX & _TAG_BITS)) * _TAG_PRIME) & _TAG_BITS
         return format(h, "016x")
 
