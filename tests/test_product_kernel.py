@@ -1,5 +1,5 @@
-"""The product kernels (`pda.kernels.product.explore`, `reachable`, `fill_rows`) against their plain-Python oracles
-(`pda.reference.reference_explore`, `reference_reachable`, a numpy gather)."""
+"""The product kernels (`pda.kernels.product.explore`, `reachable`, `fill_rows`, `classes`, `stack`) against their
+plain-Python oracles (`pda.reference.reference_explore`, `reference_reachable`, numpy gathers and groupings)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import random
 import numpy as np
 import pytest
 
-from pda.kernels.product import explore, fill_rows, reachable
+from pda.kernels.product import classes, explore, fill_rows, reachable, stack
 from pda.reference import reference_explore, reference_reachable
+from pda.regex.utf8 import distinct_rows
 
 
 def _random_terminals(rng: random.Random) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -121,3 +122,66 @@ def test_fill_rows_is_the_numpy_gather() -> None:
 def test_fill_rows_bad_input_raises_value_error(trans: np.ndarray, classes: np.ndarray, live: np.ndarray) -> None:
     with pytest.raises(ValueError):
         fill_rows(np.zeros((1, 1), dtype=np.int32), trans, classes, live, 2, 1)
+
+
+def _random_dfas(rng: random.Random) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Up to 6 random DFAs (trans, byte_class), each byte_class using few classes so that bytes group."""
+    trans, byte_classes = [], []
+    for _ in range(rng.randint(0, 6)):
+        n, lk = rng.randint(1, 9), rng.randint(1, 4)
+        trans.append(np.array([[rng.randrange(n) for _ in range(lk)] for _ in range(n)], dtype=np.int32))
+        cuts = sorted(rng.sample(range(1, 256), lk - 1))
+        byte_classes.append(np.searchsorted(cuts, np.arange(256), side="right").astype(np.int32)[
+            np.array(rng.sample(range(256), 256)) if rng.random() < 0.3 else slice(None)])
+    return trans, byte_classes
+
+
+def _numpy_classes(byte_classes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The byte classes by numpy: distinct columns of the stacked byte classes, numbered by their lowest byte."""
+    local = np.stack(byte_classes, axis=1) if byte_classes else np.zeros((256, 1), np.int32)
+    first, inverse = distinct_rows(local.astype(np.int32))
+    return np.argsort(np.argsort(first)).astype(np.int32)[inverse], np.sort(first)
+
+
+def test_classes_are_the_numpy_grouping() -> None:
+    rng = random.Random(17)
+    for _ in range(500):
+        _, byte_classes = _random_dfas(rng)
+        byte_class, rep = classes(byte_classes)
+        want_class, want_rep = _numpy_classes(byte_classes)
+        assert byte_class.tolist() == want_class.tolist()
+        assert rep.tolist() == want_rep.tolist()
+
+
+def test_stack_is_the_numpy_gather() -> None:
+    """Each DFA's rows over the shared classes, renumbered from its offset, one after another."""
+    rng = random.Random(19)
+    for _ in range(500):
+        trans, byte_classes = _random_dfas(rng)
+        _, rep = classes(byte_classes)
+        offsets = np.cumsum([0] + [len(t) for t in trans])
+        want = [t[:, b[rep]] + offsets[j] for j, (t, b) in enumerate(zip(trans, byte_classes))]
+        got = stack(trans, byte_classes, rep)
+        assert got.dtype == np.int32 and got.shape == (offsets[-1], len(rep))
+        assert np.array_equal(got, np.concatenate(want) if want else np.zeros((0, len(rep)), np.int32))
+
+
+@pytest.mark.parametrize("trans, byte_classes, rep", [
+    ([np.array([[1]], dtype=np.int32)], [np.zeros(256, np.int32)], np.array([0])),  # no such state
+    ([np.array([[-1]], dtype=np.int32)], [np.zeros(256, np.int32)], np.array([0])),
+    ([np.array([[0]], dtype=np.int32)], [np.ones(256, np.int32)], np.array([0])),  # no such class
+    ([np.array([[0]], dtype=np.int32)], [np.zeros(255, np.int32)], np.array([0])),  # not one class per byte
+    ([np.array([[0]], dtype=np.int32)], [np.zeros(256, np.int32)], np.array([256])),  # no such byte
+    ([np.array([[0]], dtype=np.int32)], [], np.array([0])),  # one byte_class per trans
+    ([np.array([0], dtype=np.int32)], [np.zeros(256, np.int32)], np.array([0])),  # not 2-D
+])
+def test_stack_bad_input_raises_value_error(trans: list, byte_classes: list, rep: np.ndarray) -> None:
+    with pytest.raises(ValueError):
+        stack(trans, byte_classes, rep)
+
+
+def test_classes_bad_input_raises_value_error() -> None:
+    with pytest.raises(ValueError):
+        classes([np.zeros(255, np.int32)])
+    with pytest.raises(ValueError):
+        classes([np.full(256, -1, np.int32)])

@@ -37,7 +37,7 @@ import numpy as np
 
 from pda.cache import Invalid, take
 from pda.errors import LimitExceeded
-from pda.kernels.product import Grower, Grown, explore, fill_rows, reachable
+from pda.kernels.product import Grower, Grown, classes, explore, fill_rows, reachable, stack
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.utf8 import distinct_rows
 
@@ -126,20 +126,15 @@ def combine(
     words = _words(int(ids[-1]) if len(ids) else -1)
     if len(dfas) == 1:  # one terminal's DFA is already minimal
         return _one(dfas[0], int(ids[0]), words)
-    # Global byte classes: bytes that every terminal's DFA treats alike.
-    # Grouped through a void view of each byte's row (np.unique(axis=0) sorts field by field, ~3 ms a
-    # product), then numbered by their lowest byte.
-    local = np.stack([d.byte_class for d in dfas], axis=1) if dfas else np.zeros((256, 1), np.int32)
-    first, inverse = distinct_rows(local.astype(np.int32))
-    byte_class = np.argsort(np.argsort(first)).astype(np.int32)[inverse]  # as `dfa._finish` numbers classes
-    n_classes = len(first)
-    rep = np.sort(first)
+    # Global byte classes (bytes that every terminal's DFA treats alike, numbered by their lowest
+    # byte, as `dfa._finish` numbers classes), and all terminals' states in one table over them:
+    # global id = offset[j] + local state.
+    byte_classes = [d.byte_class for d in dfas]
+    byte_class, rep = classes(byte_classes)
+    n_classes = len(rep)
+    table = stack([d.trans for d in dfas], byte_classes, rep)
     tables = _Tables(dfas)
     offsets = tables.offsets
-    # All terminals' states in one table: global id = offset[j] + local state.
-    table = np.concatenate(
-        [d.trans[:, d.byte_class[rep]].astype(np.int32) + np.int32(offsets[j]) for j, d in enumerate(dfas)]
-    ) if dfas else np.zeros((0, n_classes), np.int32)
     is_dead = np.zeros(len(table), dtype=bool)
     is_dead[[offsets[j] + d.dead for j, d in enumerate(dfas)]] = True
     start = offsets[:-1] + np.array([d.start for d in dfas], dtype=np.int64)
@@ -272,15 +267,12 @@ class SharedProduct:
     def __init__(self, dfas: Sequence[LexerDFA], max_states: int) -> None:
         self.max_states = max_states
         self._dfas = dfas
-        local = np.stack([d.byte_class for d in dfas], axis=1) if dfas else np.zeros((256, 1), np.int32)
-        first, inverse = distinct_rows(local.astype(np.int32))
-        self.byte_class = np.argsort(np.argsort(first)).astype(np.int32)[inverse]  # as `combine` numbers them
+        self.byte_class, self._rep = classes([d.byte_class for d in dfas])  # as `combine` numbers them
         self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())  # as the byte loop reads them
-        self._rep = np.sort(first)
         self._tables = tables = _Tables(dfas)
         self.hi = self.mixed_base = FIRST_SINGLE + int(tables.offsets[-1])
         capacity = self.mixed_base + max_states
-        self.trans = np.zeros((capacity, len(first)), dtype=np.int32)
+        self.trans = np.zeros((capacity, len(self._rep)), dtype=np.int32)
         self.trans[[START_ROW, DEAD]] = DEAD
         self._filled = np.zeros(len(dfas), dtype=bool)
         self.words = _words(len(dfas) - 1)
