@@ -40,10 +40,10 @@
  *     it writes the caller's table, and two grows of one grower must not interleave.
  *
  * Method: one pass over the queue; a state's successors are gathered per class from its
- * components' successors that are not dead (a CSR built once) and interned in an
- * open-addressing hash table keyed by content, so the work is O(explored states x
- * (classes + the live components' live successors)). Every index read
- * from the inputs is checked first (ValueError), and the search runs without the GIL.
+ * components' successors that are not dead (listed once per global state, when a product state
+ * first holds it) and interned in an open-addressing hash table keyed by content, so the work is
+ * O(explored states x (classes + the live components' live successors)). Every index read from the
+ * inputs is checked before it is used (ValueError), and the search runs without the GIL.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -68,6 +68,15 @@ typedef struct {
     /* a grower whose last grow failed midway (states interned without rows): it grows no more */
     int spent;
 } Explorer;
+
+/* Whether a[0:n] equals b[0:n]: the lists compared are a few ids long, where a loop beats a call to memcmp. */
+static inline int same_ids(const int32_t *a, const int32_t *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
 
 static uint64_t hash_ids(const int32_t *ids, int64_t n)
 {
@@ -105,7 +114,7 @@ static int64_t find_slot(const Explorer *e, const int32_t *ids, int64_t n, uint6
     int64_t i = (int64_t)(h & (uint64_t)(e->n_slots - 1)), q;
     while ((q = e->slots[i]) >= 0) {
         if (e->hash_of[q] == h && e->ptr[q + 1] - e->ptr[q] == n
-            && memcmp(e->ids + e->ptr[q], ids, (size_t)n * sizeof(int32_t)) == 0)
+            && same_ids(e->ids + e->ptr[q], ids, n))
             return i;
         i = (i + 1) & (e->n_slots - 1);
     }
@@ -167,33 +176,71 @@ static int64_t intern(Explorer *e, const int32_t *ids, int64_t n, int *added)
     return q;
 }
 
-/* Per global state, its successors that are not dead, by class, in class order (CSR): a product
- * state's row then costs what its components can do rather than classes x components (a JSON
- * Schema's key literals are live on one class of seventy). 0, or -1 out of memory. */
-static int sparse_successors(const Explorer *e, int64_t g, int64_t **ptr, int32_t **cls, int32_t **dst)
+/* Per global state, its successors that are not dead, by class, in class order: a product state's
+ * row then costs what its components can do rather than classes x components (a JSON Schema's key
+ * literals are live on one class of seventy). A state's list is made the first time a product state
+ * holds it (most of a table's states are never a mixed state's component), its entries checked then. */
+typedef struct {
+    int64_t *lo, *hi; /* state s's list is cls/dst[lo[s]:hi[s]]; lo[s] < 0 until it is made */
+    int32_t *cls, *dst;
+    int64_t n, cap;
+    int32_t bad; /* the entry that stopped a list (not a global state) */
+} Successors;
+
+static int successors_init(Successors *sp, int64_t g, int64_t k)
 {
-    int64_t k = e->k, s, c, n = 0;
-    *ptr = malloc((size_t)(g + 1) * sizeof(int64_t));
-    if (*ptr == NULL)
+    sp->n = 0;
+    sp->cap = 4 * (k ? k : 1);
+    sp->lo = malloc((size_t)(g ? g : 1) * sizeof(int64_t));
+    sp->hi = malloc((size_t)(g ? g : 1) * sizeof(int64_t));
+    sp->cls = malloc((size_t)sp->cap * sizeof(int32_t));
+    sp->dst = malloc((size_t)sp->cap * sizeof(int32_t));
+    if (sp->lo == NULL || sp->hi == NULL || sp->cls == NULL || sp->dst == NULL)
         return -1;
-    for (s = 0; s < g; s++) {
-        (*ptr)[s] = n;
-        for (c = 0; c < k; c++)
-            n += !e->dead[e->table[s * k + c]];
+    memset(sp->lo, 0xff, (size_t)(g ? g : 1) * sizeof(int64_t));
+    return 0;
+}
+
+static void successors_free(Successors *sp)
+{
+    free(sp->lo);
+    free(sp->hi);
+    free(sp->cls);
+    free(sp->dst);
+}
+
+/* Make global state s's list if it is not made yet: 0, -1 out of memory, 2 on an entry that is not
+ * a global state (kept in sp->bad). */
+static int successors_of(Successors *sp, const Explorer *e, int64_t g, int32_t s)
+{
+    int64_t k = e->k, c, n = sp->n;
+    const int32_t *row = e->table + (int64_t)s * k;
+    if (sp->lo[s] >= 0)
+        return 0;
+    if (n + k > sp->cap) {
+        int64_t cap = 2 * sp->cap > n + k ? 2 * sp->cap : n + k;
+        int32_t *cls = realloc(sp->cls, (size_t)cap * sizeof(int32_t));
+        if (cls == NULL)
+            return -1;
+        sp->cls = cls;
+        int32_t *dst = realloc(sp->dst, (size_t)cap * sizeof(int32_t));
+        if (dst == NULL)
+            return -1;
+        sp->dst = dst;
+        sp->cap = cap;
     }
-    (*ptr)[g] = n;
-    *cls = malloc((size_t)(n + 1) * sizeof(int32_t));
-    *dst = malloc((size_t)(n + 1) * sizeof(int32_t));
-    if (*cls == NULL || *dst == NULL)
-        return -1;
-    for (s = 0, n = 0; s < g; s++)
-        for (c = 0; c < k; c++) {
-            int32_t t = e->table[s * k + c];
-            if (!e->dead[t]) {
-                (*cls)[n] = (int32_t)c;
-                (*dst)[n++] = t;
-            }
+    for (c = 0; c < k; c++) { /* written at n always, kept where not dead: no branch to mispredict */
+        int32_t t = row[c];
+        if ((uint32_t)t >= (uint64_t)g) {
+            sp->bad = t;
+            return 2;
         }
+        sp->cls[n] = (int32_t)c;
+        sp->dst[n] = t;
+        n += !e->dead[t];
+    }
+    sp->lo[s] = sp->n;
+    sp->hi[s] = sp->n = n;
     return 0;
 }
 
@@ -222,19 +269,20 @@ static int bucket_offsets(const int64_t *count, int64_t *offset, int64_t k, int3
 static inline int same_as_previous(const int64_t *count, const int64_t *offset, const int32_t *bucket, int64_t c)
 {
     return c > 0 && count[c] == count[c - 1]
-           && memcmp(bucket + offset[c] - count[c], bucket + offset[c - 1] - count[c], (size_t)count[c] * 4) == 0;
+           && same_ids(bucket + offset[c] - count[c], bucket + offset[c - 1] - count[c], count[c]);
 }
 
-/* Explore from the start; 0 when done, 1 over max_states, -1 on memory failure.
+/* Explore from the start; 0 when done, 1 over max_states, 2 on a table entry that is not a global
+ * state (sp->bad), -1 on memory failure.
  * A state's successors are gathered per class by a counting sort of its components' sparse
  * successors (components in terminal order, so each class's list keeps that order). */
-static int run(Explorer *e, int64_t g, const int32_t *start, int64_t n_start, int64_t max_states)
+static int run(Explorer *e, Successors *sp, int64_t g, const int32_t *start, int64_t n_start, int64_t max_states)
 {
     int64_t k = e->k, q, c, i, j, n, cap = 256;
     int added, status = -1;
-    int64_t *sp_ptr = NULL, *count = calloc((size_t)k + 1, sizeof(int64_t)), *offset = malloc(((size_t)k + 1) * sizeof(int64_t));
-    int32_t *sp_cls = NULL, *sp_dst = NULL, *bucket = malloc((size_t)cap * sizeof(int32_t)), empty = 0;
-    if (count == NULL || offset == NULL || bucket == NULL || sparse_successors(e, g, &sp_ptr, &sp_cls, &sp_dst) < 0)
+    int64_t *count = calloc((size_t)k + 1, sizeof(int64_t)), *offset = malloc(((size_t)k + 1) * sizeof(int64_t));
+    int32_t *bucket = malloc((size_t)cap * sizeof(int32_t)), empty = 0;
+    if (count == NULL || offset == NULL || bucket == NULL)
         goto done;
     /* state 0, nothing live; state 1, the start, found by content only if no other state has its components */
     if (intern(e, &empty, 0, &added) != 0 || append_state(e, start, n_start, hash_ids(start, n_start)) != 1)
@@ -246,14 +294,21 @@ static int run(Explorer *e, int64_t g, const int32_t *start, int64_t n_start, in
         const int32_t *live = e->ids + e->ptr[q]; /* read before interning, which may move the pool */
         int64_t n_live = e->ptr[q + 1] - e->ptr[q];
         memset(count, 0, (size_t)k * sizeof(int64_t));
-        for (i = 0; i < n_live; i++)
-            for (j = sp_ptr[live[i]]; j < sp_ptr[live[i] + 1]; j++)
-                count[sp_cls[j]]++;
+        for (i = 0; i < n_live; i++) {
+            if ((status = successors_of(sp, e, g, live[i])) != 0)
+                goto done;
+            status = -1;
+            const int32_t *cls = sp->cls;
+            for (j = sp->lo[live[i]], n = sp->hi[live[i]]; j < n; j++)
+                count[cls[j]]++;
+        }
         if (bucket_offsets(count, offset, k, &bucket, &cap) < 0)
             goto done;
-        for (i = 0; i < n_live; i++)
-            for (j = sp_ptr[live[i]]; j < sp_ptr[live[i] + 1]; j++)
-                bucket[offset[sp_cls[j]]++] = sp_dst[j];
+        for (i = 0; i < n_live; i++) {
+            const int32_t *cls = sp->cls, *dst = sp->dst;
+            for (j = sp->lo[live[i]], n = sp->hi[live[i]]; j < n; j++)
+                bucket[offset[cls[j]]++] = dst[j];
+        }
         for (c = 0; c < k; c++) {
             n = count[c];
             const int32_t *successors = bucket + offset[c] - n; /* offset[c] now ends class c's list */
@@ -277,9 +332,6 @@ static int run(Explorer *e, int64_t g, const int32_t *start, int64_t n_start, in
     }
     status = 0;
 done:
-    free(sp_ptr);
-    free(sp_cls);
-    free(sp_dst);
     free(count);
     free(offset);
     free(bucket);
@@ -300,8 +352,9 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *for
 }
 
 /* The (table, dead, third) arguments of explore and reach, acquired and checked: table a
- * 2-D int32 array whose every entry is a global state, dead one byte per global state, the
- * third of `format`/`itemsize`. 0, or -1 with an error set and nothing held. */
+ * 2-D int32 array, dead one byte per global state (its row), the third of `format`/`itemsize`.
+ * The table's entries are checked as the searches read them (most rows are never read). 0, or -1
+ * with an error set and nothing held. */
 static int open_product_args(PyObject *const *args, Py_buffer *tv, Py_buffer *dv, Py_buffer *sv, const char *format,
                              Py_ssize_t itemsize, const char *name, int64_t *g, int64_t *k)
 {
@@ -326,12 +379,6 @@ static int open_product_args(PyObject *const *args, Py_buffer *tv, Py_buffer *dv
     }
     *g = bad ? 0 : tv->shape[0];
     *k = bad ? 0 : tv->shape[1];
-    const int32_t *table = tv->buf;
-    for (int64_t i = 0; !bad && i < *g * *k; i++)
-        if (table[i] < 0 || table[i] >= *g) {
-            PyErr_Format(PyExc_ValueError, "table holds %d, not a global state", (int)table[i]);
-            bad = 1;
-        }
     if (bad) {
         PyBuffer_Release(tv);
         PyBuffer_Release(dv);
@@ -367,7 +414,9 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             PyBuffer_Release(&sv);
             return NULL;
         }
+    Successors sp;
     memset(&e, 0, sizeof e);
+    memset(&sp, 0, sizeof sp);
     e.k = k;
     e.table = table;
     e.dead = dv.buf;
@@ -379,12 +428,12 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     e.trans = malloc((size_t)e.cap_states * (size_t)(k ? k : 1) * sizeof(int64_t));
     e.ids = malloc((size_t)e.cap_ids * sizeof(int32_t));
     e.slots = malloc((size_t)e.n_slots * sizeof(int64_t));
-    if (!e.ptr || !e.hash_of || !e.trans || !e.ids || !e.slots)
+    if (!e.ptr || !e.hash_of || !e.trans || !e.ids || !e.slots || successors_init(&sp, g, k) < 0)
         status = -1;
     else {
         memset(e.slots, 0xff, (size_t)e.n_slots * sizeof(int64_t));
         Py_BEGIN_ALLOW_THREADS
-        status = run(&e, g, start, n_start, max_states);
+        status = run(&e, &sp, g, start, n_start, max_states);
         Py_END_ALLOW_THREADS
     }
     if (status == 0)
@@ -394,8 +443,11 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     else if (status == 1) {
         Py_INCREF(Py_None);
         result = Py_None;
-    } else
+    } else if (status == 2)
+        PyErr_Format(PyExc_ValueError, "table holds %d, not a global state", (int)sp.bad);
+    else
         PyErr_NoMemory();
+    successors_free(&sp);
     free(e.ptr);
     free(e.hash_of);
     free(e.trans);
@@ -408,9 +460,10 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 }
 
 /* The global states reachable from `seeds` along `table` (seeds included), dead states left
- * out and not followed: one depth-first pass with a mark per state. 0, or -1 out of memory. */
+ * out and not followed: one depth-first pass with a mark per state. 0, -1 out of memory, or 2 on
+ * an entry that is not a global state (in *bad). */
 static int reach_run(const int32_t *table, const uint8_t *dead, int64_t g, int64_t k, const int64_t *seeds,
-                     int64_t n_seeds, uint8_t *reached)
+                     int64_t n_seeds, uint8_t *reached, int32_t *bad)
 {
     int64_t *stack = malloc((size_t)(g ? g : 1) * sizeof(int64_t)), top = 0;
     if (stack == NULL)
@@ -426,6 +479,11 @@ static int reach_run(const int32_t *table, const uint8_t *dead, int64_t g, int64
         const int32_t *row = table + stack[--top] * k;
         for (int64_t c = 0; c < k; c++) {
             int32_t t = row[c];
+            if ((uint32_t)t >= (uint64_t)g) {
+                *bad = t;
+                free(stack);
+                return 2;
+            }
             if (!dead[t] && !reached[t]) {
                 reached[t] = 1;
                 stack[top++] = t;
@@ -458,13 +516,16 @@ static PyObject *reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     uint8_t *reached = bad ? NULL : calloc((size_t)(g ? g : 1), 1);
     int status = bad ? 0 : reached == NULL ? -1 : 0;
+    int32_t bad_entry = 0;
     if (!bad && status == 0) {
         Py_BEGIN_ALLOW_THREADS
-        status = reach_run(table, dv.buf, g, k, seeds, n_seeds, reached);
+        status = reach_run(table, dv.buf, g, k, seeds, n_seeds, reached, &bad_entry);
         Py_END_ALLOW_THREADS
     }
     if (!bad && status < 0)
         PyErr_NoMemory();
+    else if (!bad && status == 2)
+        PyErr_Format(PyExc_ValueError, "table holds %d, not a global state", (int)bad_entry);
     else if (!bad) {
         int64_t n = 0;
         for (i = 0; i < g; i++)

@@ -15,15 +15,17 @@ empty list, state 1 the start, and the rest are numbered as the search meets the
 explored: from there the product is that terminal's own DFA, and its entry is
 -(s + 1). Returns `Explored(trans, ptr, ids)`: trans int64 [m, k], and state q's
 components `ids[ptr[q]:ptr[q+1]]`; or None when a state id would exceed `max_states`.
-The kernel checks every index up front (ValueError), runs without the GIL, and costs
+The kernel checks every index it reads (ValueError; the start's up front, a table row when
+a product state first holds its state), runs without the GIL, and costs
 O(states x (classes + the live components' live successors)): each global state's successors
-that are not dead are listed once, so a key literal live on one class of seventy costs one
-(the largest all-terminal product of the JSON Schema sample: 8,214 states, 19-29 -> 14 ms).
+that are not dead are listed once, when first needed, so a key literal live on one class of
+seventy costs one (the largest all-terminal product of the JSON Schema sample: 8,214 states,
+19-29 -> 14 ms).
 `pda.reference.reference_explore` is the plain-Python product the tests compare it to.
 
 `reachable(table, dead, seeds)` is the other half of a product: the global states
 reachable from `seeds` in the terminals' own DFAs (the seeds included, dead states left
-out), ascending; one pass, O(states x classes). `pda.reference.reference_reachable`
+out), ascending; one pass, O(states x classes), each row read checked. `pda.reference.reference_reachable`
 is its plain-Python oracle.
 
 `fill_rows(out, trans, classes, live, offset, dead)` writes one terminal's DFA into a
