@@ -5,6 +5,7 @@
   `pda.kernels._partition` (pda/kernels/_partition.c, DFA minimisation),
   `pda.kernels._product` (pda/kernels/_product.c, the lexer's product DFA),
   `pda.kernels._earley` (pda/kernels/_earley.c, the Earley step),
+  `pda.kernels._tables` (pda/kernels/_tables.c, the Earley parser's static tables),
   `pda.kernels._trie` (pda/kernels/_trie.c, the trie of byte strings) and
   `pda.kernels._compose` (pda/kernels/_compose.c, a mask's boundary groups) are required:
   without a C compiler and Python's headers the install fails, saying so.
@@ -42,6 +43,7 @@ setup(
         Extension("pda.kernels._product", ["pda/kernels/_product.c"], depends=[BUFFER_FORMAT]),
         Extension("pda.kernels._subsets", ["pda/kernels/_subsets.c"]),
         Extension("pda.kernels._earley", ["pda/kernels/_earley.c"]),
+        Extension("pda.kernels._tables", ["pda/kernels/_tables.c"], depends=[BUFFER_FORMAT]),
         Extension("pda.kernels._trie", ["pda/kernels/_trie.c"]),
         Extension("pda.kernels._compose", ["pda/kernels/_compose.c"], depends=[BUFFER_FORMAT]),
         Extension("pda._rows", ["pda/_rows.c"], depends=[BUFFER_FORMAT], optional=True),
