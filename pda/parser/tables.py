@@ -16,6 +16,8 @@ reference parser reads tuple views of them, made on first read.
 from __future__ import annotations
 
 from functools import cached_property
+from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 
@@ -133,17 +135,30 @@ def _rows(ptr: np.ndarray, entries: np.ndarray) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(flat[a:b]) for a, b in zip(ptr_list, ptr_list[1:]))
 
 
+class _Symbols(dict):
+    """Symbol name -> id, a name numbered the first time it is looked up (so lookups run in C: `map`)."""
+
+    def __missing__(self, name: str) -> int:
+        self[name] = number = len(self)
+        return number
+
+
+_LHS, _RHS = attrgetter("lhs"), attrgetter("rhs")
+
+
 def build_tables(ir: GrammarIR) -> ParserTables:
     """Index symbols, prune unproductive rules, then lay out the positions (`pda.kernels.tables`)."""
     terminal_names = [t.name for t in ir.terminals]
     t = len(terminal_names)
-    ids = {name: i for i, name in enumerate(terminal_names)}
-    lhs_all = np.array([ids.setdefault(r.lhs, len(ids)) for r in ir.rules], dtype=np.int64)
+    ids = _Symbols(zip(terminal_names, range(t)))
+    rules = ir.rules
+    lhs_all = np.fromiter(map(ids.__getitem__, map(_LHS, rules)), np.int64, len(rules))
     if t and len(lhs_all) and lhs_all.min() < t:
         name = terminal_names[int(lhs_all[lhs_all < t][0])]
         raise GrammarError(f"{name!r} names both a terminal and a rule", terminal=name)
-    flat_all = np.array([ids.setdefault(s, len(ids)) for r in ir.rules for s in r.rhs], dtype=np.int64)
-    lens_all = np.array([len(r.rhs) for r in ir.rules], dtype=np.int64)
+    rhss = list(map(_RHS, rules))
+    lens_all = np.fromiter(map(len, rhss), np.int64, len(rules))
+    flat_all = np.fromiter(map(ids.__getitem__, chain.from_iterable(rhss)), np.int64, int(lens_all.sum()))
 
     # Productive: terminals, then every lhs with a rule whose symbols are all productive; the rules kept.
     terminal = np.zeros(len(ids), dtype=bool)
