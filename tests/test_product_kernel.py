@@ -125,15 +125,25 @@ def test_fill_rows_bad_input_raises_value_error(trans: np.ndarray, classes: np.n
 
 
 def _random_dfas(rng: random.Random) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Up to 6 random DFAs (trans, byte_class), each byte_class using few classes so that bytes group."""
+    """Up to 6 random DFAs (trans, byte_class), each byte_class using few classes so that bytes group; some
+    tables Fortran-ordered or unaligned and some byte classes strided views, as arrays may come."""
     trans, byte_classes = [], []
     for _ in range(rng.randint(0, 6)):
         n, lk = rng.randint(1, 9), rng.randint(1, 4)
-        trans.append(np.array([[rng.randrange(n) for _ in range(lk)] for _ in range(n)], dtype=np.int32))
+        table = np.array([[rng.randrange(n) for _ in range(lk)] for _ in range(n)], dtype=np.int32)
+        trans.append(rng.choice((table, table, np.asfortranarray(table), _unaligned(table))))
         cuts = sorted(rng.sample(range(1, 256), lk - 1))
-        byte_classes.append(np.searchsorted(cuts, np.arange(256), side="right").astype(np.int32)[
-            np.array(rng.sample(range(256), 256)) if rng.random() < 0.3 else slice(None)])
+        byte_class = np.searchsorted(cuts, np.arange(256), side="right").astype(np.int32)[
+            np.array(rng.sample(range(256), 256)) if rng.random() < 0.3 else slice(None)]
+        byte_classes.append(np.repeat(byte_class, 2)[::2] if rng.random() < 0.3 else byte_class)
     return trans, byte_classes
+
+
+def _unaligned(a: np.ndarray) -> np.ndarray:
+    """A copy of `a` one byte past an aligned address (as arrays read back from a file may be)."""
+    copy = np.zeros(a.nbytes + 1, dtype=np.uint8)[1:].view(a.dtype).reshape(a.shape)
+    copy[...] = a
+    return copy
 
 
 def _numpy_classes(byte_classes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -174,6 +184,8 @@ def test_stack_is_the_numpy_gather() -> None:
     ([np.array([[0]], dtype=np.int32)], [np.zeros(256, np.int32)], np.array([256])),  # no such byte
     ([np.array([[0]], dtype=np.int32)], [], np.array([0])),  # one byte_class per trans
     ([np.array([0], dtype=np.int32)], [np.zeros(256, np.int32)], np.array([0])),  # not 2-D
+    ([np.array([[0]], dtype=np.int64)], [np.zeros(256, np.int32)], np.array([0])),  # not int32
+    ([np.array([[0]], dtype=np.int32)], [np.zeros(256, np.int64)], np.array([0])),
 ])
 def test_stack_bad_input_raises_value_error(trans: list, byte_classes: list, rep: np.ndarray) -> None:
     with pytest.raises(ValueError):

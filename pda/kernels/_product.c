@@ -806,10 +806,17 @@ release_out:
     return result;
 }
 
-/* A list of m arrays (a sequence of buffer objects), acquired C-contiguous with `format`/`itemsize`:
+/* The int32 at p, which need not be aligned (arrays read back from the disk cache may not be). */
+static inline int32_t load_int32(const char *p)
+{
+    int32_t x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+
+/* A list of m int32 arrays of any strides (a sequence of buffer objects: a DFA's table may be Fortran-ordered),
  * views[0:m], all held on success (release with release_views). 0, or -1 with an error set and none held. */
-static int open_views(PyObject *list, const char *format, Py_ssize_t itemsize, const char *name, Py_buffer **views,
-                      Py_ssize_t *m)
+static int open_views(PyObject *list, const char *name, Py_buffer **views, Py_ssize_t *m)
 {
     PyObject *seq = PySequence_Fast(list, "expected a sequence of arrays");
     if (seq == NULL)
@@ -821,14 +828,22 @@ static int open_views(PyObject *list, const char *format, Py_ssize_t itemsize, c
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t j = 0; j < *m; j++)
-        if (get_buffer(PySequence_Fast_GET_ITEM(seq, j), *views + j, PyBUF_ND, format, itemsize, name) < 0) {
+    for (Py_ssize_t j = 0; j < *m; j++) {
+        Py_buffer *v = *views + j;
+        int bad = PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, j), v, PyBUF_STRIDES | PyBUF_FORMAT) < 0;
+        if (!bad && (v->itemsize != 4 || v->format == NULL || !is_int32_format(v->format, v->itemsize))) {
+            PyErr_Format(PyExc_ValueError, "%s has the wrong dtype", name);
+            PyBuffer_Release(v);
+            bad = 1;
+        }
+        if (bad) {
             while (j-- > 0)
                 PyBuffer_Release(*views + j);
             free(*views);
             Py_DECREF(seq);
             return -1;
         }
+    }
     Py_DECREF(seq);
     return 0;
 }
@@ -840,35 +855,41 @@ static void release_views(Py_buffer *views, Py_ssize_t m)
     free(views);
 }
 
-/* The byte_class arguments of classes and stack: m int32 [256] arrays, each entry a class of its DFA
- * (with `trans`, one per trans view, each entry below its DFA's column count). 0, or -1 with an error set
- * and none held. */
-static int open_byte_classes(PyObject *list, const Py_buffer *trans, Py_ssize_t n_trans, Py_buffer **views,
-                             Py_ssize_t *m)
+/* The byte_class arguments of classes and stack (m int32 [256] arrays) copied into one int32 [m, 256]
+ * matrix (free it), each entry a class of its DFA (with `trans`, one per trans view, each entry below its
+ * DFA's column count); *m set. NULL with an error set. */
+static int32_t *read_byte_classes(PyObject *list, const Py_buffer *trans, Py_ssize_t n_trans, Py_ssize_t *m)
 {
-    if (open_views(list, "iil", 4, "byte_class", views, m) < 0)
-        return -1;
-    if (trans != NULL && *m != n_trans) {
+    Py_buffer *views;
+    int32_t *out = NULL;
+    if (open_views(list, "byte_class", &views, m) < 0)
+        return NULL;
+    if (trans != NULL && *m != n_trans)
         PyErr_SetString(PyExc_ValueError, "stack needs one byte_class per trans");
-        release_views(*views, *m);
-        return -1;
-    }
-    for (Py_ssize_t j = 0; j < *m; j++) {
-        const int32_t *bc = (*views)[j].buf;
+    else if ((out = malloc((size_t)(*m ? *m : 1) * 256 * sizeof(int32_t))) == NULL)
+        PyErr_NoMemory();
+    for (Py_ssize_t j = 0; out != NULL && j < *m; j++) {
+        const Py_buffer *v = views + j;
         int64_t limit = trans == NULL ? INT32_MAX : (trans[j].ndim == 2 ? trans[j].shape[1] : 0);
-        if ((*views)[j].len != 256 * 4) {
+        if (v->ndim != 1 || v->shape[0] != 256) {
             PyErr_SetString(PyExc_ValueError, "a byte_class must have 256 entries");
-            release_views(*views, *m);
-            return -1;
+            free(out);
+            out = NULL;
+            break;
         }
-        for (int b = 0; b < 256; b++)
-            if (bc[b] < 0 || bc[b] >= limit) {
-                PyErr_Format(PyExc_ValueError, "byte_class holds %d, not a class of its DFA", (int)bc[b]);
-                release_views(*views, *m);
-                return -1;
+        for (int b = 0; b < 256; b++) {
+            int32_t c = load_int32((const char *)v->buf + b * v->strides[0]);
+            if (c < 0 || c >= limit) {
+                PyErr_Format(PyExc_ValueError, "byte_class holds %d, not a class of its DFA", (int)c);
+                free(out);
+                out = NULL;
+                break;
             }
+            out[j * 256 + b] = c;
+        }
     }
-    return 0;
+    release_views(views, *m);
+    return out;
 }
 
 /* classes(byte_classes) -> (byte_class, rep): bytes that every DFA treats alike are one class, numbered
@@ -876,7 +897,6 @@ static int open_byte_classes(PyObject *list, const Py_buffer *trans, Py_ssize_t 
  * a second finds each byte's class among the earlier ones (equal columns compared in full). */
 static PyObject *classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    Py_buffer *views;
     Py_ssize_t m, j;
     uint64_t hash[256];
     int32_t byte_class[256], rep[256], slot[512];
@@ -885,24 +905,23 @@ static PyObject *classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "classes(byte_classes) takes 1 argument");
         return NULL;
     }
-    if (open_byte_classes(args[0], NULL, 0, &views, &m) < 0)
+    int32_t *bc = read_byte_classes(args[0], NULL, 0, &m);
+    if (bc == NULL)
         return NULL;
     for (b = 0; b < 256; b++)
         hash[b] = 0x9E3779B97F4A7C15ULL;
-    for (j = 0; j < m; j++) {
-        const int32_t *bc = views[j].buf;
+    for (j = 0; j < m; j++)
         for (b = 0; b < 256; b++) {
-            uint64_t h = (hash[b] ^ (uint64_t)(uint32_t)bc[b]) * 0xFF51AFD7ED558CCDULL;
+            uint64_t h = (hash[b] ^ (uint64_t)(uint32_t)bc[j * 256 + b]) * 0xFF51AFD7ED558CCDULL;
             hash[b] = h ^ (h >> 32);
         }
-    }
     memset(slot, 0xff, sizeof slot);
     for (b = 0; b < 256; b++) {
         int i = (int)(hash[b] & 511), c;
         while ((c = slot[i]) >= 0) {
             int a = rep[c];
             if (hash[a] == hash[b]) {
-                for (j = 0; j < m && ((const int32_t *)views[j].buf)[a] == ((const int32_t *)views[j].buf)[b]; j++)
+                for (j = 0; j < m && bc[j * 256 + a] == bc[j * 256 + b]; j++)
                     ;
                 if (j == m)
                     break;
@@ -915,7 +934,7 @@ static PyObject *classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         }
         byte_class[b] = c;
     }
-    release_views(views, m);
+    free(bc);
     return Py_BuildValue("(y#y#)", (const char *)byte_class, (Py_ssize_t)sizeof byte_class, (const char *)rep,
                          (Py_ssize_t)(k * 4));
 }
@@ -926,16 +945,17 @@ static PyObject *classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs
  * gather, cast and add per DFA, then a concatenation, were a fifth of a 248-terminal product). */
 static PyObject *stack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    Py_buffer *tv = NULL, *bv = NULL, rv;
+    Py_buffer *tv = NULL, rv;
     Py_ssize_t m, mb, j;
     int64_t g = 0, k, s, c;
-    int32_t *column = NULL;
+    int32_t *bc = NULL;
+    int64_t *column = NULL;
     PyObject *result = NULL;
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "stack(trans, byte_classes, rep) takes 3 arguments");
         return NULL;
     }
-    if (open_views(args[0], "iil", 4, "trans", &tv, &m) < 0)
+    if (open_views(args[0], "trans", &tv, &m) < 0)
         return NULL;
     for (j = 0; j < m; j++) {
         if (tv[j].ndim != 2) {
@@ -950,7 +970,7 @@ static PyObject *stack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         release_views(tv, m);
         return NULL;
     }
-    if (open_byte_classes(args[1], tv, m, &bv, &mb) < 0) {
+    if ((bc = read_byte_classes(args[1], tv, m, &mb)) == NULL) {
         release_views(tv, m);
         return NULL;
     }
@@ -963,7 +983,7 @@ static PyObject *stack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             PyErr_Format(PyExc_ValueError, "rep holds %d, not a byte", (int)rep[c]);
             break;
         }
-    column = malloc((size_t)(k ? k : 1) * sizeof(int32_t));
+    column = malloc((size_t)(k ? k : 1) * sizeof(int64_t));
     if (column == NULL && !PyErr_Occurred())
         PyErr_NoMemory();
     if (!PyErr_Occurred())
@@ -972,15 +992,16 @@ static PyObject *stack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         int32_t *out = (int32_t *)PyBytes_AS_STRING(result);
         int64_t offset = 0;
         for (j = 0; j < m && result != NULL; j++) {
-            const int32_t *trans = tv[j].buf, *bc = bv[j].buf;
-            int64_t n = tv[j].shape[0], lk = tv[j].shape[1];
-            for (c = 0; c < k; c++)
-                column[c] = bc[rep[c]];
+            const char *base = tv[j].buf;
+            Py_ssize_t row_stride = tv[j].strides[0], col_stride = tv[j].strides[1];
+            int64_t n = tv[j].shape[0];
+            for (c = 0; c < k; c++) /* byte offsets of the class columns within a row */
+                column[c] = (int64_t)bc[j * 256 + rep[c]] * col_stride;
             for (s = 0; s < n; s++) {
-                const int32_t *from = trans + s * lk;
+                const char *from = base + s * row_stride;
                 int32_t *row = out + (offset + s) * k;
                 for (c = 0; c < k; c++) {
-                    int32_t t = from[column[c]];
+                    int32_t t = load_int32(from + column[c]);
                     if ((uint32_t)t >= (uint64_t)n) {
                         PyErr_Format(PyExc_ValueError, "trans holds %d, not a state", (int)t);
                         Py_CLEAR(result);
@@ -998,7 +1019,7 @@ static PyObject *stack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyBuffer_Release(&rv);
 release:
     release_views(tv, m);
-    release_views(bv, mb);
+    free(bc);
     return result;
 }
 

@@ -80,18 +80,17 @@ def explore(table: np.ndarray, dead: np.ndarray, start: np.ndarray, max_states: 
 
 
 def classes(byte_classes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(byte_class int32 [256], rep int32 [k]): bytes that every DFA's `byte_classes[j]` maps alike are one class,
-    numbered by their lowest byte, which is `rep[c]`."""
-    byte_class, rep = _product.classes([np.ascontiguousarray(b, dtype=np.int32) for b in byte_classes])
+    """(byte_class int32 [256], rep int32 [k]): bytes that every DFA's `byte_classes[j]` (int32 [256], as a
+    `LexerDFA` holds it) maps alike are one class, numbered by their lowest byte, which is `rep[c]`."""
+    byte_class, rep = _product.classes(byte_classes)
     return np.frombuffer(byte_class, dtype=np.int32), np.frombuffer(rep, dtype=np.int32)
 
 
 def stack(trans: Sequence[np.ndarray], byte_classes: Sequence[np.ndarray], rep: np.ndarray) -> np.ndarray:
-    """DFA j (`trans[j]` int32 [n_j, k_j] over `byte_classes[j]`) as rows offset_j = n_0 + ... + n_(j-1) on of one
-    int32 [sum n_j, len(rep)] table of global ids: row offset_j + s, class c is offset_j + trans[j][s, byte_classes[j][rep[c]]]."""
-    table = _product.stack([np.ascontiguousarray(t, dtype=np.int32) for t in trans],
-                           [np.ascontiguousarray(b, dtype=np.int32) for b in byte_classes],
-                           np.ascontiguousarray(rep, dtype=np.int32))
+    """DFA j (`trans[j]` int32 [n_j, k_j], any strides, over `byte_classes[j]` int32 [256]) as the rows from
+    offset_j = n_0 + ... + n_(j-1) on of one int32 [sum n_j, len(rep)] table of global ids: row offset_j + s,
+    class c is offset_j + trans[j][s, byte_classes[j][rep[c]]]. Arrays of another dtype raise ValueError."""
+    table = _product.stack(trans, byte_classes, np.ascontiguousarray(rep, dtype=np.int32))
     return np.frombuffer(table, dtype=np.int32).reshape(-1, len(rep))
 
 
