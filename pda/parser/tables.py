@@ -7,8 +7,8 @@ still be completed to a sentence; `S' -> start` is added as the last rule.
 
 Here the symbols are interned and the kept nonterminals named; the productive
 symbols and everything indexed by dot position (a JSON Schema has tens of thousands
-of positions) come from the compiled `pda.kernels.tables`, one pass each (numpy
-rounds and Python sets: ~3.4x the time over JSONSchemaBench's 31-schema sample).
+of positions) come from the compiled `pda.kernels.tables`, one pass each (as numpy
+rounds and Python sets they took ~3.4x as long over JSONSchemaBench's 31-schema sample).
 The compiled parser reads those arrays (`ParserTables.kernel`), and the Python
 reference parser reads tuple views of them, made on first read.
 """
