@@ -10,6 +10,7 @@ token ids and every one-byte token; the text's verdict must be `ast.parse`'s.
 from __future__ import annotations
 
 import ast
+import sys
 import warnings
 
 import numpy as np
@@ -77,3 +78,72 @@ def test_masks_along_text_equal_reference(compiled: pda.CompiledGrammar, text: s
         node, q = step
     assert failures == []
     assert (completed and compiled.scanner.can_end(node, q)) == python_accepts(text)
+
+
+PROBE_TEXTS = [*TEXTS, "def f(a, b=[1, (2, {3: 4})]):\n    if a:\n        return b[0]\n    x = f(\n        1)\n"]
+
+
+def _fields(state: object) -> tuple | None:
+    if state is None:
+        return None
+    return (type(state), state.earley, state.stack, state.depth, state.line_start, state.mode, state.may_end,
+            state.continued, state.allowed)
+
+
+def _terminal_sets(allowed: int) -> list[int]:
+    """Each terminal of `allowed` alone, neighbours together, all of them, and a set it does not meet."""
+    bits = [1 << i for i in range(allowed.bit_length()) if allowed >> i & 1]
+    return [*bits, *(a | b for a, b in zip(bits, bits[1:])), allowed, ~allowed & ((1 << allowed.bit_length()) - 1)]
+
+
+@pytest.mark.parametrize("text", PROBE_TEXTS)
+def test_compiled_probe_equals_the_python_step(compiled: pda.CompiledGrammar, text: str) -> None:
+    """`IndentedNode.probe` (pda/kernels/_indent.c) against `_step(..., probe=True)`, its Python oracle, from
+    every state along the text and one probe further: the same fields, the same interned Earley node."""
+    node, q = compiled.initial_state()
+    states = [node]
+    for byte in text.encode("utf-8"):
+        step = compiled.scanner.feed(node, q, bytes((byte,)))
+        if step is None:
+            break
+        node, q = step
+        if node is not states[-1]:
+            states.append(node)
+    compared = 0
+    for state in states:
+        for i, terminals in enumerate(_terminal_sets(state.allowed)):
+            got = state.probe(terminals)
+            masked = terminals & state.allowed
+            assert _fields(got) == (_fields(state._step(masked, probe=True)) if masked else None)
+            compared += 1
+            if got is not None and i < 8:
+                for further in _terminal_sets(got.allowed):
+                    masked = further & got.allowed
+                    assert _fields(got.probe(further)) == (
+                        _fields(got._step(masked, probe=True)) if masked else None)
+                    compared += 1
+    assert compared > 1000
+
+
+def test_compiled_probe_refuses_what_it_cannot_read(compiled: pda.CompiledGrammar) -> None:
+    node, _ = compiled.initial_state()
+    with pytest.raises(TypeError, match="int bitmask"):
+        node.probe("1")
+    bare = type(node).__new__(type(node))
+    with pytest.raises(TypeError, match="without its indenter"):
+        bare.probe(1)
+
+
+def test_compiled_probe_leaks_no_reference(compiled: pda.CompiledGrammar) -> None:
+    node, q = compiled.initial_state()
+    for byte in b"x = f(a, [":
+        node, q = compiled.scanner.feed(node, q, bytes((byte,)))
+    assert node.depth > 0
+    terminals = _terminal_sets(node.allowed)
+    for t in terminals:  # the Earley probes remembered first
+        node.probe(t)
+    before = [sys.getrefcount(x) for x in (node, node.earley, node.stack, node.depth, node.indenter)]
+    for _ in range(100):
+        for t in terminals:
+            node.probe(t)
+    assert [sys.getrefcount(x) for x in (node, node.earley, node.stack, node.depth, node.indenter)] == before

@@ -67,7 +67,10 @@ lexer terminal sets into parser terminals:
 
 It has the interface of an Earley `Node` that the scanner and the masks use
 (`allowed`, `advance`, `probe`, `accepting`, `cache`), and is interned, so masks
-are memoised per state as usual.
+are memoised per state as usual. Its fields and `probe` are compiled
+(`pda.kernels.indent`, the base types of `Indenter` and `IndentedNode`); `_step` here is
+the whole step in Python, which the compiled probe calls for every lexeme but a plain
+parser lexeme, and the oracle the tests compare it to.
 
 It belongs to the parser, not the lexer: it wraps parser nodes, turns terminal
 sets into parser terminals and reads no lexer state. What it gives the lexer is
@@ -84,6 +87,7 @@ from dataclasses import replace
 
 from pda.errors import GrammarError
 from pda.grammar.ir import NEVER, GrammarIR, IndentConfig, TerminalAutomaton, TerminalDef
+from pda.kernels.indent import IndentedState, IndenterTables
 from pda.parser.earley import Node
 
 _EOL = r"(?:\r\n?|\n)"  # CPython reads \r\n and a lone \r as \n
@@ -222,7 +226,7 @@ def indenter_terminals(ir: GrammarIR, config: IndentConfig) -> frozenset[str]:
     return frozenset(t.name for t in ir.terminals if t.name in named or (t.literal and t.pattern in brackets))
 
 
-class Indenter:
+class Indenter(IndenterTables):
     """Per-grammar tables for `IndentedNode`: terminal ids and the intern table."""
 
     def __init__(self, ir: GrammarIR, config: IndentConfig) -> None:
@@ -273,13 +277,14 @@ class Indenter:
             if re.escape(ch) in literals:
                 self.closes |= 1 << literals[re.escape(ch)]
         self.parser_only = self.newline | self.indent | self.dedent
-        # Precomputed for the hot path (a mask probes every boundary through `IndentedNode.probe`):
-        # the terminals `_step` treats specially (any other lexeme only moves the parser and the
-        # bracket depth), and the sets `_allowed` combines.
+        # Precomputed for the hot path (a mask probes every boundary through `IndentedNode.probe`,
+        # which reads these: `IndenterTables`): the terminals `_step` treats specially (any other
+        # lexeme only moves the parser and the bracket depth), and the sets `_allowed` combines.
         self.special = self.continuation | self.leading | self.all_newlines | self.ignored
         self.brackets = self.opens | self.closes
         self.not_parser_only = ~self.parser_only
         self.in_brackets = self.all_newlines | self.continuation
+        self.line_mode = LINE
         # Interned weakly, as Earley nodes are: a state dies with the last matcher or memo using it.
         self._nodes: weakref.WeakValueDictionary[tuple, IndentedNode] = weakref.WeakValueDictionary()
 
@@ -301,7 +306,7 @@ class Indenter:
         return self.node(earley, ((0, 0),), 0, True, TEXT_START)
 
 
-class IndentedNode:
+class IndentedNode(IndentedState):
     """An Earley node plus the indenter's state; quacks like `Node` for the lexer and index.
 
     `mode`: `LINE`, or `TEXT_START` (only ignored text read: leading indentation may
@@ -313,10 +318,7 @@ class IndentedNode:
     where it is not known: long indentation mixing tabs and spaces).
     """
 
-    __slots__ = (
-        "indenter", "earley", "stack", "depth", "line_start", "mode", "may_end", "continued", "allowed",
-        "_next", "_accepting", "_cache", "__weakref__",
-    )
+    __slots__ = ()  # the fields are `IndentedState`'s
 
     def __init__(
         self, indenter: Indenter, earley: Node, stack: tuple[Level, ...], depth: int, line_start: bool,
@@ -330,10 +332,8 @@ class IndentedNode:
         self.mode = mode
         self.may_end = may_end
         self.continued = continued
-        # Made when first used: most states are a mask's probes, which never advance or hold masks.
-        self._next: dict[int, IndentedNode | None] | None = None
-        self._accepting: bool | None = None
-        self._cache: dict | None = None
+        # `_next` (advance's memo), `_accepting` and `_cache` are made when first used: most states
+        # are a mask's probes, which never advance or hold masks. Until then they read None.
         self.allowed = self._allowed()
 
     @property
@@ -454,16 +454,10 @@ class IndentedNode:
             found = memo[terminals] = self._step(terminals, probe=False) if terminals else None
         return found
 
-    def probe(self, terminals: int) -> "IndentedNode | None":
-        """`advance` that memoises and interns nothing it builds: for masks, which look past the next
-        lexeme (as `Node.probe`: memoised, the states a mask probes would live as long as this one;
-        a mask reads only their `allowed` and probes on from them)."""
-        terminals &= self.allowed
-        if not terminals:
-            return None
-        memo = self._next
-        found = memo.get(terminals, False) if memo is not None else False
-        return self._step(terminals, probe=True) if found is False else found
+    # `probe(terminals)` (`IndentedState.probe`, compiled) is `advance` that memoises and interns
+    # nothing it builds: for masks, which look past the next lexeme (as `Node.probe`: memoised, the
+    # states a mask probes would live as long as this one; a mask reads only their `allowed` and
+    # probes on from them). It is `_step(terminals & self.allowed, probe=True)`.
 
     def _step(self, terminals: int, *, probe: bool) -> "IndentedNode | None":
         ind = self.indenter
