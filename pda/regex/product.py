@@ -121,7 +121,7 @@ def combine(
     shipped grammar, at ~0.4 ms a product.
     """
     ids = np.arange(len(dfas), dtype=np.int32) if terminals is None else np.asarray(terminals, dtype=np.int32)
-    if len(ids) != len(dfas) or (np.diff(ids) <= 0).any() or (len(ids) and ids[0] < 0):
+    if len(ids) != len(dfas) or (ids[1:] <= ids[:-1]).any() or (len(ids) and ids[0] < 0):
         raise ValueError("terminals must be one ascending id per DFA")
     words = _words(int(ids[-1]) if len(ids) else -1)
     if len(dfas) == 1:  # one terminal's DFA is already minimal
@@ -136,7 +136,7 @@ def combine(
     tables = _Tables(dfas)
     offsets = tables.offsets
     is_dead = np.zeros(len(table), dtype=bool)
-    is_dead[[offsets[j] + d.dead for j, d in enumerate(dfas)]] = True
+    is_dead[offsets[:-1] + np.array([d.dead for d in dfas], dtype=np.int64)] = True
     start = offsets[:-1] + np.array([d.start for d in dfas], dtype=np.int64)
     # The states where two or more terminals are live ("mixed"), found by the compiled
     # breadth-first search; a successor where one terminal j alone is live in state s is
@@ -164,7 +164,7 @@ def combine(
     end = explored.ptr[-1]
     ptr = np.concatenate([explored.ptr[1:], end + np.arange(1, len(single) + 1), [end + len(single)]])
     flat = np.concatenate([explored.ids.astype(np.int64), single])
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    rows = np.repeat(np.arange(n, dtype=np.int64), ptr[1:] - ptr[:-1])
     kept = tables.live[flat]
     if not kept.all():  # an empty language's start is not dead, but not live either
         rows, flat = rows[kept], flat[kept]
@@ -226,7 +226,10 @@ def packed_rows(rows: np.ndarray, terms: np.ndarray, n_states: int, words: int) 
     if len(rows):
         terms = np.asarray(terms, dtype=np.int64)
         keys = np.asarray(rows, dtype=np.int64) * words + (terms >> 6)
-        starts = np.flatnonzero(np.diff(keys, prepend=-1))
+        first = np.empty(len(keys), dtype=bool)  # where a run of one key (a row's word) starts
+        first[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
         values = np.left_shift(np.uint64(1), (terms & 63).astype(np.uint64))
         out.reshape(-1)[keys[starts]] = np.bitwise_or.reduceat(values, starts)
     return out
