@@ -184,8 +184,9 @@ class _Tables:
         self.n_states = np.array([d.n_states for d in dfas], dtype=np.int64)
         self.offsets = np.concatenate(([0], np.cumsum(self.n_states))).astype(np.int64)
         self.owner = np.repeat(np.arange(len(dfas), dtype=np.int64), self.n_states)
-        self.accept = np.concatenate([d.accept[:, 0] for d in dfas]) if dfas else np.zeros(0, bool)
-        self.live = np.concatenate([d.live[:, 0] for d in dfas]) if dfas else np.zeros(0, bool)
+        # One-terminal DFAs: their one column, taken once from all of them stacked.
+        self.accept = np.concatenate([d.accept for d in dfas])[:, 0] if dfas else np.zeros(0, bool)
+        self.live = np.concatenate([d.live for d in dfas])[:, 0] if dfas else np.zeros(0, bool)
 
 
 def _one(dfa: LexerDFA, terminal: int, words: int) -> Product:
