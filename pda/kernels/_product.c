@@ -25,6 +25,16 @@
  *     dead states left out and not followed; int64 ids, ascending. (A product's single
  *     states: each runs one terminal's own DFA.)
  *
+ * classes(byte_classes) -> (byte_class, rep)
+ *     m int32 [256] arrays (any strides): bytes that every one maps alike form one class,
+ *     numbered by their lowest byte; int32 bytes byte_class [256] and rep [k] (each class's
+ *     lowest byte).
+ *
+ * stack(trans, byte_classes, rep) -> bytes
+ *     m DFAs (int32 trans [n_j, k_j] and byte_class [256], any strides) in one int32
+ *     [sum n_j, len(rep)] table of global ids: DFA j's rows from offset_j = n_0 + ... +
+ *     n_(j-1), row offset_j + s, class c holding offset_j + trans_j[s, byte_class_j[rep[c]]].
+ *
  * grower() -> capsule; grow(grower, trans, lo, hi, dead, mixed_base, start)
  *     One product grown across calls (pda.regex.product.SharedProduct): `trans` int32
  *     [cap, k], writable, holds every terminal's DFA as rows [lo, hi) of global ids (a
