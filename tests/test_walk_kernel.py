@@ -324,12 +324,18 @@ def test_pack_marks_the_tokens_ending_at_nodes(synthetic: pda.Vocabulary) -> Non
         nodes = rng.choice(trie.n_nodes, size, replace=False).astype(np.int32)
         ids = [int(trie.token_ids[p]) for n in nodes.tolist() for p in range(trie.token_ptr[n], trie.token_ptr[n + 1])]
         got = kernel.pack(arrays, nodes, mask_words)
+        few = len(set(ids))
+        sparse = [kernel.pack_sparse(arrays, nodes, mask_words, limit) for limit in (few, max(few - 1, 0))]
         if not ids:
-            assert got is None
+            assert got is None and sparse == [(None, None)] * 2
             continue
         bits = np.zeros(mask_words * 32, dtype=bool)
         bits[ids] = True
         assert np.array_equal(got, np.packbits(bits, bitorder="little").view(np.int32))
+        # Up to the limit as ids, ascending and unique; past it the same mask.
+        (mask, tokens), (over_mask, over_tokens) = sparse
+        assert mask is None and tokens.dtype == np.int32 and tokens.tolist() == sorted(set(ids))
+        assert over_tokens is None and np.array_equal(over_mask, got)
 
 
 # Corrupt input: each case breaks one array of a valid walk; the kernel raises ValueError.

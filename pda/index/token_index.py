@@ -619,7 +619,7 @@ class TokenIndex:
         """
         lexer = self.lexer
         if lexer.mode != CONTEXTUAL:
-            return self._basic_classify(group.nodes, group.key, START, live_set)
+            return self._basic_classify(group.nodes, group.key, START, live_set, sparse=True)
         live = live_set & self._live_at_start
         if not live:  # nothing can start a lexeme: every suffix dies at its first byte
             return Classification(None, ())
@@ -630,8 +630,10 @@ class TokenIndex:
                                   walked.tokens)
         return self._classify(group.nodes, START, live_set, cut=False, sparse=True)
 
-    def _basic_classify(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int) -> Classification:
-        """`_classify` under the basic lexer mode, filtered from one walk under every terminal.
+    def _basic_classify(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int, *,
+                        sparse: bool = False) -> Classification:
+        """`_classify` under the basic lexer mode, filtered from one walk under every terminal (`sparse`: few
+        inside tokens as ids, as a contextual walk after a boundary gives them).
 
         There every terminal cuts the lexeme, so where a token's lexeme ends does not
         depend on the candidate set; the set only decides whether the lexeme is still
@@ -648,11 +650,16 @@ class TokenIndex:
             self._basic_walks.put(key, walked, sum(a.nbytes for a in walked))
         inside_nodes, inside_states, ended_nodes, ended_states = walked
         tables = self.walk_tables(live_set)
-        mask = kernel.pack(self._trie_arrays, inside_nodes[tables.live[inside_states]], self.mask_words)
+        inside = inside_nodes[tables.live[inside_states]]
+        if sparse:
+            mask, tokens = kernel.pack_sparse(self._trie_arrays, inside, self.mask_words,
+                                              self.mask_words // SPARSE_INSIDE_SHARE)
+        else:
+            mask, tokens = kernel.pack(self._trie_arrays, inside, self.mask_words), None
         which = tables.ends_as[ended_states]
         kept = which >= 0
         if not kept.any():
-            return Classification(mask, [])
+            return Classification(mask, [], tokens)
         # By group, each group's nodes in node order (a stable sort of node-sorted ends); a node
         # repeats only where roots overlap. Int64 node ids, as walks give them (a group's key is their bytes).
         order = np.argsort(which[kept], kind="stable")
@@ -664,7 +671,7 @@ class TokenIndex:
         starts, ends = [0, *cuts], [*cuts, len(which)]
         return Classification(mask, [
             BoundaryGroup(tables.sets[k], nodes[a:b]) for k, a, b in zip(which[starts].tolist(), starts, ends)
-        ])
+        ], tokens)
 
     def _walk_states(self, roots: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The walk from `roots` at lexer state q with every terminal a candidate, kept per node (no cut).

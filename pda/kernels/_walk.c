@@ -42,7 +42,8 @@
  *     the live nodes where tokens end with the state after their byte, and the
  *     boundary nodes with the state before theirs (sorted by node, then state).
  * pack(trie, nodes, mask_words)
- *     The tokens ending at int32 `nodes` as a packed mask (bytes), or None.
+ *     The tokens ending at int32 `nodes` as a packed mask (bytes), or None; with `mask_words` a
+ *     tuple (mask_words, sparse_max), as `walk`'s sparse result (see sparse_inside).
  *
  * Every index read from an array is checked before use (shapes up front, values as
  * the walk reads them): a corrupt table raises ValueError, never reads out of bounds.
@@ -1235,13 +1236,15 @@ done:
 
 PyDoc_STRVAR(pack_doc,
 "pack(trie, nodes, mask_words)\n--\n\n"
-"The tokens ending at int32 `nodes` as a packed int32 mask (bytes), or None when there are none.");
+"The tokens ending at int32 `nodes` as a packed int32 mask (bytes), or None when there are none.\n"
+"With `mask_words` a tuple (mask_words, sparse_max): None, (0, int32 token ids ascending) for at most\n"
+"sparse_max tokens, or (1, the packed int32 mask), each as bytes (as `walk`'s sparse mode).");
 
 static PyObject *pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Walk w;
     Buffers b;
-    Py_ssize_t s[1];
+    Py_ssize_t s[1], sparse_max = 0;
     Py_buffer *v;
     PyObject *result = NULL;
     memset(&w, 0, sizeof w);
@@ -1250,16 +1253,24 @@ static PyObject *pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "pack(trie, nodes, mask_words) takes 3 arguments");
         return NULL;
     }
-    if (open_trie(&w, &b, args[0]) < 0)
+    if (open_trie(&w, &b, args[0]) < 0 || !(v = get_array(&b, args[1], "nodes", KIND_INT, 4, 1, 0, s)))
         goto done;
-    if (!(v = get_array(&b, args[1], "nodes", KIND_INT, 4, 1, 0, s)) || parse_mask_words(args[2], &w.mask_words) < 0)
+    if (PyTuple_Check(args[2])) { /* (mask_words, sparse_max): the tokens as ranges, built after */
+        if (PyTuple_GET_SIZE(args[2]) != 2 || parse_mask_words(PyTuple_GET_ITEM(args[2], 0), &w.mask_words) < 0
+            || (sparse_max = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], 1))) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "mask_words must be a count or (mask_words, sparse_max >= 0)");
+            goto done;
+        }
+        w.sparse = 1;
+        w.ranges.itemsize = sizeof(int64_t);
+    } else if (parse_mask_words(args[2], &w.mask_words) < 0) {
         goto done;
-    const int32_t *nodes = v->buf;
-    w.mask = calloc((size_t)(w.mask_words + 1), sizeof(uint32_t));
-    if (w.mask == NULL) {
+    } else if ((w.mask = calloc((size_t)(w.mask_words + 1), sizeof(uint32_t))) == NULL) {
         PyErr_NoMemory();
         goto done;
     }
+    const int32_t *nodes = v->buf;
     for (Py_ssize_t i = 0; i < s[0]; i++) {
         if (nodes[i] < 0 || nodes[i] >= w.n_nodes) {
             PyErr_Format(PyExc_ValueError, "node %d is outside the trie", nodes[i]);
@@ -1270,7 +1281,7 @@ static PyObject *pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
-    result = mask_or_none(&w);
+    result = w.sparse ? sparse_inside(&w, sparse_max) : mask_or_none(&w);
 done:
     free_walk(&w);
     release_all(&b);

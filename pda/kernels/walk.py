@@ -65,7 +65,8 @@ and a dense mask is a 19 KB allocation to write, keep and OR (`pda.kernels.compo
 scatters the ids). Above it the kernel returns the mask, built from the same ranges.
 
 `walk_states` is the same walk without the cut under the basic lexer mode, keeping
-per-node states; `pack` packs the tokens ending at given nodes.
+per-node states; `pack` packs the tokens ending at given nodes (`pack_sparse`: as a sparse
+walk gives them, few as ids).
 """
 
 from __future__ import annotations
@@ -210,3 +211,15 @@ def pack(trie: TrieArrays, nodes: np.ndarray, mask_words: int) -> np.ndarray | N
     """The tokens ending at the int32 `nodes` as a packed int32 mask, or None when there are none."""
     mask = _walk.pack(trie, nodes, mask_words)
     return None if mask is None else np.frombuffer(mask, dtype=np.int32)
+
+
+def pack_sparse(trie: TrieArrays, nodes: np.ndarray, mask_words: int,
+                sparse_max: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The tokens ending at the int32 `nodes` as (mask, tokens), as a sparse walk gives them: at most `sparse_max`
+    as int32 ids ascending (`tokens`), more as a packed mask; (None, None) when there are none."""
+    found = _walk.pack(trie, nodes, (mask_words, sparse_max))
+    if found is None:
+        return None, None
+    dense, data = found
+    values = np.frombuffer(data, dtype=np.int32)
+    return (values, None) if dense else (None, values)
