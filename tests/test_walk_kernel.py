@@ -338,6 +338,15 @@ def test_pack_marks_the_tokens_ending_at_nodes(synthetic: pda.Vocabulary) -> Non
         assert over_tokens is None and np.array_equal(over_mask, got)
 
 
+def test_a_negative_sparse_bound_or_word_count_raises(synthetic: pda.Vocabulary) -> None:
+    """`pack_sparse` checks its numbers in the kernel: a negative bound or word count is a ValueError."""
+    arrays = kernel.TrieArrays.of(vocabulary_trie(synthetic))
+    nodes = np.arange(3, dtype=np.int32)
+    for words, bound in ((4, -1), (-1, 3)):
+        with pytest.raises(ValueError):
+            kernel.pack_sparse(arrays, nodes, words, bound)
+
+
 # Corrupt input: each case breaks one array of a valid walk; the kernel raises ValueError.
 @pytest.fixture(scope="module")
 def valid(synthetic: pda.Vocabulary) -> dict:

@@ -914,6 +914,21 @@ static int parse_mask_words(PyObject *obj, Py_ssize_t *out)
     return 0;
 }
 
+/* A tuple (mask_words, sparse_max): the inside tokens are kept as ranges and built after (sparse_inside);
+ * `message` is the ValueError for a malformed tuple. */
+static int parse_sparse(PyObject *arg, Walk *w, Py_ssize_t *sparse_max, const char *message)
+{
+    if (PyTuple_GET_SIZE(arg) != 2 || parse_mask_words(PyTuple_GET_ITEM(arg, 0), &w->mask_words) < 0
+        || (*sparse_max = PyLong_AsSsize_t(PyTuple_GET_ITEM(arg, 1))) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, message);
+        return -1;
+    }
+    w->sparse = 1;
+    w->ranges.itemsize = sizeof(int64_t);
+    return 0;
+}
+
 /* The error a failed walk left, raised. */
 static PyObject *walk_error(Walk *w)
 {
@@ -1116,14 +1131,8 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     Py_ssize_t s[1], sparse_max = 0;
     if (PyTuple_Check(args[5])) { /* (mask_words, sparse_max): the inside tokens as ranges, built after */
-        if (PyTuple_GET_SIZE(args[5]) != 2 || parse_mask_words(PyTuple_GET_ITEM(args[5], 0), &w.mask_words) < 0
-            || (sparse_max = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[5], 1))) < 0) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "mask must be an int32 array or (mask_words, sparse_max >= 0)");
+        if (parse_sparse(args[5], &w, &sparse_max, "mask must be an int32 array or (mask_words, sparse_max >= 0)") < 0)
             goto done;
-        }
-        w.sparse = 1;
-        w.ranges.itemsize = sizeof(int64_t);
     } else {
         Py_buffer *out = get_array(&b, args[5], "mask", KIND_INT, 4, 1, 1, s);
         if (out == NULL)
@@ -1256,14 +1265,8 @@ static PyObject *pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (open_trie(&w, &b, args[0]) < 0 || !(v = get_array(&b, args[1], "nodes", KIND_INT, 4, 1, 0, s)))
         goto done;
     if (PyTuple_Check(args[2])) { /* (mask_words, sparse_max): the tokens as ranges, built after */
-        if (PyTuple_GET_SIZE(args[2]) != 2 || parse_mask_words(PyTuple_GET_ITEM(args[2], 0), &w.mask_words) < 0
-            || (sparse_max = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[2], 1))) < 0) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "mask_words must be a count or (mask_words, sparse_max >= 0)");
+        if (parse_sparse(args[2], &w, &sparse_max, "mask_words must be a count or (mask_words, sparse_max >= 0)") < 0)
             goto done;
-        }
-        w.sparse = 1;
-        w.ranges.itemsize = sizeof(int64_t);
     } else if (parse_mask_words(args[2], &w.mask_words) < 0) {
         goto done;
     } else if ((w.mask = calloc((size_t)(w.mask_words + 1), sizeof(uint32_t))) == NULL) {
