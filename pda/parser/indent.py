@@ -470,9 +470,7 @@ class IndentedNode(IndentedState):
                 depth += 1 if terminals & ind.opens else -1
                 if depth < 0:
                     return None
-            if probe:  # `Indenter.node(..., interned=False)` without its call
-                return IndentedNode(ind, node, self.stack, depth, False)
-            return ind.node(node, self.stack, depth, False)
+            return ind.node(node, self.stack, depth, False, interned=not probe)
         if terminals & ind.continuation:
             continued = not terminals & ind.crlf_continuation
             return ind.node(self.earley, self.stack, self.depth, self.line_start, self.mode, False, continued,
