@@ -122,7 +122,9 @@ def test_strategy_near_misses_confirmed(data: str) -> None:
 
 
 def test_strategy_shrinks_to_short_sentences(json_sampler: GrammarSampler) -> None:
-    assert find(from_grammar(json_sampler), lambda s: "[" in s) == "[]"
+    # Derandomized (as Hypothesis's CI profile runs it): from a random start the shrinker may stop at '"["'.
+    found = find(from_grammar(json_sampler), lambda s: "[" in s, settings=settings(derandomize=True, database=None))
+    assert found == "[]"
 
 
 @pytest.mark.parametrize(
