@@ -31,6 +31,7 @@ import bisect
 import re
 import re._constants as C
 from collections.abc import Callable, Generator, Hashable, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -71,6 +72,7 @@ class _NFA:
     def __init__(self) -> None:
         self.eps: list[list[int]] = []
         self.edges: list[list[tuple[Ranges, int]]] = []
+        self._labels: dict[Ranges, Ranges] = {}  # a class as parsed -> its edge label (`x{1,500}`: one class 500 times)
 
     def state(self) -> int:
         if len(self.eps) > 20 * MAX_PATTERN_DFA_STATES:
@@ -94,8 +96,11 @@ class _NFA:
     def _node(self, r: Renderer, op: object, av: Any) -> Generator[Any, Any, tuple[int, int]]:
         cs = r.charset(op, av)
         if cs is not None:
+            label = self._labels.get(cs)
+            if label is None:
+                label = self._labels[cs] = subtract(normalize(cs), (SURROGATES,))
             a, b = self.state(), self.state()
-            self.edges[a].append((subtract(normalize(cs), (SURROGATES,)), b))
+            self.edges[a].append((label, b))
             return a, b
         if op is C.SUBPATTERN:
             _group, add_flags, del_flags, sub = av  # type: ignore[misc]
@@ -193,16 +198,22 @@ def explore_states(start: Hashable, n_classes: int, step: Callable[[Hashable, in
     """Breadth-first over the states reachable from `start` by `step(state, class)`: the
     states in numbering order and the transition rows; `AutomatonTooLarge` past `limit`
     states (`MAX_PATTERN_DFA_STATES` as it is when called, unless given)."""
+    classes = range(n_classes)
+    return explore_rows(start, lambda cur: [step(cur, c) for c in classes], limit)
+
+
+def explore_rows(start: Hashable, successors: Callable[[Hashable], list[Hashable]],
+                 limit: int | None = None) -> tuple[list[Hashable], list[list[int]]]:
+    """`explore_states` with a state's successors over every class asked for at once
+    (`successors(state)`, in class order): the same states, numbering and rows."""
     if limit is None:
         limit = MAX_PATTERN_DFA_STATES
     index = {start: 0}
     order = [start]
     trans: list[list[int]] = []
     while len(trans) < len(order):
-        cur = order[len(trans)]
         row = []
-        for c in range(n_classes):
-            nxt = step(cur, c)
+        for nxt in successors(order[len(trans)]):
             j = index.get(nxt)
             if j is None:
                 if len(order) >= limit:
@@ -235,16 +246,24 @@ def _determinise(nfa: _NFA, start: int, end: int) -> _DFA:
             for c in cs:
                 by_class.setdefault(c, []).append(dst)
         moves.append(by_class)
-    closures: dict[frozenset[int], frozenset[int]] = {}
+    closures: dict[frozenset[int], frozenset[int]] = {frozenset(): frozenset()}
+    nowhere = [frozenset()] * len(classes)
 
-    def step(cur: frozenset[int], c: int) -> frozenset[int]:
-        moved = frozenset(dst for s in cur for dst in moves[s].get(c, ()))
-        found = closures.get(moved)
-        if found is None:
-            found = closures[moved] = closure(moved)
-        return found
+    def successors(cur: frozenset[int]) -> list[frozenset[int]]:
+        moved: dict[int, set[int]] = {}
+        for s in cur:
+            for c, dsts in moves[s].items():
+                moved.setdefault(c, set()).update(dsts)
+        row = nowhere.copy()
+        for c, dsts in moved.items():
+            key = frozenset(dsts)
+            found = closures.get(key)
+            if found is None:
+                found = closures[key] = closure(key)
+            row[c] = found
+        return row
 
-    order, trans = explore_states(closure({start}), len(classes), step)
+    order, trans = explore_rows(closure({start}), successors)
     return _DFA(classes, trans, [end in st for st in order])
 
 
@@ -252,8 +271,11 @@ def _product(dfas: list[_DFA], wanted: list[bool], lo: int, hi: int | None) -> _
     """Strings each DFA accepts iff `wanted` says so, of lo..hi units (all on one partition)."""
     classes = dfas[0].classes
     cap = hi + 1 if hi is not None else lo
-    order, trans = explore_states(tuple([0] * len(dfas) + [0]), len(classes),
-                            lambda cur, c: tuple([d.trans[q][c] for d, q in zip(dfas, cur)] + [min(cur[-1] + 1, cap)]))
+
+    def successors(cur: tuple[int, ...]) -> list[tuple[int, ...]]:
+        return list(zip(*[d.trans[q] for d, q in zip(dfas, cur)], repeat(min(cur[-1] + 1, cap), len(classes))))
+
+    order, trans = explore_rows(tuple([0] * len(dfas) + [0]), successors)
     accept = [all(d.accept[q] == w for d, q, w in zip(dfas, st, wanted))
               and st[-1] >= lo and (hi is None or st[-1] <= hi) for st in order]
     return _DFA(classes, trans, accept)
@@ -263,25 +285,16 @@ def _minimise(d: _DFA) -> _DFA:
     """The coarsest partition refining acceptance (the compiled Hopcroft, `pda.kernels.partition`);
     unreachable states are already absent. Blocks are numbered by their first state."""
     table = np.array(d.trans, dtype=np.int64).reshape(len(d.trans), len(d.classes))
-    block = coarsest_partition(table, np.array(d.accept, dtype=np.int64))
+    accept = np.array(d.accept, dtype=np.int64)
+    block = coarsest_partition(table, accept)
     _, first, inverse = np.unique(block, return_index=True, return_inverse=True)
-    part = np.argsort(np.argsort(first))[inverse.reshape(-1)].tolist()
-    n = len(set(part))
-    trans = [[0] * len(d.classes) for _ in range(n)]
-    accept = [False] * n
-    for q in range(len(d.trans)):
-        trans[part[q]] = [part[t] for t in d.trans[q]]
-        accept[part[q]] = d.accept[q]
-    # Renumber so the start state (old 0) stays 0.
-    perm = {part[0]: 0}
-    for q in range(n):
-        perm.setdefault(q, len(perm))
-    out = [[0] * len(d.classes) for _ in range(n)]
-    acc = [False] * n
-    for q in range(n):
-        out[perm[q]] = [perm[t] for t in trans[q]]
-        acc[perm[q]] = accept[q]
-    return _DFA(d.classes, out, acc)
+    # Block b is the b-th to begin (so the start state's block is 0); its first state stands for it.
+    order = np.argsort(first)
+    part = np.empty(len(first), dtype=np.int64)
+    part[order] = np.arange(len(first))
+    part = part[inverse.reshape(-1)]
+    reps = first[order]
+    return _DFA(d.classes, part[table[reps]].tolist(), accept[reps].astype(bool).tolist())
 
 
 def _accepts_everything(d: _DFA) -> bool:
@@ -297,12 +310,16 @@ def _terminal_automaton(d: _DFA, unit: Callable[[Ranges], str | None], quoted: b
     order). With `quoted`, the strings are between an opening and a closing `"`: a state
     before the DFA's start and one after its accepting states. None when the language is empty."""
     labels: dict[tuple[int, int], str] = {}
+    label_of: dict[tuple[int, ...], str | None] = {}  # by the classes between two states: many pairs share them
     for q, row in enumerate(d.trans):
-        by_target: dict[int, list[tuple[int, int]]] = {}
+        by_target: dict[int, list[int]] = {}
         for c, t in enumerate(row):
-            by_target.setdefault(t, []).extend(d.classes[c])
-        for t, ranges in by_target.items():
-            label = unit(normalize(ranges))
+            by_target.setdefault(t, []).append(c)
+        for t, cs in by_target.items():
+            key = tuple(cs)
+            label = label_of.get(key, _ABSENT)
+            if label is _ABSENT:
+                label = label_of[key] = unit(normalize([r for c in cs for r in d.classes[c]]))
             if label is not None:
                 labels[(q, t)] = label
     succ: dict[int, set[int]] = {}

@@ -49,15 +49,17 @@ class PatternInfo:
     max_len: int | None
 
 
+_CATEGORIES: dict[object, Ranges] = {
+    C.CATEGORY_DIGIT: ASCII_DIGIT, C.CATEGORY_NOT_DIGIT: complement(ASCII_DIGIT),
+    C.CATEGORY_WORD: ASCII_WORD, C.CATEGORY_NOT_WORD: complement(ASCII_WORD),
+    C.CATEGORY_SPACE: ECMA_SPACE, C.CATEGORY_NOT_SPACE: complement(ECMA_SPACE),
+}
+
+
 def _category(cat: object) -> Ranges:
-    table = {
-        C.CATEGORY_DIGIT: ASCII_DIGIT, C.CATEGORY_NOT_DIGIT: complement(ASCII_DIGIT),
-        C.CATEGORY_WORD: ASCII_WORD, C.CATEGORY_NOT_WORD: complement(ASCII_WORD),
-        C.CATEGORY_SPACE: ECMA_SPACE, C.CATEGORY_NOT_SPACE: complement(ECMA_SPACE),
-    }
-    if cat not in table:
+    if cat not in _CATEGORIES:
         raise RegexError(f"unsupported character category {cat}")
-    return table[cat]
+    return _CATEGORIES[cat]
 
 
 class Renderer:

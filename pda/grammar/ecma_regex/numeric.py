@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from pda.grammar.ecma_regex.ranges import Ranges, intersect, normalize
+from pda.grammar.ecma_regex.ranges import Ranges, clip, normalize
 from pda.grammar.ecma_regex.to_python import char_class
 
 def digit_range_alternatives(lo: int, hi: int, width: int, base: int = 10) -> list[list[tuple[int, int]]]:
@@ -85,7 +85,7 @@ def hex_set_regex(ranges: Ranges, width: int = 4) -> str | None:
     full: list[int] = []
     partial: dict[str, list[int]] = {}
     for d in range(16):
-        sub = intersect(ranges, ((d * unit, (d + 1) * unit - 1),))
+        sub = clip(ranges, d * unit, (d + 1) * unit - 1)
         if not sub:
             continue
         if sub == ((d * unit, (d + 1) * unit - 1),):

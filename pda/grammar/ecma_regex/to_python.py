@@ -44,6 +44,11 @@ def char_class(ranges: Ranges) -> str:
 
 
 _QUANT = re.compile(r"\{(\d+)(,(\d*))?\}")
+# The class escapes and their ECMA code points (`\d` and `\w` are ASCII, `\s` ECMA's white space).
+_CLASS_ESCAPES: dict[str, Ranges] = {
+    "d": ASCII_DIGIT, "D": complement(ASCII_DIGIT), "w": ASCII_WORD,
+    "W": complement(ASCII_WORD), "s": ECMA_SPACE, "S": complement(ECMA_SPACE),
+}
 
 
 def ecma_to_python(pattern: str) -> str:
@@ -62,12 +67,8 @@ def ecma_to_python(pattern: str) -> str:
         if j + 1 >= n:
             raise RegexError(f"pattern {pattern!r}: trailing backslash at offset {j}")
         c = pattern[j + 1]
-        sets = {
-            "d": ASCII_DIGIT, "D": complement(ASCII_DIGIT), "w": ASCII_WORD,
-            "W": complement(ASCII_WORD), "s": ECMA_SPACE, "S": complement(ECMA_SPACE),
-        }
-        if c in sets:
-            return "", j + 2, sets[c]
+        if c in _CLASS_ESCAPES:
+            return "", j + 2, _CLASS_ESCAPES[c]
         if c in "pP" and pattern.startswith("{", j + 2) and "}" in pattern[j + 3:]:
             # a Unicode property (`\\p{L}`, `\\p{Script=Greek}`): pda's parser reads it as is
             return pattern[j:pattern.index("}", j) + 1], pattern.index("}", j) + 1, None
