@@ -431,7 +431,9 @@ class Containers:
 
         if extra is None and not present:
             return None
-        return state(0, False)
+        first = state(0, False)
+        del state  # it calls itself: a reference cycle that would keep the builder alive until the collector ran
+        return first
 
     def members_tracked(self, members: list[str | None], required: list[bool], extra: str | None,
                         min_p: int, max_p: int | None, path: tuple[str, ...]) -> str | None:
