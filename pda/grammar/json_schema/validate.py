@@ -82,6 +82,16 @@ def _show(v: Any) -> str:
         return f"a {type(v).__name__}"
 
 
+def _pointer(where: Any) -> str:
+    """The JSON pointer of a place in the walk: None at the root, else (the parent's place, a key or
+    an index). Spelled only for an error: no node pays for a path."""
+    parts = []
+    while where is not None:
+        where, key = where
+        parts.append(str(key))
+    return pointer(tuple(reversed(parts)))
+
+
 def validate(root: Any) -> None:
     """Raise GrammarError, naming the JSON pointer, at the first malformed part of a schema.
 
@@ -90,53 +100,57 @@ def validate(root: Any) -> None:
     `MAX_JSON_DEPTH` deep; every subschema an object or a boolean; every keyword
     in `_KEYWORD_RULES` of the type and range the meta-schema gives it. Unknown
     keywords and annotations may hold any JSON value. The walk is an explicit
-    stack, so no nesting reaches Python's recursion limit here.
+    stack, so no nesting reaches Python's recursion limit here; a node's depth is
+    its count of keys and indices from the root.
     """
-    stack: list[tuple[Any, tuple[str, ...], bool]] = [(root, (), True)]
+    max_nodes, max_depth, max_count = limits.MAX_SCHEMA_NODES, limits.MAX_JSON_DEPTH, limits.MAX_COUNT
+    stack: list[tuple[Any, Any, int, bool]] = [(root, None, 0, True)]  # (node, where, depth, is a schema)
     nodes = 0
     while stack:
-        node, path, is_schema = stack.pop()
+        node, where, depth, is_schema = stack.pop()
         nodes += 1
-        if nodes > limits.MAX_SCHEMA_NODES:
-            raise GrammarError(f"{pointer(path)}: the schema holds more than MAX_SCHEMA_NODES = "
-                               f"{limits.MAX_SCHEMA_NODES:,} values")
-        if len(path) > limits.MAX_JSON_DEPTH:
-            raise GrammarError(f"{pointer(path)}: the schema nests deeper than MAX_JSON_DEPTH = "
-                               f"{limits.MAX_JSON_DEPTH} arrays and objects")
-        _check_json(node, path)
+        if nodes > max_nodes:
+            raise GrammarError(f"{_pointer(where)}: the schema holds more than MAX_SCHEMA_NODES = "
+                               f"{max_nodes:,} values")
+        if depth > max_depth:
+            raise GrammarError(f"{_pointer(where)}: the schema nests deeper than MAX_JSON_DEPTH = "
+                               f"{max_depth} arrays and objects")
+        if node.__class__ is not str:  # most nodes are strings: nothing more to check
+            _check_json(node, where)
         if is_schema and not _is_schema(node):
-            raise GrammarError(f"{pointer(path)}: must be a schema (an object or a boolean), got {_show(node)}")
+            raise GrammarError(f"{_pointer(where)}: must be a schema (an object or a boolean), got {_show(node)}")
         if isinstance(node, list):
-            stack.extend((v, path + (str(i),), False) for i, v in enumerate(node))
+            stack.extend((v, (where, i), depth + 1, False) for i, v in enumerate(node))
             continue
         if not isinstance(node, dict):
             continue
+        depth += 1
         for key, v in node.items():
             rule = _KEYWORD_RULES.get(key) if is_schema else None
-            where = path + (key,)
+            at = (where, key)
             if rule is None:
-                stack.append((v, where, False))
+                stack.append((v, at, depth, False))
                 continue
             ok, expected, holds = rule
-            _check_json(v, where)  # a list or map of subschemas is not walked as a node itself
+            _check_json(v, at)  # a list or map of subschemas is not walked as a node itself
             if not ok(v):
-                raise GrammarError(f"{pointer(where)}: must be {expected}, got {_show(v)}")
-            if key in _COUNT_KEYWORDS and v > limits.MAX_COUNT:
-                raise GrammarError(f"{pointer(where)}: {_show(v)} is above the largest supported count, "
-                                   f"MAX_COUNT = 2**{limits.MAX_COUNT.bit_length() - 1}")
+                raise GrammarError(f"{_pointer(at)}: must be {expected}, got {_show(v)}")
+            if key in _COUNT_KEYWORDS and v > max_count:
+                raise GrammarError(f"{_pointer(at)}: {_show(v)} is above the largest supported count, "
+                                   f"MAX_COUNT = 2**{max_count.bit_length() - 1}")
             if holds == _SCHEMA or holds == _SCHEMA_OR_LIST and _is_schema(v):
-                stack.append((v, where, True))
+                stack.append((v, at, depth, True))
             elif holds in (_SCHEMA_LIST, _SCHEMA_OR_LIST):
-                stack.extend((x, where + (str(i),), True) for i, x in enumerate(v))
+                stack.extend((x, (at, i), depth + 1, True) for i, x in enumerate(v))
             elif holds == _SCHEMA_MAP:
-                stack.extend((x, where + (name,), True) for name, x in v.items())
+                stack.extend((x, (at, name), depth + 1, True) for name, x in v.items())
             elif holds == _DEPENDENCIES:
-                stack.extend((x, where + (name,), _is_schema(x)) for name, x in v.items())
+                stack.extend((x, (at, name), depth + 1, _is_schema(x)) for name, x in v.items())
             else:
-                stack.append((v, where, False))
+                stack.append((v, at, depth, False))
 
 
-def _check_json(v: Any, path: tuple[str, ...]) -> None:
+def _check_json(v: Any, where: Any) -> None:
     """One node of the document is JSON: no NaN, no infinity, no non-string key, no foreign type.
     Strings first: most nodes are."""
     if isinstance(v, str) or v is None:
@@ -144,13 +158,13 @@ def _check_json(v: Any, path: tuple[str, ...]) -> None:
     if isinstance(v, dict):
         for key in v:
             if not isinstance(key, str):
-                raise GrammarError(f"{pointer(path)}: object keys must be strings, got {_show(key)}")
+                raise GrammarError(f"{_pointer(where)}: object keys must be strings, got {_show(key)}")
     elif isinstance(v, float):
         if not math.isfinite(v):
-            raise GrammarError(f"{pointer(path)}: {v!r} is not a JSON number")
+            raise GrammarError(f"{_pointer(where)}: {v!r} is not a JSON number")
     elif isinstance(v, int):
         if not isinstance(v, bool) and abs(v) >= _TOO_MANY_DIGITS:
-            raise GrammarError(f"{pointer(path)}: an integer of more than MAX_NUMBER_DIGITS = "
+            raise GrammarError(f"{_pointer(where)}: an integer of more than MAX_NUMBER_DIGITS = "
                                f"{limits.MAX_NUMBER_DIGITS} digits is not supported")
     elif not isinstance(v, list):
-        raise GrammarError(f"{pointer(path)}: {type(v).__name__} is not a JSON value")
+        raise GrammarError(f"{_pointer(where)}: {type(v).__name__} is not a JSON value")
