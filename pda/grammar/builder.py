@@ -211,18 +211,17 @@ class GrammarBuilder:
 
 def _used_symbols(rules: dict[str, Alternatives], start: str) -> set[str]:
     """The symbols in the rules reachable from `start`: a rule is reachable when it is `start` or one
-    of these. Breadth first, a layer of rules at a time: set operations over whole alternatives,
-    not a step per symbol."""
+    of these. Depth first, each symbol looked up once in the set so far (a rule is pushed when its
+    name is first met): no set is built per rule or per layer."""
     used: set[str] = set()
-    layer = [start]
-    while layer:
-        found: set[str] = set()
-        for lhs in layer:
-            for alt in rules[lhs]:
-                found.update(alt)
-        found -= used
-        used |= found
-        layer = [sym for sym in found if sym in rules and sym != start]
+    stack = [start]
+    while stack:
+        for alt in rules[stack.pop()]:
+            for sym in alt:
+                if sym not in used:
+                    used.add(sym)
+                    if sym in rules and sym != start:
+                        stack.append(sym)
     return used
 
 
