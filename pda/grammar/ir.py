@@ -50,7 +50,7 @@ class TerminalAutomaton:
     @cached_property
     def digest(self) -> str:
         """A stable hash of the automaton (states, accepting states, edges in order)."""
-        doc = [self.n_states, self.start, list(self.accept), [list(e) for e in self.edges]]
+        doc = [self.n_states, self.start, self.accept, self.edges]  # tuples are written as JSON arrays
         return hashlib.sha256(json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 
     def describe(self) -> str:
