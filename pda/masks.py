@@ -18,7 +18,9 @@ Invariants:
   every vocabulary the grammar is compiled for. Per parser node's allowed
   terminals: the finite-set lookup's plain rows (`plain_rows`).
 * A memoised mask is shared (between states, matchers and threads): callers copy
-  it and never write to it. Equal masks are stored once.
+  it and never write to it. Equal masks are stored once (keyed by their
+  `fingerprint`, confirmed word for word): a mask is composed in a spare buffer,
+  which is kept as the mask when it is new and goes back to the spares otherwise.
 * Parser nodes are interned weakly, so a node's masks die with the last matcher
   holding it; the nodes of the most recently computed masks (of every grammar) are
   kept alive for the next request, up to the `recent_masks` budget (their bytes).
@@ -33,6 +35,7 @@ from typing import Literal
 import numpy as np
 
 from pda.index.token_index import TokenIndex
+from pda.kernels.compose import fingerprint
 from pda.lru import budget_ring, register_budget
 from pda.parser.earley import Node
 from pda.rows import copy_row, same_words, scatter_row
@@ -60,8 +63,10 @@ class StepMasks:
         self.finite_sets = finite_sets
         self.eos_mask = eos_mask
         self._empty = np.zeros(index.mask_words, dtype=np.int32)
-        # Equal masks are stored once; each is freed with the last state that uses it.
-        self._masks: weakref.WeakValueDictionary[bytes, np.ndarray] = weakref.WeakValueDictionary()
+        # Equal masks are stored once, under their fingerprint; each is freed with the last state that uses it.
+        self._masks: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+        # Buffers a composition that found its mask in `_masks` left: at most one per thread composing at once.
+        self._spare: list[np.ndarray] = []
         # Per parser node's allowed terminals: the finite-set lookup's plain rows, or False (`plain_rows`);
         # None when the grammar has no finite-set terminal (then every state is served from `step_mask`).
         self._plain: dict[int, PlainRows | Literal[False]] | None = {} if finite_sets.terminals else None
@@ -149,12 +154,16 @@ class StepMasks:
         root = index.at_state(q, node.allowed | ignore)  # from the trie's root: `inside`, never `tokens`
         if not root.groups:  # nothing depends on the stack: the index's own mask, already shared
             return root.inside if root.inside is not None else self._empty
-        acc = root.inside.copy() if root.inside is not None else self._empty.copy()
+        try:
+            acc = self._spare.pop()
+        except IndexError:
+            acc = np.empty_like(self._empty)
+        np.copyto(acc, root.inside if root.inside is not None else self._empty)
         index.or_boundaries(acc, node, root.groups)
-        # A sample of the words keys the dedupe table cheaply; a hit is confirmed in full.
-        sample = acc[::16].tobytes()
-        shared = self._masks.get(sample)
+        key = fingerprint(acc)
+        shared = self._masks.get(key)
         if shared is not None and same_words(shared, acc):
+            self._spare.append(acc)
             return shared
-        self._masks[sample] = acc
+        self._masks[key] = acc
         return acc

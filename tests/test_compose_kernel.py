@@ -156,3 +156,19 @@ def test_errors_name_what_is_wrong_and_leak_nothing() -> None:
         compose.or_boundaries(acc, node, (group,), 0, failing)
     group.after[1] = sub
     assert [sys.getrefcount(x) for x in (node, group, sub, sub.inside)] == before
+
+
+def test_fingerprint_is_a_function_of_every_word() -> None:
+    rng = np.random.default_rng(7)
+    for words in (0, 1, 7, 8, 9, 4748):
+        mask = rng.integers(-(2**31), 2**31, size=words, dtype=np.int32)
+        fp = compose.fingerprint(mask)
+        assert 0 <= fp < 2**64 and compose.fingerprint(mask.copy()) == fp
+        for i in range(words):  # every word position (the lanes' and the tail's) changes it
+            flipped = mask.copy()
+            flipped.view(np.uint32)[i] ^= np.uint32(1 << (i % 32))
+            assert compose.fingerprint(flipped) != fp, (words, i)
+    with pytest.raises(ValueError, match="int32"):
+        compose.fingerprint(np.zeros(8, dtype=np.int64))
+    with pytest.raises(ValueError, match="contiguous"):
+        compose.fingerprint(np.zeros(16, dtype=np.int32)[::2])

@@ -89,6 +89,21 @@ def test_fast_mask_equals_reference_while_replaying_documents(vocab: pda.Vocabul
         assert m.can_end()
 
 
+def test_equal_composed_masks_are_stored_once(vocab: pda.Vocabulary) -> None:
+    compiled = pda.compile(pda.Grammar.from_lark(GRAMMAR_TEXTS["json"]), vocab)
+    masks, rng = compiled.masks, random.Random(99)
+    by_content: dict[bytes, np.ndarray] = {}
+    composed = 0
+    for _ in range(40):
+        for node, q, _ in random_walk_states(compiled, rng, max_steps=30):
+            if not masks.index.at_state(q, node.allowed | masks.lexer.ignore).groups:
+                continue  # not composed: the index's own mask
+            mask = compiled.text_mask(node, q)
+            assert by_content.setdefault(mask.tobytes(), mask) is mask  # one array per content
+            composed += 1
+    assert composed > 2 * len(by_content) > 20
+
+
 def test_allowed_token_ids_equal_reference_ids(vocab: pda.Vocabulary) -> None:
     compiled = pda.compile(pda.Grammar.from_lark(KEYWORDS), vocab)
     m = pda.Matcher(compiled)
