@@ -127,18 +127,22 @@ class ByteRing(_ByteBudget):
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.nbytes = 0
-        self._entries: deque[tuple[Any, int]] = deque()
+        # Values and their sizes in two deques, oldest first (no tuple per entry for the collector to track).
+        self._entries: deque[Any] = deque()
+        self._sizes: deque[int] = deque()
         self._lock = threading.Lock()
 
     def put(self, value: Any, size: int) -> None:
         """Keep `value` as `size` bytes, dropping the oldest past the budget."""
         with self._lock:
-            self._entries.append((value, size))
+            self._entries.append(value)
+            self._sizes.append(size)
             self.nbytes += size
             self._evict()
 
     def _drop_oldest(self) -> int:
-        return self._entries.popleft()[1]
+        self._entries.popleft()
+        return self._sizes.popleft()
 
 
 # Budget name -> (max bytes of each memo of that name, the live memos).

@@ -12,11 +12,15 @@ step's mask.
 
 Invariants:
 * `StepMasks` is the one owner of the mask memos; nothing else reads or writes
-  them. On a parser node (`node.cache`): under the owner's key a dict {lexer
-  state: step mask}, under (key, q) the text mask, and under ("end", q) whether
-  the text can end there, which depends on node and q only and so is shared by
-  every vocabulary the grammar is compiled for. Per parser node's allowed
-  terminals: the finite-set lookup's plain rows (`plain_rows`).
+  them. On a parser node, `node.cache` is one flat dict keyed by ints, a memo's
+  base plus the lexer state q (q < 2**STATE_BITS): under the owner's `_steps`
+  base the step masks; under its `_texts` base the text masks of the states where
+  the text can end (elsewhere the text mask is the step mask, EOS not being
+  allowed there); under base 0 whether the text can end, which depends on node
+  and q only and so is shared by every vocabulary the grammar is compiled for.
+  Its keys and values are ints, bools and arrays, so the garbage collector does
+  not track it. Per parser node's allowed terminals: the finite-set lookup's
+  plain rows (`plain_rows`).
 * A memoised mask is shared (between states, matchers and threads): callers copy
   it and never write to it. Equal masks are stored once (keyed by their
   `fingerprint`, confirmed word for word): a mask is composed in a spare buffer,
@@ -50,7 +54,10 @@ register_budget("recent_masks", RECENT_MASKS_MAX_BYTES)
 # The nodes of the masks computed last, each weighing its mask's bytes (one entry per mask, oldest dropped first).
 _recent = budget_ring("recent_masks")
 
-_keys = itertools.count()
+# `node.cache` keys: a memo's base (its number << STATE_BITS) plus a lexer state. Memo 0 is whether the
+# text can end (shared by every owner); each `StepMasks` numbers its two from 1 on.
+STATE_BITS = 48
+_memos = itertools.count(1)
 
 
 class StepMasks:
@@ -70,8 +77,9 @@ class StepMasks:
         # Per parser node's allowed terminals: the finite-set lookup's plain rows, or False (`plain_rows`);
         # None when the grammar has no finite-set terminal (then every state is served from `step_mask`).
         self._plain: dict[int, PlainRows | Literal[False]] | None = {} if finite_sets.terminals else None
-        # Parser nodes are shared by every vocabulary a grammar is compiled for: the memo is keyed by its owner.
-        self._key = next(_keys)
+        # Parser nodes are shared by every vocabulary a grammar is compiled for: the memos are keyed by their owner.
+        self._steps = next(_memos) << STATE_BITS
+        self._texts = next(_memos) << STATE_BITS
 
     def write_row(self, bitmask: np.ndarray, row: int, node: Node, q: int) -> None:
         """Write the step mask at (node, q) into row `row` of `bitmask` (hot path: every `fill_bitmask`).
@@ -91,45 +99,38 @@ class StepMasks:
                 if lo >= 0:
                     scatter_row(bitmask, row, rows.words, rows.bits, lo, rows.hi[q])
                     return
-        steps = node.cache.get(self._key)  # `step_mask`'s memo, read here to save a call
-        mask = steps.get(q) if steps is not None else None
+        mask = node.cache.get(self._steps + q)  # `step_mask`'s memo, read here to save a call
         copy_row(bitmask, row, mask if mask is not None else self.step_mask(node, q))
 
     def step_mask(self, node: Node, q: int) -> np.ndarray:
         """`text_mask` with EOS added where the text can end: what a matcher serves. Memoised (hot path)."""
-        steps = node.cache.get(self._key)  # {lexer state: mask}: two lookups cost less than hashing a key tuple
-        mask = steps.get(q) if steps is not None else None
+        memo = node.cache
+        mask = memo.get(self._steps + q)
         if mask is None:
-            mask = self.text_mask(node, q)
-            if self.can_end(node, q):
-                mask = mask | self.eos_mask
-            if steps is None:
-                steps = node.cache[self._key] = {}
-            steps[q] = mask
+            mask = self.text_mask(node, q) | self.eos_mask if self.can_end(node, q) else self._compute_mask(node, q)
+            memo[self._steps + q] = mask
         return mask
 
     def cached_step_mask(self, node: Node, q: int) -> np.ndarray | None:
         """The memoised step mask at (node, q), or None when it has not been computed (computes nothing)."""
-        steps = node.cache.get(self._key)
-        return steps.get(q) if steps is not None else None
+        return node.cache.get(self._steps + q)
 
     def text_mask(self, node: Node, q: int) -> np.ndarray:
         """Packed mask of the text tokens allowed at (node, q); EOS not included. Memoised."""
-        key = (self._key, q)
-        mask = node.cache.get(key)
+        if not self.can_end(node, q):
+            return self.step_mask(node, q)  # the same mask: EOS is not allowed here
+        memo = node.cache
+        mask = memo.get(self._texts + q)
         if mask is None:
-            mask = self._compute_mask(node, q)
-            node.cache[key] = mask
-            _recent.put(node, mask.nbytes)  # kept for the next request
+            mask = memo[self._texts + q] = self._compute_mask(node, q)
         return mask
 
     def can_end(self, node: Node, q: int) -> bool:
-        """Whether the text may end at (node, q) (`Scanner.can_end`). Memoised on the node."""
-        key = ("end", q)
-        end = node.cache.get(key)
+        """Whether the text may end at (node, q) (`Scanner.can_end`). Memoised on the node (memo 0)."""
+        memo = node.cache
+        end = memo.get(q)
         if end is None:
-            end = self.scanner.can_end(node, q)
-            node.cache[key] = end
+            end = memo[q] = self.scanner.can_end(node, q)
         return end
 
     def plain_rows(self, allowed: int) -> PlainRows | Literal[False]:
@@ -147,8 +148,14 @@ class StepMasks:
             rows = plain[allowed] = self.finite_sets.plain_rows(allowed | self.lexer.ignore) or False
         return rows
 
-    # Hot path on a cache miss: OR precomputed classifications; only boundary groups touch the parser.
     def _compute_mask(self, node: Node, q: int) -> np.ndarray:
+        """The text mask at (node, q), on a memo miss; its node is kept for the next request."""
+        mask = self._compose(node, q)
+        _recent.put(node, mask.nbytes)
+        return mask
+
+    # Hot path on a cache miss: OR precomputed classifications; only boundary groups touch the parser.
+    def _compose(self, node: Node, q: int) -> np.ndarray:
         lexer, index = self.lexer, self.index
         ignore = lexer.ignore
         root = index.at_state(q, node.allowed | ignore)  # from the trie's root: `inside`, never `tokens`

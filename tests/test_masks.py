@@ -6,6 +6,7 @@ real vocabularies (Qwen2, cl100k, SentencePiece) in tests/test_masks_real.py.
 
 from __future__ import annotations
 
+import gc
 import random
 
 import numpy as np
@@ -102,6 +103,21 @@ def test_equal_composed_masks_are_stored_once(vocab: pda.Vocabulary) -> None:
             assert by_content.setdefault(mask.tobytes(), mask) is mask  # one array per content
             composed += 1
     assert composed > 2 * len(by_content) > 20
+
+
+def test_mask_memos_leave_nothing_for_the_collector(vocab: pda.Vocabulary) -> None:
+    # A mask computed for a parser node adds no object the garbage collector tracks:
+    # `node.cache` holds ints, bools and arrays only.
+    compiled = pda.compile(pda.Grammar.from_lark(GRAMMAR_TEXTS["json"]), vocab)
+    rng = random.Random(5)
+    seen = ends = 0
+    while seen < 100:
+        for node, q, _ in random_walk_states(compiled, rng, max_steps=40):
+            compiled.step_mask(node, q)
+            ends += compiled.can_end(node, q)
+            assert not gc.is_tracked(node.cache)
+            seen += 1
+    assert ends > 0
 
 
 def test_allowed_token_ids_equal_reference_ids(vocab: pda.Vocabulary) -> None:

@@ -226,12 +226,14 @@ static PyObject *or_boundaries(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* One step of a lane: a bijection of h for each word, and of the word for each h (so any one word changed
+ * changes the lane). */
 static inline uint64_t mix(uint64_t h, uint64_t word)
 {
-    h ^= word;
-    h = (h << 31) | (h >> 33);
-    return h * 0x9E3779B97F4A7C15ull;
+    return (h ^ word) * 0x9E3779B97F4A7C15ull;
 }
+
+#define LANES 8
 
 static PyObject *fingerprint(PyObject *self, PyObject *mask)
 {
@@ -245,18 +247,22 @@ static PyObject *fingerprint(PyObject *self, PyObject *mask)
     }
     const uint32_t *words = (const uint32_t *)view.buf;
     Py_ssize_t n = view.len / 4, i = 0;
-    /* Four independent lanes of two words each, so the multiplications overlap. */
-    uint64_t lane[4] = {1, 2, 3, 4};
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 4; k++)
+    /* Independent lanes of two words each, so the multiplications overlap. */
+    uint64_t lane[LANES];
+    for (int k = 0; k < LANES; k++)
+        lane[k] = (uint64_t)k + 1;
+    for (; i + 2 * LANES <= n; i += 2 * LANES)
+        for (int k = 0; k < LANES; k++)
             lane[k] = mix(lane[k], (uint64_t)words[i + 2 * k] | (uint64_t)words[i + 2 * k + 1] << 32);
     uint64_t h = (uint64_t)n;
     for (; i < n; i++)
         h = mix(h, words[i]);
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < LANES; k++) {
         h = mix(h, lane[k]);
+        h ^= h >> 29;
+    }
     PyBuffer_Release(&view);
-    return PyLong_FromUnsignedLongLong(h ^ (h >> 29));
+    return PyLong_FromUnsignedLongLong(h);
 }
 
 static PyMethodDef compose_methods[] = {
