@@ -16,8 +16,9 @@
  *     its prediction's positions. Attributes: allowed (int bitmask of the terminals it
  *     can scan), accepting, cache (a dict owned by the mask layer), kernel (a
  *     frozenset of (position, origin), built when read: for tests and debugging).
- *     Methods: advance(terminals) (memoised on the node), probe(terminals) (memoised
- *     in the core's recent probes only).
+ *     Methods: advance(terminals) (memoised on the node: its first entry in two fields,
+ *     any later ones in a dict, as most nodes are advanced by one terminal set only),
+ *     probe(terminals) (memoised in the core's recent probes only).
  *
  * Invariants:
  * - The step (`advance_node`) is the algorithm of pda.reference.ReferenceEarley, with
@@ -86,7 +87,8 @@ struct NodeObject {
     PyObject *allowed; /* int */
     int accepting;
     int interned;
-    PyObject *next;  /* dict: terminals -> node or None; NULL until used */
+    PyObject *first_terms, *first_next; /* the advance memo's first entry: terminals -> node or None */
+    PyObject *next;  /* dict: its later entries; NULL until used */
     PyObject *cache; /* dict, made when first read */
     LeoEntry *leo;
     int32_t leo_cap, leo_n;
@@ -845,6 +847,7 @@ static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h, i
     x->hash = h;
     x->accepting = c->preds[pred].accepting;
     x->interned = 0;
+    x->first_terms = x->first_next = NULL;
     x->next = NULL;
     x->leo = NULL;
     x->leo_cap = x->leo_n = 0;
@@ -1071,6 +1074,32 @@ static PyObject *masked_terminals(NodeObject *x, PyObject *terminals)
     return PyNumber_And(terminals, x->allowed);
 }
 
+/* The advance memo's entry for `masked` (borrowed), or NULL: not there, or an error (set). */
+static PyObject *next_get(NodeObject *x, PyObject *masked)
+{
+    if (x->first_terms) {
+        int same = PyObject_RichCompareBool(x->first_terms, masked, Py_EQ);
+        if (same)
+            return same > 0 ? x->first_next : NULL;
+    }
+    return x->next ? PyDict_GetItemWithError(x->next, masked) : NULL;
+}
+
+/* Record masked -> found in the advance memo: the first entry inline, later ones in the dict. */
+static int next_put(NodeObject *x, PyObject *masked, PyObject *found)
+{
+    if (!x->first_terms) {
+        Py_INCREF(masked);
+        Py_INCREF(found);
+        x->first_terms = masked;
+        x->first_next = found;
+        return 0;
+    }
+    if (!x->next && !(x->next = PyDict_New()))
+        return -1;
+    return PyDict_SetItem(x->next, masked, found);
+}
+
 static PyObject *node_probe_masked(NodeObject *x, PyObject *masked)
 {
     CoreObject *c = core_of(x);
@@ -1078,15 +1107,13 @@ static PyObject *node_probe_masked(NodeObject *x, PyObject *masked)
     Py_hash_t h;
     int error;
     uint64_t stack[16], *terms;
-    if (x->next) {
-        found = PyDict_GetItemWithError(x->next, masked);
-        if (found) {
-            Py_INCREF(found);
-            return found;
-        }
-        if (PyErr_Occurred())
-            return NULL;
+    found = next_get(x, masked);
+    if (found) {
+        Py_INCREF(found);
+        return found;
     }
+    if (PyErr_Occurred())
+        return NULL;
     h = probe_hash(x, masked);
     if (h == -1)
         return NULL;
@@ -1137,20 +1164,11 @@ static PyObject *Node_advance(NodeObject *x, PyObject *terminals)
     PyObject *masked, *found;
     if (!node_alive(x) || !(masked = masked_terminals(x, terminals)))
         return NULL;
-    if (x->next) {
-        found = PyDict_GetItemWithError(x->next, masked);
-        if (found) {
-            Py_INCREF(found);
-            Py_DECREF(masked);
-            return found;
-        }
-        if (PyErr_Occurred()) {
-            Py_DECREF(masked);
-            return NULL;
-        }
-    } else if (!(x->next = PyDict_New())) {
+    found = next_get(x, masked);
+    if (found || PyErr_Occurred()) {
+        Py_XINCREF(found);
         Py_DECREF(masked);
-        return NULL;
+        return found;
     }
     if (PyObject_IsTrue(masked))
         found = node_probe_masked(x, masked);
@@ -1158,7 +1176,7 @@ static PyObject *Node_advance(NodeObject *x, PyObject *terminals)
         found = Py_None;
         Py_INCREF(found);
     }
-    if (found && PyDict_SetItem(x->next, masked, found) < 0)
+    if (found && next_put(x, masked, found) < 0)
         Py_CLEAR(found);
     Py_DECREF(masked);
     return found;
@@ -1212,6 +1230,7 @@ static PyObject *Node_repr(NodeObject *x)
 static int Node_traverse(NodeObject *x, visitproc visit, void *arg)
 {
     Py_VISIT(x->core);
+    Py_VISIT(x->first_next);
     Py_VISIT(x->next);
     Py_VISIT(x->cache);
     for (int32_t i = 0; i < x->n_items; i++)
@@ -1240,6 +1259,8 @@ static int Node_clear(NodeObject *x)
         if (leo[i].sym >= 0)
             Py_XDECREF(leo[i].origin);
     free(leo);
+    Py_CLEAR(x->first_terms);
+    Py_CLEAR(x->first_next);
     Py_CLEAR(x->next);
     Py_CLEAR(x->cache);
     Py_CLEAR(x->core);
