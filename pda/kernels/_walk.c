@@ -180,13 +180,18 @@ typedef struct {
 #define SLOTS (2 * MAX_PAIRS)
 
 /* A search's scratch: the pair set (tagged per search, so a reused one needs no clearing), the
- * queue and the levels, 176 KB. Walks take one from a pool and give it back, so that a walk
- * does not allocate and fault in fresh pages for it (docs/limits.md, POOL_MAX). */
+ * queue and the levels, 176 KB, and the walk's moves per automaton state (made on its first
+ * search). Walks take one from a pool and give it back, so that a walk does not allocate and
+ * fault in fresh pages for it (docs/limits.md, POOL_MAX); the moves, 10 KB, are here rather
+ * than in the Walk, which every call zeroes (most walks never search). */
 typedef struct Scratch {
     Slot *slots;
     int32_t *queue;
     int16_t *level;
     int32_t tag;
+    int8_t move_u[U_STATES][256]; /* per automaton state u: its distinct moves (next u, DFA byte class) */
+    int32_t move_c[U_STATES][256];
+    int n_moves[U_STATES];
     struct Scratch *next;
 } Scratch;
 
@@ -268,10 +273,7 @@ typedef struct {
     int16_t *proof;
     int depth;
     long search_min_nodes; /* a pair is searched for only under a subtree of this many nodes */
-    /* the search's moves and scratch, made ready on the first search */
-    int8_t move_u[U_STATES][256];
-    int32_t move_c[U_STATES][256];
-    int n_moves[U_STATES];
+    /* the search's scratch with its moves, made ready on the first search */
     int moves_ready;
     Scratch *scratch;
     long budget;
@@ -395,9 +397,13 @@ static inline int next_state(Walk *w, int32_t state, int32_t cls, int32_t *out)
     return 0;
 }
 
-/* Per automaton state u: its distinct moves (next automaton state, DFA byte class). */
+/* The walk's scratch from the pool, with per automaton state u its distinct moves (next automaton
+ * state, DFA byte class). */
 static int prepare_moves(Walk *w)
 {
+    Scratch *sc = w->scratch = scratch_take();
+    if (sc == NULL)
+        return -1;
     uint8_t *seen = calloc((size_t)w->n_classes * U_STATES, 1); /* seen[c * 8 + v] == u + 1: met for u */
     if (seen == NULL)
         return -1;
@@ -412,16 +418,13 @@ static int prepare_moves(Walk *w)
             if (*mark == u + 1)
                 continue;
             *mark = (uint8_t)(u + 1);
-            w->move_u[u][n] = (int8_t)v;
-            w->move_c[u][n] = c;
+            sc->move_u[u][n] = (int8_t)v;
+            sc->move_c[u][n] = c;
             n++;
         }
-        w->n_moves[u] = n;
+        sc->n_moves[u] = n;
     }
     free(seen);
-    w->scratch = scratch_take();
-    if (w->scratch == NULL)
-        return -1;
     w->moves_ready = 1;
     return 0;
 }
@@ -485,15 +488,15 @@ static int search(Walk *w, int u0, int32_t s0)
         for (Py_ssize_t i = start; i < stop && proven < 0; i++) {
             int v = (int)(queue[i] / n);
             int32_t t = (int32_t)(queue[i] % n);
-            for (int m = 0; m < w->n_moves[v]; m++) {
+            for (int m = 0; m < sc->n_moves[v]; m++) {
                 int32_t t2;
-                if (next_state(w, t, w->move_c[v][m], &t2) < 0)
+                if (next_state(w, t, sc->move_c[v][m], &t2) < 0)
                     return -2;
                 if (!state_live(w, t2)) {
                     proven = level; /* a path of level + 1 bytes kills it */
                     break;
                 }
-                int32_t code = (int32_t)(w->move_u[v][m] * n + t2);
+                int32_t code = (int32_t)(sc->move_u[v][m] * n + t2);
                 if (meet(sc, code)) {
                     if (len == MAX_PAIRS) {
                         proven = level; /* every path of `level` bytes was seen live */
