@@ -152,8 +152,8 @@ class _WalkTables:
     (`kernel_state`).
     """
 
-    __slots__ = ("_trans", "byte_class", "arrays", "n_sets", "root", "_rows", "_flags", "_source", "_proof",
-                 "__weakref__")
+    __slots__ = ("_trans", "byte_class", "arrays", "n_sets", "root", "_rows", "_handed", "_flags", "_source",
+                 "_proof", "__weakref__")
 
     @classmethod
     def of_candidates(cls, lexer: Lexer, tables: LexerTables, sinks: dict) -> "_WalkTables":
@@ -162,6 +162,7 @@ class _WalkTables:
         self.byte_class = np.ascontiguousarray(tables.byte_class, dtype=np.int32)
         self._source = (lexer, tables)
         self._flags = self._proof = self._rows = None
+        self._handed: dict[int, int] = {}
         self.root = tables.start
         if isinstance(tables, SharedTables):  # the shared rows as they are: its dead row is the sink
             self._trans = None  # `trans`, START's row included, is built only if read
@@ -204,7 +205,7 @@ class _WalkTables:
         live = np.ascontiguousarray(live[:, 0] if live.shape[1] == 1 else live.any(axis=1))
         ends_as = np.where(accept[:, 0] if accept.shape[1] == 1 else accept.any(axis=1), 0, -1).astype(np.int32)
         self._flags = (live, ~live, ends_as, [1])
-        self._source = self._proof = self._rows = None
+        self._source = self._proof = self._rows = self._handed = None
         self.n_sets = 1
         self.arrays = kernel.TableArrays(self._trans, self.byte_class, *self._flags[:3])
         return self
@@ -228,17 +229,20 @@ class _WalkTables:
         """A walk's boundaries (kernel set index, nodes) as boundary groups, one per terminal set.
 
         Packed tables' indices are accept rows: each is handed as the top-priority
-        candidates it accepts, and rows handed as the same set have their nodes merged.
+        candidates it accepts (worked out on the row's first walk, `_handed`), and rows
+        handed as the same set have their nodes merged.
         """
         rows = self._rows
         if rows is None:
             sets = self._flag_arrays()[3]
             return [BoundaryGroup(sets[k], nodes) for k, nodes in boundaries]
-        lexer, tables = self._source
-        candidates = tables.candidates
+        handed = self._handed
         merged: dict[int, np.ndarray] = {}
         for k, nodes in boundaries:
-            terminals = lexer.best(rows[k] & candidates)
+            terminals = handed.get(k)
+            if terminals is None:
+                lexer, tables = self._source
+                terminals = handed[k] = lexer.best(rows[k] & tables.candidates)
             found = merged.get(terminals)
             merged[terminals] = nodes if found is None else np.union1d(found, nodes)
         return [BoundaryGroup(terminals, nodes) for terminals, nodes in merged.items()]
@@ -415,6 +419,21 @@ def key_from_json(value: object) -> object:
     raise cache.Invalid("not a lexer-state key")
 
 
+def _positions_of(terminals: int, order: list[int]) -> int:
+    """A terminal set as bits over the terminals' positions in a signature's `order` (`_terminals_at`'s inverse).
+    Most sets hold one terminal: looked up in the list, with no per-signature table to build (hundreds long)."""
+    if terminals and not terminals & (terminals - 1):
+        return 1 << order.index(terminals.bit_length() - 1)
+    return sum(1 << order.index(j) for j in iter_bits(terminals))
+
+
+def _terminals_at(positions: int, order: list[int]) -> int:
+    """Bits over positions in a signature's `order` as the grammar's terminal set."""
+    if positions and not positions & (positions - 1):
+        return 1 << order[positions.bit_length() - 1]
+    return sum(1 << order[i] for i in iter_bits(positions))
+
+
 class TokenIndex:
     """Classifications per lexer state, for one (grammar, vocabulary) pair.
 
@@ -443,7 +462,7 @@ class TokenIndex:
         # mostly walk from the start under one live set. Cleared when full.
         self._signatures: dict[tuple, tuple[tuple, list[int]]] = {}
         # `_ranked_components`, cleared when full
-        self._ranked: dict[int, tuple[list[tuple[tuple[str, int], int, int]], int]] = {}
+        self._ranked: dict[int, tuple[tuple, list[int], int, dict[int, int]]] = {}
         self._content_digests: dict[tuple, str] = {}  # `_content_digest`, cleared when full
         self._tag_numbers: dict[int, int] = {}  # `_content_tag`'s number per terminal
         self._tags: set[str] | frozenset[str] = frozenset()  # `_disk_tags`, never read yet
@@ -505,7 +524,8 @@ class TokenIndex:
                              self.mask_words,
                              self._slices if cut else None, tables.proof(depth) if cut else None,
                              self.mask_words // SPARSE_INSIDE_SHARE if sparse else None)
-        return Classification(walked.inside, tables.groups(walked.boundaries), walked.tokens)
+        boundaries = walked.boundaries
+        return Classification(walked.inside, tables.groups(boundaries) if boundaries else (), walked.tokens)
 
     def _signature(self, q: int, live_set: int, key: tuple | None = None) -> tuple[tuple, list[int]] | None:
         """What the walk from lexer state q depends on: (content, the live terminals in its order).
@@ -524,30 +544,36 @@ class TokenIndex:
         if found is not None:
             return found
         if key and key[0] == "all":  # a view of the all-terminal DFA: the live ones of its state's components
-            live = key[2]
-            ranked, every = self._ranked_components(key[1], live_set)
-            entries = ranked if live & every == every else [e for e in ranked if live >> e[2] & 1]
+            content, order, every, where = self._ranked_components(key[1], live_set)
+            kept = key[2] & every
+            if kept != every:  # a state kept 1.9 of 47 on average: its live ones looked up, not all filtered
+                picked = sorted(where[j] for j in iter_bits(kept))
+                content, order = tuple(content[i] for i in picked), [order[i] for i in picked]
+            found = content, order
         else:
             rank = self._rank
             entries = sorted((rank(j), s, j) for j, s in key)
-        found = tuple((digest, priority, s) for (digest, priority), s, _ in entries), [e[2] for e in entries]
+            found = tuple((digest, priority, s) for (digest, priority), s, _ in entries), [e[2] for e in entries]
         if len(self._signatures) >= SIGNATURES_KEPT:
             self._signatures.clear()
         self._signatures[key] = found
         return found
 
-    def _ranked_components(self, q: int, live_set: int) -> tuple[list[tuple[tuple[str, int], int, int]], int]:
-        """State q of the all-terminal DFA as (rank, own state, terminal) per terminal live there, in signature
-        order, with those terminals as a bitmask (memoised per state): a signature filters it by the live set
-        (or takes it whole when every one is live) instead of sorting again (a state read under many candidate
-        sets, e.g. a value's start, has dozens of live terminals)."""
+    def _ranked_components(self, q: int, live_set: int) -> tuple[tuple, list[int], int, dict[int, int]]:
+        """State q of the all-terminal DFA as the signature of every terminal live there, (content, order),
+        with those terminals as a bitmask and each one's position in that order (memoised per state; a state's
+        components hold each terminal once): a signature takes it whole when every one is live, else picks
+        the live ones' positions, instead of sorting again (a state read under many candidate sets, e.g. a
+        value's start, has dozens of live terminals)."""
         found = self._ranked.get(q)
         if found is None:
             ptr, terminals, states = self.lexer.components(live_set)
             lo, hi = ptr[q : q + 2].tolist()
             rank, live = self._rank, terminals[lo:hi].tolist()
-            found = (sorted((rank(j), s, j) for j, s in zip(live, states[lo:hi].tolist())),
-                     sum(1 << j for j in set(live)))
+            ranked = sorted((rank(j), s, j) for j, s in zip(live, states[lo:hi].tolist()))
+            order = [j for _, _, j in ranked]
+            found = (tuple((digest, priority, s) for (digest, priority), s, _ in ranked), order,
+                     sum(1 << j for j in order), {j: i for i, j in enumerate(order)})
             if len(self._ranked) >= SIGNATURES_KEPT:
                 self._ranked.clear()
             self._ranked[q] = found
@@ -580,10 +606,7 @@ class TokenIndex:
                     entry = (walked.inside, tuple((g.terminals, g.nodes) for g in walked.groups))
                 else:
                     fresh = self._classify(roots, q, live_set)
-                    position = {j: i for i, j in enumerate(order)}
-                    entry = (fresh.inside, tuple(
-                        (sum(1 << position[j] for j in iter_bits(g.terminals)), g.nodes) for g in fresh.groups
-                    ))
+                    entry = (fresh.inside, tuple((_positions_of(g.terminals, order), g.nodes) for g in fresh.groups))
                 if on_disk and time.perf_counter() - start >= DISK_MIN_SECONDS:
                     cache.store("classes", disk_key or self._disk_key(content),
                                 *entries_to_arrays([entry], self.mask_words), tag)
@@ -591,9 +614,7 @@ class TokenIndex:
             if fresh is not None:
                 return fresh
         inside, groups = entry
-        return Classification(inside, [
-            BoundaryGroup(sum(1 << order[i] for i in iter_bits(positions)), nodes) for positions, nodes in groups
-        ])
+        return Classification(inside, [BoundaryGroup(_terminals_at(positions, order), nodes) for positions, nodes in groups])
 
     def _disk_tags(self) -> set[str] | frozenset[str]:
         """`cache.tags("classes")`, asked again only every `DISK_TAGS_RECHECK_SECONDS`: every root-walk miss would
@@ -628,7 +649,7 @@ class TokenIndex:
             walked = self._walk(self._terminal_tables(j), group.nodes, lexer.dfas[j].start, cut=False, sparse=True)
             return Classification(walked.inside, [BoundaryGroup(1 << j, g.nodes) for g in walked.groups],
                                   walked.tokens)
-        return self._classify(group.nodes, START, live_set, cut=False, sparse=True)
+        return self._walk(self.walk_tables(live_set), group.nodes, START, cut=False, sparse=True)
 
     def _basic_classify(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int, *,
                         sparse: bool = False) -> Classification:
