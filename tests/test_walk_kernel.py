@@ -266,10 +266,12 @@ def kernel_reference(trie, tables: kernel.TableArrays, roots: np.ndarray, q: int
 
 def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
     """Straight through `pda.kernels.walk`: random tables, roots sorted, unsorted and nested; proofs kept; inside
-    tokens as a mask, and as ids up to a bound (`sparse_max`), above which the mask comes back."""
+    tokens as a mask, and as ids up to a bound (`sparse_max`), above which the mask comes back; trie and tables
+    as arrays and opened (`kernel.opened`) alike."""
     trie = vocabulary_trie(synthetic)
     plain = slices.plain_body(trie)
     arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest))
+    opened_trie = kernel.opened(arrays)
     # The synthetic trie's subtrees are small: searching under every one exercises the cut.
     cut = kernel.SliceArrays(slices.PLAIN_BODY, trie.max_depth, search_min_nodes=0)
     mask_words = (synthetic.size + 31) // 32 + 1
@@ -282,22 +284,25 @@ def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
         else:
             packed = tables = random_tables(rng, n_states, int(rng.integers(1, 12)), n_sets)
         proof = kernel.new_proof(n_states)
+        opened_tables = kernel.opened(packed)
         first = trie.child_ids[trie.child_ptr[0] : trie.child_ptr[1]]
         for roots in (first, rng.choice(np.arange(1, trie.n_nodes), 40), np.sort(rng.choice(first, 10))):
             q = int(rng.integers(0, n_states))
             want_mask, want_groups = kernel_reference(trie, tables, roots, q, mask_words)
             for with_cut in (True, False):
-                got = kernel.walk(arrays, packed, n_sets, roots, q, mask_words, *((cut, proof) if with_cut else ()))
-                assert (got.inside is None) == (want_mask is None)
-                if want_mask is not None:
-                    assert np.array_equal(got.inside, want_mask)
-                assert [(k, nodes.tobytes()) for k, nodes in got.boundaries] == want_groups
-                cuts += got.cut
+                for trie_in, tables_in in ((arrays, packed), (opened_trie, opened_tables)):
+                    got = kernel.walk(trie_in, tables_in, n_sets, roots, q, mask_words,
+                                      *((cut, proof) if with_cut else ()))
+                    assert (got.inside is None) == (want_mask is None)
+                    if want_mask is not None:
+                        assert np.array_equal(got.inside, want_mask)
+                    assert [(k, nodes.tobytes()) for k, nodes in got.boundaries] == want_groups
+                    cuts += got.cut
                 want_ids = np.zeros(0, np.int64) if want_mask is None else mask_ids(want_mask)
                 for sparse_max in (0, len(want_ids) - 1, len(want_ids), mask_words * 32):
                     if sparse_max < 0:
                         continue
-                    sparse = kernel.walk(arrays, packed, n_sets, roots, q, mask_words,
+                    sparse = kernel.walk(opened_trie, opened_tables, n_sets, roots, q, mask_words,
                                          *((cut, proof) if with_cut else (None, None)), sparse_max=sparse_max)
                     assert [(k, nodes.tobytes()) for k, nodes in sparse.boundaries] == want_groups
                     if want_mask is None:  # nothing inside: neither form
@@ -307,11 +312,12 @@ def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
                         assert sparse.tokens.tolist() == want_ids.tolist()
                     else:  # too many: the mask, as the dense walk gives it
                         assert sparse.tokens is None and np.array_equal(sparse.inside, want_mask)
-            inside_nodes, inside_states, ended_nodes, ended_states = kernel.walk_states(arrays, packed, roots, q)
+            inside_nodes, inside_states, ended_nodes, ended_states = kernel.walk_states(opened_trie, opened_tables,
+                                                                                        roots, q)
             inside, boundaries = reference_walk(trie, tables, roots, q)
             assert set(zip(inside_nodes.tolist(), inside_states.tolist())) == {(n, s) for _, n, s in inside}
             assert list(zip(ended_nodes.tolist(), ended_states.tolist())) == sorted(boundaries)
-    assert cuts > 100, "random string-like tables should let the walk cut"
+    assert cuts > 200, "random string-like tables should let the walk cut"
 
 
 def test_pack_marks_the_tokens_ending_at_nodes(synthetic: pda.Vocabulary) -> None:
@@ -368,6 +374,11 @@ def valid(synthetic: pda.Vocabulary) -> dict:
 def run_walk(v: dict) -> kernel.Walked:
     return kernel.walk(v["trie"], v["tables"], v["n_sets"], v["roots"], v["state"], v["mask_words"], v["slices"],
                        v["proof"])
+
+
+def run_opened_walk(v: dict) -> kernel.Walked:
+    """`run_walk` with the trie and tables opened first (`kernel.opened` checks them then)."""
+    return run_walk({**v, "trie": kernel.opened(v["trie"]), "tables": kernel.opened(v["tables"])})
 
 
 def trie_with(v: dict, **arrays: np.ndarray) -> kernel.TrieArrays:
@@ -461,6 +472,8 @@ def test_corrupt_packed_input_raises_value_error(case: str, valid: dict) -> None
     v = {**valid, "proof": kernel.new_proof(len(valid["tables"].live)), **CORRUPT_PACKED[case](valid)}
     with pytest.raises(ValueError):
         run_walk(v)
+    with pytest.raises(ValueError):
+        run_opened_walk(v)
 
 
 @pytest.mark.parametrize("case", sorted(CORRUPT))
@@ -469,6 +482,8 @@ def test_corrupt_input_raises_value_error(case: str, valid: dict) -> None:
     v = {**valid, "proof": kernel.new_proof(len(valid["tables"].live)), **CORRUPT[case](valid)}
     with pytest.raises(ValueError):
         run_walk(v)
+    with pytest.raises(ValueError):
+        run_opened_walk(v)
     if case.startswith(("root", "2-D", "negative root", "trans", "byte", "child", "token_ptr", "subtree", "live")):
         with pytest.raises(ValueError):
             kernel.walk_states(v["trie"], v["tables"], v["roots"], v["state"])
@@ -509,7 +524,7 @@ def test_the_mask_is_the_callers_writable_int32_words(valid: dict) -> None:
 
 def test_threads_walking_at_once_agree_with_one_thread(qwen2: pda.Vocabulary) -> None:
     """Walks from many states on four threads at once, sharing each table's proof buffer (written concurrently,
-    without the GIL), give the results one thread gives with fresh buffers."""
+    without the GIL) and the index's opened trie and tables, give the results one thread gives with fresh buffers."""
     grammar = pda.Grammar.from_json_schema({"type": "object", "properties": {
         "s": {"type": "string"}, "c": {"type": "string", "maxLength": 60}, "n": {"type": "integer"}}})
     compiled = pda.CompiledGrammar(grammar, qwen2, warmup_seconds=0, disk_cache=False)
@@ -522,7 +537,7 @@ def test_threads_walking_at_once_agree_with_one_thread(qwen2: pda.Vocabulary) ->
     assert len(jobs) > 40
 
     def walk(tables: token_index._WalkTables, q: int, proof: np.ndarray) -> tuple:
-        got = kernel.walk(index._trie_arrays, tables.arrays, tables.n_sets, index.first_nodes, q,
+        got = kernel.walk(index._kernel_trie, tables.kernel_tables, tables.n_sets, index.first_nodes, q,
                           index.mask_words, index._slices, proof)
         return (None if got.inside is None else got.inside.tobytes()), [(k, n.tobytes()) for k, n in got.boundaries]
 

@@ -136,9 +136,9 @@ class BoundaryGroup:
 class _WalkTables:
     """A DFA as arrays for the walk: transitions, byte classes, and per state liveness and lexeme ends.
 
-    `arrays` are the tables as the kernel takes them (`pda.kernels.walk`): a terminal's
-    own DFA, and every candidate set under the basic lexer mode, as per-state flags whose
-    ends index `sets`; a contextual candidate set as its DFA's packed terminal bits with
+    `arrays` are the tables as the kernel takes them (`pda.kernels.walk`; walks pass them
+    opened, `kernel_tables`): a terminal's own DFA, and every candidate set under the
+    basic lexer mode, as per-state flags whose ends index `sets`; a contextual candidate set as its DFA's packed terminal bits with
     the candidates' words, whose ends are accept rows, mapped to terminal sets by
     `groups` for the rows a walk met: no pass over the DFA's states or its accept rows is
     paid per set (a JSON Schema meets hundreds of sets, most walked once or twice).
@@ -152,8 +152,8 @@ class _WalkTables:
     (`kernel_state`).
     """
 
-    __slots__ = ("_trans", "byte_class", "arrays", "n_sets", "root", "_rows", "_handed", "_flags", "_source",
-                 "_proof", "__weakref__")
+    __slots__ = ("_trans", "byte_class", "arrays", "kernel_tables", "n_sets", "root", "_rows", "_handed", "_flags",
+                 "_source", "_proof", "__weakref__")
 
     @classmethod
     def of_candidates(cls, lexer: Lexer, tables: LexerTables, sinks: dict) -> "_WalkTables":
@@ -170,6 +170,7 @@ class _WalkTables:
             self._rows, self.n_sets = rows, len(rows)
             self.arrays = kernel.PackedTableArrays(tables.trans, self.byte_class, live_bits, candidates, accept,
                                                    row_bits)
+            self.kernel_tables = kernel.opened(self.arrays)
             return self
         n = tables.n_states
         # Views of one DFA share its transition table (with a sink row added) and its packed rows.
@@ -182,6 +183,7 @@ class _WalkTables:
         if lexer.mode != CONTEXTUAL:
             live, stops, ends_as, sets = self._flag_arrays()
             self.arrays, self.n_sets = kernel.TableArrays(self._trans, self.byte_class, live, stops, ends_as), len(sets)
+            self.kernel_tables = kernel.opened(self.arrays)
             return self
         live_bits, candidates, accept_row, row_bits, rows = tables.packed_rows()
         if arrays[2] is None or arrays[2][0] is not live_bits:  # the sink row's bits and accept row, once per DFA
@@ -191,6 +193,7 @@ class _WalkTables:
         self._rows = rows
         self.n_sets = len(rows)
         self.arrays = kernel.PackedTableArrays(self._trans, self.byte_class, bits, candidates, accept, row_bits)
+        self.kernel_tables = kernel.opened(self.arrays)
         return self
 
     @classmethod
@@ -208,6 +211,7 @@ class _WalkTables:
         self._source = self._proof = self._rows = self._handed = None
         self.n_sets = 1
         self.arrays = kernel.TableArrays(self._trans, self.byte_class, *self._flags[:3])
+        self.kernel_tables = kernel.opened(self.arrays)
         return self
 
     @property
@@ -313,13 +317,15 @@ class SharedClassifications:
     def __init__(self) -> None:
         self.walks = budget_cache("token_walks")
         self.terminal_tables: weakref.WeakValueDictionary[str, _WalkTables] = weakref.WeakValueDictionary()
-        self._trie_arrays: kernel.TrieArrays | None = None
+        self._kernel_trie: tuple[kernel.TrieArrays, kernel.Opened] | None = None
 
-    def trie_arrays(self, trie: TokenTrie, plain: PlainBody) -> kernel.TrieArrays:
-        """The kernel records of this vocabulary's `trie` with the plain-body cut's bits (made on first use)."""
-        if self._trie_arrays is None:
-            self._trie_arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest))
-        return self._trie_arrays
+    def kernel_trie(self, trie: TokenTrie, plain: PlainBody) -> tuple[kernel.TrieArrays, kernel.Opened]:
+        """The kernel records of this vocabulary's `trie` with the plain-body cut's bits, and them opened for the
+        kernel's calls (`pda.kernels.walk.opened`; made on first use)."""
+        if self._kernel_trie is None:
+            arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest))
+            self._kernel_trie = (arrays, kernel.opened(arrays))
+        return self._kernel_trie
 
     def get(self, key: tuple) -> SharedEntry | None:
         return self.walks.get(key)
@@ -450,7 +456,7 @@ class TokenIndex:
         self.shared = shared_classifications(trie)
         # The vocabulary's plain-string-body slice (`pda.index.slices`): built with the first index of a vocabulary;
         # its per-node bits go in the trie's kernel records, made once per trie.
-        self._trie_arrays = self.shared.trie_arrays(trie, plain_body(trie, vocab_key))
+        self._trie_arrays, self._kernel_trie = self.shared.kernel_trie(trie, plain_body(trie, vocab_key))
         self._slices = kernel.SliceArrays(PLAIN_BODY, trie.max_depth, kernel.SEARCH_MIN_NODES)
         self._suffixes: dict[tuple[bytes, int], Classification] = {}
         self._walk_tables: dict[int, _WalkTables] = {}
@@ -520,7 +526,7 @@ class TokenIndex:
         inside tokens come back as ids (`Classification.tokens`), not a mask.
         """
         depth = self.trie.max_depth
-        walked = kernel.walk(self._trie_arrays, tables.arrays, tables.n_sets, roots, tables.kernel_state(root_state),
+        walked = kernel.walk(self._kernel_trie, tables.kernel_tables, tables.n_sets, roots, tables.kernel_state(root_state),
                              self.mask_words,
                              self._slices if cut else None, tables.proof(depth) if cut else None,
                              self.mask_words // SPARSE_INSIDE_SHARE if sparse else None)
@@ -673,10 +679,10 @@ class TokenIndex:
         tables = self.walk_tables(live_set)
         inside = inside_nodes[tables.live[inside_states]]
         if sparse:
-            mask, tokens = kernel.pack_sparse(self._trie_arrays, inside, self.mask_words,
+            mask, tokens = kernel.pack_sparse(self._kernel_trie, inside, self.mask_words,
                                               self.mask_words // SPARSE_INSIDE_SHARE)
         else:
-            mask, tokens = kernel.pack(self._trie_arrays, inside, self.mask_words), None
+            mask, tokens = kernel.pack(self._kernel_trie, inside, self.mask_words), None
         which = tables.ends_as[ended_states]
         kept = which >= 0
         if not kept.any():
@@ -702,7 +708,7 @@ class TokenIndex:
         byte), int32 and sorted by node; tokens that die are left out.
         """
         tables = self.walk_tables((1 << len(self.lexer.dfas)) - 1)
-        return kernel.walk_states(self._trie_arrays, tables.arrays, roots, tables.kernel_state(q))
+        return kernel.walk_states(self._kernel_trie, tables.kernel_tables, roots, tables.kernel_state(q))
 
     def _disk_key(self, content: tuple) -> dict:
         """The disk-cache key of a shared root walk (the vocabulary's too; needs `vocab_key`)."""

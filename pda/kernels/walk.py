@@ -32,6 +32,8 @@ every index it reads as it goes, so corrupt input raises ValueError, never crash
   meets the candidates, else -1 — set indices are accept rows (`n_sets` the number of
   rows), which the caller maps to terminal sets; each worked out on a state's first
   visit in each walk;
+* the trie and the tables may each be passed `opened` (`opened(arrays)`): their buffers acquired
+  and arrays checked once, not on every call (a walk after a boundary spent ~1 us of its ~4 in them);
 * `roots` (nodes other than the trie's root; taken as int64), `root_state`, `mask_words`;
 * optionally `SliceArrays`, the plain-body cut (pda/index/slices.py; its per-node `below`
   and `rest` are in the trie's records): `plain_body` int8 [8, 256], the trie's `depth`, the subtree size under
@@ -162,6 +164,16 @@ class Walked(NamedTuple):
     tokens: np.ndarray | None = None
 
 
+Opened = _walk.Opened
+
+
+def opened(arrays: TrieArrays | TableArrays | PackedTableArrays) -> Opened:
+    """A trie's or walk tables' arrays acquired and checked once, for `walk`, `walk_states` and `pack` to take
+    where the arrays go: each call otherwise asks numpy for every array's buffer (~70 ns each) and checks the
+    tables' byte classes again. It holds the arrays, which must not change while it is in use."""
+    return _walk.opened(arrays)
+
+
 def new_proof(n_states: int) -> np.ndarray:
     """An empty proof buffer for a DFA of `n_states` states (every pair unknown).
 
@@ -177,8 +189,9 @@ def proven_depths(proof: np.ndarray) -> np.ndarray:
     return proof.astype(np.int32) - 1
 
 
-def walk(trie: TrieArrays, tables: TableArrays | PackedTableArrays, n_sets: int, roots: np.ndarray, root_state: int, mask_words: int,
-         slices: SliceArrays | None = None, proof: np.ndarray | None = None, sparse_max: int | None = None) -> Walked:
+def walk(trie: TrieArrays | Opened, tables: TableArrays | PackedTableArrays | Opened, n_sets: int, roots: np.ndarray,
+         root_state: int, mask_words: int, slices: SliceArrays | None = None, proof: np.ndarray | None = None,
+         sparse_max: int | None = None) -> Walked:
     """Classify the tokens below `roots` from `root_state`; with `slices` and `proof`, cutting plain-body subtrees;
     with `sparse_max`, at most that many inside tokens come back as `tokens` rather than a mask."""
     cut = None if slices is None else (slices.plain_body, proof, slices.depth, slices.search_min_nodes)
@@ -203,7 +216,7 @@ def walk(trie: TrieArrays, tables: TableArrays | PackedTableArrays, n_sets: int,
     )
 
 
-def walk_states(trie: TrieArrays, tables: TableArrays | PackedTableArrays, roots: np.ndarray,
+def walk_states(trie: TrieArrays | Opened, tables: TableArrays | PackedTableArrays | Opened, roots: np.ndarray,
                 root_state: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The walk without the cut, kept per node: the live nodes where tokens end with the state after their
     byte, and the boundary nodes with the state before theirs (int32, sorted by node then state)."""
@@ -211,13 +224,13 @@ def walk_states(trie: TrieArrays, tables: TableArrays | PackedTableArrays, roots
     return tuple(np.frombuffer(a, _INT32) for a in _walk.walk_states(trie, tables, roots, root_state))
 
 
-def pack(trie: TrieArrays, nodes: np.ndarray, mask_words: int) -> np.ndarray | None:
+def pack(trie: TrieArrays | Opened, nodes: np.ndarray, mask_words: int) -> np.ndarray | None:
     """The tokens ending at the int32 `nodes` as a packed int32 mask, or None when there are none."""
     mask = _walk.pack(trie, nodes, mask_words)
     return None if mask is None else np.frombuffer(mask, _INT32)
 
 
-def pack_sparse(trie: TrieArrays, nodes: np.ndarray, mask_words: int,
+def pack_sparse(trie: TrieArrays | Opened, nodes: np.ndarray, mask_words: int,
                 sparse_max: int) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The tokens ending at the int32 `nodes` as (mask, tokens), as a sparse walk gives them: at most `sparse_max`
     as int32 ids ascending (`tokens`), more as a packed mask; (None, None) when there are none."""
