@@ -138,10 +138,11 @@ class _WalkTables:
 
     `arrays` are the tables as the kernel takes them (`pda.kernels.walk`; walks pass them
     opened, `kernel_tables`): a terminal's own DFA, and every candidate set under the
-    basic lexer mode, as per-state flags whose ends index `sets`; a contextual candidate set as its DFA's packed terminal bits with
-    the candidates' words, whose ends are accept rows, mapped to terminal sets by
-    `groups` for the rows a walk met: no pass over the DFA's states or its accept rows is
-    paid per set (a JSON Schema meets hundreds of sets, most walked once or twice).
+    basic lexer mode, as per-state flags whose ends index `sets`; a contextual candidate
+    set as its DFA's packed terminal bits with the candidates' words, whose ends are
+    accept rows, mapped to terminal sets by `groups` for the rows a walk met: no pass over
+    the DFA's states or its accept rows is paid per set (a JSON Schema meets hundreds of
+    sets, most walked once or twice).
     `live`, `stops`, `ends_as` and `sets` are the flags as arrays, derived from the
     lexer's tables when first read (the basic mode's filtering and the reference walk
     read them). `trans` must send every state that is not live to a state that is not
@@ -526,8 +527,8 @@ class TokenIndex:
         inside tokens come back as ids (`Classification.tokens`), not a mask.
         """
         depth = self.trie.max_depth
-        walked = kernel.walk(self._kernel_trie, tables.kernel_tables, tables.n_sets, roots, tables.kernel_state(root_state),
-                             self.mask_words,
+        walked = kernel.walk(self._kernel_trie, tables.kernel_tables, tables.n_sets, roots,
+                             tables.kernel_state(root_state), self.mask_words,
                              self._slices if cut else None, tables.proof(depth) if cut else None,
                              self.mask_words // SPARSE_INSIDE_SHARE if sparse else None)
         boundaries = walked.boundaries
@@ -620,7 +621,9 @@ class TokenIndex:
             if fresh is not None:
                 return fresh
         inside, groups = entry
-        return Classification(inside, [BoundaryGroup(_terminals_at(positions, order), nodes) for positions, nodes in groups])
+        return Classification(inside, [
+            BoundaryGroup(_terminals_at(positions, order), nodes) for positions, nodes in groups
+        ])
 
     def _disk_tags(self) -> set[str] | frozenset[str]:
         """`cache.tags("classes")`, asked again only every `DISK_TAGS_RECHECK_SECONDS`: every root-walk miss would
