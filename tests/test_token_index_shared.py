@@ -158,6 +158,7 @@ def test_a_root_walk_miss_builds_no_disk_key_unless_its_tag_is_listed(fresh: Pat
     """A root walk's miss hashes its disk key only when the folder lists its content's tag: never with nothing
     stored; walks stored carry their tag in their file name; a new process reads them back by it."""
     monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", 0)
+    monkeypatch.setattr(token_index, "DISK_MIN_SECONDS", 1e9)  # nothing stored, however slow a walk (a loaded machine)
     tags, keyed = {}, []
     real_tag, real_key = token_index.TokenIndex._content_tag, token_index.TokenIndex._disk_key
     monkeypatch.setattr(token_index.TokenIndex, "_content_tag",
