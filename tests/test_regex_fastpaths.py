@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pda.kernels.partition import row_groups
+from pda.kernels.partition import column_groups, row_groups
 from pda.regex import charset as cs
 from pda.regex import utf8
 
@@ -108,3 +108,20 @@ def test_row_groups_number_equal_rows_by_first_appearance(data: st.DataObject) -
 def test_row_groups_check_their_indices() -> None:
     with pytest.raises(ValueError):
         row_groups(np.zeros((3, 2), dtype=np.int64), np.array([0, 3]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_column_groups_are_row_groups_of_the_transposed_table(data: st.DataObject) -> None:
+    m, k = data.draw(st.integers(0, 6)), data.draw(st.integers(1, 12))
+    table = np.array(data.draw(st.lists(st.lists(st.integers(-1, 2), min_size=k, max_size=k), min_size=m,
+                                        max_size=m)), dtype=np.int64).reshape(m, k)
+    columns = np.array(data.draw(st.lists(st.integers(0, k - 1), max_size=40)), dtype=np.int64)
+    group, first = column_groups(table, columns)
+    expected_group, expected_first = row_groups(np.ascontiguousarray(table.T), columns)
+    assert group.tolist() == expected_group.tolist() and first.tolist() == expected_first.tolist()
+
+
+def test_column_groups_check_their_indices() -> None:
+    with pytest.raises(ValueError):
+        column_groups(np.zeros((3, 2), dtype=np.int64), np.array([0, 2]))

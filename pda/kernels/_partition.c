@@ -24,6 +24,12 @@
  *     Returns the number of groups (the byte classes of a DFA, numbered by their lowest
  *     byte). Rows are hashed and compared in full on a hash match: O(k m + c), no GIL.
  *
+ * column_groups(table, columns, group, first)
+ *     row_groups(table.T, columns, group, first) without the transposed copy: table is
+ *     int64 [m, k], C-contiguous (a DFA's transition table itself), columns int64 [c] its
+ *     column indices. Every column is hashed in one row-major pass; columns with equal
+ *     hashes are compared in full. O(m k + c), no GIL.
+ *
  * Method: Hopcroft's "process the smaller half" refinement over a refinable partition
  * (Valmari and Lehtinen's layout): the states of a block are contiguous in `elems`,
  * and marking a state moves it to the front of its block, so a split is O(marked).
@@ -395,72 +401,114 @@ static PyObject *coaccessible(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_RETURN_NONE;
 }
 
-static uint64_t row_hash(const int64_t *row, int64_t m)
+/* Row-major tables, read either by row (`row_groups`) or by column (`column_groups`). */
+typedef struct {
+    const int64_t *table;
+    int64_t n_rows, n_cols;
+} Table;
+
+#define HASH_SEED 0x9E3779B97F4A7C15ULL
+
+static inline uint64_t hash_step(uint64_t h, int64_t x)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ULL;
-    for (int64_t i = 0; i < m; i++) {
-        h ^= (uint64_t)row[i];
-        h *= 0xBF58476D1CE4E5B9ULL;
-        h ^= h >> 29;
-    }
-    return h;
+    h ^= (uint64_t)x;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    return h ^ (h >> 29);
 }
 
-/* See row_groups: table is [k, m]; -1 on memory failure, else the number of groups. */
-static int64_t group_rows(const int64_t *table, int64_t k, int64_t m, const int64_t *rows, int64_t c,
-                          int64_t *group, int64_t *first)
+static int same_rows(const Table *t, int64_t a, int64_t b)
+{
+    return memcmp(t->table + a * t->n_cols, t->table + b * t->n_cols, (size_t)t->n_cols * sizeof(int64_t)) == 0;
+}
+
+static int same_columns(const Table *t, int64_t a, int64_t b)
+{
+    for (int64_t r = 0; r < t->n_rows; r++)
+        if (t->table[r * t->n_cols + a] != t->table[r * t->n_cols + b])
+            return 0;
+    return 1;
+}
+
+/* Numbers the distinct keys among keys[i] (rows or columns of t, with their hashes) by first
+ * appearance: group[i] that of keys[i], first[g] a key of group g. -1 on memory failure,
+ * else the number of groups. */
+static int64_t group_keys(const Table *t, int (*same)(const Table *, int64_t, int64_t), const uint64_t *hashes,
+                          int64_t n_keys, const int64_t *keys, int64_t c, int64_t *group, int64_t *first)
 {
     int64_t size = 16, n = 0, i, slot;
-    while (size < 2 * k)
+    while (size < 2 * n_keys)
         size *= 2;
     int64_t *slots = malloc((size_t)size * sizeof(int64_t));
-    int64_t *of_row = malloc((size_t)(k ? k : 1) * sizeof(int64_t));
-    uint64_t *hashes = malloc((size_t)(k ? k : 1) * sizeof(uint64_t));
-    if (!slots || !of_row || !hashes) {
-        free(slots); free(of_row); free(hashes);
+    int64_t *of_key = malloc((size_t)(n_keys ? n_keys : 1) * sizeof(int64_t));
+    if (!slots || !of_key) {
+        free(slots); free(of_key);
         return -1;
     }
     for (i = 0; i < size; i++)
         slots[i] = -1;
-    for (i = 0; i < k; i++)
-        of_row[i] = -1;
+    for (i = 0; i < n_keys; i++)
+        of_key[i] = -1;
     for (i = 0; i < c; i++) {
-        int64_t j = rows[i];
-        if (of_row[j] < 0) {
-            uint64_t h = row_hash(table + j * m, m);
-            hashes[j] = h;
+        int64_t j = keys[i];
+        if (of_key[j] < 0) {
+            uint64_t h = hashes[j];
             for (slot = (int64_t)(h & (uint64_t)(size - 1));; slot = (slot + 1) & (size - 1)) {
                 int64_t g = slots[slot];
                 if (g < 0) {
                     slots[slot] = n;
                     first[n] = j;
-                    of_row[j] = n++;
+                    of_key[j] = n++;
                     break;
                 }
-                if (hashes[first[g]] == h && memcmp(table + first[g] * m, table + j * m, (size_t)m * sizeof(int64_t)) == 0) {
-                    of_row[j] = g;
+                if (hashes[first[g]] == h && same(t, first[g], j)) {
+                    of_key[j] = g;
                     break;
                 }
             }
         }
-        group[i] = of_row[j];
+        group[i] = of_key[j];
     }
-    free(slots); free(of_row); free(hashes);
+    free(slots); free(of_key);
     return n;
 }
 
-static PyObject *row_groups(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* See row_groups / column_groups: the groups of t's rows (by_column 0) or columns (1) picked by keys. */
+static int64_t group_lines(const Table *t, int by_column, const int64_t *keys, int64_t c, int64_t *group, int64_t *first)
+{
+    int64_t n_keys = by_column ? t->n_cols : t->n_rows, r, j, n;
+    uint64_t *hashes = malloc((size_t)(n_keys ? n_keys : 1) * sizeof(uint64_t));
+    if (!hashes)
+        return -1;
+    for (j = 0; j < n_keys; j++)
+        hashes[j] = HASH_SEED;
+    /* one row-major pass either way: a column's hash is built a row at a time */
+    for (r = 0; r < t->n_rows; r++) {
+        const int64_t *row = t->table + r * t->n_cols;
+        if (by_column)
+            for (j = 0; j < t->n_cols; j++)
+                hashes[j] = hash_step(hashes[j], row[j]);
+        else
+            for (j = 0; j < t->n_cols; j++)
+                hashes[r] = hash_step(hashes[r], row[j]);
+    }
+    n = group_keys(t, by_column ? same_columns : same_rows, hashes, n_keys, keys, c, group, first);
+    free(hashes);
+    return n;
+}
+
+static PyObject *grouped(PyObject *const *args, Py_ssize_t nargs, int by_column)
 {
     Py_buffer tv, cv, gv, fv;
-    int64_t m, k, c, i, n = 0;
+    int64_t n_keys, c, i, n = 0;
     int failed = 0;
+    const char *what = by_column ? "column" : "row";
     if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "row_groups(table, rows, group, first) takes 4 arguments");
+        PyErr_Format(PyExc_TypeError, "%s_groups(table, %ss, group, first) takes 4 arguments", what, what);
         return NULL;
     }
     if (get_int64(args[0], &tv, PyBUF_ND, "table") < 0)
         return NULL;
-    if (get_int64(args[1], &cv, PyBUF_ND, "rows") < 0) {
+    if (get_int64(args[1], &cv, PyBUF_ND, by_column ? "columns" : "rows") < 0) {
         PyBuffer_Release(&tv);
         return NULL;
     }
@@ -474,20 +522,21 @@ static PyObject *row_groups(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     c = cv.ndim == 1 ? cv.shape[0] : -1;
     if (tv.ndim != 2 || c < 0 || gv.ndim != 1 || fv.ndim != 1 || gv.shape[0] != c || fv.shape[0] != c) {
-        PyErr_SetString(PyExc_ValueError, "table must be 2-dimensional, rows, group and first 1-dimensional of one length");
+        PyErr_Format(PyExc_ValueError, "table must be 2-dimensional, %ss, group and first 1-dimensional of one length",
+                     what);
         failed = 1;
     }
-    k = tv.ndim == 2 ? tv.shape[0] : 0;
-    m = tv.ndim == 2 ? tv.shape[1] : 0;
-    const int64_t *rows = cv.buf;
+    Table t = {tv.buf, tv.ndim == 2 ? tv.shape[0] : 0, tv.ndim == 2 ? tv.shape[1] : 0};
+    n_keys = by_column ? t.n_cols : t.n_rows;
+    const int64_t *keys = cv.buf;
     for (i = 0; !failed && i < c; i++)
-        if (rows[i] < 0 || rows[i] >= k) {
-            PyErr_Format(PyExc_ValueError, "rows holds %lld, not a row of table", (long long)rows[i]);
+        if (keys[i] < 0 || keys[i] >= n_keys) {
+            PyErr_Format(PyExc_ValueError, "%ss holds %lld, not a %s of table", what, (long long)keys[i], what);
             failed = 1;
         }
     if (!failed) {
         Py_BEGIN_ALLOW_THREADS
-        n = group_rows(tv.buf, k, m, rows, c, gv.buf, fv.buf);
+        n = group_lines(&t, by_column, keys, c, gv.buf, fv.buf);
         Py_END_ALLOW_THREADS
         failed = n < 0 ? 2 : 0;
     }
@@ -499,6 +548,16 @@ static PyObject *row_groups(PyObject *self, PyObject *const *args, Py_ssize_t na
     return PyLong_FromLongLong((long long)n);
 }
 
+static PyObject *row_groups(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return grouped(args, nargs, 0);
+}
+
+static PyObject *column_groups(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return grouped(args, nargs, 1);
+}
+
 static PyMethodDef partition_methods[] = {
     {"refine", (PyCFunction)(void (*)(void))refine, METH_FASTCALL,
      "refine(trans, blocks, out) -> number of blocks: the coarsest stable partition (see the module source)."},
@@ -506,6 +565,8 @@ static PyMethodDef partition_methods[] = {
      "coaccessible(trans, good): marks every state from which a marked state is reachable (see the module source)."},
     {"row_groups", (PyCFunction)(void (*)(void))row_groups, METH_FASTCALL,
      "row_groups(table, rows, group, first) -> number of groups: equal rows numbered by first appearance."},
+    {"column_groups", (PyCFunction)(void (*)(void))column_groups, METH_FASTCALL,
+     "column_groups(table, columns, group, first) -> number of groups: row_groups of the transposed table."},
     {NULL, NULL, 0, NULL},
 };
 

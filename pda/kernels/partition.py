@@ -19,7 +19,9 @@ without the GIL (`pda.reference.reference_coaccessible` is its oracle).
 
 `row_groups(table, rows)` finds a byte DFA's byte classes from its transposed table:
 the distinct rows among `table[rows[i]]`, numbered by first appearance, by one hashing
-pass over the table (equal hashes are compared in full), without the GIL.
+pass over the table (equal hashes are compared in full), without the GIL;
+`column_groups(table, columns)` is `row_groups(table.T, columns)` read in place (a
+large DFA's transposed copy cost as much as the rest of its finishing).
 """
 
 from __future__ import annotations
@@ -66,4 +68,17 @@ def row_groups(table: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     group = np.empty(len(rows), dtype=np.int64)
     first = np.empty(len(rows), dtype=np.int64)
     n = _partition.row_groups(table, rows, group, first)
+    return group, first[:n]
+
+
+def column_groups(table: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`row_groups(table.T, columns)`, without transposing: (group of each `columns[i]`, one
+    column of `table` per group), equal columns sharing a group, numbered by first appearance."""
+    table = np.ascontiguousarray(table, dtype=np.int64)
+    if table.ndim != 2:
+        raise ValueError("table must be 2-dimensional")
+    columns = np.ascontiguousarray(columns, dtype=np.int64).reshape(-1)
+    group = np.empty(len(columns), dtype=np.int64)
+    first = np.empty(len(columns), dtype=np.int64)
+    n = _partition.column_groups(table, columns, group, first)
     return group, first[:n]
