@@ -84,11 +84,16 @@ def _aligned(a: Classed, b: Classed) -> tuple[Classed, Classed]:
     _, first, classes = np.unique(pairs, return_index=True, return_inverse=True)
     classes = classes.reshape(-1).astype(np.int32)
     if len(first) == a.trans.shape[1]:  # b's classes are coarser: a keeps its columns
-        return a, Classed(np.ascontiguousarray(b.trans[:, b.classes[_representatives(a.classes)]]), b.accept, a.classes)
+        return a, Classed(_columns(b.trans, b.classes[_representatives(a.classes)]), b.accept, a.classes)
     if len(first) == b.trans.shape[1]:
-        return Classed(np.ascontiguousarray(a.trans[:, a.classes[_representatives(b.classes)]]), a.accept, b.classes), b
-    return (Classed(np.ascontiguousarray(a.trans[:, a.classes[first]]), a.accept, classes),
-            Classed(np.ascontiguousarray(b.trans[:, b.classes[first]]), b.accept, classes))
+        return Classed(_columns(a.trans, a.classes[_representatives(b.classes)]), a.accept, b.classes), b
+    return (Classed(_columns(a.trans, a.classes[first]), a.accept, classes),
+            Classed(_columns(b.trans, b.classes[first]), b.accept, classes))
+
+
+def _columns(trans: np.ndarray, picked: np.ndarray) -> np.ndarray:
+    """`trans[:, picked]`, contiguous; by `take`, which on a large table costs a fraction of the indexing."""
+    return np.take(trans, picked, axis=1)
 
 
 def _representatives(classes: np.ndarray) -> np.ndarray:
@@ -174,13 +179,22 @@ def composed(node: Node, leaf: Callable[[Node], Classed], max_states: int) -> Cl
     return leaf(node)
 
 
+def _shifted(t: np.ndarray, by: int, out: np.ndarray) -> None:
+    """out = t + by where t holds a state, -1 where it holds none (in place: a counted string's
+    table has millions of entries, and each temporary of a `np.where` costs a pass over them)."""
+    out.fill(-1)
+    np.add(t, by, out=out, where=t >= 0)
+
+
 def _fresh_start(x: Partial) -> Partial:
     """`x` with a start that is never re-entered: when some edge leads back to it, a copy of it becomes the start."""
     t, acc = x
     if not (t == 0).any():
         return x
-    shifted = np.where(t >= 0, t + 1, -1).astype(np.int32)
-    return np.concatenate([shifted[:1], shifted]), np.concatenate([acc[:1], acc])
+    shifted = np.empty((len(t) + 1, t.shape[1]), dtype=np.int32)
+    _shifted(t, 1, shifted[1:])
+    shifted[0] = shifted[1]
+    return shifted, np.concatenate([acc[:1], acc])
 
 
 def concat(a: Partial, b: Partial) -> Partial | None:
@@ -192,9 +206,11 @@ def concat(a: Partial, b: Partial) -> Partial | None:
     if (ta[finals][:, opens] >= 0).any():
         return None
     n = len(ta)
-    moved = np.where(tb >= 1, tb - 1 + n, -1).astype(np.int32)  # B's state s >= 1 becomes n + s - 1
-    trans = np.concatenate([ta, moved[1:]])
-    trans[finals[:, None], np.flatnonzero(opens)[None, :]] = moved[0, opens][None, :]
+    # B's state s >= 1 becomes n + s - 1 (no edge enters B's start)
+    trans = np.empty((n + len(tb) - 1, ta.shape[1]), dtype=np.result_type(ta.dtype, np.int32))
+    trans[:n] = ta
+    _shifted(tb[1:], n - 1, trans[n:])
+    trans[finals[:, None], np.flatnonzero(opens)[None, :]] = (tb[0, opens].astype(np.int64) + n - 1)[None, :]
     accept = np.concatenate([np.zeros(n, dtype=bool), ab[1:]])
     accept[finals] = ab[0]
     return trans, accept
