@@ -9,12 +9,14 @@
  *     out: writable int64 [m]; receives a block id per state of the coarsest partition
  *     that refines `blocks` and is stable (two states of one block have, per class,
  *     successors in one block or both none). Ids are 0..n_blocks-1 in no set order.
- *     Returns the number of blocks.
+ *     Returns the number of blocks. trans has fewer than 2^31 entries (ValueError), so
+ *     that the per-edge arrays hold 32-bit states and classes.
  *
  * coaccessible(trans, good)
  *     trans as above; good: writable uint8 [m], 1 at the accepting states on entry, and on
  *     return 1 at every state from which one of them is reachable (minimisation's trim).
- *     Backwards from the accepting states over an incoming-edge CSR: O(m k), no GIL.
+ *     Backwards from the accepting states over an incoming-edge CSR: O(m k), no GIL;
+ *     trans has fewer than 2^31 entries (ValueError).
  *
  * row_groups(table, rows, group, first)
  *     table: int64 [k, m], C-contiguous (a byte DFA's transition table transposed: one row
@@ -34,8 +36,8 @@
  * (Valmari and Lehtinen's layout): the states of a block are contiguous in `elems`,
  * and marking a state moves it to the front of its block, so a split is O(marked).
  * Per splitter block the predecessors of its states are gathered from an incoming-edge
- * CSR and bucketed by class. Time O(m k log m), memory O(m k). Every index read from
- * the inputs is checked first (ValueError), and the work runs without the GIL.
+ * CSR and bucketed by class. Time O(m k log m), memory O(m k) (12 bytes an edge). Every
+ * index read from the inputs is checked first (ValueError), and the work runs without the GIL.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -46,16 +48,19 @@
 typedef struct {
     int64_t m, k;
     const int64_t *trans;
-    /* incoming edges by target: in_ptr[q]..in_ptr[q+1] index in_cls/in_src */
-    int64_t *in_ptr, *in_cls, *in_src;
+    /* incoming edges by target: in_ptr[q]..in_ptr[q+1] index in_cls/in_src (32-bit: the
+     * per-edge arrays are most of the memory, and `refine` takes fewer than 2^31 entries) */
+    int64_t *in_ptr;
+    int32_t *in_cls, *in_src;
     /* the refinable partition */
     int64_t *elems, *loc, *block_of, *first, *end, *mid;
     int64_t n_blocks;
     /* work stack of blocks, and which blocks are on it */
     int64_t *work, n_work;
     unsigned char *in_work;
-    /* per splitter: gathered (class, predecessor) pairs, bucketed by class */
-    int64_t *gather_cls, *gather_src, *bucket_src, *count, *start, *classes_seen;
+    /* per splitter: its predecessors bucketed by class */
+    int32_t *bucket_src;
+    int64_t *count, *start, *classes_seen;
     /* blocks touched while marking one class's predecessors */
     int64_t *touched;
 } Refiner;
@@ -65,7 +70,7 @@ static void free_refiner(Refiner *r)
     free(r->in_ptr); free(r->in_cls); free(r->in_src);
     free(r->elems); free(r->loc); free(r->block_of); free(r->first); free(r->end); free(r->mid);
     free(r->work); free(r->in_work);
-    free(r->gather_cls); free(r->gather_src); free(r->bucket_src); free(r->count); free(r->start);
+    free(r->bucket_src); free(r->count); free(r->start);
     free(r->classes_seen); free(r->touched);
 }
 
@@ -77,8 +82,8 @@ static int prepare(Refiner *r, const int64_t *blocks)
     for (q = 0; q < m * k; q++)
         n_edges += trans[q] >= 0;
     r->in_ptr = calloc((size_t)m + 1, sizeof(int64_t));
-    r->in_cls = malloc(((size_t)n_edges + 1) * sizeof(int64_t));
-    r->in_src = malloc(((size_t)n_edges + 1) * sizeof(int64_t));
+    r->in_cls = malloc(((size_t)n_edges + 1) * sizeof(int32_t));
+    r->in_src = malloc(((size_t)n_edges + 1) * sizeof(int32_t));
     r->elems = malloc(((size_t)m + 1) * sizeof(int64_t));
     r->loc = malloc(((size_t)m + 1) * sizeof(int64_t));
     r->block_of = malloc(((size_t)m + 1) * sizeof(int64_t));
@@ -87,15 +92,13 @@ static int prepare(Refiner *r, const int64_t *blocks)
     r->mid = malloc(((size_t)m + 1) * sizeof(int64_t));
     r->work = malloc(((size_t)m + 1) * sizeof(int64_t));
     r->in_work = calloc((size_t)m + 1, 1);
-    r->gather_cls = malloc(((size_t)n_edges + 1) * sizeof(int64_t));
-    r->gather_src = malloc(((size_t)n_edges + 1) * sizeof(int64_t));
-    r->bucket_src = malloc(((size_t)n_edges + 1) * sizeof(int64_t));
+    r->bucket_src = malloc(((size_t)n_edges + 1) * sizeof(int32_t));
     r->count = calloc((size_t)k + 1, sizeof(int64_t));
     r->start = malloc(((size_t)k + 1) * sizeof(int64_t));
     r->classes_seen = malloc(((size_t)k + 1) * sizeof(int64_t));
     r->touched = malloc(((size_t)m + 1) * sizeof(int64_t));
     if (!r->in_ptr || !r->in_cls || !r->in_src || !r->elems || !r->loc || !r->block_of || !r->first || !r->end
-        || !r->mid || !r->work || !r->in_work || !r->gather_cls || !r->gather_src || !r->bucket_src || !r->count
+        || !r->mid || !r->work || !r->in_work || !r->bucket_src || !r->count
         || !r->start || !r->classes_seen || !r->touched)
         return -1;
     /* incoming CSR: count per target, prefix sums, fill */
@@ -112,8 +115,8 @@ static int prepare(Refiner *r, const int64_t *blocks)
                 int64_t t = trans[q * k + c];
                 if (t >= 0) {
                     e = fill[t]++;
-                    r->in_cls[e] = c;
-                    r->in_src[e] = q;
+                    r->in_cls[e] = (int32_t)c;
+                    r->in_src[e] = (int32_t)q;
                 }
             }
     }
@@ -173,27 +176,26 @@ static inline int mark(Refiner *r, int64_t p)
 static void refine_all(Refiner *r)
 {
     while (r->n_work > 0) {
-        int64_t a = r->work[--r->n_work], n_gathered = 0, n_seen = 0, i, e, s;
+        int64_t a = r->work[--r->n_work], n_seen = 0, i, e, s;
         r->in_work[a] = 0;
-        /* the splitter's predecessors, with their classes */
+        /* the splitter's predecessors bucketed by class: a counting sort over the classes met,
+         * reading the splitter's incoming edges twice (count, then place) */
         for (i = r->first[a]; i < r->end[a]; i++) {
             int64_t q = r->elems[i];
-            for (e = r->in_ptr[q]; e < r->in_ptr[q + 1]; e++) {
-                r->gather_cls[n_gathered] = r->in_cls[e];
-                r->gather_src[n_gathered++] = r->in_src[e];
-            }
+            for (e = r->in_ptr[q]; e < r->in_ptr[q + 1]; e++)
+                if (r->count[r->in_cls[e]]++ == 0)
+                    r->classes_seen[n_seen++] = r->in_cls[e];
         }
-        /* bucket them by class (counting sort over the classes met) */
-        for (i = 0; i < n_gathered; i++)
-            if (r->count[r->gather_cls[i]]++ == 0)
-                r->classes_seen[n_seen++] = r->gather_cls[i];
         e = 0;
         for (s = 0; s < n_seen; s++) {
             r->start[r->classes_seen[s]] = e;
             e += r->count[r->classes_seen[s]];
         }
-        for (i = 0; i < n_gathered; i++)
-            r->bucket_src[r->start[r->gather_cls[i]]++] = r->gather_src[i];
+        for (i = r->first[a]; i < r->end[a]; i++) {
+            int64_t q = r->elems[i];
+            for (e = r->in_ptr[q]; e < r->in_ptr[q + 1]; e++)
+                r->bucket_src[r->start[r->in_cls[e]]++] = r->in_src[e];
+        }
         e = 0;
         for (s = 0; s < n_seen; s++) {
             int64_t c = r->classes_seen[s], lo = e, hi = e + r->count[c], n_touched = 0, t;
@@ -274,6 +276,9 @@ static PyObject *refine(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (bv.len != m * 8 || ov.len != m * 8) {
         PyErr_SetString(PyExc_ValueError, "blocks and out must have one entry per state");
         failed = 1;
+    } else if (m * k >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "trans must have fewer than 2^31 entries");
+        failed = 1;
     }
     const int64_t *trans = tv.buf, *blocks = bv.buf;
     for (i = 0; !failed && i < m * k; i++)
@@ -319,10 +324,11 @@ static int mark_coaccessible(const int64_t *trans, int64_t m, int64_t k, unsigne
 {
     int64_t q, c, i, n_edges = 0, head = 0, tail = 0;
     int64_t *ptr = calloc((size_t)m + 1, sizeof(int64_t));
-    int64_t *src = NULL, *fill = NULL, *queue = NULL;
+    int64_t *fill = NULL, *queue = NULL;
+    int32_t *src = NULL; /* 32-bit: `coaccessible` takes fewer than 2^31 entries */
     for (i = 0; i < m * k; i++)
         n_edges += trans[i] >= 0;
-    src = malloc((size_t)(n_edges ? n_edges : 1) * sizeof(int64_t));
+    src = malloc((size_t)(n_edges ? n_edges : 1) * sizeof(int32_t));
     fill = malloc((size_t)(m ? m : 1) * sizeof(int64_t));
     queue = malloc((size_t)(m ? m : 1) * sizeof(int64_t));
     if (!ptr || !src || !fill || !queue) {
@@ -339,7 +345,7 @@ static int mark_coaccessible(const int64_t *trans, int64_t m, int64_t k, unsigne
     for (q = 0; q < m; q++)
         for (c = 0; c < k; c++)
             if (trans[q * k + c] >= 0)
-                src[fill[trans[q * k + c]]++] = q;
+                src[fill[trans[q * k + c]]++] = (int32_t)q;
     for (q = 0; q < m; q++)
         if (good[q])
             queue[tail++] = q;
@@ -379,6 +385,9 @@ static PyObject *coaccessible(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     if (gv.itemsize != 1 || gv.ndim != 1 || gv.len != m) {
         PyErr_SetString(PyExc_ValueError, "good must be a writable one-byte array with one entry per state");
+        failed = 1;
+    } else if (m * k >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "trans must have fewer than 2^31 entries");
         failed = 1;
     }
     const int64_t *trans = tv.buf;
