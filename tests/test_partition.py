@@ -36,6 +36,30 @@ def test_the_kernel_gives_moores_partition_on_random_partial_dfas() -> None:
         assert _canonical(coarsest_partition(trans, initial)) == reference_partition(trans, initial)
 
 
+def _random_acyclic_dfa(rng: random.Random) -> tuple[np.ndarray, np.ndarray]:
+    """Edges only to later states, states then shuffled: the kernel's one-pass (acyclic) path."""
+    m, k = rng.randint(1, 80), rng.randint(1, 6)
+    dead = rng.random()
+    trans = np.full((m, k), -1, dtype=np.int64)
+    for q in range(m - 1):
+        for c in range(k):
+            if rng.random() > dead:
+                # near successors often: chains of copies, many equivalent states
+                trans[q, c] = rng.randint(q + 1, min(m - 1, q + 3) if rng.random() < 0.7 else m - 1)
+    order = np.array(rng.sample(range(m), m), dtype=np.int64)  # old state order[i] becomes i
+    renumber = np.argsort(order)
+    trans = np.where(trans >= 0, renumber[np.maximum(trans, 0)], -1)[order]
+    initial = np.array([rng.randrange(rng.randint(1, 3)) for _ in range(m)], dtype=np.int64)
+    return trans, initial
+
+
+def test_the_kernel_gives_moores_partition_on_random_acyclic_dfas() -> None:
+    rng = random.Random(23)
+    for _ in range(2000):
+        trans, initial = _random_acyclic_dfa(rng)
+        assert _canonical(coarsest_partition(trans, initial)) == reference_partition(trans, initial)
+
+
 def test_the_trim_kernel_gives_the_fixpoints_states_on_random_partial_dfas() -> None:
     rng = random.Random(29)
     for _ in range(2000):
@@ -56,7 +80,7 @@ def test_the_trim_reaches_back_along_a_long_chain() -> None:
 
 
 def test_a_counted_chain_keeps_every_state_apart() -> None:
-    """x{5000}: every state is at another distance from the end (one of Moore's worst cases)."""
+    """x{5000}: every state is at another distance from the end (one of Moore's worst cases; acyclic)."""
     m = 5001
     trans = np.full((m, 2), -1, dtype=np.int64)
     trans[np.arange(m - 1), 0] = np.arange(1, m)

@@ -32,7 +32,12 @@
  *     column indices. Every column is hashed in one row-major pass; columns with equal
  *     hashes are compared in full. O(m k + c), no GIL.
  *
- * Method: Hopcroft's "process the smaller half" refinement over a refinable partition
+ * Method, for an acyclic DFA (a counted string, a bounded number: most DFAs minimised here): one
+ * depth-first search over the outgoing edges finishes each state after all its successors, and
+ * a finished state's block is found by hashing its initial block and its successors' blocks
+ * (the largest bisimulation of an acyclic graph, bottom up; Revuz's method): O(m k). The
+ * search gives up at the first cycle, and then:
+ * Hopcroft's "process the smaller half" refinement over a refinable partition
  * (Valmari and Lehtinen's layout): the states of a block are contiguous in `elems`,
  * and marking a state moves it to the front of its block, so a split is O(marked).
  * Per splitter block the predecessors of its states are gathered from an incoming-edge
@@ -44,6 +49,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The hash of a row of ints (row and column groups, acyclic blocks), a step per int. */
+#define HASH_SEED 0x9E3779B97F4A7C15ULL
+
+static inline uint64_t hash_step(uint64_t h, int64_t x)
+{
+    h ^= (uint64_t)x;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    return h ^ (h >> 29);
+}
 
 typedef struct {
     int64_t m, k;
@@ -230,6 +245,90 @@ static void refine_all(Refiner *r)
     }
 }
 
+/* The coarsest stable partition of an acyclic DFA (see Method): block ids in out, numbered in
+ * the order the search finishes a new block. Returns the number of blocks, -2 when the DFA has
+ * a cycle (out is then garbage), -1 on memory failure. */
+static int64_t acyclic_partition(const int64_t *trans, int64_t m, int64_t k, const int64_t *blocks, int64_t *out)
+{
+    int64_t size = 16, n_blocks = 0, root, i;
+    while (size < 2 * m)
+        size *= 2;
+    /* per state: 0 unseen, 1 on the search path, 2 finished; the next column to follow */
+    unsigned char *color = calloc((size_t)(m ? m : 1), 1);
+    int64_t *next = malloc((size_t)(m ? m : 1) * sizeof(int64_t));
+    uint64_t *partial = malloc((size_t)(m ? m : 1) * sizeof(uint64_t)); /* a state's hash so far */
+    int64_t *path = malloc((size_t)(m ? m : 1) * sizeof(int64_t));
+    int64_t *first = malloc((size_t)(m ? m : 1) * sizeof(int64_t)); /* a state of each block */
+    uint64_t *hash_of = malloc((size_t)(m ? m : 1) * sizeof(uint64_t)); /* of each block */
+    int64_t *slots = malloc((size_t)size * sizeof(int64_t));
+    if (!color || !next || !partial || !path || !first || !hash_of || !slots) {
+        free(color); free(next); free(partial); free(path); free(first); free(hash_of); free(slots);
+        return -1;
+    }
+    for (i = 0; i < size; i++)
+        slots[i] = -1;
+    for (root = 0; root < m && n_blocks >= 0; root++) {
+        int64_t depth = 0;
+        if (color[root])
+            continue;
+        path[depth++] = root;
+        color[root] = 1;
+        next[root] = 0;
+        partial[root] = hash_step(HASH_SEED, blocks[root]);
+        while (depth > 0) {
+            /* q's hash takes in its (initial block, successors' blocks) column by column, up to
+             * the first successor not finished yet */
+            int64_t q = path[depth - 1], c = next[q];
+            const int64_t *row = trans + q * k;
+            uint64_t h = partial[q];
+            for (; c < k; c++) {
+                int64_t t = row[c];
+                if (t >= 0 && color[t] != 2)
+                    break;
+                h = hash_step(h, t < 0 ? -1 : out[t]);
+            }
+            if (c < k) { /* descend into that successor, or meet the path again: a cycle */
+                int64_t t = row[c];
+                next[q] = c;
+                partial[q] = h;
+                if (color[t] == 1) {
+                    n_blocks = -2;
+                    break;
+                }
+                color[t] = 1;
+                next[t] = 0;
+                partial[t] = hash_step(HASH_SEED, blocks[t]);
+                path[depth++] = t;
+                continue;
+            }
+            /* every successor is finished: q joins the block of equal (initial block, successors' blocks) */
+            int64_t slot = (int64_t)(h & (uint64_t)(size - 1)), b;
+            for (;; slot = (slot + 1) & (size - 1)) {
+                b = slots[slot];
+                if (b < 0) {
+                    b = slots[slot] = n_blocks++;
+                    first[b] = q;
+                    hash_of[b] = h;
+                    break;
+                }
+                if (hash_of[b] == h && blocks[first[b]] == blocks[q]) {
+                    const int64_t *other = trans + first[b] * k;
+                    for (c = 0; c < k; c++)
+                        if ((row[c] < 0 ? -1 : out[row[c]]) != (other[c] < 0 ? -1 : out[other[c]]))
+                            break;
+                    if (c == k)
+                        break;
+                }
+            }
+            out[q] = b;
+            color[q] = 2;
+            depth--;
+        }
+    }
+    free(color); free(next); free(partial); free(path); free(first); free(hash_of); free(slots);
+    return n_blocks;
+}
+
 static int get_int64(PyObject *obj, Py_buffer *view, int flags, const char *name)
 {
     if (PyObject_GetBuffer(obj, view, flags | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
@@ -302,14 +401,19 @@ static PyObject *refine(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     r.k = k;
     r.trans = trans;
     Py_BEGIN_ALLOW_THREADS
-    if (prepare(&r, blocks) < 0)
+    n_blocks = acyclic_partition(trans, m, k, blocks, ov.buf);
+    if (n_blocks == -1)
         failed = 1;
-    else {
-        refine_all(&r);
-        memcpy(ov.buf, r.block_of, (size_t)m * sizeof(int64_t));
+    else if (n_blocks == -2) { /* a cycle: Hopcroft */
+        if (prepare(&r, blocks) < 0)
+            failed = 1;
+        else {
+            refine_all(&r);
+            memcpy(ov.buf, r.block_of, (size_t)m * sizeof(int64_t));
+        }
+        n_blocks = r.n_blocks;
     }
     Py_END_ALLOW_THREADS
-    n_blocks = r.n_blocks;
     free_refiner(&r);
     PyBuffer_Release(&tv);
     PyBuffer_Release(&bv);
@@ -415,15 +519,6 @@ typedef struct {
     const int64_t *table;
     int64_t n_rows, n_cols;
 } Table;
-
-#define HASH_SEED 0x9E3779B97F4A7C15ULL
-
-static inline uint64_t hash_step(uint64_t h, int64_t x)
-{
-    h ^= (uint64_t)x;
-    h *= 0xBF58476D1CE4E5B9ULL;
-    return h ^ (h >> 29);
-}
 
 static int same_rows(const Table *t, int64_t a, int64_t b)
 {

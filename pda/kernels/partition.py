@@ -1,6 +1,6 @@
 """DFA minimisation's partition refinement, one compiled call (`pda.kernels._partition`, pda/kernels/_partition.c).
 
-`coarsest_partition(trans, initial)` is Hopcroft's algorithm: the coarsest partition of
+`coarsest_partition(trans, initial)` is the coarsest partition of
 a partial DFA's states that refines the initial blocks (for minimisation: states with
 equal accept rows) and is stable, so that two states of one block have, per class,
 successors in one block or both no successor. That is the minimal DFA's state set.
@@ -9,9 +9,11 @@ Inputs: `trans` int64 [m, k] with -1 for "no transition" (a dead state left impl
 `initial` the initial block of each state, any ints (equal ints: one block). Output:
 int64 [m] block ids, dense but in no set order, so callers number the minimal DFA's
 states by something else (`pda.regex.dfa._minimise`: each block's first state). The
-kernel checks every index up front (ValueError), runs without the GIL, and costs
-O(m k log m) time and O(m k) memory. The Python reference it is tested against is
-`pda.reference.reference_partition`.
+kernel checks every index up front (ValueError) and runs without the GIL. An acyclic
+DFA (a counted string: most of what `pda.regex.dfa` minimises) takes one depth-first
+pass that hashes each state's successors' blocks, O(m k); at the first cycle it falls
+back to Hopcroft's algorithm, O(m k log m) time and O(m k) memory. The Python reference
+both are tested against is `pda.reference.reference_partition`.
 
 `coaccessible(trans, accepting)` is minimisation's trim: the states from which an
 accepting state is reachable, by one backward search over the incoming edges, O(m k),
