@@ -121,3 +121,15 @@ def test_memo_is_bounded_by_its_budget() -> None:
         for k in range(50):
             memoised(f"(?:a{k}|b)" * 8, "")
         assert syntax._translations.nbytes <= 4096 or len(syntax._translations) == 1
+
+
+def test_a_pattern_past_the_memo_length_is_translated_but_not_kept() -> None:
+    """A terminal's own long pattern leaves no IR behind (its objects would burden every full collection)."""
+    unit = "(?:" + ANY_UNIT + ")"
+    long = "(?:" + "|".join(f'"{k}"' + unit + "{2,5}" for k in range(syntax.MEMO_MAX_CHARS // len(unit) + 1)) + ")"
+    assert len(long) > syntax.MEMO_MAX_CHARS
+    with fresh_memo():
+        assert memoised(long, "") == whole(long, "")
+        assert syntax._translations.get((long, "")) is None
+        assert syntax._translations.get((unit, "")) is not None  # its groups, short, are kept
+        assert memoised('"' + unit + "*", "") is syntax._translations.get(('"' + unit + "*", ""))

@@ -701,6 +701,11 @@ def _combine_flags(flags: int, add: int, dele: int) -> int:
 REGEX_TRANSLATIONS_MAX_BYTES = 8 << 20
 register_budget("regex_translations", REGEX_TRANSLATIONS_MAX_BYTES)
 _translations = budget_cache("regex_translations")
+# A pattern (or group) longer than this is not kept: it is one terminal's own, translated once (the
+# lexer memoises its DFA), and its IR is tens of thousands of objects that every full garbage
+# collection would walk for as long as the memo holds them (python.lark's string terminal, 84 KB:
+# ~25k objects, most of what its compile left behind). A JSON Schema's patterns stay under ~2 KB.
+MEMO_MAX_CHARS = 16 << 10
 # A `(?:...)` group of at least this many characters is translated on its own, once (the JSON
 # string unit and its escape part are in nearly every string and key pattern of a JSON Schema),
 # and groups inside such a group are cut again down to this depth (each level scans and parses its
@@ -731,14 +736,15 @@ def translate(pattern: str, flags: str = "", *, name: str = "<regex>", line: int
 
 
 def _translate(pattern: str, flags: str, name: str, line: int | None, depth: int) -> Node:
-    """`translate` at a depth of group cutting: memoised, with long groups cut when that is safe."""
+    """`translate` at a depth of group cutting: memoised (up to `MEMO_MAX_CHARS`), with long groups cut when that is safe."""
     key = (pattern, flags)
     found = _translations.get(key)
     if found is not None:
         return found
     cut = _translate_cut(pattern, flags, name, line, depth) if depth < CUT_MAX_DEPTH else None
     node, ranges = cut or _translate_whole(pattern, flags, name, line)
-    _translations.put(key, node, _translation_bytes(pattern, ranges))
+    if len(pattern) <= MEMO_MAX_CHARS:
+        _translations.put(key, node, _translation_bytes(pattern, ranges))
     return node
 
 
