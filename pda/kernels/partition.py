@@ -28,6 +28,8 @@ large DFA's transposed copy cost as much as the rest of its finishing).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from pda.kernels import _partition
@@ -63,24 +65,22 @@ def coaccessible(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
 def row_groups(table: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(group of each `rows[i]`, one row of `table` per group): equal rows of `table` picked
     by `rows` share a group, groups numbered by first appearance."""
-    table = np.ascontiguousarray(table, dtype=np.int64)
-    if table.ndim != 2:
-        raise ValueError("table must be 2-dimensional")
-    rows = np.ascontiguousarray(rows, dtype=np.int64).reshape(-1)
-    group = np.empty(len(rows), dtype=np.int64)
-    first = np.empty(len(rows), dtype=np.int64)
-    n = _partition.row_groups(table, rows, group, first)
-    return group, first[:n]
+    return _groups(_partition.row_groups, table, rows)
 
 
 def column_groups(table: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`row_groups(table.T, columns)`, without transposing: (group of each `columns[i]`, one
     column of `table` per group), equal columns sharing a group, numbered by first appearance."""
+    return _groups(_partition.column_groups, table, columns)
+
+
+def _groups(kernel: Callable, table: np.ndarray, picked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`kernel` (the rows' or the columns' grouping) over `table` and the `picked` rows or columns."""
     table = np.ascontiguousarray(table, dtype=np.int64)
     if table.ndim != 2:
         raise ValueError("table must be 2-dimensional")
-    columns = np.ascontiguousarray(columns, dtype=np.int64).reshape(-1)
-    group = np.empty(len(columns), dtype=np.int64)
-    first = np.empty(len(columns), dtype=np.int64)
-    n = _partition.column_groups(table, columns, group, first)
+    picked = np.ascontiguousarray(picked, dtype=np.int64).reshape(-1)
+    group = np.empty(len(picked), dtype=np.int64)
+    first = np.empty(len(picked), dtype=np.int64)
+    n = kernel(table, picked, group, first)
     return group, first[:n]
