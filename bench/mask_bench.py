@@ -6,6 +6,8 @@ token's bit is checked (untimed) and the token is accepted (timed separately as
 "advance"). At the end of a document the mask must allow EOS. Reported: vocabulary
 setup, compile, first mask, per-step mean/p50/p99/max, advance mean, peak memory,
 documents accepted, and each engine's ratio to pda (or `--baseline`) from the same run.
+Where an engine refused some documents, a line below the table also compares every
+engine on the documents all of them accepted (the same texts, so the same steps).
 
 Each pair runs in its own subprocess, so compile is cold, peak memory belongs to
 that engine alone, and a crashing engine costs one row, not the run.
@@ -72,6 +74,7 @@ def replay(engine: Any, compiled: Any, workload: Workload, tokenizer: Any, budge
     mask_ns: list[int] = []
     advance_ns: list[int] = []
     failures: list[dict[str, Any]] = []
+    ok_masks: dict[str, list[int]] = {}  # per accepted document, its steps (as in `mask`)
     docs_ok = docs_run = n_failed = 0
     deadline = now_ns() + int(budget_s * 1e9)
     gc.collect()
@@ -82,6 +85,7 @@ def replay(engine: Any, compiled: Any, workload: Workload, tokenizer: Any, budge
         session = engine.session(compiled)
         fill, advance, allows = session.fill, session.advance, session.allows
         problem = None
+        first_step = len(mask_ns)
         for index, token in enumerate(doc.tokens):
             t0 = now_ns()
             fill()
@@ -110,6 +114,7 @@ def replay(engine: Any, compiled: Any, workload: Workload, tokenizer: Any, budge
                 problem = (len(doc.tokens), "EOS not allowed at the end of the document")
         if problem is None:
             docs_ok += 1
+            ok_masks[doc.name] = mask_ns[first_step:]
         else:
             n_failed += 1
             if len(failures) < MAX_FAILURES_KEPT:
@@ -123,6 +128,7 @@ def replay(engine: Any, compiled: Any, workload: Workload, tokenizer: Any, budge
         "docs_ok": docs_ok,
         "docs_failed": n_failed,
         "failures": failures,
+        "ok_masks_ns": ok_masks,
     }
 
 
@@ -236,7 +242,28 @@ def format_table(results: dict[str, list[dict[str, Any]]], baseline: str) -> str
                     f"  - failed {f['doc']} at token {f['index']} ({f['what']}): "
                     f"…{f['before']!r} then {f['token']!r}"
                 )
-    return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"
+    return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n" + format_common(results, baseline)
+
+
+def format_common(results: dict[str, list[dict[str, Any]]], baseline: str) -> str:
+    """Per workload where some engine refused documents: every engine's masks on the documents all of them
+    accepted (means over different documents compare different texts)."""
+    lines = []
+    for workload, rows in results.items():
+        done = [r for r in rows if "mask" in r]
+        if len(done) < 2 or all(r["docs_ok"] == r["docs_run"] == r["docs_total"] for r in done):
+            continue
+        common = set.intersection(*(set(r["ok_masks_ns"]) for r in done))
+        stats = {r["engine"]: summarize(ns for name in common for ns in r["ok_masks_ns"][name]) for r in done}
+        base = stats.get(baseline)
+        cells = ", ".join(
+            f"{engine} mean {_fmt(s.mean_us)} µs, p99 {_fmt(s.p99_us)}"
+            + (f" ({_ratio(s.mean_us, base.mean_us)} / {_ratio(s.p99_us, base.p99_us)} of {baseline})"
+               if base is not None and engine != baseline else "")
+            for engine, s in stats.items()
+        )
+        lines.append(f"- {workload}, the {len(common)} documents every engine accepted: {cells}")
+    return ("\n" + "\n".join(lines) + "\n") if lines else ""
 
 
 def write_readme(text: str) -> None:
