@@ -21,6 +21,9 @@ from pda.regex import (
     sample_from_dfa,
 )
 from pda.regex import charset as cs
+from pda.regex.dfa import dfa_digest, literal_set_dfa
+from pda.regex.finite_set import FINITE_SET_MIN_CHOICES
+from pda.regex.literals import alternation_pattern
 
 FLAGS = {"i": re.I, "s": re.S, "a": re.A, "x": re.X, "m": re.M}
 
@@ -360,6 +363,26 @@ def test_single_literal_terminal_dfa_equals_the_regex_path(literal: str, others:
         data = text.encode("utf-8")
         assert fast.accepts(data) == slow.accepts(data) == (text == literal)
         assert (fast.run(fast.start, data) == fast.dead) == (slow.run(slow.start, data) == slow.dead)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from('ab"\\.|(\x00\x7fé'), max_size=6), min_size=2,
+                max_size=FINITE_SET_MIN_CHOICES - 1, unique=True))
+def test_few_literals_terminal_dfa_is_the_regex_paths(strings: list[str]) -> None:
+    """`terminal_dfa` builds a set of fewer than `FINITE_SET_MIN_CHOICES` ASCII literals directly
+    (`literal_set_dfa`): the regex path's DFA byte for byte, as that path numbers states and classes."""
+    from pda.lexer.terminals import terminal_dfa
+
+    pattern = alternation_pattern(strings)
+    slow = compile_regex(pattern)
+    assert dfa_digest(terminal_dfa(TerminalDef("SET", pattern))) == dfa_digest(slow)
+    if all(s.isascii() for s in strings):
+        fast = literal_set_dfa([s.encode() for s in strings])
+        assert dfa_digest(fast) == dfa_digest(slow)
+        assert_minimal(fast)
+    else:
+        with pytest.raises(ValueError):
+            literal_set_dfa([s.encode() for s in strings])
 
 
 # ---------------------------------------------------------------- Unicode properties

@@ -4,13 +4,15 @@ The constructions live in `pda.regex` (`finite_set_dfa`, `literal_dfa`,
 `compile_regex`, `build_lexer_dfa`); this module picks the first that applies, which only changes
 how fast the DFA is built, never its language: an alternation of at least
 `FINITE_SET_MIN_CHOICES` literals becomes a minimal trie DFA, one plain literal
-a chain, anything else goes through regex → NFA → DFA. A terminal given as an
+a chain, fewer ASCII literals the regex path's DFA built directly (`literal_set_dfa`),
+anything else goes through regex → NFA → DFA. A terminal given as an
 automaton (`TerminalDef.automaton`) always takes the NFA path, from its automaton
 (its `pattern` only describes it). Results are cached in
 memory (a byte-bounded LRU shared by every grammar), by the pattern (or the
 automaton's digest), its flags and laziness, and on disk when building one took at least `DISK_MIN_SECONDS` (a
 JSON Schema has hundreds of key literals: each is built in ~20 µs, less than a
-disk-cache round trip, and writing them made up most of a cold compile's disk time).
+disk-cache round trip, and writing them made up most of a cold compile's disk time;
+a few literals are never looked up there either).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ import time
 from pda import cache
 from pda.grammar.ir import TerminalDef
 from pda.lru import budget_cache, register_budget
-from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, compile_regex, literal_dfa
-from pda.regex.finite_set import finite_set_dfa
+from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, compile_regex, literal_dfa, literal_set_dfa
+from pda.regex.finite_set import FINITE_SET_MIN_CHOICES, finite_set_dfa
 from pda.regex.literals import literal_alternatives
 
 # Terminal DFAs by pattern, shared by every grammar that uses the pattern; bounded, as a
@@ -43,7 +45,7 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) ->
     dfa = _memory.get(key)
     if dfa is not None:
         return dfa
-    dfa = None if automaton is not None else _single_literal_dfa(t)
+    dfa = None if automaton is not None else _literal_dfa(t, max_states)
     if dfa is None:
         # The pattern by its hash: an enum's can be megabytes, and the key is in every file's header.
         disk_key = ({"automaton_sha256": automaton} if automaton is not None else
@@ -65,12 +67,21 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) ->
     return dfa
 
 
-def _single_literal_dfa(t: TerminalDef) -> LexerDFA | None:
-    """The terminal's DFA when its pattern is one plain literal (valid UTF-8), else None."""
+def _literal_dfa(t: TerminalDef, max_states: int) -> LexerDFA | None:
+    """The terminal's DFA when its pattern is one plain literal (valid UTF-8), or fewer than
+    `FINITE_SET_MIN_CHOICES` ASCII literals (`literal_set_dfa`: the regex path's DFA), else None."""
     strings = literal_alternatives(t.pattern, t.flags)
-    if strings is None or len(set(strings)) != 1 or not strings[0]:
+    if strings is None:
         return None
-    try:
-        return literal_dfa(strings[0].encode("utf-8"), name=t.name)
-    except UnicodeEncodeError:
+    distinct = set(strings)
+    if len(distinct) == 1:
+        (only,) = distinct
+        if not only:
+            return None
+        try:
+            return literal_dfa(only.encode("utf-8"), name=t.name)
+        except UnicodeEncodeError:
+            return None
+    if t.lazy or len(distinct) >= FINITE_SET_MIN_CHOICES or not all(s.isascii() for s in distinct):
         return None
+    return literal_set_dfa([s.encode("ascii") for s in distinct], name=t.name, max_states=max_states)

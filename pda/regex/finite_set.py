@@ -35,7 +35,9 @@ from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.hashing import hash_weights, mix
 from pda.regex.literals import literal_alternatives
 
-# Below this many alternatives the regex path is as fast (both ~10 ms); see docs/finite_set.md.
+# Below this many alternatives the trie's numpy passes cost more than the regex path did (~10 ms
+# each, docs/finite_set.md); a few ASCII literals are now `pda.regex.dfa.literal_set_dfa`'s, the
+# regex path's own DFA, so moving the bound renumbers those DFAs' states.
 FINITE_SET_MIN_CHOICES = 8
 
 
