@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import functools
+import os
 import random
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -383,6 +387,22 @@ def test_few_literals_terminal_dfa_is_the_regex_paths(strings: list[str]) -> Non
     else:
         with pytest.raises(ValueError):
             literal_set_dfa([s.encode() for s in strings])
+
+
+def test_building_dfas_does_not_import_numpy_ma(tmp_path: Path) -> None:
+    """`np.unique(x)` imports `numpy.ma` on its first call (~9 ms of CPU, paid inside a process's first
+    compile): the alphabet, UTF-8 expansion and composition find distinct values without it."""
+    code = (
+        "import sys\n"
+        "from pda.regex import compile_regex\n"
+        "for p in (r'\"(?:[^\"\\\\]|\\\\.)*\"', r'(?:foo|bar|baz)[0-9]+', r'[é-ü\\u4e00-\\u9fff]+x', r'\\d{2,4}é?'):\n"
+        "    compile_regex(p)\n"
+        "print('numpy.ma' in sys.modules)\n"
+    )
+    env = {**os.environ, "PDA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.stdout.strip() == "False"
 
 
 # ---------------------------------------------------------------- Unicode properties

@@ -384,7 +384,8 @@ class Alphabet:
         if not len(i0):
             return ()
         covered = np.concatenate([np.arange(a, b) for a, b in zip(i0.tolist(), i1.tolist())])
-        atoms = np.unique(self.interval_atom[covered])
+        # The distinct atoms, ascending (`np.unique` would import `numpy.ma` on its first call: ~9 ms).
+        atoms = np.flatnonzero(np.bincount(self.interval_atom[covered]))
         if int(self._atom_size[atoms].sum()) != len(covered):
             raise _HashCollision
         return tuple(atoms.tolist())

@@ -299,7 +299,7 @@ def _ascii_dfa(node: Node) -> Classed | None:
     # The strings' trie (preorder ids, root 0): each node's edge from its parent.
     trie = string_trie(list(set(strings)))
     parent, byte, end_node = trie.parent, trie.byte, trie.end_node
-    used = np.unique(byte[1:])
+    used = np.flatnonzero(np.bincount(byte[1:], minlength=256))  # (`np.unique` imports `numpy.ma` on first use)
     classes = np.zeros(256, dtype=np.int32)
     classes[used] = np.arange(1, len(used) + 1, dtype=np.int32)
     trans = np.full((len(parent), len(used) + 1), -1, dtype=np.int32)

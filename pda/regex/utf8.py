@@ -143,9 +143,9 @@ class _Expander:
         partial = ~uniform & (ends >= lo) & (starts <= hi)
         uniform_target = np.where(uniform, g[self.alphabet.interval_atom[first]], -1)
         children = np.full(64, -1, dtype=np.int64)
-        for t in np.unique(uniform_target).tolist():
-            if t >= 0:
-                children[uniform_target == t] = self.chain(k - 1, t)
+        # each distinct target once, ascending (64 at most; `np.unique` imports `numpy.ma` on first use)
+        for t in sorted(set(uniform_target.tolist()) - {-1}):
+            children[uniform_target == t] = self.chain(k - 1, t)
         for i in np.flatnonzero(partial).tolist():
             a, b = int(starts[i]), int(ends[i])
             children[i] = self.block(g, k - 1, a, max(lo, a), min(hi, b))
