@@ -71,6 +71,16 @@
 /* ... and one walk's searches together at most this many; then unknown pairs stay unproven. */
 #define WALK_SEARCH_BUDGET 65536
 
+/* A walk asks for the records of this many roots ahead of the one it walks (the roots of a walk after
+ * a boundary lie anywhere in the trie: over cold memory each record was a miss of its own). */
+#define ROOTS_AHEAD 16
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)(address))
+#endif
+
 
 /* ------------------------------------------------------------------------------------------ */
 /* Buffers                                                                                    */
@@ -167,14 +177,16 @@ static int vec_reserve(Vec *v, Py_ssize_t more)
 /* ------------------------------------------------------------------------------------------ */
 /* The walk                                                                                   */
 
-/* A node to visit, with what its parent left: the DFA state, the automaton state, the proof. */
+/* A level of the walk: the children of one node being visited, with what that node left them (the DFA
+ * state, the automaton state, the proof). The walk keeps one per node on the current path, not one per
+ * node waiting: a node's next sibling is its own end, so siblings need no frame of their own. */
 typedef struct {
-    int64_t node;
+    const int32_t *row; /* trans's row of `state`: every child reads its byte's column */
     int32_t state;
-    int32_t stop;   /* the parent's subtree end: the node's next sibling is its own end while below it (0: a root) */
+    int32_t stop;   /* the parent's subtree end: the children are the nodes from its first up to here */
     int16_t proven; /* bytes deep the parent's pair is proven live, -1 for none */
     int8_t u;
-} Frame;
+} Level;
 
 /* One open-addressing set of pair codes (u * n_states + s) for a search, tagged per search. */
 typedef struct {
@@ -596,12 +608,16 @@ static int push2(Vec *nodes, Vec *states, int64_t node, int32_t state, int wide)
     return 0;
 }
 
-/* The walk from `roots` (already checked to be nodes) at `root_state`; 0, or -1 with w->error or no_memory. */
+/* The walk from `roots` (already checked to be nodes) at `root_state`; 0, or -1 with w->error or no_memory.
+ * Each root is walked as the only child of a level that stops at the root's end; a node then either opens
+ * a level for its children (node + 1 onwards) or hands over to its next sibling (its end), and levels
+ * close once the next node reaches their stop. */
 static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_state)
 {
-    Vec stack = {NULL, 0, 0, sizeof(Frame)};
+    Vec levels = {NULL, 0, 0, sizeof(Level)};
     int status = -1;
     int16_t root_proven = -1;
+    const int32_t *rec = w->rec;
     if (w->plain != NULL) {
         /* The roots' pair is searched for as any pair is: when what lies below them is big enough. */
         int64_t below = 0;
@@ -612,84 +628,100 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
             goto done;
         root_proven = (int16_t)found;
     }
-    if (vec_reserve(&stack, n_roots) < 0)
+    if (vec_reserve(&levels, 64) < 0)
         goto out_of_memory;
-    for (Py_ssize_t i = n_roots - 1; i >= 0; i--)
-        ((Frame *)stack.data)[stack.len++] = (Frame){roots[i], root_state, 0, root_proven, 0};
-    while (stack.len > 0) {
-        Frame f = ((Frame *)stack.data)[--stack.len];
-        const int64_t node = f.node;
-        const int32_t end = node_end(w, node);
-        if (end <= node || end > w->n_nodes) {
-            fail(w, "a node's subtree end is outside the trie", node);
-            goto done;
-        }
-        /* The next sibling first, so that it comes after this node's subtree (preorder). */
-        if (end < f.stop) {
-            if (vec_reserve(&stack, 2) < 0)
-                goto out_of_memory;
-            ((Frame *)stack.data)[stack.len++] = (Frame){end, f.state, f.stop, f.proven, f.u};
-        }
-        const uint8_t b = node_byte(w, node);
-        int32_t next;
-        w->visited++;
-        if (next_state(w, f.state, w->byte_class[b], &next) < 0)
-            goto done;
-        if (!state_live(w, next)) {
-            int32_t set = state_ends_as(w, f.state);
-            if (set < -1 || set >= w->n_sets) {
-                fail(w, "a state's terminal set is outside the sets", f.state);
+    for (Py_ssize_t r = 0; r < n_roots && r < ROOTS_AHEAD; r++)
+        PREFETCH(rec + 3 * roots[r]);
+    for (Py_ssize_t r = 0; r < n_roots; r++) {
+        int64_t node = roots[r];
+        if (r + ROOTS_AHEAD < n_roots)
+            PREFETCH(rec + 3 * roots[r + ROOTS_AHEAD]);
+        Level *top = (Level *)levels.data;
+        *top = (Level){w->trans + (Py_ssize_t)root_state * w->n_classes, root_state, node_end(w, node), root_proven, 0};
+        levels.len = 1;
+        while (levels.len > 0) {
+            const int32_t *at = rec + 3 * node;
+            const int32_t end = at[0];
+            if (end <= node || end > w->n_nodes) {
+                fail(w, "a node's subtree end is outside the trie", node);
                 goto done;
             }
-            if (state_stops(w, next) && set >= 0) {
-                if (push2(&w->out_nodes, &w->out_states, node, w->keep_states ? f.state : set, !w->keep_states) < 0)
-                    goto out_of_memory;
+            /* The next sibling's record, read after this node's subtree or at once when it is not walked. */
+            PREFETCH(rec + 3 * (int64_t)end);
+            const uint8_t b = (uint8_t)at[2];
+            const int32_t next = top->row[w->byte_class[b]];
+            w->visited++;
+            if (next < 0 || next >= w->n_states) {
+                fail(w, "a transition leads outside the DFA's states", top->state);
+                goto done;
             }
-            continue;
-        }
-        int8_t u = 0;
-        int16_t proven = -1;
-        if (w->plain != NULL) {
-            /* The plain-body cut: see the header and pda/index/slices.py. */
-            int8_t v = w->plain[f.u * 256 + b];
-            u = v >= 0 ? v : 0;
-            proven = (v >= 0 && f.proven > 0) ? (int16_t)(f.proven - 1) : -1;
-            if ((node_below(w, node) >> u) & 1) {
-                int need = node_rest(w, node);
-                if (need < 0) {
-                    fail(w, "a node's depth below is negative", node);
+            int descend = 0;
+            int8_t u = 0;
+            int16_t proven = -1;
+            if (!state_live(w, next)) {
+                int32_t set = state_ends_as(w, top->state);
+                if (set < -1 || set >= w->n_sets) {
+                    fail(w, "a state's terminal set is outside the sets", top->state);
                     goto done;
                 }
-                if (proven < need) {
-                    int found = proven_depth(w, u, next, need, end - node >= w->search_min_nodes);
-                    if (found == -2)
-                        goto done;
-                    if (found > proven)
-                        proven = (int16_t)found;
+                if (state_stops(w, next) && set >= 0) {
+                    if (push2(&w->out_nodes, &w->out_states, node, w->keep_states ? top->state : set, !w->keep_states) < 0)
+                        goto out_of_memory;
                 }
-                if (proven >= need) {
-                    if (mark_tokens(w, node_tokens(w, node), node_tokens(w, end), node) < 0)
+                goto sibling;
+            }
+            if (w->plain != NULL) {
+                /* The plain-body cut: see the header and pda/index/slices.py. */
+                int8_t v = w->plain[top->u * 256 + b];
+                u = v >= 0 ? v : 0;
+                proven = (v >= 0 && top->proven > 0) ? (int16_t)(top->proven - 1) : -1;
+                if (((uint8_t)(at[2] >> 8) >> u) & 1) {
+                    int need = (int16_t)(at[2] >> 16);
+                    if (need < 0) {
+                        fail(w, "a node's depth below is negative", node);
                         goto done;
-                    w->cut++;
-                    continue;
+                    }
+                    if (proven < need) {
+                        int found = proven_depth(w, u, next, need, end - node >= w->search_min_nodes);
+                        if (found == -2)
+                            goto done;
+                        if (found > proven)
+                            proven = (int16_t)found;
+                    }
+                    if (proven >= need) {
+                        if (mark_tokens(w, at[1], node_tokens(w, end), node) < 0)
+                            goto done;
+                        w->cut++;
+                        goto sibling;
+                    }
                 }
             }
-        }
-        int64_t lo = node_tokens(w, node), hi = node_tokens(w, node + 1);
-        if (w->keep_states) {
-            if (lo < 0 || lo > hi || hi > w->n_tokens) {
-                fail(w, "a node's token range is outside the tokens", node);
+            int64_t lo = at[1], hi = at[4];
+            if (w->keep_states) {
+                if (lo < 0 || lo > hi || hi > w->n_tokens) {
+                    fail(w, "a node's token range is outside the tokens", node);
+                    goto done;
+                }
+                if (hi > lo && push2(&w->in_nodes, &w->in_states, node, next, 0) < 0)
+                    goto out_of_memory;
+            } else if (mark_tokens(w, lo, hi, node) < 0) {
                 goto done;
             }
-            if (hi > lo && push2(&w->in_nodes, &w->in_states, node, next, 0) < 0)
-                goto out_of_memory;
-        } else if (mark_tokens(w, lo, hi, node) < 0) {
-            goto done;
-        }
-        if (node + 1 < end) {
-            if (vec_reserve(&stack, 1) < 0)
-                goto out_of_memory;
-            ((Frame *)stack.data)[stack.len++] = (Frame){node + 1, next, end, proven, u};
+            descend = node + 1 < end;
+        sibling:
+            if (descend) {
+                if (vec_reserve(&levels, 1) < 0)
+                    goto out_of_memory;
+                top = (Level *)levels.data + levels.len++;
+                *top = (Level){w->trans + (Py_ssize_t)next * w->n_classes, next, end, proven, u};
+                node++;
+                continue;
+            }
+            node = end;
+            while (levels.len > 0 && node >= top->stop) {
+                levels.len--;
+                top--;
+            }
         }
     }
     status = 0;
@@ -697,7 +729,7 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
 out_of_memory:
     w->no_memory = 1;
 done:
-    free(stack.data);
+    free(levels.data);
     return status;
 }
 
