@@ -344,6 +344,43 @@ def test_pack_marks_the_tokens_ending_at_nodes(synthetic: pda.Vocabulary) -> Non
         assert over_tokens is None and np.array_equal(over_mask, got)
 
 
+def test_a_walk_holding_most_tokens_builds_its_mask_from_the_others(synthetic: pda.Vocabulary) -> None:
+    """A walk that holds most of the trie's tokens gives the reference's mask whether the opened trie builds it
+    from every token's bit less the ones outside (`fill_mask`) or sets each bit (a tuple trie; an opened trie
+    whose ids repeat), in the caller's mask ORed over its bits and as a sparse walk's dense result."""
+    trie = vocabulary_trie(synthetic)
+    arrays = kernel.TrieArrays.of(trie)
+    n_classes = 3
+    byte_class = np.zeros(256, np.int32)
+    byte_class[ord('"')], byte_class[ord("\\")] = 1, 2
+    # state 0 loops on every byte but the quote (a boundary of set 0) and the backslash (dead): most tokens inside
+    trans = np.array([[0, 1, 1], [1, 1, 1]], np.int32)
+    tables = kernel.TableArrays(trans, byte_class, np.array([True, False]), np.array([False, True]),
+                                np.array([0, -1], np.int32))
+    roots = trie.child_ids[trie.child_ptr[0] : trie.child_ptr[1]]
+    mask_words = (synthetic.size + 31) // 32 + 1
+    want_mask, want_groups = kernel_reference(trie, tables, roots, 0, mask_words)
+    assert mask_ids(want_mask).size > trie.token_ids.size // 2
+    repeated = arrays._replace(token_ids=np.concatenate([arrays.token_ids[:-1], arrays.token_ids[:1]]))
+    want_repeated = np.zeros(mask_words * 32, bool)
+    for p in range(len(trie.token_ids)):
+        word = want_mask.view(np.uint32)[trie.token_ids[p] // 32] >> (trie.token_ids[p] % 32) & 1
+        want_repeated[repeated.token_ids[p]] |= bool(word)
+    want_repeated = np.packbits(want_repeated, bitorder="little").view(np.int32)
+    for trie_in, want in ((arrays, want_mask), (kernel.opened(arrays), want_mask), (kernel.opened(repeated),
+                                                                                     want_repeated)):
+        got = kernel.walk(trie_in, tables, 1, roots, 0, mask_words)
+        assert np.array_equal(got.inside, want)
+        assert [(k, nodes.tobytes()) for k, nodes in got.boundaries] == want_groups
+        assert np.array_equal(kernel.walk(trie_in, tables, 1, roots, 0, mask_words, sparse_max=3).inside, want)
+        from pda.kernels import _walk
+
+        mask = np.zeros(mask_words, np.int32)
+        mask[-1] = -1  # the walk ORs: the caller's bits stay
+        _walk.walk(trie_in, tables, 1, np.asarray(roots, np.int64), 0, mask, None)
+        assert np.array_equal(mask[:-1], want[:-1]) and mask[-1] == -1
+
+
 def test_a_negative_sparse_bound_or_word_count_raises(synthetic: pda.Vocabulary) -> None:
     """`pack_sparse` checks its numbers in the kernel: a negative bound or word count is a ValueError."""
     arrays = kernel.TrieArrays.of(vocabulary_trie(synthetic))
