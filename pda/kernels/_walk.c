@@ -77,8 +77,12 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(address) __builtin_prefetch(address)
+/* A search, rare and long, is kept out of the walk's loop, so that the lookup of what is proven is inlined
+ * there without the search's register saves on every call. */
+#define NOINLINE __attribute__((noinline))
 #else
 #define PREFETCH(address) ((void)(address))
+#define NOINLINE
 #endif
 
 
@@ -474,7 +478,7 @@ static inline int meet(Scratch *sc, int32_t code)
  * bytes deep. When no new pair appears, nothing reachable kills: every pair met is proven to
  * any depth. Cost: at most MAX_PAIRS pairs, each with at most 256 moves; each pair is searched
  * from once per table (its result is final), and one walk spends at most WALK_SEARCH_BUDGET pairs. */
-static int search(Walk *w, int u0, int32_t s0)
+static NOINLINE int search(Walk *w, int u0, int32_t s0)
 {
     if (w->budget <= 0)
         return -1;
@@ -552,7 +556,7 @@ static int search(Walk *w, int u0, int32_t s0)
 
 /* How many bytes deep the pair (u, s) is proven live; when what is known is below `need`,
  * searching if `may_search`. */
-static int proven_depth(Walk *w, int u, int32_t s, int need, int may_search)
+static inline int proven_depth(Walk *w, int u, int32_t s, int need, int may_search)
 {
     int16_t known = proof_load(&w->proof[(Py_ssize_t)u * w->n_states + s]);
     if (known >= 0)
@@ -570,7 +574,7 @@ static int proven_depth(Walk *w, int u, int32_t s, int need, int may_search)
 
 /* Mark the tokens at sorted positions [lo, hi) inside: kept as a range of positions (joined to the last one
  * when they meet, as preorder makes them), whose ids are read, and checked, when the result is built. */
-static int mark_tokens(Walk *w, int64_t lo, int64_t hi, int64_t node)
+static inline int mark_tokens(Walk *w, int64_t lo, int64_t hi, int64_t node)
 {
     if (lo < 0 || lo > hi || hi > w->n_tokens)
         return fail(w, "a node's token range is outside the tokens", node);
