@@ -299,6 +299,12 @@ typedef struct {
     /* an opened trie's every token as a packed mask (NULL: not made, see fill_mask) */
     const uint32_t *all_tokens;
     Py_ssize_t all_words;
+    /* an opened trie's first level (node 0's children): their ids, and per child its record and the next
+     * one's (six int32, as `rec` has them from the child on; NULL: not made, see open_first_level) */
+    const int64_t *first_nodes;
+    const int32_t *first_records;
+    Py_ssize_t n_first;
+    const int32_t *root_records; /* first_records when this walk's roots are that level, else NULL */
     /* outputs */
     uint32_t *mask;    /* the caller's words, where a dense walk ORs its inside tokens after the walk */
     Py_ssize_t mask_words;
@@ -676,7 +682,7 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
         /* The roots' pair is searched for as any pair is: when what lies below them is big enough. */
         int64_t below = 0;
         for (Py_ssize_t i = 0; i < n_roots && below < w->search_min_nodes; i++)
-            below += node_end(w, roots[i]) - roots[i];
+            below += (w->root_records ? w->root_records[6 * i] : node_end(w, roots[i])) - roots[i];
         int found = proven_depth(w, 0, root_state, w->depth, below >= w->search_min_nodes);
         if (found == -2)
             goto done;
@@ -684,17 +690,21 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
     }
     if (vec_reserve(&levels, 64) < 0)
         goto out_of_memory;
-    for (Py_ssize_t r = 0; r < n_roots && r < ROOTS_AHEAD; r++)
+    for (Py_ssize_t r = 0; r < n_roots && r < ROOTS_AHEAD && !w->root_records; r++)
         PREFETCH(rec + 3 * roots[r]);
     for (Py_ssize_t r = 0; r < n_roots; r++) {
         int64_t node = roots[r];
-        if (r + ROOTS_AHEAD < n_roots)
+        if (r + ROOTS_AHEAD < n_roots && !w->root_records)
             PREFETCH(rec + 3 * roots[r + ROOTS_AHEAD]);
+        /* The root's record from the opened trie's copy of the first level when the roots are that level: a
+         * walk from the trie's root otherwise met 256 records spread over the trie, most of them dead ends. */
+        const int32_t *root_at = w->root_records ? w->root_records + 6 * r : rec + 3 * node;
         Level *top = (Level *)levels.data;
-        *top = (Level){w->trans + (Py_ssize_t)root_state * w->n_classes, root_state, node_end(w, node), root_proven, 0};
+        *top = (Level){w->trans + (Py_ssize_t)root_state * w->n_classes, root_state, root_at[0], root_proven, 0};
         levels.len = 1;
         while (levels.len > 0) {
-            const int32_t *at = rec + 3 * node;
+            const int32_t *at = root_at != NULL ? root_at : rec + 3 * node;
+            root_at = NULL;
             const int32_t end = at[0];
             if (end <= node || end > w->n_nodes) {
                 fail(w, "a node's subtree end is outside the trie", node);
@@ -915,6 +925,8 @@ typedef struct {
 static void Opened_dealloc(Opened *self)
 {
     free((void *)self->w.all_tokens);
+    free((void *)self->w.first_nodes);
+    free((void *)self->w.first_records);
     release_all(&self->b);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -939,6 +951,9 @@ static int trie_arg(Walk *w, Buffers *b, PyObject *arg)
         w->n_tokens = o->n_tokens;
         w->all_tokens = o->all_tokens;
         w->all_words = o->all_words;
+        w->first_nodes = o->first_nodes;
+        w->first_records = o->first_records;
+        w->n_first = o->n_first;
         return 0;
     }
     return open_trie(w, b, arg);
@@ -1007,6 +1022,38 @@ static int open_all_tokens(Walk *w)
     return 0;
 }
 
+/* An opened trie's first level (node 0's children) with their records, for walks from the trie's root
+ * (`root_records`); none when a record of it is corrupt (walks then find it as they would). -1 when out of
+ * memory. */
+static int open_first_level(Walk *w)
+{
+    const int32_t *rec = w->rec;
+    const int64_t stop = rec[0];
+    Py_ssize_t n = 0;
+    if (stop < 1 || stop > w->n_nodes)
+        return 0;
+    for (int64_t c = 1; c < stop; c = rec[3 * c], n++)
+        if (rec[3 * c] <= c || rec[3 * c] > stop)
+            return 0;
+    int64_t *nodes = malloc((size_t)(n + 1) * sizeof(int64_t));
+    int32_t *records = malloc((size_t)(6 * n + 1) * sizeof(int32_t));
+    if (nodes == NULL || records == NULL) {
+        free(nodes);
+        free(records);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t i = 0;
+    for (int64_t c = 1; c < stop; c = rec[3 * c], i++) {
+        nodes[i] = c;
+        memcpy(records + 6 * i, rec + 3 * c, 6 * sizeof(int32_t));
+    }
+    w->first_nodes = nodes;
+    w->first_records = records;
+    w->n_first = n;
+    return 0;
+}
+
 PyDoc_STRVAR(opened_doc,
 "opened(arrays)\n--\n\n"
 "The trie tuple (nodes, token_ids), or walk tables (5 arrays, or 6 packed), acquired and checked once:\n"
@@ -1022,7 +1069,7 @@ static PyObject *opened(PyObject *self, PyObject *arg)
     found->b.held = 0;
     found->tables = tables;
     if ((tables ? open_tables(&found->w, &found->b, arg) : open_trie(&found->w, &found->b, arg)) < 0
-        || (!tables && open_all_tokens(&found->w) < 0)) {
+        || (!tables && (open_all_tokens(&found->w) < 0 || open_first_level(&found->w) < 0))) {
         Py_DECREF(found);
         return NULL;
     }
@@ -1086,6 +1133,10 @@ static const int64_t *open_roots(Walk *w, Buffers *b, PyObject *obj, Py_ssize_t 
     const int64_t *roots = v->buf;
     *n_roots = s[0];
     *sorted = 1;
+    if (w->first_nodes != NULL && s[0] == w->n_first && memcmp(roots, w->first_nodes, (size_t)s[0] * sizeof(int64_t)) == 0) {
+        w->root_records = w->first_records; /* nodes of the trie, ascending and disjoint: checked when opened */
+        return roots;
+    }
     for (Py_ssize_t i = 0; i < s[0]; i++) {
         if (roots[i] < 1 || roots[i] >= w->n_nodes) {
             PyErr_Format(PyExc_ValueError, "root %lld is not a node of the trie below its root", (long long)roots[i]);
