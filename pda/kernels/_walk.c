@@ -71,17 +71,11 @@
 /* ... and one walk's searches together at most this many; then unknown pairs stay unproven. */
 #define WALK_SEARCH_BUDGET 65536
 
-/* A walk asks for the records of this many roots ahead of the one it walks (the roots of a walk after
- * a boundary lie anywhere in the trie: over cold memory each record was a miss of its own). */
-#define ROOTS_AHEAD 16
-
 #if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(address) __builtin_prefetch(address)
 /* A search, rare and long, is kept out of the walk's loop, so that the lookup of what is proven is inlined
  * there without the search's register saves on every call. */
 #define NOINLINE __attribute__((noinline))
 #else
-#define PREFETCH(address) ((void)(address))
 #define NOINLINE
 #endif
 
@@ -690,12 +684,8 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
     }
     if (vec_reserve(&levels, 64) < 0)
         goto out_of_memory;
-    for (Py_ssize_t r = 0; r < n_roots && r < ROOTS_AHEAD && !w->root_records; r++)
-        PREFETCH(rec + 3 * roots[r]);
     for (Py_ssize_t r = 0; r < n_roots; r++) {
         int64_t node = roots[r];
-        if (r + ROOTS_AHEAD < n_roots && !w->root_records)
-            PREFETCH(rec + 3 * roots[r + ROOTS_AHEAD]);
         /* The root's record from the opened trie's copy of the first level when the roots are that level: a
          * walk from the trie's root otherwise met 256 records spread over the trie, most of them dead ends. */
         const int32_t *root_at = w->root_records ? w->root_records + 6 * r : rec + 3 * node;
@@ -710,8 +700,6 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                 fail(w, "a node's subtree end is outside the trie", node);
                 goto done;
             }
-            /* The next sibling's record, read after this node's subtree or at once when it is not walked. */
-            PREFETCH(rec + 3 * (int64_t)end);
             const uint8_t b = (uint8_t)at[2];
             const int32_t next = top->row[w->byte_class[b]];
             w->visited++;
