@@ -322,12 +322,13 @@ static int fail(Walk *w, const char *message, int64_t at)
     return -1;
 }
 
-/* A node's record: its subtree end, its first token position, its byte, cut bits and depth below. */
+/* A node's record: its subtree end, its first token position, and from the record (`at`, rec + 3 * node) its
+ * byte, cut bits and depth below. */
 static inline int32_t node_end(const Walk *w, int64_t v) { return w->rec[3 * v]; }
 static inline int32_t node_tokens(const Walk *w, int64_t v) { return w->rec[3 * v + 1]; }
-static inline uint8_t node_byte(const Walk *w, int64_t v) { return (uint8_t)(w->rec[3 * v + 2] & 0xFF); }
-static inline uint8_t node_below(const Walk *w, int64_t v) { return (uint8_t)((w->rec[3 * v + 2] >> 8) & 0xFF); }
-static inline int16_t node_rest(const Walk *w, int64_t v) { return (int16_t)(w->rec[3 * v + 2] >> 16); }
+static inline uint8_t record_byte(const int32_t *at) { return (uint8_t)(at[2] & 0xFF); }
+static inline uint8_t record_below(const int32_t *at) { return (uint8_t)((at[2] >> 8) & 0xFF); }
+static inline int16_t record_rest(const int32_t *at) { return (int16_t)(at[2] >> 16); }
 
 /* Whether a row of packed terminal bits meets the candidates. */
 static inline int meets_candidates(const Walk *w, const uint64_t *row)
@@ -613,8 +614,8 @@ static int scatter(Walk *w, uint32_t *mask, int64_t lo, int64_t hi, int clear)
 
 /* OR the inside tokens (the ranges) into `mask`, `mask_words` words. When they are most of the trie's
  * tokens, ascending and disjoint, and the trie was opened with every token's bit (`all_tokens`), as the
- * trie's tokens but those between the ranges: a walk in a string's body holds ~140k of Qwen2's 151k tokens,
- * and setting each token's bit was half of such a walk. */
+ * trie's tokens but those between the ranges: a walk in a string's body holds ~140k of Qwen2's 151k tokens
+ * (the 44-schema replay's dense walks set 22.6M bits one by one, 1.6M this way). */
 static int fill_mask(Walk *w, uint32_t *mask)
 {
     const int64_t *ranges = (const int64_t *)w->ranges.data;
@@ -700,7 +701,7 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                 fail(w, "a node's subtree end is outside the trie", node);
                 goto done;
             }
-            const uint8_t b = (uint8_t)at[2];
+            const uint8_t b = record_byte(at);
             const int32_t next = top->row[w->byte_class[b]];
             w->visited++;
             if (next < 0 || next >= w->n_states) {
@@ -727,8 +728,8 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                 int8_t v = w->plain[top->u * 256 + b];
                 u = v >= 0 ? v : 0;
                 proven = (v >= 0 && top->proven > 0) ? (int16_t)(top->proven - 1) : -1;
-                if (((uint8_t)(at[2] >> 8) >> u) & 1) {
-                    int need = (int16_t)(at[2] >> 16);
+                if ((record_below(at) >> u) & 1) {
+                    int need = record_rest(at);
                     if (need < 0) {
                         fail(w, "a node's depth below is negative", node);
                         goto done;
@@ -748,7 +749,7 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                     }
                 }
             }
-            int64_t lo = at[1], hi = at[4];
+            int64_t lo = at[1], hi = at[4]; /* its tokens: from its first position to the next node's */
             if (w->keep_states) {
                 if (lo < 0 || lo > hi || hi > w->n_tokens) {
                     fail(w, "a node's token range is outside the tokens", node);
