@@ -39,7 +39,7 @@ from typing import Literal
 import numpy as np
 
 from pda.index.token_index import TokenIndex
-from pda.kernels.compose import fingerprint
+from pda.kernels.compose import compose
 from pda.lru import budget_ring, register_budget
 from pda.parser.earley import Node
 from pda.rows import copy_row, same_words, scatter_row
@@ -70,6 +70,7 @@ class StepMasks:
         self.finite_sets = finite_sets
         self.eos_mask = eos_mask
         self._empty = np.zeros(index.mask_words, dtype=np.int32)
+        self._after_boundary = index.after_boundary  # bound once: `compose` calls it on a group's miss
         # Equal masks are stored once, under their fingerprint; each is freed with the last state that uses it.
         self._masks: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
         # Buffers a composition that found its mask in `_masks` left: at most one per thread composing at once.
@@ -165,9 +166,7 @@ class StepMasks:
             acc = self._spare.pop()
         except IndexError:
             acc = np.empty_like(self._empty)
-        np.copyto(acc, root.inside if root.inside is not None else self._empty)
-        index.or_boundaries(acc, node, root.groups)
-        key = fingerprint(acc)
+        key = compose(acc, root.inside, node, root.groups, ignore, self._after_boundary)
         shared = self._masks.get(key)
         if shared is not None and same_words(shared, acc):
             self._spare.append(acc)

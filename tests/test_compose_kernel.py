@@ -1,4 +1,4 @@
-"""The boundary-group composition kernel (`pda.kernels.compose`) against the plain loop it replaced.
+"""The mask composition kernel (`pda.kernels.compose`) against the plain loop it replaced.
 
 Parser nodes, groups and classifications are stand-ins with the attributes the
 kernel reads, so every branch is reached on purpose: probes that refuse, groups
@@ -104,11 +104,12 @@ def test_kernel_equals_the_plain_loop(seed: int) -> None:
         group.after[live] = answers[key]
         return answers[key]
 
-    got = np.zeros(WORDS, dtype=np.int32)  # the kernel first: it meets the misses (the loop then finds memos)
-    compose.or_boundaries(got, node, groups, ignore, after_boundary)
-    want = np.zeros(WORDS, dtype=np.int32)
+    base = None if seed % 2 else np.frombuffer(rng.getrandbits(32 * WORDS).to_bytes(4 * WORDS, "little"), np.int32)
+    got = np.full(WORDS, -1, dtype=np.int32)  # the kernel first: it meets the misses (the loop then finds memos)
+    fp = compose.compose(got, base, node, groups, ignore, after_boundary)
+    want = np.zeros(WORDS, dtype=np.int32) if base is None else base.copy()
     plain_loop(want, node, groups, ignore, after_boundary)
-    assert got.tobytes() == want.tobytes()
+    assert got.tobytes() == want.tobytes() and fp == compose.fingerprint(want)
 
 
 def test_a_memo_hit_calls_nothing_and_a_refused_probe_drops_the_group() -> None:
@@ -120,7 +121,7 @@ def test_a_memo_hit_calls_nothing_and_a_refused_probe_drops_the_group() -> None:
     untaken.after[0b11 | 0b10000] = Classif(inside * 2, ())
     calls = []
     acc = np.zeros(WORDS, dtype=np.int32)
-    compose.or_boundaries(acc, node, (hit, refused, untaken), 0b10000, lambda g, live: calls.append((g, live)))
+    compose.compose(acc, None, node, (hit, refused, untaken), 0b10000, lambda g, live: calls.append((g, live)))
     assert calls == [] and node.probes == 2  # the untaken group is not probed: its node is the node itself
     assert acc.tolist() == (inside | inside * 2).tolist()
 
@@ -133,29 +134,52 @@ def test_errors_name_what_is_wrong_and_leak_nothing() -> None:
     acc = np.zeros(WORDS, dtype=np.int32)
     before = [sys.getrefcount(x) for x in (node, group, sub, sub.inside)]
     for _ in range(100):
-        compose.or_boundaries(acc, node, (group,), 0, lambda g, live: sub)
+        compose.compose(acc, None, node, (group,), 0, lambda g, live: sub)
     with pytest.raises(ValueError, match="int32"):
-        compose.or_boundaries(np.zeros(WORDS, dtype=np.int64), node, (group,), 0, lambda g, live: sub)
+        compose.compose(np.zeros(WORDS, dtype=np.int64), None, node, (group,), 0, lambda g, live: sub)
+    with pytest.raises(ValueError, match="base is not 7 int32 words"):
+        compose.compose(acc, np.ones(WORDS + 1, dtype=np.int32), node, (group,), 0, lambda g, live: sub)
+    with pytest.raises(ValueError, match="base is not 7 int32 words"):
+        compose.compose(acc, np.ones(WORDS, dtype=np.int64), node, (group,), 0, lambda g, live: sub)
     with pytest.raises(TypeError, match="tuple"):
-        compose.or_boundaries(acc, node, [group], 0, lambda g, live: sub)
+        compose.compose(acc, None, node, [group], 0, lambda g, live: sub)
     group.after[1] = Classif(np.ones(WORDS + 1, dtype=np.int32), ())
     with pytest.raises(ValueError, match="inside mask"):
-        compose.or_boundaries(acc, node, (group,), 0, lambda g, live: sub)
+        compose.compose(acc, None, node, (group,), 0, lambda g, live: sub)
     group.after[1] = Classif(None, (), np.array([32 * WORDS], dtype=np.int32))
     with pytest.raises(ValueError, match="outside the mask"):
-        compose.or_boundaries(acc, node, (group,), 0, lambda g, live: sub)
+        compose.compose(acc, None, node, (group,), 0, lambda g, live: sub)
     group.after[1] = Classif(None, (), np.array([1], dtype=np.int64))
     with pytest.raises(ValueError, match="int32 ids"):
-        compose.or_boundaries(acc, node, (group,), 0, lambda g, live: sub)
+        compose.compose(acc, None, node, (group,), 0, lambda g, live: sub)
     group.after.clear()
 
     def failing(g: Group, live: int) -> Classif:
         raise KeyError("a walk failed")
 
     with pytest.raises(KeyError, match="a walk failed"):
-        compose.or_boundaries(acc, node, (group,), 0, failing)
+        compose.compose(acc, None, node, (group,), 0, failing)
     group.after[1] = sub
     assert [sys.getrefcount(x) for x in (node, group, sub, sub.inside)] == before
+
+
+def test_the_base_is_copied_then_ored_into() -> None:
+    """acc's old words are gone (the base, or zeros, first); the base itself is not written; acc may be the base."""
+
+    def no_miss(g: Group, live: int) -> Classif:
+        raise AssertionError("every group here has its memo")
+
+    node, group = Node(allowed=0), Group(1)
+    group.after[0] = Classif(np.full(WORDS, 0b100, dtype=np.int32), ())
+    base = np.arange(WORDS, dtype=np.int32)
+    acc = np.full(WORDS, -1, dtype=np.int32)
+    assert compose.compose(acc, base, node, (group,), 0, no_miss) == compose.fingerprint(base | 0b100)
+    assert acc.tolist() == (base | 0b100).tolist() and base.tolist() == list(range(WORDS))
+    acc[:] = -1
+    compose.compose(acc, None, node, (), 0, no_miss)
+    assert acc.tolist() == [0] * WORDS
+    compose.compose(base, base, node, (group,), 0, no_miss)
+    assert base.tolist() == (np.arange(WORDS) | 0b100).tolist()
 
 
 def test_fingerprint_is_a_function_of_every_word() -> None:

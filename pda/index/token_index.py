@@ -43,7 +43,7 @@ from pda.lru import budget_cache, register_budget
 from pda.grammar.ir import CONTEXTUAL
 from pda.index.slices import PLAIN_BODY, PlainBody, plain_body
 from pda.index.trie import TokenTrie
-from pda.kernels import compose, walk as kernel
+from pda.kernels import walk as kernel
 from pda.lexer.lexer import START, Lexer, LexerTables, SharedTables
 from pda.bits import iter_bits
 from pda.regex.dfa import LexerDFA, dfa_digest
@@ -814,11 +814,6 @@ class TokenIndex:
         if found is None:
             found = self._roots[key] = self._count(self._root_walk(q, live_set, state_key))
         return found
-
-    def or_boundaries(self, acc: np.ndarray, node: object, groups: tuple[BoundaryGroup, ...]) -> None:
-        """OR into `acc` the tokens of boundary `groups` reached from parser `node`, following second
-        boundaries (`pda.kernels.compose`; a miss calls `after_boundary`). Hot path."""
-        compose.or_boundaries(acc, node, groups, self.lexer.ignore, self.after_boundary)
 
     def after_boundary(self, group: BoundaryGroup, live_set: int) -> Classification:
         """Classify a group's suffixes from the start state under the next live set."""

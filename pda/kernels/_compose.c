@@ -1,10 +1,11 @@
-/* pda.kernels._compose: a mask's boundary groups composed in one call.
+/* pda.kernels._compose: a mask composed from its base and boundary groups, and fingerprinted, in one call.
  *
  * Written against the plain Python C API and the buffer protocol, like _walk.c;
  * pda/kernels/compose.py is the Python side and documents the interface.
  *
- * or_boundaries(acc, node, groups, ignore, after_boundary) -> None
- *     acc: a writable, C-contiguous int32 buffer (the mask being composed).
+ * compose(acc, base, node, groups, ignore, after_boundary) -> int
+ *     acc: a writable, C-contiguous int32 buffer (the mask being composed); base: None or an
+ *     int32 buffer of acc's length, copied into acc first (None: acc is zeroed).
  *     From (node, groups), for each group: after = node.probe(group.terminals) when
  *     group.terminals & node.allowed, else node; None skips the group. Then
  *     live = after.allowed | ignore and sub = group.after[live], or, when the group has
@@ -14,6 +15,7 @@
  *     the same way (second boundaries: a token that crosses several).
  *     Terminal sets are Python ints of any size. Groups are taken from a stack, so
  *     their order differs from a recursion's; an OR does not depend on it.
+ *     Returns fingerprint(acc) of the composed mask.
  *
  * fingerprint(mask) -> int
  *     mask: a C-contiguous int32 buffer. A 64-bit hash of all its words (equal masks,
@@ -32,20 +34,23 @@
 
 static PyObject *s_allowed, *s_probe, *s_terminals, *s_after, *s_inside, *s_tokens, *s_groups;
 
-/* acc |= inside (an int32 buffer of acc's length). */
-static int or_into(int32_t *acc, Py_ssize_t n, PyObject *inside)
+/* acc |= mask (an int32 buffer of acc's length; `what` names it in the error), or acc = mask when `copy`. */
+static int or_into(int32_t *acc, Py_ssize_t n, PyObject *mask, const char *what, int copy)
 {
     Py_buffer view;
-    if (PyObject_GetBuffer(inside, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (PyObject_GetBuffer(mask, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
     if (!is_int32_format(view.format, view.itemsize) || view.len != n * 4) {
-        PyErr_Format(PyExc_ValueError, "a classification's inside mask is not %zd int32 words", n);
+        PyErr_Format(PyExc_ValueError, "%s is not %zd int32 words", what, n);
         PyBuffer_Release(&view);
         return -1;
     }
     const int32_t *src = (const int32_t *)view.buf;
-    for (Py_ssize_t i = 0; i < n; i++)
-        acc[i] |= src[i];
+    if (copy)
+        memmove(acc, src, (size_t)n * 4); /* base may be acc itself */
+    else
+        for (Py_ssize_t i = 0; i < n; i++)
+            acc[i] |= src[i];
     PyBuffer_Release(&view);
     return 0;
 }
@@ -160,7 +165,7 @@ static int compose_group(int32_t *acc, Py_ssize_t n, PyObject *at, PyObject *gro
     if (tokens != Py_None) {
         if (set_tokens(acc, n, tokens) < 0)
             goto done;
-    } else if ((inside = PyObject_GetAttr(sub, s_inside)) == NULL || (inside != Py_None && or_into(acc, n, inside) < 0)) {
+    } else if ((inside = PyObject_GetAttr(sub, s_inside)) == NULL || (inside != Py_None && or_into(acc, n, inside, "a classification's inside mask", 0) < 0)) {
         goto done;
     }
     if ((groups = PyObject_GetAttr(sub, s_groups)) == NULL)
@@ -185,13 +190,43 @@ done:
     return rc;
 }
 
-static PyObject *or_boundaries(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* One step of a lane: a bijection of h for each word, and of the word for each h (so any one word changed
+ * changes the lane). */
+static inline uint64_t mix(uint64_t h, uint64_t word)
 {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "or_boundaries(acc, node, groups, ignore, after_boundary)");
+    return (h ^ word) * 0x9E3779B97F4A7C15ull;
+}
+
+#define LANES 8
+
+/* The 64-bit hash of n words. */
+static uint64_t hash_words(const uint32_t *words, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    /* Independent lanes of two words each, so the multiplications overlap. */
+    uint64_t lane[LANES];
+    for (int k = 0; k < LANES; k++)
+        lane[k] = (uint64_t)k + 1;
+    for (; i + 2 * LANES <= n; i += 2 * LANES)
+        for (int k = 0; k < LANES; k++)
+            lane[k] = mix(lane[k], (uint64_t)words[i + 2 * k] | (uint64_t)words[i + 2 * k + 1] << 32);
+    uint64_t h = (uint64_t)n;
+    for (; i < n; i++)
+        h = mix(h, words[i]);
+    for (int k = 0; k < LANES; k++) {
+        h = mix(h, lane[k]);
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "compose(acc, base, node, groups, ignore, after_boundary)");
         return NULL;
     }
-    PyObject *node = args[1], *groups = args[2], *ignore = args[3], *after_boundary = args[4];
+    PyObject *base = args[1], *node = args[2], *groups = args[3], *ignore = args[4], *after_boundary = args[5];
     if (!PyTuple_Check(groups)) {
         PyErr_SetString(PyExc_TypeError, "groups must be a tuple");
         return NULL;
@@ -210,8 +245,13 @@ static PyObject *or_boundaries(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     int32_t *acc = (int32_t *)view.buf;
     Py_ssize_t n = view.len / 4;
+    int failed = 0;
+    if (base == Py_None)
+        memset(acc, 0, (size_t)n * 4);
+    else
+        failed = or_into(acc, n, base, "base", 1) < 0;
     Stack stack = {NULL, 0, 0};
-    int failed = push(&stack, node, groups) < 0;
+    failed = failed || push(&stack, node, groups) < 0;
     while (!failed && stack.n) {
         PyObject *gs = stack.items[--stack.n], *at = stack.items[--stack.n]; /* references moved here */
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(gs) && !failed; i++)
@@ -220,20 +260,12 @@ static PyObject *or_boundaries(PyObject *self, PyObject *const *args, Py_ssize_t
         Py_DECREF(gs);
     }
     clear(&stack);
+    uint64_t h = failed ? 0 : hash_words((const uint32_t *)acc, n);
     PyBuffer_Release(&view);
     if (failed)
         return NULL;
-    Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(h);
 }
-
-/* One step of a lane: a bijection of h for each word, and of the word for each h (so any one word changed
- * changes the lane). */
-static inline uint64_t mix(uint64_t h, uint64_t word)
-{
-    return (h ^ word) * 0x9E3779B97F4A7C15ull;
-}
-
-#define LANES 8
 
 static PyObject *fingerprint(PyObject *self, PyObject *mask)
 {
@@ -245,30 +277,16 @@ static PyObject *fingerprint(PyObject *self, PyObject *mask)
         PyBuffer_Release(&view);
         return NULL;
     }
-    const uint32_t *words = (const uint32_t *)view.buf;
-    Py_ssize_t n = view.len / 4, i = 0;
-    /* Independent lanes of two words each, so the multiplications overlap. */
-    uint64_t lane[LANES];
-    for (int k = 0; k < LANES; k++)
-        lane[k] = (uint64_t)k + 1;
-    for (; i + 2 * LANES <= n; i += 2 * LANES)
-        for (int k = 0; k < LANES; k++)
-            lane[k] = mix(lane[k], (uint64_t)words[i + 2 * k] | (uint64_t)words[i + 2 * k + 1] << 32);
-    uint64_t h = (uint64_t)n;
-    for (; i < n; i++)
-        h = mix(h, words[i]);
-    for (int k = 0; k < LANES; k++) {
-        h = mix(h, lane[k]);
-        h ^= h >> 29;
-    }
+    uint64_t h = hash_words((const uint32_t *)view.buf, view.len / 4);
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLongLong(h);
 }
 
 static PyMethodDef compose_methods[] = {
     {"fingerprint", (PyCFunction)fingerprint, METH_O, "A 64-bit hash of an int32 mask's words."},
-    {"or_boundaries", (PyCFunction)(void (*)(void))or_boundaries, METH_FASTCALL,
-     "OR into acc the suffix classifications of boundary groups reached from a parser node."},
+    {"compose", (PyCFunction)(void (*)(void))compose, METH_FASTCALL,
+     "acc = base with the suffix classifications of boundary groups reached from a parser node ORed in; "
+     "its fingerprint."},
     {NULL, NULL, 0, NULL},
 };
 
