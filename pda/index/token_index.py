@@ -71,8 +71,8 @@ DISK_TAGS_RECHECK_SECONDS = 0.5
 # bytes (Qwen2: up to 1,187 of 151,936): such walks find few (31 JSON Schemas: p50 3 tokens, p99 412),
 # and a 19 KB mask each was allocated, kept and ORed into every step mask composed from it.
 SPARSE_INSIDE_SHARE = 4
-# Signatures kept per index (`TokenIndex._signature`; one lists up to all of a grammar's
-# terminals): half of a JSON Schema replay's walks share the signature of an earlier one.
+# Ranked states and content digests kept per index (`TokenIndex._ranked_components`, `_content_digest`; one
+# lists up to all of a grammar's terminals), cleared when full.
 SIGNATURES_KEPT = 1024
 # `TokenIndex._content_tag`'s mixing constants (64-bit FNV prime; an odd constant spreading small state numbers).
 _TAG_PRIME = 0x100000001B3
@@ -465,9 +465,6 @@ class TokenIndex:
         self._roots: dict[tuple, Classification] = {}
         self._own_bytes = 0  # of what `_roots` and `_suffixes` hold (`nbytes`)
         self._ranks: dict[int, tuple[str, int]] = {}
-        # The signatures of recent lexer-state keys (`_signature`): a mask's boundary groups
-        # mostly walk from the start under one live set. Cleared when full.
-        self._signatures: dict[tuple, tuple[tuple, list[int]]] = {}
         # `_ranked_components`, cleared when full
         self._ranked: dict[int, tuple[tuple, list[int], int, dict[int, int]]] = {}
         self._content_digests: dict[tuple, str] = {}  # `_content_digest`, cleared when full
@@ -540,31 +537,39 @@ class TokenIndex:
         The content is the live terminals' (DFA digest, priority, own state), sorted; a
         group's terminal set is then a bitmask over positions in that order. None under
         the basic lexer mode, where all terminals (live or not) cut the lexeme. `key` is
-        `LexerTables.key(q)` when the caller has it.
+        `LexerTables.key(q)` when the caller has it. Not memoised: it is asked once per
+        key (`at_state` keeps the walk by the same key; a memo here found none of a
+        44-schema replay's 3,432).
         """
         lexer = self.lexer
         if lexer.mode != CONTEXTUAL:
             return None
         if key is None:
             key = lexer.tables(live_set).key(q)
-        found = self._signatures.get(key)
-        if found is not None:
-            return found
         if key and key[0] == "all":  # a view of the all-terminal DFA: the live ones of its state's components
-            content, order, every, where = self._ranked_components(key[1], live_set)
-            kept = key[2] & every
-            if kept != every:  # a state kept 1.9 of 47 on average: its live ones looked up, not all filtered
+            _, state, kept = key
+            if kept and not kept & (kept - 1):  # one live (2,182 of 3,005 such keys in a JSON Schema replay): no sort
+                return self._one_component(state, kept.bit_length() - 1, live_set)
+            content, order, every, where = self._ranked_components(state, live_set)
+            kept &= every
+            if kept != every:  # a few of the state's components live: their positions looked up, not all filtered
                 picked = sorted(where[j] for j in iter_bits(kept))
                 content, order = tuple(content[i] for i in picked), [order[i] for i in picked]
-            found = content, order
-        else:
-            rank = self._rank
-            entries = sorted((rank(j), s, j) for j, s in key)
-            found = tuple((digest, priority, s) for (digest, priority), s, _ in entries), [e[2] for e in entries]
-        if len(self._signatures) >= SIGNATURES_KEPT:
-            self._signatures.clear()
-        self._signatures[key] = found
-        return found
+            return content, order
+        rank = self._rank
+        entries = sorted((rank(j), s, j) for j, s in key)
+        return tuple((digest, priority, s) for (digest, priority), s, _ in entries), [e[2] for e in entries]
+
+    def _one_component(self, q: int, j: int, live_set: int) -> tuple[tuple, list[int]]:
+        """The signature at state q of the all-terminal DFA where terminal j alone is live: its own state read off
+        q's components (ascending ids), without `_ranked_components`' sort and tables of the state's every one."""
+        ptr, terminals, states = self.lexer.components(live_set)
+        lo, hi = ptr[q : q + 2].tolist()
+        i = lo + int(terminals[lo:hi].searchsorted(j))
+        if i == hi or terminals[i] != j:  # not among q's components: nothing is live
+            return (), []
+        digest, priority = self._rank(j)
+        return ((digest, priority, int(states[i])),), [j]
 
     def _ranked_components(self, q: int, live_set: int) -> tuple[tuple, list[int], int, dict[int, int]]:
         """State q of the all-terminal DFA as the signature of every terminal live there, (content, order),
@@ -731,7 +736,7 @@ class TokenIndex:
         return format(h, "016x")
 
     def _content_digest(self, content: tuple) -> str:
-        """The live terminals' (DFA digest, priority, state), hashed (memoised as `_signature` is): a key
+        """The live terminals' (DFA digest, priority, state), hashed (memoised): a key
         with hundreds of them (JSON Schema keys) would cost more to serialise than the walk it names."""
         found = self._content_digests.get(content)
         if found is None:
