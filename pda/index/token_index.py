@@ -568,9 +568,7 @@ class TokenIndex:
         q's components (ascending ids), without `_ranked_components`' sort and tables of the state's every one."""
         ptr, terminals, states = self.lexer.components(live_set)
         lo, hi = ptr[q : q + 2].tolist()
-        i = lo + int(terminals[lo:hi].searchsorted(j))
-        if i == hi or terminals[i] != j:  # not among q's components: nothing is live
-            return (), []
+        i = lo + int(terminals[lo:hi].searchsorted(j))  # j is there: a state's live bits are its components'
         digest, priority = self._rank(j)
         return ((digest, priority, int(states[i])),), [j]
 
