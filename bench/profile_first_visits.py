@@ -132,7 +132,7 @@ STAGES: list[tuple[str, str, list[str]]] = [
     # time is its callers', the indenter and the boundary groups.
     ("parser", "indenter (IndentedNode.advance, .probe)",
      ["pda.parser.indent:IndentedNode.advance", "pda.parser.indent:IndentedNode.probe"]),
-    ("mask", "boundary groups (or_boundaries: probe + OR, in C)", ["pda.index.token_index:TokenIndex.or_boundaries"]),
+    ("mask", "base + boundary groups (compose: probes, ORs, fingerprint, in C)", ["pda.masks:compose"]),
     ("mask", "mask compose + dedupe (_compute_mask)", ["pda.masks:StepMasks._compute_mask"]),
     ("mask", "mask memo + EOS (step_mask, text_mask)",
      ["pda.masks:StepMasks.step_mask", "pda.masks:StepMasks.text_mask"]),

@@ -25,7 +25,7 @@ import pytest
 import pda
 from pda.compiler import vocabulary_trie
 from pda.index import slices, token_index
-from pda.kernels import walk as kernel
+from pda.kernels import _walk, walk as kernel
 from pda.lexer.lexer import START
 from pda.reference import random_walk_states, reference_classification, reference_walk
 from tests.classifications import assert_same_classification, mask_ids
@@ -373,8 +373,6 @@ def test_a_walk_holding_most_tokens_builds_its_mask_from_the_others(synthetic: p
         assert np.array_equal(got.inside, want)
         assert [(k, nodes.tobytes()) for k, nodes in got.boundaries] == want_groups
         assert np.array_equal(kernel.walk(trie_in, tables, 1, roots, 0, mask_words, sparse_max=3).inside, want)
-        from pda.kernels import _walk
-
         mask = np.zeros(mask_words, np.int32)
         mask[-1] = -1  # the walk ORs: the caller's bits stay
         _walk.walk(trie_in, tables, 1, np.asarray(roots, np.int64), 0, mask, None)
@@ -540,8 +538,6 @@ def test_corrupt_pack_input_raises_value_error(valid: dict) -> None:
 def test_the_mask_is_the_callers_writable_int32_words(valid: dict) -> None:
     """The kernel sets inside bits in the caller's array and clears none; an array it cannot write into
     as int32 words raises ValueError before anything is walked."""
-    from pda.kernels import _walk
-
     want = run_walk(valid).inside
     cut = (valid["slices"].plain_body, kernel.new_proof(len(valid["tables"].live)), valid["slices"].depth,
            valid["slices"].search_min_nodes)
