@@ -77,6 +77,21 @@ def test_views_are_the_sets_own_products(sets: list[int], texts: list[bytes]) ->
         assert view.own_states() == own.own_states() == own.n_states  # what `pda inspect` reports
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, (1 << len(PATTERNS)) - 1), min_size=1, max_size=8))
+def test_accept_rows_number_each_rows_accept_mask_once(sets: list[int]) -> None:
+    """After any sequence of sets grown, every row's `accept_row` names its own accept mask (-1: none) in
+    `accept_rows`, where each mask is listed once, numbered in order of the first row that accepts it."""
+    shared = SharedProduct(DFAS, 10_000)
+    for candidates in sets:
+        shared.start(list(iter_bits(candidates)))
+    masks = [int.from_bytes(shared.accept_bits[q].tobytes(), "little") for q in range(shared.n_states)]
+    assert [shared.accept_rows[r] if r >= 0 else 0 for r in shared.accept_row[: shared.n_states].tolist()] == masks
+    assert len(set(shared.accept_rows)) == len(shared.accept_rows) and 0 not in shared.accept_rows
+    firsts = [masks.index(mask) for mask in shared.accept_rows]
+    assert firsts == sorted(firsts)
+
+
 def test_state_flags_read_start_row_for_start() -> None:
     """The per-state arrays of a view (what the reference walk reads) hold the start row's values at START."""
     candidates = 0b111

@@ -349,10 +349,10 @@ class SharedProduct:
         flat = grown.ids.astype(np.int64) - FIRST_SINGLE
         owner = tables.owner[flat]
         term = owner.astype(np.int32)
-        rows = first + np.repeat(np.arange(m, dtype=np.int64), np.diff(grown.ptr))
+        rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(grown.ptr))  # the new states' own numbers, from 0
         end = first + m
-        self.live_bits[first:end] = packed_rows(rows - first, term, m, self.words)
-        self.accept_bits[first:end] = _bits(rows - first, term, tables.accept[flat], m, self.words)
+        self.live_bits[first:end] = packed_rows(rows, term, m, self.words)
+        self.accept_bits[first:end] = _bits(rows, term, tables.accept[flat], m, self.words)
         self._ptr[first + 1 : end + 1] = self._ptr[first] + grown.ptr[1:]
         need = self._n_comps + len(flat)
         if need > len(self._term):  # room for the new components, doubling
