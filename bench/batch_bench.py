@@ -18,18 +18,19 @@ and peak RSS.
     python bench/batch_bench.py                       # 8 schema documents: 1 thread, one batch call, 2 threads
     python bench/batch_bench.py --workload json --batch 8 --threads 2
 
-Results (2026-12-06, AMD EPYC, 2 cores shared with other jobs, Python 3.11.7; the first two at
-commit 493b384, the third at 5586e61, where `--workload schema` stops at a KeyError on
-`format: duration`, see below). `python bench/batch_bench.py` (8 schema documents, 15 s):
+Results (2026-12-06, AMD EPYC, 2 cores, Python 3.11.7). `python bench/batch_bench.py` (8 schema
+documents) at commit 17aacb0, a quiet machine:
 
 | threads | pass | masks | fill wall s | masks/s | µs a row | speed-up vs 1 thread | peak RSS MiB |
 |---|---|---|---|---|---|---|---|
-| 1 | cold | 1772 | 0.212 | 8,357 | 119.66 | 1.00x | 356 |
-| 1 | warm | 1772 | 0.004 | 501,442 | 1.99 | 1.00x | 356 |
-| 1 (`fill_bitmasks`) | cold | 1772 | 0.209 | 8,482 | 117.90 | 1.01x | 364 |
-| 1 (`fill_bitmasks`) | warm | 1772 | 0.004 | 455,533 | 2.20 | 0.91x | 364 |
-| 2 | cold | 1772 | 0.375 | 4,727 | 211.54 | 0.57x | 399 |
-| 2 | warm | 1772 | 0.035 | 50,646 | 19.75 | 0.10x | 399 |
+| 1 | cold | 1761 | 0.135 | 13,032 | 76.74 | 1.00x | 359 |
+| 1 | warm | 1761 | 0.003 | 529,027 | 1.89 | 1.00x | 359 |
+| 1 (`fill_bitmasks`) | cold | 1761 | 0.139 | 12,641 | 79.11 | 0.97x | 359 |
+| 1 (`fill_bitmasks`) | warm | 1761 | 0.003 | 504,645 | 1.98 | 0.95x | 359 |
+| 2 | cold | 1761 | 0.283 | 6,217 | 160.84 | 0.48x | 369 |
+| 2 | warm | 1761 | 0.050 | 35,444 | 28.21 | 0.07x | 369 |
+
+Earlier runs, at commits 493b384 and 5586e61 (a loaded machine):
 
 `python bench/batch_bench.py --batch 64` (64 schema documents, 41 s):
 
@@ -57,8 +58,10 @@ Per row, one `fill_bitmasks` call a step is no faster here than a loop of `fill_
 calls (0.76-1.01x; its timed span also builds the step's list of matchers), while a
 stand-alone loop over 64 warm json.lark matchers measured the other way (1.39 µs a row
 against 1.93): at 1-2 µs a row the difference is within this shared machine's noise. Cold
-rows (first visits, 110-120 µs on schemas) dominate either way. Two threads lose on this 2-core
-machine: handing rows to a pool costs more than the fills it would share.
+rows (first visits, 77-120 µs on schemas) dominate either way. Two threads lose on this 2-core
+machine: a computed row is mostly Python under the interpreter lock (the walk kernel releases it,
+the records and composition around it do not), so the threads take turns, and a warm step's rows
+(~2 µs each) cost less than handing them to a pool.
 """
 
 from __future__ import annotations
