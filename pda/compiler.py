@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from pda import cache, collector
+from pda.arrays import distinct
 from pda.errors import LimitExceeded
 from pda.grammar.grammar import Grammar
 from pda.index.token_index import TokenIndex
@@ -233,12 +234,12 @@ class CompiledGrammar:
         its set reaches); the start row itself is listed only where a lexeme returns to it.
         """
         tables = self.lexer.tables(live_set)
-        classes = np.unique(tables.byte_class)
+        classes = distinct(tables.byte_class)
         seen = np.zeros(tables.n_states, dtype=bool)
         order = []
         frontier = np.array([tables.resolve(START)])
         while len(frontier):
-            reached = np.unique(tables.trans[frontier][:, classes].ravel())
+            reached = distinct(tables.trans[frontier][:, classes])
             frontier = reached[tables.live_of(reached) & ~seen[reached]]
             seen[frontier] = True
             order.extend(frontier.tolist())

@@ -389,14 +389,27 @@ def test_few_literals_terminal_dfa_is_the_regex_paths(strings: list[str]) -> Non
             literal_set_dfa([s.encode() for s in strings])
 
 
-def test_building_dfas_does_not_import_numpy_ma(tmp_path: Path) -> None:
-    """`np.unique(x)` imports `numpy.ma` on its first call (~9 ms of CPU, paid inside a process's first
-    compile): the alphabet, UTF-8 expansion and composition find distinct values without it."""
+def test_compiling_and_serving_do_not_import_numpy_ma(tmp_path: Path) -> None:
+    """A plain `np.unique(x)` imports `numpy.ma` on its first call (9-20 ms, paid inside a process's first
+    compile or first mask): building DFAs (alphabet, UTF-8 expansion, composition, live rows), a shared
+    product's growth, and a JSON Schema's compile and masks find distinct values without it
+    (`pda.arrays.distinct`)."""
     code = (
-        "import sys\n"
+        "import sys, json\n"
+        "import numpy as np\n"
+        "import pda\n"
         "from pda.regex import compile_regex\n"
-        "for p in (r'\"(?:[^\"\\\\]|\\\\.)*\"', r'(?:foo|bar|baz)[0-9]+', r'[é-ü\\u4e00-\\u9fff]+x', r'\\d{2,4}é?'):\n"
-        "    compile_regex(p)\n"
+        "from pda.regex.product import SharedProduct\n"
+        "dfas = [compile_regex(p) for p in (r'\"(?:[^\"\\\\]|\\\\.)*\"', r'(?:foo|bar|baz)[0-9]+',\n"
+        "                                   r'[é-ü\\u4e00-\\u9fff]+x', r'\\d{2,4}é?', r'(?i)[a-z]+')]\n"
+        "SharedProduct(dfas, 1000).start([0, 1, 2, 3, 4])\n"
+        "schema = {'type': 'object', 'properties': {'a': {'type': 'string', 'maxLength': 5}, 'b': {'enum': ['x', 3]}}}\n"
+        "vocab = pda.Vocabulary.from_tokens(['{', '}', '\"', 'a', ':', '\"a\"', 'x', '3', 'é', None], eos_ids=[9])\n"
+        "matcher = pda.Matcher(pda.compile(pda.Grammar.from_json_schema(json.dumps(schema)), vocab))\n"
+        "bitmask = np.zeros((1, 1), dtype=np.int32)\n"
+        "for token in [0, 5, 4, 2, 3, 8, 2, 1]:\n"
+        "    matcher.fill_bitmask(bitmask, 0)\n"
+        "    assert matcher.accept_token(token), token\n"
         "print('numpy.ma' in sys.modules)\n"
     )
     env = {**os.environ, "PDA_CACHE_DIR": str(tmp_path)}

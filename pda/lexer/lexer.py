@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pda import cache
+from pda.arrays import distinct
 from pda.bits import iter_bits
 from pda.errors import GrammarError, LimitExceeded
 from pda.grammar.ir import BASIC, GrammarIR
@@ -307,8 +308,8 @@ class LexerTables:
         # Ends reachable from each state, as bytes of packed words: propagated backwards over
         # the distinct edges, each round only from the states whose set grew in the last one.
         reach = typed_bits.copy().view(np.uint8)
-        moves = self.trans[:, np.unique(self.byte_class)].astype(np.int64)
-        pairs = np.unique(np.arange(n, dtype=np.int64)[:, None] * n + moves)
+        moves = self.trans[:, distinct(self.byte_class)].astype(np.int64)
+        pairs = distinct(np.arange(n, dtype=np.int64)[:, None] * n + moves)
         src, dst = pairs // n, pairs % n
         src, dst = src[src != dst], dst[src != dst]
         grew = reach.any(axis=1)
@@ -387,12 +388,12 @@ class LexerTables:
             bits = self._accept_bits
             states = np.flatnonzero(bits.any(axis=1))
             words = bits.shape[1]
-            distinct, row_of = np.unique(np.ascontiguousarray(bits[states]).view(f"V{8 * words}").ravel(),
-                                         return_inverse=True)
-            rows = [int.from_bytes(row.tobytes(), "little") for row in distinct]
+            masks, row_of = np.unique(np.ascontiguousarray(bits[states]).view(f"V{8 * words}").ravel(),
+                                      return_inverse=True)
+            rows = [int.from_bytes(row.tobytes(), "little") for row in masks]
             per_state = np.full(self.n_states, -1, dtype=np.int32)
             per_state[states] = row_of.ravel()
-            row_bits = np.frombuffer(distinct.tobytes(), dtype="<u8").reshape(len(rows), words)
+            row_bits = np.frombuffer(masks.tobytes(), dtype="<u8").reshape(len(rows), words)
             found = self._accept_classes = (states, rows, row_of.ravel(), per_state, row_bits)
         return found
 

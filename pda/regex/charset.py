@@ -20,6 +20,7 @@ import numpy as np
 from re import _constants as C
 from re._casefix import _EXTRA_CASES
 
+from pda.arrays import distinct
 from pda.regex.hashing import hash_weights
 
 CharSet = tuple[tuple[int, int], ...]
@@ -261,7 +262,7 @@ def _class_set(items: tuple, ignorecase: bool, ascii_only: bool) -> CharSet:
             if a <= bmp_hi:
                 lowered = lower[a : bmp_hi + 1]
                 charset[lowered] = True
-                for lo in np.unique(lowered).tolist():
+                for lo in distinct(lowered).tolist():
                     if lo in fixes:
                         charset[list(fixes[lo])] = True
             if b > 0xFFFF:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pda.arrays import distinct
 from pda.cache import Invalid, take
 from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
@@ -333,9 +334,9 @@ def _live_rows(trans: np.ndarray, accept: np.ndarray, dead: int) -> np.ndarray:
     bits = [int.from_bytes(np.packbits(row, bitorder="little").tobytes(), "little") for row in accept]
     src, cls = np.nonzero(trans != dead)
     tgt = trans[src, cls]
-    pairs = np.unique(np.stack([tgt, src], axis=1), axis=0) if len(src) else np.zeros((0, 2), int)
+    edges = distinct(tgt.astype(np.int64) * n + src)  # (target, source) pairs, each once, in that order
     preds: list[list[int]] = [[] for _ in range(n)]
-    for tq, sq in pairs.tolist():
+    for tq, sq in zip((edges // n).tolist(), (edges % n).tolist()):
         if tq != sq:
             preds[tq].append(sq)
     stack = [q for q in range(n) if bits[q]]

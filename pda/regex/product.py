@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pda.arrays import distinct
 from pda.cache import Invalid, take
 from pda.errors import LimitExceeded
 from pda.kernels.product import Grower, Grown, classes, explore, fill_rows, reachable, stack
@@ -297,7 +298,7 @@ class SharedProduct:
         self.accept_rows: list[int] = []
         self._row_ids: dict[int, int] = {}
         accepting = singles[tables.accept[singles]]
-        for j in np.unique(tables.owner[accepting]).tolist():
+        for j in distinct(tables.owner[accepting]).tolist():
             self._row_ids[1 << j] = len(self.accept_rows)
             self.accept_rows.append(1 << j)
         self.accept_row[FIRST_SINGLE + accepting] = [self._row_ids[1 << j] for j in tables.owner[accepting].tolist()]

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pda.arrays import distinct
 from pda.bits import iter_bits
 from pda.grammar.ir import CONTEXTUAL, TerminalDef
 from pda.index.token_index import BoundaryGroup, Classification, TokenIndex
@@ -182,7 +183,7 @@ class FiniteSetLookup:
             other = np.zeros(n, dtype=bool)
             parts: list[EnumTokenTable] = []
             offset = 0
-            for j in np.unique(alone).tolist():
+            for j in distinct(alone).tolist():
                 if not self.terminals >> j & 1:
                     continue
                 at = alone == j
