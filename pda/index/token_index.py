@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pda import cache
+from pda.arrays import distinct
 from pda.lru import budget_cache, register_budget
 from pda.grammar.ir import CONTEXTUAL
 from pda.index.slices import PLAIN_BODY, PlainBody, plain_body
@@ -252,7 +253,7 @@ class _WalkTables:
                 lexer, tables = self._source
                 terminals = handed[k] = lexer.best(rows[k] & tables.candidates)
             found = merged.get(terminals)
-            merged[terminals] = nodes if found is None else np.union1d(found, nodes)
+            merged[terminals] = nodes if found is None else distinct(np.concatenate((found, nodes)))
         return [BoundaryGroup(terminals, nodes) for terminals, nodes in merged.items()]
 
     def _flag_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
