@@ -250,21 +250,24 @@ def test_store_is_bounded_by_bytes() -> None:
 def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Walks from the trie's root over a vocabulary of `DISK_MIN_TOKENS` tokens or more are written to disk
     (and looked up there once another process wrote some); boundary groups' suffix walks never are, nor any
-    walk over a smaller vocabulary."""
+    walk over a smaller vocabulary. A suffix walk is the kernel's (`after_boundary`), which runs Python only
+    for a live set's first tables (`_suffix_tables`) and an accept row's terminals: neither looks at the disk."""
     monkeypatch.setattr(token_index, "DISK_MIN_SECONDS", 0.0)
-    looked_up = []  # (the key of a walk looked up or written, whether a suffix walk was running)
+    looked_up = []  # (the key of a walk looked up or written, whether a suffix walk's tables were being made)
     in_suffix = [0]
+    tables_made = [0]
     real_load, real_store = token_index.cache.load, token_index.cache.store
-    real_suffix = token_index.TokenIndex._suffix_walk
+    real_tables = token_index.TokenIndex._suffix_tables
 
-    def suffix_walk(self: token_index.TokenIndex, *args: object) -> object:
+    def suffix_tables(self: token_index.TokenIndex, *args: object) -> object:
         in_suffix[0] += 1
+        tables_made[0] += 1
         try:
-            return real_suffix(self, *args)
+            return real_tables(self, *args)
         finally:
             in_suffix[0] -= 1
 
-    monkeypatch.setattr(token_index.TokenIndex, "_suffix_walk", suffix_walk)
+    monkeypatch.setattr(token_index.TokenIndex, "_suffix_tables", suffix_tables)
     monkeypatch.setattr(token_index.cache, "load",
                         lambda kind, key, decode, tag=None: looked_up.append((key, in_suffix[0])) or real_load(kind, key, decode, tag))
     monkeypatch.setattr(token_index.cache, "store",
@@ -280,7 +283,7 @@ def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, mon
     monkeypatch.setattr(token_index, "DISK_MIN_TOKENS", everything)
     compiled = compile_lark(GRAMMAR_B, vocab)
     assert check_walks(compiled, 10, seed=6) > 0
-    assert compiled.index._suffixes, "no suffix walk ran"
+    assert compiled.index._suffixes and tables_made[0], "no suffix walk ran"
     walks = [(k, during) for k, during in looked_up if "content" in k]
     assert walks and not any(during for _, during in walks), "a suffix walk was looked up on disk or written"
     cache.flush()

@@ -24,8 +24,10 @@ one per vocabulary trie, in memory and, for walks worth it, on disk), with the
 terminals named by position instead of by the grammar's terminal ids: a second
 grammar with the same frame literals, string or number terminals (a JSON Schema
 with other properties, an enum with other values) finds them there. Walks after
-a boundary are short, and cost less than that key (`_suffix_walk`). A walk where
-one terminal is live runs on that terminal's own DFA, so its tables are shared too.
+a boundary are short, and cost less than that key: they are made, and recorded,
+by the kernel's `SuffixWalks` (`TokenIndex.after_boundary`), which asks Python
+only for what it has never met. A walk where one terminal is live runs on that
+terminal's own DFA, so its tables are shared too.
 """
 
 from __future__ import annotations
@@ -256,6 +258,12 @@ class _WalkTables:
             merged[terminals] = nodes if found is None else distinct(np.concatenate((found, nodes)))
         return [BoundaryGroup(terminals, nodes) for terminals, nodes in merged.items()]
 
+    def handing(self) -> tuple[list[int], int, dict[int, int]]:
+        """A contextual candidate set's accept rows handed as `groups` hands them, for the kernel's suffix walks
+        (`pda.kernels.walk.SuffixWalks`): (the rows as ints over every terminal, the candidates, the memo of
+        each row's terminal set, shared with `groups`)."""
+        return self._rows, self._source[1].candidates, self._handed
+
     def _flag_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
         """(live, stops, ends_as, sets) over the states, the sink row included, from the lexer's tables.
 
@@ -312,7 +320,7 @@ class SharedClassifications:
     """Walk results of one vocabulary trie keyed by content, shared by every grammar (LRU by bytes).
 
     Holds walks from the trie's root (a suffix walk after a boundary is cheaper than its
-    key, `TokenIndex._suffix_walk`). A key is (mask words, signature): the signature
+    key, `TokenIndex._suffix_tables`). A key is (mask words, signature): the signature
     lists the live terminals as (DFA digest, priority, state) in sorted order, which is
     all a contextual walk reads.
     Also holds each terminal DFA's walk tables by digest, weakly: the indexes that
@@ -467,7 +475,7 @@ class TokenIndex:
         self._walk_tables: dict[int, _WalkTables] = {}
         self._trans_with_sink: dict[int, tuple] = {}
         self._roots: dict[tuple, Classification] = {}
-        self._own_bytes = 0  # of what `_roots` and `_suffixes` hold (`nbytes`)
+        self._own_bytes = 0  # of what `_roots` holds and `restore` put in `_suffixes` (`nbytes`)
         self._ranks: dict[int, tuple[str, int]] = {}
         # `_ranked_components`, cleared when full
         self._ranked: dict[int, tuple[tuple, list[int], int, dict[int, int]]] = {}
@@ -483,6 +491,13 @@ class TokenIndex:
         self._basic_walks = budget_cache("basic_walks")
         # Issue 9: states inside a finite-set lexeme are looked up, not walked (set by pda.compile).
         self.finite_sets: StateLookup | None = None
+        # `after_boundary(group, live_set)`: a group's suffix classification, from its memo `group.after`, from
+        # `_suffixes`, or walked and recorded in both by the kernel (`pda.kernels.walk.SuffixWalks`: no Python
+        # frame but for a live set's first tables and an accept row's first terminal set); under the basic lexer
+        # mode computed by `_basic_suffix`. `pda.kernels.compose` calls it on a group's miss.
+        self.after_boundary: Callable[[BoundaryGroup, int], Classification] = kernel.SuffixWalks(
+            self._kernel_trie, mask_words, mask_words // SPARSE_INSIDE_SHARE, self._suffixes, self._suffix_tables,
+            lexer.best, None if lexer.mode == CONTEXTUAL else self._basic_suffix, (Classification, BoundaryGroup))
 
     def walk_tables(self, live_set: int) -> _WalkTables:
         found = self._walk_tables.get(live_set)
@@ -513,27 +528,23 @@ class TokenIndex:
         return found
 
     # Compile-time work, paid once per (lexer state, live set) or (group, live set); cached.
-    def _classify(self, roots: np.ndarray, root_state: int, live_set: int, *, cut: bool = True,
-                  sparse: bool = False) -> Classification:
+    def _classify(self, roots: np.ndarray, root_state: int, live_set: int, *, cut: bool = True) -> Classification:
         """Walk the trie from `roots` under the candidate set's DFA (no cache); `cut=False` takes no shortcut."""
-        return self._walk(self.walk_tables(live_set), roots, root_state, cut=cut, sparse=sparse)
+        return self._walk(self.walk_tables(live_set), roots, root_state, cut=cut)
 
-    def _walk(self, tables: _WalkTables, roots: np.ndarray, root_state: int, *, cut: bool = True,
-              sparse: bool = False) -> Classification:
+    def _walk(self, tables: _WalkTables, roots: np.ndarray, root_state: int, *, cut: bool = True) -> Classification:
         """One kernel walk from `roots` at `root_state` (`pda.kernels.walk`): the inside tokens and the boundary groups.
 
         With `cut`, a node whose whole subtree is plain string body, reached in a state proven
         to keep such paths live as deep as the subtree goes, is inside with all its tokens and
-        not walked (`pda.index.slices`); the result is the same either way. With `sparse`, few
-        inside tokens come back as ids (`Classification.tokens`), not a mask.
+        not walked (`pda.index.slices`); the result is the same either way.
         """
         depth = self.trie.max_depth
         walked = kernel.walk(self._kernel_trie, tables.kernel_tables, tables.n_sets, roots,
                              tables.kernel_state(root_state), self.mask_words,
-                             self._slices if cut else None, tables.proof(depth) if cut else None,
-                             self.mask_words // SPARSE_INSIDE_SHARE if sparse else None)
+                             self._slices if cut else None, tables.proof(depth) if cut else None)
         boundaries = walked.boundaries
-        return Classification(walked.inside, tables.groups(boundaries) if boundaries else (), walked.tokens)
+        return Classification(walked.inside, tables.groups(boundaries) if boundaries else ())
 
     def _signature(self, q: int, live_set: int, key: tuple | None = None) -> tuple[tuple, list[int]] | None:
         """What the walk from lexer state q depends on: (content, the live terminals in its order).
@@ -642,8 +653,12 @@ class TokenIndex:
             self._tags_read = now
         return self._tags
 
-    def _suffix_walk(self, group: BoundaryGroup, live_set: int) -> Classification:
-        """The walk of a group's suffixes from START, without the shared classifications.
+    def _suffix_tables(self, live_set: int) -> tuple | None:
+        """What the kernel's walks of groups' suffixes under `live_set` read (`pda.kernels.walk.SuffixWalks`, which
+        asks once per live set): None when no candidate can start a lexeme (every suffix dies at its first byte),
+        else (opened tables, n_sets, the row a walk from START starts at, rows, hand, handed): where one candidate
+        alone is live at START its own DFA, every boundary handed as it (rows and handed None, hand its bit); else
+        the candidate set's tables, accept row k handed as `lexer.best(rows[k] & hand)`, memoised in `handed`.
 
         After a boundary most paths die within a few bytes: such a walk is ~10 us of kernel
         time, about what its content signature and the shared lookup cost, and a replay of
@@ -651,21 +666,21 @@ class TokenIndex:
         measured without them, that replay's steps took 3% less. The plain-body cut is not
         taken either: proving a pair (a search) cost more than the walks it shortened (the
         same replay: suffix walks' kernel time 163 -> 75 ms without it). Where one candidate
-        alone is live at START the walk runs on its own DFA, for which no candidate-set DFA
-        is built.
+        alone is live no candidate-set DFA is built.
         """
-        lexer = self.lexer
-        if lexer.mode != CONTEXTUAL:
-            return self._basic_classify(group.nodes, group.key, START, live_set, sparse=True)
         live = live_set & self._live_at_start
-        if not live:  # nothing can start a lexeme: every suffix dies at its first byte
-            return Classification(None, ())
+        if not live:
+            return None
         if not live & (live - 1):
             j = live.bit_length() - 1
-            walked = self._walk(self._terminal_tables(j), group.nodes, lexer.dfas[j].start, cut=False, sparse=True)
-            return Classification(walked.inside, [BoundaryGroup(1 << j, g.nodes) for g in walked.groups],
-                                  walked.tokens)
-        return self._walk(self.walk_tables(live_set), group.nodes, START, cut=False, sparse=True)
+            own = self._terminal_tables(j)
+            return own.kernel_tables, own.n_sets, self.lexer.dfas[j].start, None, live, None
+        tables = self.walk_tables(live_set)
+        return (tables.kernel_tables, tables.n_sets, tables.kernel_state(START), *tables.handing())
+
+    def _basic_suffix(self, group: BoundaryGroup, live_set: int) -> Classification:
+        """A group's suffix classification under the basic lexer mode (`after_boundary` records it)."""
+        return self._basic_classify(group.nodes, group.key, START, live_set, sparse=True)
 
     def _basic_classify(self, roots: np.ndarray, roots_key: bytes, q: int, live_set: int, *,
                         sparse: bool = False) -> Classification:
@@ -796,8 +811,9 @@ class TokenIndex:
 
     def nbytes(self) -> int:
         """The bytes of this grammar's own classifications (inside masks and boundary nodes; those
-        shared with the vocabulary's walks are counted here too, so this is an upper bound)."""
-        return self._own_bytes
+        shared with the vocabulary's walks are counted here too, so this is an upper bound): those
+        counted here and those `after_boundary` recorded."""
+        return self._own_bytes + self.after_boundary.nbytes
 
     def _count(self, found: Classification) -> Classification:
         """`found`, its bytes added to `nbytes` (it was just stored in `_roots` or `_suffixes`)."""
@@ -820,15 +836,4 @@ class TokenIndex:
         found = self._roots.get(key)
         if found is None:
             found = self._roots[key] = self._count(self._root_walk(q, live_set, state_key))
-        return found
-
-    def after_boundary(self, group: BoundaryGroup, live_set: int) -> Classification:
-        """Classify a group's suffixes from the start state under the next live set."""
-        found = group.after.get(live_set)
-        if found is None:
-            key = (group.key, live_set)
-            found = self._suffixes.get(key)
-            if found is None:
-                found = self._suffixes[key] = self._count(self._suffix_walk(group, live_set))
-            group.after[live_set] = found
         return found

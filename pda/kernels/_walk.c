@@ -56,6 +56,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1216,47 +1217,55 @@ static Py_ssize_t sort_unique(int64_t *values, Py_ssize_t n)
     return kept;
 }
 
-/* [(set index, bytes of int64 nodes)] from the boundaries in visit order, grouped by set
- * (a counting sort, so each group keeps the walk's ascending order; sorted here when not). */
-static PyObject *boundary_groups(Walk *w, int sorted)
+/* The boundary nodes grouped by set, a counting sort (each set's nodes in the walk's order): set k's are
+ * (*grouped)[(*bounds)[k] .. (*bounds)[k + 1]), `bounds` n_sets + 1 entries; both malloc'd, for the caller
+ * to free. -1 with MemoryError set. */
+static int sort_by_set(const Walk *w, int64_t **grouped, Py_ssize_t **bounds)
 {
     const int64_t *nodes = (const int64_t *)w->out_nodes.data;
     const int32_t *sets = (const int32_t *)w->out_states.data;
     Py_ssize_t n = w->out_nodes.len;
-    Py_ssize_t *count = calloc((size_t)(w->n_sets + 1), sizeof(Py_ssize_t));
-    int64_t *grouped = malloc((size_t)(n + 1) * sizeof(int64_t));
-    PyObject *groups = NULL;
-    if (count == NULL || grouped == NULL) {
+    Py_ssize_t *at = calloc((size_t)(w->n_sets + 2), sizeof(Py_ssize_t));
+    int64_t *by_set = malloc((size_t)(n + 1) * sizeof(int64_t));
+    if (at == NULL || by_set == NULL) {
+        free(at);
+        free(by_set);
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        count[sets[i] + 1]++;
+        at[sets[i] + 2]++;
     for (Py_ssize_t k = 0; k < w->n_sets; k++)
-        count[k + 1] += count[k];
-    for (Py_ssize_t i = 0; i < n; i++)
-        grouped[count[sets[i]]++] = nodes[i];
-    groups = PyList_New(0);
-    if (groups == NULL)
-        goto done;
-    for (Py_ssize_t k = 0, lo = 0; k < w->n_sets; k++) {
-        Py_ssize_t hi = count[k], size = hi - lo;
+        at[k + 2] += at[k + 1];
+    for (Py_ssize_t i = 0; i < n; i++) /* at[k + 1]: where set k's next node goes; after this, its end */
+        by_set[at[sets[i] + 1]++] = nodes[i];
+    *grouped = by_set;
+    *bounds = at;
+    return 0;
+}
+
+/* [(set index, bytes of int64 nodes)] from the boundaries in visit order, grouped by set
+ * (each group keeps the walk's ascending order; sorted here when not). */
+static PyObject *boundary_groups(Walk *w, int sorted)
+{
+    int64_t *grouped;
+    Py_ssize_t *bounds;
+    if (sort_by_set(w, &grouped, &bounds) < 0)
+        return NULL;
+    PyObject *groups = PyList_New(0);
+    for (Py_ssize_t k = 0; groups != NULL && k < w->n_sets; k++) {
+        Py_ssize_t lo = bounds[k], size = bounds[k + 1] - lo;
         if (size == 0)
             continue;
         if (!sorted)
             size = sort_unique(grouped + lo, size);
         PyObject *item = Py_BuildValue("(nN)", k, PyBytes_FromStringAndSize((char *)(grouped + lo),
                                                                              size * (Py_ssize_t)sizeof(int64_t)));
-        if (item == NULL || PyList_Append(groups, item) < 0) {
-            Py_XDECREF(item);
+        if (item == NULL || PyList_Append(groups, item) < 0)
             Py_CLEAR(groups);
-            goto done;
-        }
-        Py_DECREF(item);
-        lo = hi;
+        Py_XDECREF(item);
     }
-done:
-    free(count);
+    free(bounds);
     free(grouped);
     return groups;
 }
@@ -1589,6 +1598,525 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Suffix walks: a boundary group's classification under a live set, made and recorded here   */
+
+/* SuffixWalks(trie, mask_words, sparse_max, suffixes, tables_of, best, classify, types), called as
+ * after_boundary(group, live_set) (see pda/kernels/walk.py): the token index's classification of a
+ * boundary group's suffixes, with no Python frame once the live set's tables and the accept rows its
+ * walks meet are known. What it reads of a group and the objects it makes are the token index's
+ * BoundaryGroup and Classification (`types`), made as their constructors make them: every slot set. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *trie;                   /* an opened trie */
+    Py_ssize_t mask_words, sparse_max;
+    PyObject *suffixes;               /* dict (group key, live set) -> classification: the index's record */
+    PyObject *tables_of, *best;       /* asked once per live set, once per (live set, accept row) */
+    PyObject *classify;               /* None, or what computes a miss in place of the walk (basic lexer mode) */
+    PyObject *classification, *group; /* the two types */
+    PyObject *tables;                 /* dict live set -> tables_of's answer */
+    PyObject *frombuffer, *int64, *int32, *empty; /* numpy.frombuffer, its two dtypes, () */
+    Py_ssize_t nbytes;                /* of the classifications recorded here */
+} SuffixWalks;
+
+static PyObject *s_after, *s_key, *s_nodes, *s_terminals, *s_inside, *s_tokens, *s_groups;
+
+/* A new instance of a class with __slots__, as object.__new__(type) makes it, with `n` slots set. */
+static PyObject *new_slotted(SuffixWalks *self, PyObject *type, PyObject *const *names, PyObject *const *values,
+                             int n)
+{
+    PyObject *obj = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, self->empty, NULL);
+    for (int i = 0; obj != NULL && i < n; i++)
+        if (PyObject_SetAttr(obj, names[i], values[i]) < 0)
+            Py_CLEAR(obj);
+    return obj;
+}
+
+static PyObject *new_classification(SuffixWalks *self, PyObject *inside, PyObject *groups, PyObject *tokens)
+{
+    PyObject *names[3] = {s_inside, s_tokens, s_groups}, *values[3] = {inside, tokens, groups};
+    return new_slotted(self, self->classification, names, values, 3);
+}
+
+/* A boundary group of int64 `nodes`, whose bytes are `key`, with an empty memo. */
+static PyObject *new_group(SuffixWalks *self, PyObject *terminals, PyObject *nodes, PyObject *key)
+{
+    PyObject *after = PyDict_New();
+    if (after == NULL)
+        return NULL;
+    PyObject *names[4] = {s_terminals, s_nodes, s_key, s_after}, *values[4] = {terminals, nodes, key, after};
+    PyObject *group = new_slotted(self, self->group, names, values, 4);
+    Py_DECREF(after);
+    return group;
+}
+
+/* numpy.frombuffer(data, dtype): a read-only array over a bytes object. */
+static PyObject *array_of(SuffixWalks *self, PyObject *data, PyObject *dtype)
+{
+    PyObject *args[2] = {data, dtype};
+    return PyObject_Vectorcall(self->frombuffer, args, 2, NULL);
+}
+
+/* A live set's tables (a new reference): tables_of's answer, asked on the set's first walk. Checked: None, or
+ * (opened tables, n_sets, root state, rows, hand, handed) with rows None (every set is handed as `hand`) or a
+ * list (row k is handed as best(rows[k] & hand), memoised in the dict `handed`). */
+static PyObject *live_tables(SuffixWalks *self, PyObject *live)
+{
+    PyObject *found = PyDict_GetItemWithError(self->tables, live);
+    if (found != NULL) {
+        Py_INCREF(found);
+        return found;
+    }
+    if (PyErr_Occurred() || (found = PyObject_CallOneArg(self->tables_of, live)) == NULL)
+        return NULL;
+    if (found != Py_None
+        && (!PyTuple_Check(found) || PyTuple_GET_SIZE(found) != 6
+            || !Py_IS_TYPE(PyTuple_GET_ITEM(found, 0), &OpenedType) || !((Opened *)PyTuple_GET_ITEM(found, 0))->tables
+            || !PyLong_Check(PyTuple_GET_ITEM(found, 1)) || !PyLong_Check(PyTuple_GET_ITEM(found, 2))
+            || !PyLong_Check(PyTuple_GET_ITEM(found, 4))
+            || (PyTuple_GET_ITEM(found, 3) == Py_None) != (PyTuple_GET_ITEM(found, 5) == Py_None)
+            || (PyTuple_GET_ITEM(found, 3) != Py_None
+                && (!PyList_Check(PyTuple_GET_ITEM(found, 3)) || !PyDict_Check(PyTuple_GET_ITEM(found, 5)))))) {
+        Py_DECREF(found);
+        PyErr_SetString(PyExc_TypeError, "tables_of must return None or (opened tables, n_sets, root_state, "
+                                         "rows: list | None, hand: int, handed: dict | None)");
+        return NULL;
+    }
+    PyObject *kept = PyDict_SetDefault(self->tables, live, found); /* another thread's, if it came first */
+    Py_XINCREF(kept);
+    Py_DECREF(found);
+    return kept;
+}
+
+/* The terminal set accept row k is handed as under a live set's tables (a new reference). */
+static PyObject *handed_as(SuffixWalks *self, PyObject *tables, Py_ssize_t k)
+{
+    PyObject *rows = PyTuple_GET_ITEM(tables, 3), *hand = PyTuple_GET_ITEM(tables, 4);
+    if (rows == Py_None) {
+        Py_INCREF(hand);
+        return hand;
+    }
+    PyObject *handed = PyTuple_GET_ITEM(tables, 5), *row = PyLong_FromSsize_t(k), *found = NULL, *matched = NULL;
+    if (row == NULL)
+        return NULL;
+    found = PyDict_GetItemWithError(handed, row);
+    if (found != NULL) {
+        Py_INCREF(found);
+    } else if (!PyErr_Occurred()) {
+        if (k >= PyList_GET_SIZE(rows))
+            PyErr_Format(PyExc_ValueError, "accept row %zd is outside the tables' %zd rows", k, PyList_GET_SIZE(rows));
+        else if ((matched = PyNumber_And(PyList_GET_ITEM(rows, k), hand)) != NULL
+                 && (found = PyObject_CallOneArg(self->best, matched)) != NULL && PyDict_SetItem(handed, row, found) < 0)
+            Py_CLEAR(found);
+    }
+    Py_XDECREF(matched);
+    Py_DECREF(row);
+    return found;
+}
+
+/* A walk's boundaries as a tuple of boundary groups, one per terminal set (sets handed as the same terminals
+ * have their nodes merged, ascending and unique), in order of their first set; `bytes` gets their nodes' bytes. */
+static PyObject *suffix_groups(SuffixWalks *self, Walk *w, PyObject *tables, int sorted, Py_ssize_t *bytes)
+{
+    int64_t *grouped, *merged = NULL;
+    Py_ssize_t *bounds, n_found = 0;
+    PyObject *groups = NULL, **terminals = NULL;
+    Py_ssize_t *first = NULL; /* per distinct terminal set, its first set: the others are found from there */
+    if (sort_by_set(w, &grouped, &bounds) < 0)
+        return NULL;
+    Py_ssize_t n_sets = w->n_sets, n_nodes = w->out_nodes.len;
+    Py_ssize_t *owner = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t)); /* per set: its terminal set's number */
+    terminals = malloc((size_t)(n_sets + 1) * sizeof(PyObject *));
+    first = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t));
+    merged = malloc((size_t)(n_nodes + 1) * sizeof(int64_t));
+    if (owner == NULL || terminals == NULL || first == NULL || merged == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n_sets; k++) {
+        owner[k] = -1;
+        if (bounds[k + 1] == bounds[k])
+            continue;
+        PyObject *t = handed_as(self, tables, k);
+        if (t == NULL)
+            goto done;
+        for (Py_ssize_t i = 0; i < n_found && owner[k] < 0; i++) {
+            int same = PyObject_RichCompareBool(terminals[i], t, Py_EQ);
+            if (same < 0) {
+                Py_DECREF(t);
+                goto done;
+            }
+            if (same)
+                owner[k] = i;
+        }
+        if (owner[k] >= 0) {
+            Py_DECREF(t);
+            continue;
+        }
+        owner[k] = n_found;
+        first[n_found] = k;
+        terminals[n_found++] = t; /* the reference moves here */
+    }
+    if ((groups = PyTuple_New(n_found)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n_found; i++) {
+        Py_ssize_t size = 0, parts = 0;
+        for (Py_ssize_t k = first[i]; k < n_sets; k++) {
+            if (owner[k] != i)
+                continue;
+            memcpy(merged + size, grouped + bounds[k], (size_t)(bounds[k + 1] - bounds[k]) * sizeof(int64_t));
+            size += bounds[k + 1] - bounds[k];
+            parts++;
+        }
+        if (parts > 1 || !sorted)
+            size = sort_unique(merged, size);
+        PyObject *key = PyBytes_FromStringAndSize((const char *)merged, size * (Py_ssize_t)sizeof(int64_t));
+        PyObject *nodes = key == NULL ? NULL : array_of(self, key, self->int64);
+        PyObject *group = nodes == NULL ? NULL : new_group(self, terminals[i], nodes, key);
+        Py_XDECREF(key);
+        Py_XDECREF(nodes);
+        if (group == NULL) {
+            Py_CLEAR(groups);
+            goto done;
+        }
+        PyTuple_SET_ITEM(groups, i, group);
+        *bytes += size * (Py_ssize_t)sizeof(int64_t);
+    }
+done:
+    for (Py_ssize_t i = 0; i < n_found; i++)
+        Py_DECREF(terminals[i]);
+    free(owner);
+    free(terminals);
+    free(first);
+    free(merged);
+    free(bounds);
+    free(grouped);
+    return groups;
+}
+
+/* A group's nodes as int64 roots: the array itself, or an int64 copy of int32 nodes (a new reference). */
+static PyObject *roots_of(SuffixWalks *self, PyObject *nodes)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(nodes, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    PyObject *found = NULL;
+    if (is_int32_format(view.format, view.itemsize) && view.ndim == 1) {
+        Py_ssize_t n = view.len / 4;
+        PyObject *wide = PyBytes_FromStringAndSize(NULL, n * 8);
+        if (wide != NULL) {
+            for (Py_ssize_t i = 0; i < n; i++)
+                ((int64_t *)PyBytes_AS_STRING(wide))[i] = ((const int32_t *)view.buf)[i];
+            found = array_of(self, wide, self->int64);
+            Py_DECREF(wide);
+        }
+    } else {
+        Py_INCREF(nodes);
+        found = nodes; /* open_roots checks it is int64 */
+    }
+    PyBuffer_Release(&view);
+    return found;
+}
+
+/* The walk of a group's suffixes from the start of a lexeme under `live` (a new classification); its bytes
+ * (inside tokens and groups' nodes) added to `bytes`. */
+static PyObject *suffix_walk(SuffixWalks *self, PyObject *group, PyObject *live, Py_ssize_t *bytes)
+{
+    Walk w;
+    Buffers b;
+    Py_ssize_t n_roots;
+    int32_t root_state;
+    int sorted, status;
+    PyObject *tables = NULL, *nodes = NULL, *roots = NULL, *groups = NULL, *inside = NULL, *result = NULL;
+    PyObject *mask = NULL;
+    memset(&w, 0, sizeof w);
+    b.held = 0;
+    w.out_nodes.itemsize = sizeof(int64_t);
+    w.out_states.itemsize = sizeof(int32_t);
+    w.ranges.itemsize = sizeof(int64_t);
+    if ((tables = live_tables(self, live)) == NULL)
+        goto done;
+    if (tables == Py_None) { /* nothing can start a lexeme: every suffix dies at its first byte */
+        result = new_classification(self, Py_None, self->empty, Py_None);
+        goto done;
+    }
+    if ((nodes = PyObject_GetAttr(group, s_nodes)) == NULL || (roots = roots_of(self, nodes)) == NULL)
+        goto done;
+    if (trie_arg(&w, &b, self->trie) < 0 || tables_arg(&w, &b, PyTuple_GET_ITEM(tables, 0)) < 0)
+        goto done;
+    w.n_sets = PyLong_AsSsize_t(PyTuple_GET_ITEM(tables, 1));
+    if (w.n_sets == -1 && PyErr_Occurred())
+        goto done;
+    if (w.n_sets < 0 || w.n_sets > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "n_sets must be a non-negative count");
+        goto done;
+    }
+    const int64_t *first = open_roots(&w, &b, roots, &n_roots, &sorted);
+    if (first == NULL || parse_state(PyTuple_GET_ITEM(tables, 2), w.n_states, &root_state) < 0)
+        goto done;
+    w.sparse = 1;
+    w.mask_words = self->mask_words;
+    Py_BEGIN_ALLOW_THREADS
+    status = run(&w, first, n_roots, root_state);
+    Py_END_ALLOW_THREADS
+    if (status < 0) {
+        walk_error(&w);
+        goto done;
+    }
+    if ((groups = suffix_groups(self, &w, tables, sorted, bytes)) == NULL)
+        goto done;
+    if ((inside = sparse_inside(&w, self->sparse_max)) == NULL)
+        goto done;
+    if (inside == Py_None) {
+        result = new_classification(self, Py_None, groups, Py_None);
+        goto done;
+    }
+    int dense = PyObject_IsTrue(PyTuple_GET_ITEM(inside, 0));
+    PyObject *data = PyTuple_GET_ITEM(inside, 1);
+    if ((mask = array_of(self, data, self->int32)) == NULL)
+        goto done;
+    *bytes += PyBytes_GET_SIZE(data);
+    result = dense ? new_classification(self, mask, groups, Py_None) : new_classification(self, Py_None, groups, mask);
+done:
+    Py_XDECREF(tables);
+    Py_XDECREF(nodes);
+    Py_XDECREF(roots);
+    Py_XDECREF(groups);
+    Py_XDECREF(inside);
+    Py_XDECREF(mask);
+    free_walk(&w);
+    release_all(&b);
+    return result;
+}
+
+/* The bytes of a classification's arrays, as Classification.nbytes counts them (its tokens or inside mask,
+ * its groups' nodes). */
+static int classification_bytes(PyObject *found, Py_ssize_t *bytes)
+{
+    PyObject *names[3] = {s_tokens, s_inside, s_groups}, *values[3] = {NULL, NULL, NULL};
+    int rc = -1;
+    for (int i = 0; i < 3; i++)
+        if ((values[i] = PyObject_GetAttr(found, names[i])) == NULL)
+            goto done;
+    if (!PyTuple_Check(values[2])) {
+        PyErr_SetString(PyExc_TypeError, "a classification's `groups` is not a tuple");
+        goto done;
+    }
+    PyObject *allowed = values[0] != Py_None ? values[0] : values[1];
+    Py_buffer view;
+    if (allowed != Py_None) {
+        if (PyObject_GetBuffer(allowed, &view, PyBUF_SIMPLE) < 0)
+            goto done;
+        *bytes += view.len;
+        PyBuffer_Release(&view);
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(values[2]); i++) {
+        PyObject *nodes = PyObject_GetAttr(PyTuple_GET_ITEM(values[2], i), s_nodes);
+        if (nodes == NULL)
+            goto done;
+        int got = PyObject_GetBuffer(nodes, &view, PyBUF_SIMPLE);
+        Py_DECREF(nodes);
+        if (got < 0)
+            goto done;
+        *bytes += view.len;
+        PyBuffer_Release(&view);
+    }
+    rc = 0;
+done:
+    for (int i = 0; i < 3; i++)
+        Py_XDECREF(values[i]);
+    return rc;
+}
+
+static PyObject *SuffixWalks_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    SuffixWalks *self = (SuffixWalks *)op;
+    if (PyVectorcall_NARGS(nargsf) != 2 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "after_boundary(group, live_set) takes 2 positional arguments");
+        return NULL;
+    }
+    PyObject *group = args[0], *live = args[1], *memo, *key = NULL, *pair = NULL, *found = NULL;
+    if (!PyLong_Check(live)) {
+        PyErr_SetString(PyExc_TypeError, "live_set must be an int");
+        return NULL;
+    }
+    if ((memo = PyObject_GetAttr(group, s_after)) == NULL)
+        return NULL;
+    if (!PyDict_Check(memo)) {
+        PyErr_SetString(PyExc_TypeError, "a boundary group's `after` is not a dict");
+        goto done;
+    }
+    if ((found = PyDict_GetItemWithError(memo, live)) != NULL) {
+        Py_INCREF(found);
+        goto done;
+    }
+    if (PyErr_Occurred() || (key = PyObject_GetAttr(group, s_key)) == NULL || (pair = PyTuple_Pack(2, key, live)) == NULL)
+        goto done;
+    if ((found = PyDict_GetItemWithError(self->suffixes, pair)) != NULL) {
+        Py_INCREF(found);
+    } else if (!PyErr_Occurred()) {
+        Py_ssize_t bytes = 0;
+        if (self->classify != Py_None)
+            found = PyObject_CallFunctionObjArgs(self->classify, group, live, NULL);
+        else
+            found = suffix_walk(self, group, live, &bytes);
+        if (found != NULL && self->classify != Py_None && classification_bytes(found, &bytes) < 0)
+            Py_CLEAR(found);
+        if (found == NULL || PyDict_SetItem(self->suffixes, pair, found) < 0)
+            goto fail;
+        self->nbytes += bytes;
+    }
+    if (found != NULL && PyDict_SetItem(memo, live, found) < 0)
+        goto fail;
+    goto done;
+fail:
+    Py_CLEAR(found);
+done:
+    Py_DECREF(memo);
+    Py_XDECREF(key);
+    Py_XDECREF(pair);
+    return found;
+}
+
+static int SuffixWalks_traverse(SuffixWalks *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->trie);
+    Py_VISIT(self->suffixes);
+    Py_VISIT(self->tables_of);
+    Py_VISIT(self->best);
+    Py_VISIT(self->classify);
+    Py_VISIT(self->classification);
+    Py_VISIT(self->group);
+    Py_VISIT(self->tables);
+    return 0;
+}
+
+static int SuffixWalks_clear(SuffixWalks *self)
+{
+    Py_CLEAR(self->trie);
+    Py_CLEAR(self->suffixes);
+    Py_CLEAR(self->tables_of);
+    Py_CLEAR(self->best);
+    Py_CLEAR(self->classify);
+    Py_CLEAR(self->classification);
+    Py_CLEAR(self->group);
+    Py_CLEAR(self->tables);
+    Py_CLEAR(self->frombuffer);
+    Py_CLEAR(self->int64);
+    Py_CLEAR(self->int32);
+    Py_CLEAR(self->empty);
+    return 0;
+}
+
+static void SuffixWalks_dealloc(SuffixWalks *self)
+{
+    PyObject_GC_UnTrack(self);
+    SuffixWalks_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *SuffixWalks_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *trie, *words, *most, *suffixes, *tables_of, *best, *classify, *types;
+    Py_ssize_t mask_words, sparse_max;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "SuffixWalks takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:SuffixWalks", &trie, &words, &most, &suffixes, &tables_of, &best,
+                          &classify, &types))
+        return NULL;
+    if (parse_mask_words(words, &mask_words) < 0 || (sparse_max = PyLong_AsSsize_t(most)) == -1) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError) || !PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "mask_words and sparse_max must be non-negative counts");
+        }
+        return NULL;
+    }
+    if (!Py_IS_TYPE(trie, &OpenedType) || ((Opened *)trie)->tables) {
+        PyErr_SetString(PyExc_TypeError, "trie must be an opened trie (opened(TrieArrays))");
+        return NULL;
+    }
+    if (mask_words < 0 || mask_words > (PY_SSIZE_T_MAX >> 6) || sparse_max < 0) {
+        PyErr_SetString(PyExc_ValueError, "mask_words and sparse_max must be non-negative counts");
+        return NULL;
+    }
+    if (!PyDict_Check(suffixes) || !PyCallable_Check(tables_of) || !PyCallable_Check(best)
+        || (classify != Py_None && !PyCallable_Check(classify))) {
+        PyErr_SetString(PyExc_TypeError, "suffixes must be a dict, tables_of and best callable, classify None or callable");
+        return NULL;
+    }
+    if (!PyTuple_Check(types) || PyTuple_GET_SIZE(types) != 2 || !PyType_Check(PyTuple_GET_ITEM(types, 0))
+        || !PyType_Check(PyTuple_GET_ITEM(types, 1))) {
+        PyErr_SetString(PyExc_TypeError, "types must be (Classification, BoundaryGroup)");
+        return NULL;
+    }
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    if (numpy == NULL)
+        return NULL;
+    SuffixWalks *self = (SuffixWalks *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        Py_DECREF(numpy);
+        return NULL;
+    }
+    self->vectorcall = SuffixWalks_call;
+    self->mask_words = mask_words;
+    self->sparse_max = sparse_max;
+    Py_INCREF(trie);
+    self->trie = trie;
+    Py_INCREF(suffixes);
+    self->suffixes = suffixes;
+    Py_INCREF(tables_of);
+    self->tables_of = tables_of;
+    Py_INCREF(best);
+    self->best = best;
+    Py_INCREF(classify);
+    self->classify = classify;
+    self->classification = Py_NewRef(PyTuple_GET_ITEM(types, 0));
+    self->group = Py_NewRef(PyTuple_GET_ITEM(types, 1));
+    self->tables = PyDict_New();
+    self->frombuffer = PyObject_GetAttrString(numpy, "frombuffer");
+    PyObject *dtype = PyObject_GetAttrString(numpy, "dtype");
+    self->int64 = dtype == NULL ? NULL : PyObject_CallFunction(dtype, "s", "<i8");
+    self->int32 = dtype == NULL ? NULL : PyObject_CallFunction(dtype, "s", "<i4");
+    self->empty = PyTuple_New(0);
+    Py_XDECREF(dtype);
+    Py_DECREF(numpy);
+    if (self->tables == NULL || self->frombuffer == NULL || self->int64 == NULL || self->int32 == NULL
+        || self->empty == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static PyObject *SuffixWalks_get_nbytes(SuffixWalks *self, void *closure)
+{
+    return PyLong_FromSsize_t(self->nbytes);
+}
+
+static PyGetSetDef SuffixWalks_getset[] = {
+    {"nbytes", (getter)SuffixWalks_get_nbytes, NULL, "The bytes of the classifications recorded here.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SuffixWalksType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pda.kernels._walk.SuffixWalks",
+    .tp_basicsize = sizeof(SuffixWalks),
+    .tp_dealloc = (destructor)SuffixWalks_dealloc,
+    .tp_vectorcall_offset = offsetof(SuffixWalks, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "after_boundary(group, live_set): a boundary group's suffix classification, walked and recorded "
+              "(see pda/kernels/walk.py).",
+    .tp_traverse = (traverseproc)SuffixWalks_traverse,
+    .tp_clear = (inquiry)SuffixWalks_clear,
+    .tp_getset = SuffixWalks_getset,
+    .tp_new = SuffixWalks_new,
+};
+
 static PyMethodDef walk_methods[] = {
     {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL, walk_doc},
     {"walk_states", (PyCFunction)(void (*)(void))walk_states, METH_FASTCALL, walk_states_doc},
@@ -1606,10 +2134,16 @@ PyMODINIT_FUNC PyInit__walk(void)
 {
     if (pool_lock == NULL && (pool_lock = PyThread_allocate_lock()) == NULL)
         return PyErr_NoMemory();
-    if (PyType_Ready(&OpenedType) < 0)
+    if (PyType_Ready(&OpenedType) < 0 || PyType_Ready(&SuffixWalksType) < 0)
+        return NULL;
+    if (!(s_after = PyUnicode_InternFromString("after")) || !(s_key = PyUnicode_InternFromString("key"))
+        || !(s_nodes = PyUnicode_InternFromString("nodes")) || !(s_terminals = PyUnicode_InternFromString("terminals"))
+        || !(s_inside = PyUnicode_InternFromString("inside")) || !(s_tokens = PyUnicode_InternFromString("tokens"))
+        || !(s_groups = PyUnicode_InternFromString("groups")))
         return NULL;
     PyObject *module = PyModule_Create(&walk_module);
-    if (module != NULL && PyModule_AddObjectRef(module, "Opened", (PyObject *)&OpenedType) < 0)
+    if (module != NULL && (PyModule_AddObjectRef(module, "Opened", (PyObject *)&OpenedType) < 0
+                           || PyModule_AddObjectRef(module, "SuffixWalks", (PyObject *)&SuffixWalksType) < 0))
         Py_CLEAR(module);
     return module;
 }
