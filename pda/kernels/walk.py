@@ -76,8 +76,9 @@ walk gives them, few as ids).
 `SuffixWalks(trie, mask_words, sparse_max, suffixes, tables_of, best, classify, types)` is
 the token index's `after_boundary(group, live_set)`: a boundary group's suffix
 classification from the start of a lexeme, resolved in C with no Python frame in the
-common case (a JSON Schema's first document computes most of its masks, and its groups'
-misses were ~30 us of Python each around a ~2 us walk). A call returns
+common case (a JSON Schema's first document computes most of its masks: traefik-v2's
+groups' misses took 106 ms in Python over 3,064 calls, the walks' kernel under a third
+of it). A call returns
 `group.after[live_set]` when there, else `suffixes[(group.key, live_set)]`, else makes it
 and records it in both (`suffixes` is the index's dict; the bytes of what it made, as
 `Classification.nbytes` counts them, are its `nbytes`). It makes it by `classify(group,
