@@ -8,7 +8,8 @@
   `pda.kernels._tables` (pda/kernels/_tables.c, the Earley parser's static tables),
   `pda.kernels._trie` (pda/kernels/_trie.c, the trie of byte strings),
   `pda.kernels._compose` (pda/kernels/_compose.c, a mask's boundary groups) and
-  `pda.kernels._indent` (pda/kernels/_indent.c, an indenter state's probe) are required:
+  `pda.kernels._indent` (pda/kernels/_indent.c, an indenter state's probe) and
+  `pda.kernels._derive` (pda/kernels/_derive.c, lazy terminal DFAs by derivatives) are required:
   without a C compiler and Python's headers the install fails, saying so.
 * `pda._rows` (pda/_rows.c, see pda/rows.py) is `optional=True`: where it cannot be
   built pda uses the numpy row writers, which give the same results more slowly.
@@ -48,6 +49,7 @@ setup(
         Extension("pda.kernels._trie", ["pda/kernels/_trie.c"]),
         Extension("pda.kernels._compose", ["pda/kernels/_compose.c"], depends=[BUFFER_FORMAT]),
         Extension("pda.kernels._indent", ["pda/kernels/_indent.c"]),
+        Extension("pda.kernels._derive", ["pda/kernels/_derive.c"]),
         Extension("pda._rows", ["pda/_rows.c"], depends=[BUFFER_FORMAT], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},

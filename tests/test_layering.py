@@ -27,10 +27,11 @@ LAYERS: list[tuple[str | tuple[str, ...], ...]] = [
      ("pda.kernels.partition", "pda.kernels._partition"),
      ("pda.kernels.product", "pda.kernels._product"), ("pda.kernels.subsets", "pda.kernels._subsets"),
      ("pda.kernels.earley", "pda.kernels._earley"), ("pda.kernels.tables", "pda.kernels._tables"),
-     ("pda.kernels.indent", "pda.kernels._indent"), ("pda.kernels.trie", "pda.kernels._trie")),
+     ("pda.kernels.indent", "pda.kernels._indent"), ("pda.kernels.trie", "pda.kernels._trie"),
+     ("pda.kernels.derive", "pda.kernels._derive")),
     # neutral helpers, with the automata's and the parser's kernels (minimisation's refinement, the product
     # search, the subset construction; Earley nodes and their step, the parser's static tables; an indenter
-    # state's probe; the trie of byte strings)
+    # state's probe; the trie of byte strings; byte-regex terms and lazy DFAs by derivatives)
     ("pda.grammar.ir", "pda.vocab"),  # the grammar IR; a vocabulary's bytes
     ("pda.regex",),  # pattern -> byte-level DFA (regex path, finite literal sets, products)
     ("pda.grammar", "pda.lexer", "pda.parser"),  # front ends -> IR; candidate-set DFAs; Earley (+ indenter)
