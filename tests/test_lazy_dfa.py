@@ -358,3 +358,13 @@ def test_lazy_dfa_type() -> None:
     dfa = compile_lazy("ab")
     assert isinstance(dfa, LazyDFA) and dfa.start == 0
     assert dfa.accepts(b"ab") and not dfa.accepts(b"a") and dfa.live(dfa.run(0, b"a"))
+
+
+def test_run_many_is_run_of_each() -> None:
+    dfa = compile_lazy("[a-z]{2,30}é?|\\d+")
+    data = [b"", b"ab", b"abc\xc3\xa9", b"abc\xc3", b"12", b"a1", b"z" * 40, b"\xff"]
+    for start in (0, dfa.run(0, b"a")):
+        got = np.frombuffer(dfa.run_many(start, data), dtype=np.int32).tolist()
+        assert got == [dfa.run(start, x) for x in data]
+    with pytest.raises(TypeError):
+        dfa.run_many(0, [b"a", "a"])

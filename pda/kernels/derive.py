@@ -23,7 +23,8 @@ the empty language (0 when the start's language is empty, else 1), and every sta
 word ahead (a derivative whose language is empty goes to `dead`). `step(state, byte)`,
 `successors(state)` (its 256 successors as bytes of int32,
 made if new), `run(state, data)` (the state after `data`, stopping at `dead`; inputs of 256 bytes or more run
-without the GIL), `accept(state)` (nullable), `live(state)` (not dead), `term(state)`, `n_states`,
+without the GIL), `run_many(state, data)` (the state after each bytes object of a sequence,
+from `state`, as native int32 bytes: one call for a vocabulary), `accept(state)` (nullable), `live(state)` (not dead), `term(state)`, `n_states`,
 `arena`. A transition is computed once, for every byte of its class, and read without a lock from
 then on; making terms or states takes the arena's lock (not the GIL), so threads may step DFAs of
 one arena at once.
