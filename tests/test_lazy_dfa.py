@@ -334,6 +334,31 @@ def test_bad_arguments() -> None:
         Lazy(A, A.concat(A.bytes_(1 << 97), A.bytes_(1 << 98)), 2).step(0, 97)
 
 
+def test_deep_terms_are_refused_not_crashed() -> None:
+    """Derivatives recurse through a term's structure: 1,000 levels at most, which a thread of 512 KB of
+    stack runs (~160 bytes a level); deeper raises LimitExceeded."""
+    got: list = []
+
+    def nested(n: int) -> str:  # X0 = a, Xi = (Xi-1)?b
+        return "(?:" * n + "a" + ")?b" * n
+
+    def work() -> None:
+        deep = compile_lazy(nested(300))
+        got.append(deep.accepts(b"a" + b"b" * 300) and deep.accepts(b"b") and not deep.accepts(b"ab" * 2))
+        with pytest.raises(LimitExceeded, match="nests deeper"):
+            compile_lazy(nested(1200)).run(0, b"a")
+        got.append(True)
+
+    previous = threading.stack_size(512 << 10)
+    try:
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(previous)
+    assert got == [True, True]
+
+
 def test_automaton_terminals_not_built_yet() -> None:
     t = TerminalDef(name="A", pattern="<automaton>", automaton=TerminalAutomaton(2, 0, frozenset({1}), ((0, "a", 1),)))
     with pytest.raises(NotImplementedError):

@@ -47,17 +47,20 @@
 #define E_STATES 3 /* a lazy DFA would pass its max_states */
 #define E_DEPTH 4  /* a term nests deeper than MAX_DEPTH (the recursion's bound) */
 
-/* Recursion through a term's structure stops here (E_DEPTH): a C stack frame a level. */
-#define MAX_DEPTH 10000
+/* Recursion through a term's structure stops here (E_DEPTH): ~160 bytes of C stack a level (derive's frame;
+ * what holds a Partition is kept out of the recursion), so a thread of 256 KB runs it. */
+#define MAX_DEPTH 1000
 
 enum { K_EMPTY, K_EPS, K_BYTES, K_CONCAT, K_OR, K_AND, K_NOT, K_REPEAT, K_FIRST };
 enum { LIVE_UNKNOWN, LIVE_YES, LIVE_NO };
 enum { T_EMPTY = 0, T_EPS = 1, T_FULL = 2 };
 
 #if defined(__GNUC__) || defined(__clang__)
+#define NOINLINE __attribute__((noinline))
 #define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #else
+#define NOINLINE
 #define LOAD_ACQUIRE(p) (*(volatile int32_t *)(p))
 #define STORE_RELEASE(p, v) (*(volatile int32_t *)(p) = (v))
 #endif
@@ -528,7 +531,7 @@ static int32_t intern_part(Arena *A, const Partition *p)
 #define REFINED_SLOTS 4096
 
 /* The partition of the bytes into the classes both p1 and p2 make (numbered by their lowest byte). */
-static int32_t refine(Arena *A, int32_t p1, int32_t p2)
+static NOINLINE int32_t refine(Arena *A, int32_t p1, int32_t p2)
 {
     if (p1 == 0 || p1 == p2)
         return p2;
@@ -565,6 +568,25 @@ static int32_t refine(Arena *A, int32_t p1, int32_t p2)
     return r;
 }
 
+/* The partition of a byte set: in it, out of it. Kept out of ensure_part(), which recurses: a Partition on
+ * its frame cost ~600 bytes of C stack a level. */
+static NOINLINE int32_t bytes_part(Arena *A, const Mask *m)
+{
+    Partition out;
+    int first = (int)(m->w[0] & 1);
+    out.n = 1;
+    out.rep[0] = 0;
+    for (int x = 0; x < 256; x++) {
+        int in = (int)(m->w[x >> 6] >> (x & 63) & 1);
+        out.cls[x] = (uint8_t)(in != first);
+        if (in != first && out.n == 1) {
+            out.rep[1] = (uint8_t)x;
+            out.n = 2;
+        }
+    }
+    return intern_part(A, &out);
+}
+
 /* The term's byte classes (a partition id, or a negative E_* code), from the BYTES leaves at its front. */
 static int32_t ensure_part(Arena *A, int32_t t, int depth)
 {
@@ -575,23 +597,9 @@ static int32_t ensure_part(Arena *A, int32_t t, int depth)
     const Term *T = &A->terms[t];
     int32_t a = T->a, b = T->b, p = 0;
     switch (T->kind) {
-    case K_BYTES: {
-        Partition out;
-        const Mask *m = &A->masks[a];
-        int first = (int)(m->w[0] & 1);
-        out.n = 1;
-        out.rep[0] = 0;
-        for (int x = 0; x < 256; x++) {
-            int in = (int)(m->w[x >> 6] >> (x & 63) & 1);
-            out.cls[x] = (uint8_t)(in != first);
-            if (in != first && out.n == 1) {
-                out.rep[1] = (uint8_t)x;
-                out.n = 2;
-            }
-        }
-        p = intern_part(A, &out);
+    case K_BYTES:
+        p = bytes_part(A, &A->masks[a]);
         break;
-    }
     case K_CONCAT:
         p = ensure_part(A, a, depth + 1);
         if (p >= 0 && A->terms[a].nullable) {
