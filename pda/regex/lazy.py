@@ -106,7 +106,7 @@ def current_arena() -> Arena:
         arena = _arenas.get("arena")
         if arena is None or arena.max_bytes != limit or arena.nbytes > limit // 2:
             arena = Arena(max_bytes=limit)
-            _arenas.put("arena", arena, 0)
+        _arenas.put("arena", arena, arena.nbytes)  # what `pda.memory_budgets()` reports (as of now)
         return arena
 
 
