@@ -26,7 +26,7 @@
  * - a Lazy's states are terms, numbered densely from 0 (the start); its dead state is the EMPTY
  *   term, and every term whose language is empty maps to it, so every other state is live. A state
  *   holds its term's byte classes and a row of int32 successors per class (-1: not yet computed);
- *   states sit in chunks (chunk k holds CHUNK0 << k), rows in slabs and partitions alone, none of
+ *   states sit in chunks (chunk k holds 16 << k), rows in slabs and partitions alone, none of
  *   which moves once allocated; a row entry is written once, with release order, after the state it
  *   names is complete, so a reader needs no lock for a filled entry (a row per class, not per byte:
  *   `.{50000}` read whole holds 50,000 states, ~50 bytes each where 256 int32 took 1 KB);
