@@ -296,6 +296,21 @@ def test_shared_budget_is_followed() -> None:
     assert compile_lazy("[a-z]{1,40}").accepts(b"abc")
 
 
+def test_a_full_shared_arena_is_replaced_and_its_dfas_go_on() -> None:
+    budgets = pda.memory_budgets()["lazy_dfa_states"]
+    try:
+        pda.set_memory_budget("lazy_dfa_states", Arena().nbytes + 100_000)
+        old = compile_lazy("[a-zé]{1,400}")
+        arena = old.core.arena
+        old.run(0, "abé".encode() * 120)  # fills the arena past half its budget
+        assert arena.nbytes > arena.max_bytes // 2
+        new = compile_lazy("[a-zé]{1,400}")
+        assert new.core.arena is not arena  # a fresh arena for what comes next
+        assert old.accepts("abé".encode() * 100) and new.accepts("abé".encode() * 100)
+    finally:
+        pda.set_memory_budget("lazy_dfa_states", budgets["max_bytes"])
+
+
 def test_normal_forms() -> None:
     A = Arena()
     a, b, c = (A.bytes_(1 << ord(x)) for x in "abc")

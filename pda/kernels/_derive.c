@@ -99,7 +99,6 @@ typedef struct {
     int32_t n_parts, cap_parts;
     int32_t *part_table;
     int32_t cap_part_table;
-    int16_t *pairs; /* scratch of refine(): 65536 entries, all -1 between calls */
     int32_t (*refined)[3]; /* refine()'s memo, direct-mapped: (p1, p2, result), p1 -1 when empty */
     size_t nbytes, max_bytes;
 } Arena;
@@ -528,7 +527,7 @@ static int32_t intern_part(Arena *A, const Partition *p)
 
 /* Slots of refine()'s memo: a new state's term refines its kids' partitions, and the same pairs recur
  * (o79409's string: one OR of ~60 UTF-8 branches in every state). */
-#define REFINED_SLOTS 4096
+#define REFINED_SLOTS 1024
 
 /* The partition of the bytes into the classes both p1 and p2 make (numbered by their lowest byte). */
 static NOINLINE int32_t refine(Arena *A, int32_t p1, int32_t p2)
@@ -547,18 +546,23 @@ static NOINLINE int32_t refine(Arena *A, int32_t p1, int32_t p2)
         return memo[2];
     Partition out;
     const uint8_t *c1 = A->parts[p1]->cls, *c2 = A->parts[p2]->cls;
-    int16_t *pairs = A->pairs;
+    /* (class in p1, class in p2) -> new class: at most 256 pairs in 512 slots, open addressing */
+    uint16_t keys[512];
+    int16_t ids[512];
+    memset(ids, 0xff, sizeof ids);
     out.n = 0;
     for (int b = 0; b < 256; b++) {
-        int key = c1[b] << 8 | c2[b];
-        if (pairs[key] < 0) {
-            pairs[key] = (int16_t)out.n;
+        uint16_t key = (uint16_t)(c1[b] << 8 | c2[b]);
+        uint32_t j = (uint32_t)key * 0x9E3779B1u >> 23;
+        while (ids[j] >= 0 && keys[j] != key)
+            j = (j + 1) & 511;
+        if (ids[j] < 0) {
+            keys[j] = key;
+            ids[j] = (int16_t)out.n;
             out.rep[out.n++] = (uint8_t)b;
         }
-        out.cls[b] = (uint8_t)pairs[key];
+        out.cls[b] = (uint8_t)ids[j];
     }
-    for (int b = 0; b < 256; b++)
-        pairs[c1[b] << 8 | c2[b]] = -1;
     int32_t r = intern_part(A, &out);
     if (r >= 0) {
         memo[0] = p1;
@@ -814,7 +818,6 @@ static void arena_free(Arena *A)
         PyMem_RawFree(A->parts[i]);
     PyMem_RawFree(A->parts);
     PyMem_RawFree(A->part_table);
-    PyMem_RawFree(A->pairs);
     PyMem_RawFree(A->refined);
     if (A->lock)
         PyThread_free_lock(A->lock);
@@ -832,19 +835,17 @@ static Arena *arena_new(size_t max_bytes)
     A->cap_part_table = 64;
     A->table = PyMem_RawMalloc((size_t)A->cap_table * sizeof(int32_t));
     A->part_table = PyMem_RawMalloc((size_t)A->cap_part_table * sizeof(int32_t));
-    A->pairs = PyMem_RawMalloc(65536 * sizeof(int16_t));
     A->refined = PyMem_RawMalloc(REFINED_SLOTS * sizeof *A->refined);
     A->lock = PyThread_allocate_lock();
-    if (A->table == NULL || A->part_table == NULL || A->pairs == NULL || A->refined == NULL || A->lock == NULL) {
+    if (A->table == NULL || A->part_table == NULL || A->refined == NULL || A->lock == NULL) {
         arena_free(A);
         return NULL;
     }
     memset(A->table, 0xff, (size_t)A->cap_table * sizeof(int32_t));
     memset(A->part_table, 0xff, (size_t)A->cap_part_table * sizeof(int32_t));
-    memset(A->pairs, 0xff, 65536 * sizeof(int16_t));
     memset(A->refined, 0xff, REFINED_SLOTS * sizeof *A->refined);
     A->nbytes = sizeof(Arena) + (size_t)A->cap_table * sizeof(int32_t) + (size_t)A->cap_part_table * sizeof(int32_t)
-                + 65536 * sizeof(int16_t) + REFINED_SLOTS * sizeof *A->refined;
+                + REFINED_SLOTS * sizeof *A->refined;
     Partition one;
     memset(&one, 0, sizeof one);
     one.n = 1;
