@@ -20,20 +20,20 @@ a term's derivatives are finitely many.
 
 `Lazy(arena, term, max_states=2**31-1)` is the DFA of a term: state 0 the start, `dead` the state of
 the empty language (0 when the start's language is empty, else 1), and every state not dead has a
-word ahead (a derivative whose language is empty goes to `dead`). `step(state, byte)`,
-`successors(state)` (its 256 successors as bytes of int32,
-made if new), `run(state, data)` (the state after `data`, stopping at `dead`; inputs of 256 bytes or more run
-without the GIL), `run_many(state, data)` (the state after each bytes object of a sequence,
-from `state`, as native int32 bytes: one call for a vocabulary), `accept(state)` (nullable), `live(state)` (not dead), `term(state)`, `n_states`,
-`arena`. A transition is computed once, for every byte of its class, and read without a lock from
+word ahead (a derivative whose language is empty goes to `dead`). `step(state, byte)`;
+`successors(state)` (its 256 successors as native int32 bytes, made if new); `run(state, data)`
+(the state after `data`, stopping at `dead`; inputs of 256 bytes or more run without the GIL);
+`run_many(state, data)` (the state after each bytes object of a sequence, from `state`, as native
+int32 bytes: a vocabulary in one call); `accept(state)` (nullable); `live(state)` (not dead);
+`term(state)`; `n_states`; `arena`. A transition is computed once, for every byte of its class, and read without a lock from
 then on; making terms or states takes the arena's lock (not the GIL), so threads may step DFAs of
 one arena at once.
 
 Failures: a new term, memo or state that would take the arena past `max_bytes` raises
 `pda.errors.LimitExceeded` naming the budget (the arena stays usable for everything already made),
 as does a DFA past `max_states` or a term nesting deeper than 1,000 levels (derivatives recurse
-through a term: ~160 bytes of C stack a level, so 1,000 levels run in a thread of 256 KB); MemoryError when an
-allocation fails. Arguments that are not terms of the arena, states of the DFA or bytes raise
+through a term: ~160 bytes of C stack a level, so 1,000 levels run in a thread of 256 KB);
+MemoryError when an allocation fails. Arguments that are not terms of the arena, states of the DFA or bytes raise
 ValueError.
 
 The C interface (`_derive._C_API`, a capsule named "pda.kernels._derive._C_API" pointing to a
