@@ -25,9 +25,9 @@ word ahead (a derivative whose language is empty goes to `dead`). `step(state, b
 (the state after `data`, stopping at `dead`; inputs of 256 bytes or more run without the GIL);
 `run_many(state, data)` (the state after each bytes object of a sequence, from `state`, as native
 int32 bytes: a vocabulary in one call); `accept(state)` (nullable); `live(state)` (not dead);
-`term(state)`; `n_states`; `arena`. A transition is computed once, for every byte of its class, and read without a lock from
-then on; making terms or states takes the arena's lock (not the GIL), so threads may step DFAs of
-one arena at once.
+`term(state)`; `n_states`; `arena`. A transition is computed once, for every byte of its class,
+and read without a lock from then on; making terms or states takes the arena's lock (not the
+GIL), so threads may step DFAs of one arena at once.
 
 Failures: a new term, memo or state that would take the arena past `max_bytes` raises
 `pda.errors.LimitExceeded` naming the budget (the arena stays usable for everything already made),
