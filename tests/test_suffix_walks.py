@@ -1,6 +1,9 @@
-"""The kernel's suffix walks (`pda.kernels.walk.SuffixWalks`, the token index's `after_boundary`) against the reference.
+"""The index's walks in C (`pda.kernels.walk.IndexWalks`: the token index's `after_boundary`) against the reference.
 
-A boundary group's suffix classification is walked, grouped and recorded in C. Here,
+A boundary group's suffix classification is walked, grouped and recorded in C (the
+walks from a lexer state, `classify`, are checked against the reference by
+tests/test_walk_kernel.py through `TokenIndex._classify`; here their bad input and
+leaks). Here,
 on random regex grammars over a synthetic vocabulary (contextual lexer, through the
 all-terminal DFA and through the shared product; the basic mode keeps its Python
 classification) and on JSON Schema states over Qwen2: every answer equals
@@ -172,9 +175,9 @@ def test_threads_missing_on_the_same_groups_get_the_reference(synthetic: pda.Voc
         assert index._suffixes[(group.key, live)] is not None and live in group.after
 
 
-def suffix_walks(index: token_index.TokenIndex, suffixes: dict, tables_of=None, best=None) -> kernel.SuffixWalks:
-    """A `SuffixWalks` on an index's trie and tables, recording into `suffixes`."""
-    return kernel.SuffixWalks(index._kernel_trie, index.mask_words, index.mask_words // token_index.SPARSE_INSIDE_SHARE,
+def suffix_walks(index: token_index.TokenIndex, suffixes: dict, tables_of=None, best=None) -> kernel.IndexWalks:
+    """A `IndexWalks` on an index's trie and tables, recording into `suffixes`."""
+    return kernel.IndexWalks(index._kernel_trie, index.mask_words, index.mask_words // token_index.SPARSE_INSIDE_SHARE,
                               suffixes, tables_of or index._suffix_tables, best or index.lexer.best, None,
                               (Classification, BoundaryGroup))
 
@@ -218,13 +221,24 @@ def test_bad_input_raises_naming_it(synthetic: pda.Vocabulary) -> None:
     with pytest.raises(ValueError, match="roots must be"):
         walks(BoundaryGroup(group.terminals, np.array([1.0])), live)
     with pytest.raises(TypeError, match="opened trie"):
-        kernel.SuffixWalks(index._trie_arrays, 1, 1, {}, len, len, None, (Classification, BoundaryGroup))
+        kernel.IndexWalks(index._trie_arrays, 1, 1, {}, len, len, None, (Classification, BoundaryGroup))
     with pytest.raises(ValueError, match="non-negative"):
-        kernel.SuffixWalks(index._kernel_trie, -1, 1, {}, len, len, None, (Classification, BoundaryGroup))
+        kernel.IndexWalks(index._kernel_trie, -1, 1, {}, len, len, None, (Classification, BoundaryGroup))
     with pytest.raises(TypeError, match="types must be"):
-        kernel.SuffixWalks(index._kernel_trie, 1, 1, {}, len, len, None, (Classification,))
+        kernel.IndexWalks(index._kernel_trie, 1, 1, {}, len, len, None, (Classification,))
     with pytest.raises(TypeError, match="suffixes must be a dict"):
-        kernel.SuffixWalks(index._kernel_trie, 1, 1, [], len, len, None, (Classification, BoundaryGroup))
+        kernel.IndexWalks(index._kernel_trie, 1, 1, [], len, len, None, (Classification, BoundaryGroup))
+    view = index.walk_tables(live).kernel_view(START)
+    with pytest.raises(TypeError, match="tables must be"):
+        walks.classify(view[:5], index.first_nodes, None)
+    with pytest.raises(TypeError, match="tables must be"):
+        walks.classify((*view[:3], None, 1, {}), index.first_nodes, None)
+    with pytest.raises(ValueError, match="slices must be a tuple of 4"):
+        walks.classify(view, index.first_nodes, (1, 2))
+    with pytest.raises(ValueError, match="set [0-9]+ is outside the tables' 0 sets"):
+        walks.classify((*view[:3], None, [], None), group.nodes, None)
+    with pytest.raises(TypeError, match="3 arguments"):
+        walks.classify(view, index.first_nodes)
     # After all of that, a good call still answers as the reference does.
     assert_same_classification(walks(fresh(), live), reference_classification(index, group.nodes, START, live), "")
 
@@ -240,15 +254,20 @@ def test_int32_nodes_are_walked_as_int64(synthetic: pda.Vocabulary) -> None:
 
 
 def test_calls_leak_neither_references_nor_memory(synthetic: pda.Vocabulary) -> None:
-    """10^5 misses (each walks, hands rows, makes groups, records) and 10^4 failing calls: the reference counts
-    of what is passed in stay put, and the memory traced after a warm-up does not grow."""
+    """10^5 misses (each walks, hands rows, makes groups, records), 10^4 failing calls and 10^4 walks from the
+    trie's root (`classify`, with the cut): the reference counts of what is passed in (small ints aside, which
+    everything shares) stay put, and the memory traced after a warm-up does not grow."""
     compiled = pda.CompiledGrammar(pda.Grammar.load("json"), synthetic, warmup_seconds=0, disk_cache=False)
     index = compiled.index
     group, live = a_pair(compiled)
     nodes, terminals = group.nodes, group.terminals
     tables = index._suffix_tables(live)
-    counted = [nodes, group.key, tables[0]] + [x for x in (live, terminals) if x > 256]  # small ints are shared
+    proof = kernel.new_proof(index.walk_tables(live).arrays.trans.shape[0])
+    counted = [nodes, group.key, tables[0], index.first_nodes, proof] + [x for x in (live, terminals) if x > 256]
     bad = lambda s: (1, 2)  # noqa: E731
+
+    view = index.walk_tables(live).kernel_view(START)
+    cut = index._slices
 
     def loop(n: int) -> None:
         suffixes: dict = {}
@@ -263,6 +282,7 @@ def test_calls_leak_neither_references_nor_memory(synthetic: pda.Vocabulary) -> 
                     failing(g, live)
                 except TypeError:
                     pass
+                walks.classify(view, index.first_nodes, (cut.plain_body, proof, cut.depth, cut.search_min_nodes))
 
     loop(1000)
     counts = [sys.getrefcount(x) for x in counted]

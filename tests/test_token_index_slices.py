@@ -15,6 +15,7 @@ import codecs
 import random
 import weakref
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -209,12 +210,29 @@ def assert_same(got: token_index.Classification, want: token_index.Classificatio
     assert key(got) == key(want), f"boundary groups differ {where}"
 
 
+class Counted(NamedTuple):
+    """What one walk of the index did: the nodes it visited and the subtrees it cut."""
+
+    visited: int
+    cut: int
+
+
 @pytest.fixture
-def walks(monkeypatch: pytest.MonkeyPatch) -> list[kernel.Walked]:
-    """Every kernel walk's result from here on, in order (`pda.kernels.walk.walk`, wrapped)."""
-    seen: list[kernel.Walked] = []
-    real = kernel.walk
-    monkeypatch.setattr(kernel, "walk", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+def walks(monkeypatch: pytest.MonkeyPatch) -> list[Counted]:
+    """What every walk of an index from a lexer state (`TokenIndex._walk`) did from here on, in order: the
+    differences of its kernel's `counts` (`pda.kernels.walk.IndexWalks`) across the walk."""
+    seen: list[Counted] = []
+    real = token_index.TokenIndex._walk
+
+    def walk(self: token_index.TokenIndex, *args: object, **kw: object) -> token_index.Classification:
+        n, visited, cut, _ = self._walks.counts
+        found = real(self, *args, **kw)
+        n_after, visited_after, cut_after, _ = self._walks.counts
+        assert n_after == n + 1
+        seen.append(Counted(visited_after - visited, cut_after - cut))
+        return found
+
+    monkeypatch.setattr(token_index.TokenIndex, "_walk", walk)
     return seen
 
 
@@ -243,7 +261,7 @@ def check_walks(compiled: pda.CompiledGrammar, n_walks: int, seed: int) -> int:
     return checked
 
 
-def test_cut_walks_equal_the_reference_on_a_json_schema(fresh: None, walks: list[kernel.Walked]) -> None:
+def test_cut_walks_equal_the_reference_on_a_json_schema(fresh: None, walks: list[Counted]) -> None:
     vocab = vocabulary()
     grammar = pda.Grammar.from_json_schema(SCHEMA, whitespace="flexible")
     compiled = pda.CompiledGrammar(grammar, vocab, warmup_seconds=0, disk_cache=False)
@@ -251,7 +269,7 @@ def test_cut_walks_equal_the_reference_on_a_json_schema(fresh: None, walks: list
     assert sum(w.cut for w in walks) > 1000, "the walks cut no subtree"
 
 
-def test_cuts_happen_inside_a_string(fresh: None, walks: list[kernel.Walked]) -> None:
+def test_cuts_happen_inside_a_string(fresh: None, walks: list[Counted]) -> None:
     """The walk from inside a JSON string takes most of the vocabulary as whole subtrees."""
     vocab = vocabulary()
     compiled = pda.CompiledGrammar(pda.Grammar.from_lark(STRING_GRAMMARS["json-string"]), vocab,
@@ -267,7 +285,7 @@ def test_cuts_happen_inside_a_string(fresh: None, walks: list[kernel.Walked]) ->
     assert_same(got, reference_classification(index, index.first_nodes, body, live_set), "inside the string")
 
 
-def test_a_counter_longer_than_any_token_is_cut_like_a_string(fresh: None, walks: list[kernel.Walked]) -> None:
+def test_a_counter_longer_than_any_token_is_cut_like_a_string(fresh: None, walks: list[Counted]) -> None:
     """Counted string bodies (maxLength): every count's walk equals the walk without the cut, and it cuts subtrees.
 
     Longer than Qwen2's longest token, where the count left is at least a token's length, it

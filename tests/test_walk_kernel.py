@@ -399,7 +399,7 @@ def valid(synthetic: pda.Vocabulary) -> dict:
     flags = kernel.TableArrays(tables.trans, tables.byte_class, tables.live, tables.stops, tables.ends_as)
     assert isinstance(tables.arrays, kernel.PackedTableArrays)  # a contextual candidate set: packed
     return {
-        "trie": index._trie_arrays, "tables": flags, "packed": tables.arrays, "walk_tables": tables,
+        "trie": index._trie_arrays, "tables": flags, "packed": tables.arrays, "walk_tables": tables, "index": index,
         "n_sets": len(tables.sets),
         "roots": np.asarray(index.first_nodes, np.int64), "state": body, "mask_words": index.mask_words,
         "slices": index._slices, "proof": kernel.new_proof(len(tables.live)),
@@ -491,12 +491,17 @@ CORRUPT_PACKED = {
 
 def test_packed_tables_walk_as_their_flags(valid: dict) -> None:
     """The fixture's packed tables (what the index hands the kernel) give the walk its flags give: the same
-    inside tokens, and the same nodes per terminal set once accept rows are mapped to sets."""
+    inside tokens, and the same nodes per terminal set once the index's kernel maps accept rows to sets."""
     packed = run_walk({**valid, "tables": valid["packed"], "n_sets": valid["walk_tables"].n_sets,
                        "proof": kernel.new_proof(len(valid["tables"].live))})
     flags = run_walk({**valid, "proof": kernel.new_proof(len(valid["tables"].live))})
     assert np.array_equal(packed.inside, flags.inside)
-    got = sorted((g.terminals, g.nodes.tobytes()) for g in valid["walk_tables"].groups(packed.boundaries))
+    slices = valid["slices"]
+    classified = valid["index"]._walks.classify(
+        valid["walk_tables"].kernel_view(valid["state"]), valid["roots"],
+        (slices.plain_body, kernel.new_proof(len(valid["tables"].live)), slices.depth, slices.search_min_nodes))
+    assert np.array_equal(classified.inside, flags.inside)
+    got = sorted((g.terminals, g.nodes.tobytes()) for g in classified.groups)
     sets = valid["walk_tables"].sets
     assert got == sorted((sets[k], n.tobytes()) for k, n in flags.boundaries)
     assert got

@@ -25,7 +25,7 @@ terminals named by position instead of by the grammar's terminal ids: a second
 grammar with the same frame literals, string or number terminals (a JSON Schema
 with other properties, an enum with other values) finds them there. Walks after
 a boundary are short, and cost less than that key: they are made, and recorded,
-by the kernel's `SuffixWalks` (`TokenIndex.after_boundary`), which asks Python
+by the kernel's `IndexWalks` (`TokenIndex.after_boundary`), which asks Python
 only for what it has never met. A walk where one terminal is live runs on that
 terminal's own DFA, so its tables are shared too.
 """
@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pda import cache
-from pda.arrays import distinct
 from pda.lru import budget_cache, register_budget
 from pda.grammar.ir import CONTEXTUAL
 from pda.index.slices import PLAIN_BODY, PlainBody, plain_body
@@ -146,7 +145,7 @@ class _WalkTables:
     opened, `kernel_tables`): a terminal's own DFA, and every candidate set under the
     basic lexer mode, as per-state flags whose ends index `sets`; a contextual candidate
     set as its DFA's packed terminal bits with the candidates' words, whose ends are
-    accept rows, mapped to terminal sets by `groups` for the rows a walk met: no pass over
+    accept rows, mapped to terminal sets for the rows a walk met (`kernel_view`): no pass over
     the DFA's states or its accept rows is paid per set (a JSON Schema meets hundreds of
     sets, most walked once or twice).
     `live`, `stops`, `ends_as` and `sets` are the flags as arrays, derived from the
@@ -236,33 +235,16 @@ class _WalkTables:
         """The row the kernel walks from for lexer state q (START: the set's start row)."""
         return self.root if q == START and self.root is not None else q
 
-    def groups(self, boundaries: list[tuple[int, np.ndarray]]) -> list[BoundaryGroup]:
-        """A walk's boundaries (kernel set index, nodes) as boundary groups, one per terminal set.
-
-        Packed tables' indices are accept rows: each is handed as the top-priority
-        candidates it accepts (worked out on the row's first walk, `_handed`), and rows
-        handed as the same set have their nodes merged.
+    def kernel_view(self, q: int) -> tuple:
+        """These tables as the index's walk kernel takes them (`pda.kernels.walk.IndexWalks`) for a walk from
+        lexer state q: (opened tables, n_sets, the row walked from, rows, hand, handed). Packed tables' set
+        indices are accept rows, each handed as the top-priority candidates it accepts, `lexer.best(rows[k] &
+        candidates)`, worked out on the row's first walk and kept in `handed` (rows, candidates, handed); flag
+        tables' are positions in `sets` (None, sets, None).
         """
-        rows = self._rows
-        if rows is None:
-            sets = self._flag_arrays()[3]
-            return [BoundaryGroup(sets[k], nodes) for k, nodes in boundaries]
-        handed = self._handed
-        merged: dict[int, np.ndarray] = {}
-        for k, nodes in boundaries:
-            terminals = handed.get(k)
-            if terminals is None:
-                lexer, tables = self._source
-                terminals = handed[k] = lexer.best(rows[k] & tables.candidates)
-            found = merged.get(terminals)
-            merged[terminals] = nodes if found is None else distinct(np.concatenate((found, nodes)))
-        return [BoundaryGroup(terminals, nodes) for terminals, nodes in merged.items()]
-
-    def handing(self) -> tuple[list[int], int, dict[int, int]]:
-        """A contextual candidate set's accept rows handed as `groups` hands them, for the kernel's suffix walks
-        (`pda.kernels.walk.SuffixWalks`): (the rows as ints over every terminal, the candidates, the memo of
-        each row's terminal set, shared with `groups`)."""
-        return self._rows, self._source[1].candidates, self._handed
+        if self._rows is None:
+            return self.kernel_tables, self.n_sets, self.kernel_state(q), None, self._flag_arrays()[3], None
+        return self.kernel_tables, self.n_sets, self.kernel_state(q), self._rows, self._source[1].candidates, self._handed
 
     def _flag_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
         """(live, stops, ends_as, sets) over the states, the sink row included, from the lexer's tables.
@@ -492,12 +474,14 @@ class TokenIndex:
         # Issue 9: states inside a finite-set lexeme are looked up, not walked (set by pda.compile).
         self.finite_sets: StateLookup | None = None
         # `after_boundary(group, live_set)`: a group's suffix classification, from its memo `group.after`, from
-        # `_suffixes`, or walked and recorded in both by the kernel (`pda.kernels.walk.SuffixWalks`: no Python
+        # `_suffixes`, or walked and recorded in both by the kernel (`pda.kernels.walk.IndexWalks`: no Python
         # frame but for a live set's first tables and an accept row's first terminal set); under the basic lexer
         # mode computed by `_basic_suffix`. `pda.kernels.compose` calls it on a group's miss.
-        self.after_boundary: Callable[[BoundaryGroup, int], Classification] = kernel.SuffixWalks(
+        # The same object makes the walks from a lexer state (`_walk`: its `classify`).
+        self._walks = kernel.IndexWalks(
             self._kernel_trie, mask_words, mask_words // SPARSE_INSIDE_SHARE, self._suffixes, self._suffix_tables,
             lexer.best, None if lexer.mode == CONTEXTUAL else self._basic_suffix, (Classification, BoundaryGroup))
+        self.after_boundary: Callable[[BoundaryGroup, int], Classification] = self._walks
 
     def walk_tables(self, live_set: int) -> _WalkTables:
         found = self._walk_tables.get(live_set)
@@ -539,12 +523,9 @@ class TokenIndex:
         to keep such paths live as deep as the subtree goes, is inside with all its tokens and
         not walked (`pda.index.slices`); the result is the same either way.
         """
-        depth = self.trie.max_depth
-        walked = kernel.walk(self._kernel_trie, tables.kernel_tables, tables.n_sets, roots,
-                             tables.kernel_state(root_state), self.mask_words,
-                             self._slices if cut else None, tables.proof(depth) if cut else None)
-        boundaries = walked.boundaries
-        return Classification(walked.inside, tables.groups(boundaries) if boundaries else ())
+        cuts = self._slices
+        slices = (cuts.plain_body, tables.proof(cuts.depth), cuts.depth, cuts.search_min_nodes) if cut else None
+        return self._walks.classify(tables.kernel_view(root_state), roots, slices)
 
     def _signature(self, q: int, live_set: int, key: tuple | None = None) -> tuple[tuple, list[int]] | None:
         """What the walk from lexer state q depends on: (content, the live terminals in its order).
@@ -654,11 +635,10 @@ class TokenIndex:
         return self._tags
 
     def _suffix_tables(self, live_set: int) -> tuple | None:
-        """What the kernel's walks of groups' suffixes under `live_set` read (`pda.kernels.walk.SuffixWalks`, which
+        """What the kernel's walks of groups' suffixes under `live_set` read (`pda.kernels.walk.IndexWalks`, which
         asks once per live set): None when no candidate can start a lexeme (every suffix dies at its first byte),
-        else (opened tables, n_sets, the row a walk from START starts at, rows, hand, handed): where one candidate
-        alone is live at START its own DFA, every boundary handed as it (rows and handed None, hand its bit); else
-        the candidate set's tables, accept row k handed as `lexer.best(rows[k] & hand)`, memoised in `handed`.
+        else its tables as `_WalkTables.kernel_view` gives them: where one candidate alone is live at START its
+        own DFA, every boundary handed as it (rows and handed None, hand its bit); else the candidate set's.
 
         After a boundary most paths die within a few bytes: such a walk is ~10 us of kernel
         time, about what its content signature and the shared lookup cost, and a replay of
@@ -675,8 +655,7 @@ class TokenIndex:
             j = live.bit_length() - 1
             own = self._terminal_tables(j)
             return own.kernel_tables, own.n_sets, self.lexer.dfas[j].start, None, live, None
-        tables = self.walk_tables(live_set)
-        return (tables.kernel_tables, tables.n_sets, tables.kernel_state(START), *tables.handing())
+        return self.walk_tables(live_set).kernel_view(START)
 
     def _basic_suffix(self, group: BoundaryGroup, live_set: int) -> Classification:
         """A group's suffix classification under the basic lexer mode (`after_boundary` records it)."""

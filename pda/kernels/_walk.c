@@ -1599,12 +1599,13 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Suffix walks: a boundary group's classification under a live set, made and recorded here   */
+/* Index walks: the token index's classifications made here, as its objects                   */
 
-/* SuffixWalks(trie, mask_words, sparse_max, suffixes, tables_of, best, classify, types), called as
+/* IndexWalks(trie, mask_words, sparse_max, suffixes, tables_of, best, classify, types), called as
  * after_boundary(group, live_set) (see pda/kernels/walk.py): the token index's classification of a
  * boundary group's suffixes, with no Python frame once the live set's tables and the accept rows its
- * walks meet are known. What it reads of a group and the objects it makes are the token index's
+ * walks meet are known; classify(tables, roots, slices) is one walk as a classification (the index's
+ * walks from a lexer state). What it reads of a group and the objects it makes are the token index's
  * BoundaryGroup and Classification (`types`), made as their constructors make them: every slot set. */
 typedef struct {
     PyObject_HEAD
@@ -1616,14 +1617,15 @@ typedef struct {
     PyObject *classify;               /* None, or what computes a miss in place of the walk (basic lexer mode) */
     PyObject *classification, *group; /* the two types */
     PyObject *tables;                 /* dict live set -> tables_of's answer */
-    PyObject *frombuffer, *int64, *int32, *empty; /* numpy.frombuffer, its two dtypes, () */
+    PyObject *frombuffer, *zeros, *int64, *int32, *empty; /* numpy.frombuffer, numpy.zeros, two dtypes, () */
     Py_ssize_t nbytes;                /* of the classifications recorded here */
-} SuffixWalks;
+    Py_ssize_t walks, visited, cut, searched; /* what its walks did, summed */
+} IndexWalks;
 
 static PyObject *s_after, *s_key, *s_nodes, *s_terminals, *s_inside, *s_tokens, *s_groups;
 
 /* A new instance of a class with __slots__, as object.__new__(type) makes it, with `n` slots set. */
-static PyObject *new_slotted(SuffixWalks *self, PyObject *type, PyObject *const *names, PyObject *const *values,
+static PyObject *new_slotted(IndexWalks *self, PyObject *type, PyObject *const *names, PyObject *const *values,
                              int n)
 {
     PyObject *obj = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, self->empty, NULL);
@@ -1633,14 +1635,14 @@ static PyObject *new_slotted(SuffixWalks *self, PyObject *type, PyObject *const 
     return obj;
 }
 
-static PyObject *new_classification(SuffixWalks *self, PyObject *inside, PyObject *groups, PyObject *tokens)
+static PyObject *new_classification(IndexWalks *self, PyObject *inside, PyObject *groups, PyObject *tokens)
 {
     PyObject *names[3] = {s_inside, s_tokens, s_groups}, *values[3] = {inside, tokens, groups};
     return new_slotted(self, self->classification, names, values, 3);
 }
 
 /* A boundary group of int64 `nodes`, whose bytes are `key`, with an empty memo. */
-static PyObject *new_group(SuffixWalks *self, PyObject *terminals, PyObject *nodes, PyObject *key)
+static PyObject *new_group(IndexWalks *self, PyObject *terminals, PyObject *nodes, PyObject *key)
 {
     PyObject *after = PyDict_New();
     if (after == NULL)
@@ -1652,16 +1654,35 @@ static PyObject *new_group(SuffixWalks *self, PyObject *terminals, PyObject *nod
 }
 
 /* numpy.frombuffer(data, dtype): a read-only array over a bytes object. */
-static PyObject *array_of(SuffixWalks *self, PyObject *data, PyObject *dtype)
+static PyObject *array_of(IndexWalks *self, PyObject *data, PyObject *dtype)
 {
     PyObject *args[2] = {data, dtype};
     return PyObject_Vectorcall(self->frombuffer, args, 2, NULL);
 }
 
-/* A live set's tables (a new reference): tables_of's answer, asked on the set's first walk. Checked: None, or
- * (opened tables, n_sets, root state, rows, hand, handed) with rows None (every set is handed as `hand`) or a
- * list (row k is handed as best(rows[k] & hand), memoised in the dict `handed`). */
-static PyObject *live_tables(SuffixWalks *self, PyObject *live)
+/* Whether `tables` is walk tables as the index hands them: (opened tables, n_sets, root state, rows, hand,
+ * handed) with rows None and hand an int (every set is handed as it) or a list (set k as hand[k]), or rows a
+ * list, hand an int and handed a dict (accept row k is handed as best(rows[k] & hand), memoised in handed). */
+static int good_tables(PyObject *tables)
+{
+    if (!PyTuple_Check(tables) || PyTuple_GET_SIZE(tables) != 6)
+        return 0;
+    PyObject *opened = PyTuple_GET_ITEM(tables, 0), *rows = PyTuple_GET_ITEM(tables, 3);
+    PyObject *hand = PyTuple_GET_ITEM(tables, 4), *handed = PyTuple_GET_ITEM(tables, 5);
+    if (!Py_IS_TYPE(opened, &OpenedType) || !((Opened *)opened)->tables || !PyLong_Check(PyTuple_GET_ITEM(tables, 1))
+        || !PyLong_Check(PyTuple_GET_ITEM(tables, 2)))
+        return 0;
+    if (rows == Py_None)
+        return handed == Py_None && (PyLong_Check(hand) || PyList_Check(hand));
+    return PyList_Check(rows) && PyLong_Check(hand) && PyDict_Check(handed);
+}
+
+static const char TABLES_SHAPE[] = "(opened tables, n_sets, root_state, rows: list | None, hand: int | list, "
+                                   "handed: dict | None)";
+
+/* A live set's tables (a new reference): tables_of's answer, asked on the set's first walk: None, or tables as
+ * good_tables() takes them. */
+static PyObject *live_tables(IndexWalks *self, PyObject *live)
 {
     PyObject *found = PyDict_GetItemWithError(self->tables, live);
     if (found != NULL) {
@@ -1670,17 +1691,9 @@ static PyObject *live_tables(SuffixWalks *self, PyObject *live)
     }
     if (PyErr_Occurred() || (found = PyObject_CallOneArg(self->tables_of, live)) == NULL)
         return NULL;
-    if (found != Py_None
-        && (!PyTuple_Check(found) || PyTuple_GET_SIZE(found) != 6
-            || !Py_IS_TYPE(PyTuple_GET_ITEM(found, 0), &OpenedType) || !((Opened *)PyTuple_GET_ITEM(found, 0))->tables
-            || !PyLong_Check(PyTuple_GET_ITEM(found, 1)) || !PyLong_Check(PyTuple_GET_ITEM(found, 2))
-            || !PyLong_Check(PyTuple_GET_ITEM(found, 4))
-            || (PyTuple_GET_ITEM(found, 3) == Py_None) != (PyTuple_GET_ITEM(found, 5) == Py_None)
-            || (PyTuple_GET_ITEM(found, 3) != Py_None
-                && (!PyList_Check(PyTuple_GET_ITEM(found, 3)) || !PyDict_Check(PyTuple_GET_ITEM(found, 5)))))) {
+    if (found != Py_None && !good_tables(found)) {
         Py_DECREF(found);
-        PyErr_SetString(PyExc_TypeError, "tables_of must return None or (opened tables, n_sets, root_state, "
-                                         "rows: list | None, hand: int, handed: dict | None)");
+        PyErr_Format(PyExc_TypeError, "tables_of must return None or %s", TABLES_SHAPE);
         return NULL;
     }
     PyObject *kept = PyDict_SetDefault(self->tables, live, found); /* another thread's, if it came first */
@@ -1690,13 +1703,18 @@ static PyObject *live_tables(SuffixWalks *self, PyObject *live)
 }
 
 /* The terminal set accept row k is handed as under a live set's tables (a new reference). */
-static PyObject *handed_as(SuffixWalks *self, PyObject *tables, Py_ssize_t k)
+static PyObject *handed_as(IndexWalks *self, PyObject *tables, Py_ssize_t k)
 {
     PyObject *rows = PyTuple_GET_ITEM(tables, 3), *hand = PyTuple_GET_ITEM(tables, 4);
-    if (rows == Py_None) {
-        Py_INCREF(hand);
-        return hand;
+    if (rows == Py_None && PyList_Check(hand)) {
+        if (k >= PyList_GET_SIZE(hand)) {
+            PyErr_Format(PyExc_ValueError, "set %zd is outside the tables' %zd sets", k, PyList_GET_SIZE(hand));
+            return NULL;
+        }
+        return Py_NewRef(PyList_GET_ITEM(hand, k));
     }
+    if (rows == Py_None)
+        return Py_NewRef(hand);
     PyObject *handed = PyTuple_GET_ITEM(tables, 5), *row = PyLong_FromSsize_t(k), *found = NULL, *matched = NULL;
     if (row == NULL)
         return NULL;
@@ -1717,7 +1735,7 @@ static PyObject *handed_as(SuffixWalks *self, PyObject *tables, Py_ssize_t k)
 
 /* A walk's boundaries as a tuple of boundary groups, one per terminal set (sets handed as the same terminals
  * have their nodes merged, ascending and unique), in order of their first set; `bytes` gets their nodes' bytes. */
-static PyObject *suffix_groups(SuffixWalks *self, Walk *w, PyObject *tables, int sorted, Py_ssize_t *bytes)
+static PyObject *suffix_groups(IndexWalks *self, Walk *w, PyObject *tables, int sorted, Py_ssize_t *bytes)
 {
     int64_t *grouped, *merged = NULL;
     Py_ssize_t *bounds, n_found = 0;
@@ -1796,7 +1814,7 @@ done:
 }
 
 /* A group's nodes as int64 roots: the array itself, or an int64 copy of int32 nodes (a new reference). */
-static PyObject *roots_of(SuffixWalks *self, PyObject *nodes)
+static PyObject *roots_of(IndexWalks *self, PyObject *nodes)
 {
     Py_buffer view;
     if (PyObject_GetBuffer(nodes, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
@@ -1819,29 +1837,25 @@ static PyObject *roots_of(SuffixWalks *self, PyObject *nodes)
     return found;
 }
 
-/* The walk of a group's suffixes from the start of a lexeme under `live` (a new classification); its bytes
- * (inside tokens and groups' nodes) added to `bytes`. */
-static PyObject *suffix_walk(SuffixWalks *self, PyObject *group, PyObject *live, Py_ssize_t *bytes)
+/* One walk from `roots` (a group's nodes or the trie's first level: int64, or int32 taken as such) on
+ * `tables` (as good_tables() takes them) as a new classification: with `slices` (not None) the plain-body cut;
+ * `sparse`, few inside tokens as ids (`tokens`), else the inside tokens as a writable numpy.zeros mask. Its bytes
+ * (inside tokens and groups' nodes) are added to `bytes`. */
+static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObject *nodes, PyObject *slices,
+                                     int sparse, Py_ssize_t *bytes)
 {
     Walk w;
     Buffers b;
     Py_ssize_t n_roots;
     int32_t root_state;
     int sorted, status;
-    PyObject *tables = NULL, *nodes = NULL, *roots = NULL, *groups = NULL, *inside = NULL, *result = NULL;
-    PyObject *mask = NULL;
+    PyObject *roots = NULL, *groups = NULL, *inside = NULL, *result = NULL, *mask = NULL;
     memset(&w, 0, sizeof w);
     b.held = 0;
     w.out_nodes.itemsize = sizeof(int64_t);
     w.out_states.itemsize = sizeof(int32_t);
     w.ranges.itemsize = sizeof(int64_t);
-    if ((tables = live_tables(self, live)) == NULL)
-        goto done;
-    if (tables == Py_None) { /* nothing can start a lexeme: every suffix dies at its first byte */
-        result = new_classification(self, Py_None, self->empty, Py_None);
-        goto done;
-    }
-    if ((nodes = PyObject_GetAttr(group, s_nodes)) == NULL || (roots = roots_of(self, nodes)) == NULL)
+    if ((roots = roots_of(self, nodes)) == NULL)
         goto done;
     if (trie_arg(&w, &b, self->trie) < 0 || tables_arg(&w, &b, PyTuple_GET_ITEM(tables, 0)) < 0)
         goto done;
@@ -1855,8 +1869,10 @@ static PyObject *suffix_walk(SuffixWalks *self, PyObject *group, PyObject *live,
     const int64_t *first = open_roots(&w, &b, roots, &n_roots, &sorted);
     if (first == NULL || parse_state(PyTuple_GET_ITEM(tables, 2), w.n_states, &root_state) < 0)
         goto done;
-    w.sparse = 1;
+    if (slices != Py_None && open_slices(&w, &b, slices) < 0)
+        goto done;
     w.mask_words = self->mask_words;
+    w.sparse = sparse;
     Py_BEGIN_ALLOW_THREADS
     status = run(&w, first, n_roots, root_state);
     Py_END_ALLOW_THREADS
@@ -1864,8 +1880,38 @@ static PyObject *suffix_walk(SuffixWalks *self, PyObject *group, PyObject *live,
         walk_error(&w);
         goto done;
     }
+    self->walks++;
+    self->visited += w.visited;
+    self->cut += w.cut;
+    self->searched += w.searched;
     if ((groups = suffix_groups(self, &w, tables, sorted, bytes)) == NULL)
         goto done;
+    if (!sparse) {
+        if (w.n_inside == 0) {
+            result = new_classification(self, Py_None, groups, Py_None);
+            goto done;
+        }
+        Py_buffer view;
+        PyObject *count = PyLong_FromSsize_t(self->mask_words);
+        if (count == NULL)
+            goto done;
+        PyObject *args[2] = {count, self->int32};
+        mask = PyObject_Vectorcall(self->zeros, args, 2, NULL);
+        Py_DECREF(count);
+        if (mask == NULL || PyObject_GetBuffer(mask, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        Py_BEGIN_ALLOW_THREADS
+        status = fill_mask(&w, (uint32_t *)view.buf);
+        Py_END_ALLOW_THREADS
+        *bytes += view.len;
+        PyBuffer_Release(&view);
+        if (status < 0) {
+            walk_error(&w);
+            goto done;
+        }
+        result = new_classification(self, mask, groups, Py_None);
+        goto done;
+    }
     if ((inside = sparse_inside(&w, self->sparse_max)) == NULL)
         goto done;
     if (inside == Py_None) {
@@ -1879,8 +1925,6 @@ static PyObject *suffix_walk(SuffixWalks *self, PyObject *group, PyObject *live,
     *bytes += PyBytes_GET_SIZE(data);
     result = dense ? new_classification(self, mask, groups, Py_None) : new_classification(self, Py_None, groups, mask);
 done:
-    Py_XDECREF(tables);
-    Py_XDECREF(nodes);
     Py_XDECREF(roots);
     Py_XDECREF(groups);
     Py_XDECREF(inside);
@@ -1888,6 +1932,42 @@ done:
     free_walk(&w);
     release_all(&b);
     return result;
+}
+
+/* The walk of a group's suffixes from the start of a lexeme under `live` (a new classification): sparse, no
+ * cut. Its bytes are added to `bytes`. */
+static PyObject *suffix_walk(IndexWalks *self, PyObject *group, PyObject *live, Py_ssize_t *bytes)
+{
+    PyObject *tables = live_tables(self, live), *nodes = NULL, *found = NULL;
+    if (tables == NULL)
+        return NULL;
+    if (tables == Py_None) /* nothing can start a lexeme: every suffix dies at its first byte */
+        found = new_classification(self, Py_None, self->empty, Py_None);
+    else if ((nodes = PyObject_GetAttr(group, s_nodes)) != NULL)
+        found = walk_classification(self, tables, nodes, Py_None, 1, bytes);
+    Py_DECREF(tables);
+    Py_XDECREF(nodes);
+    return found;
+}
+
+PyDoc_STRVAR(classify_doc,
+"classify(tables, roots, slices)\n--\n\n"
+"One walk from `roots` on `tables` (as tables_of returns them) as a Classification: the inside tokens as\n"
+"a mask, one boundary group per terminal set; `slices` (plain_body, proof, depth, search_min_nodes) or\n"
+"None: the plain-body cut (see pda/kernels/walk.py). Records nothing.");
+
+static PyObject *IndexWalks_classify(IndexWalks *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "classify(tables, roots, slices) takes 3 arguments");
+        return NULL;
+    }
+    if (!good_tables(args[0])) {
+        PyErr_Format(PyExc_TypeError, "tables must be %s", TABLES_SHAPE);
+        return NULL;
+    }
+    Py_ssize_t bytes = 0;
+    return walk_classification(self, args[0], args[1], args[2], 0, &bytes);
 }
 
 /* The bytes of a classification's arrays, as Classification.nbytes counts them (its tokens or inside mask,
@@ -1929,9 +2009,9 @@ done:
     return rc;
 }
 
-static PyObject *SuffixWalks_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *IndexWalks_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    SuffixWalks *self = (SuffixWalks *)op;
+    IndexWalks *self = (IndexWalks *)op;
     if (PyVectorcall_NARGS(nargsf) != 2 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
         PyErr_SetString(PyExc_TypeError, "after_boundary(group, live_set) takes 2 positional arguments");
         return NULL;
@@ -1979,7 +2059,7 @@ done:
     return found;
 }
 
-static int SuffixWalks_traverse(SuffixWalks *self, visitproc visit, void *arg)
+static int IndexWalks_traverse(IndexWalks *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->trie);
     Py_VISIT(self->suffixes);
@@ -1992,7 +2072,7 @@ static int SuffixWalks_traverse(SuffixWalks *self, visitproc visit, void *arg)
     return 0;
 }
 
-static int SuffixWalks_clear(SuffixWalks *self)
+static int IndexWalks_clear(IndexWalks *self)
 {
     Py_CLEAR(self->trie);
     Py_CLEAR(self->suffixes);
@@ -2003,28 +2083,29 @@ static int SuffixWalks_clear(SuffixWalks *self)
     Py_CLEAR(self->group);
     Py_CLEAR(self->tables);
     Py_CLEAR(self->frombuffer);
+    Py_CLEAR(self->zeros);
     Py_CLEAR(self->int64);
     Py_CLEAR(self->int32);
     Py_CLEAR(self->empty);
     return 0;
 }
 
-static void SuffixWalks_dealloc(SuffixWalks *self)
+static void IndexWalks_dealloc(IndexWalks *self)
 {
     PyObject_GC_UnTrack(self);
-    SuffixWalks_clear(self);
+    IndexWalks_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *SuffixWalks_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static PyObject *IndexWalks_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *trie, *words, *most, *suffixes, *tables_of, *best, *classify, *types;
     Py_ssize_t mask_words, sparse_max;
     if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
-        PyErr_SetString(PyExc_TypeError, "SuffixWalks takes positional arguments only");
+        PyErr_SetString(PyExc_TypeError, "IndexWalks takes positional arguments only");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OOOOOOOO:SuffixWalks", &trie, &words, &most, &suffixes, &tables_of, &best,
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:IndexWalks", &trie, &words, &most, &suffixes, &tables_of, &best,
                           &classify, &types))
         return NULL;
     if (parse_mask_words(words, &mask_words) < 0 || (sparse_max = PyLong_AsSsize_t(most)) == -1) {
@@ -2055,12 +2136,12 @@ static PyObject *SuffixWalks_new(PyTypeObject *type, PyObject *args, PyObject *k
     PyObject *numpy = PyImport_ImportModule("numpy");
     if (numpy == NULL)
         return NULL;
-    SuffixWalks *self = (SuffixWalks *)type->tp_alloc(type, 0);
+    IndexWalks *self = (IndexWalks *)type->tp_alloc(type, 0);
     if (self == NULL) {
         Py_DECREF(numpy);
         return NULL;
     }
-    self->vectorcall = SuffixWalks_call;
+    self->vectorcall = IndexWalks_call;
     self->mask_words = mask_words;
     self->sparse_max = sparse_max;
     Py_INCREF(trie);
@@ -2077,13 +2158,15 @@ static PyObject *SuffixWalks_new(PyTypeObject *type, PyObject *args, PyObject *k
     self->group = Py_NewRef(PyTuple_GET_ITEM(types, 1));
     self->tables = PyDict_New();
     self->frombuffer = PyObject_GetAttrString(numpy, "frombuffer");
+    self->zeros = PyObject_GetAttrString(numpy, "zeros");
     PyObject *dtype = PyObject_GetAttrString(numpy, "dtype");
     self->int64 = dtype == NULL ? NULL : PyObject_CallFunction(dtype, "s", "<i8");
     self->int32 = dtype == NULL ? NULL : PyObject_CallFunction(dtype, "s", "<i4");
     self->empty = PyTuple_New(0);
     Py_XDECREF(dtype);
     Py_DECREF(numpy);
-    if (self->tables == NULL || self->frombuffer == NULL || self->int64 == NULL || self->int32 == NULL
+    if (self->tables == NULL || self->frombuffer == NULL || self->zeros == NULL || self->int64 == NULL
+        || self->int32 == NULL
         || self->empty == NULL) {
         Py_DECREF(self);
         return NULL;
@@ -2091,30 +2174,43 @@ static PyObject *SuffixWalks_new(PyTypeObject *type, PyObject *args, PyObject *k
     return (PyObject *)self;
 }
 
-static PyObject *SuffixWalks_get_nbytes(SuffixWalks *self, void *closure)
+static PyObject *IndexWalks_get_nbytes(IndexWalks *self, void *closure)
 {
     return PyLong_FromSsize_t(self->nbytes);
 }
 
-static PyGetSetDef SuffixWalks_getset[] = {
-    {"nbytes", (getter)SuffixWalks_get_nbytes, NULL, "The bytes of the classifications recorded here.", NULL},
+static PyObject *IndexWalks_get_counts(IndexWalks *self, void *closure)
+{
+    return Py_BuildValue("(nnnn)", self->walks, self->visited, self->cut, self->searched);
+}
+
+static PyGetSetDef IndexWalks_getset[] = {
+    {"nbytes", (getter)IndexWalks_get_nbytes, NULL, "The bytes of the classifications recorded here.", NULL},
+    {"counts", (getter)IndexWalks_get_counts, NULL,
+     "(walks, nodes visited, subtrees cut, pairs searched), summed over its walks.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject SuffixWalksType = {
+static PyMethodDef IndexWalks_methods[] = {
+    {"classify", (PyCFunction)(void (*)(void))IndexWalks_classify, METH_FASTCALL, classify_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject IndexWalksType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pda.kernels._walk.SuffixWalks",
-    .tp_basicsize = sizeof(SuffixWalks),
-    .tp_dealloc = (destructor)SuffixWalks_dealloc,
-    .tp_vectorcall_offset = offsetof(SuffixWalks, vectorcall),
+    .tp_name = "pda.kernels._walk.IndexWalks",
+    .tp_basicsize = sizeof(IndexWalks),
+    .tp_dealloc = (destructor)IndexWalks_dealloc,
+    .tp_vectorcall_offset = offsetof(IndexWalks, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "after_boundary(group, live_set): a boundary group's suffix classification, walked and recorded "
-              "(see pda/kernels/walk.py).",
-    .tp_traverse = (traverseproc)SuffixWalks_traverse,
-    .tp_clear = (inquiry)SuffixWalks_clear,
-    .tp_getset = SuffixWalks_getset,
-    .tp_new = SuffixWalks_new,
+    .tp_doc = "after_boundary(group, live_set): a boundary group's suffix classification, walked and recorded; "
+              "classify(tables, roots, slices): one walk as a classification (see pda/kernels/walk.py).",
+    .tp_traverse = (traverseproc)IndexWalks_traverse,
+    .tp_clear = (inquiry)IndexWalks_clear,
+    .tp_getset = IndexWalks_getset,
+    .tp_methods = IndexWalks_methods,
+    .tp_new = IndexWalks_new,
 };
 
 static PyMethodDef walk_methods[] = {
@@ -2134,7 +2230,7 @@ PyMODINIT_FUNC PyInit__walk(void)
 {
     if (pool_lock == NULL && (pool_lock = PyThread_allocate_lock()) == NULL)
         return PyErr_NoMemory();
-    if (PyType_Ready(&OpenedType) < 0 || PyType_Ready(&SuffixWalksType) < 0)
+    if (PyType_Ready(&OpenedType) < 0 || PyType_Ready(&IndexWalksType) < 0)
         return NULL;
     if (!(s_after = PyUnicode_InternFromString("after")) || !(s_key = PyUnicode_InternFromString("key"))
         || !(s_nodes = PyUnicode_InternFromString("nodes")) || !(s_terminals = PyUnicode_InternFromString("terminals"))
@@ -2143,7 +2239,7 @@ PyMODINIT_FUNC PyInit__walk(void)
         return NULL;
     PyObject *module = PyModule_Create(&walk_module);
     if (module != NULL && (PyModule_AddObjectRef(module, "Opened", (PyObject *)&OpenedType) < 0
-                           || PyModule_AddObjectRef(module, "SuffixWalks", (PyObject *)&SuffixWalksType) < 0))
+                           || PyModule_AddObjectRef(module, "IndexWalks", (PyObject *)&IndexWalksType) < 0))
         Py_CLEAR(module);
     return module;
 }

@@ -73,33 +73,43 @@ scatters the ids). Above it the kernel returns the mask, built from the same ran
 per-node states; `pack` packs the tokens ending at given nodes (`pack_sparse`: as a sparse
 walk gives them, few as ids).
 
-`SuffixWalks(trie, mask_words, sparse_max, suffixes, tables_of, best, classify, types)` is
-the token index's `after_boundary(group, live_set)`: a boundary group's suffix
-classification from the start of a lexeme, resolved in C with no Python frame in the
+`IndexWalks(trie, mask_words, sparse_max, suffixes, tables_of, best, classify, types)` makes
+the token index's walks as its own objects, resolved in C with no Python frame in the
 common case (a JSON Schema's first document computes most of its masks: traefik-v2's
 groups' misses took 106 ms in Python over 3,064 calls, the walks' kernel under a third
-of it). A call returns
-`group.after[live_set]` when there, else `suffixes[(group.key, live_set)]`, else makes it
-and records it in both (`suffixes` is the index's dict; the bytes of what it made, as
-`Classification.nbytes` counts them, are its `nbytes`). It makes it by `classify(group,
-live_set)` when `classify` is not None (the basic lexer mode), else by a sparse walk
-without the cut from `group.nodes` (int64, or int32 taken as such) on the live set's
-tables: `tables_of(live_set)`, asked on the set's first walk and kept in the object,
-returns None (no candidate can start a lexeme: no token inside, no group) or (opened
-walk tables, n_sets, root state, rows, hand, handed): with `rows` None every boundary is
-handed as the terminal set `hand`; else `rows` is a list of ints and accept row k is
-handed as `best(rows[k] & hand)`, memoised in the dict `handed` (the index's, shared with
-its own walks). Sets handed as the same terminals have their nodes merged (ascending,
-unique), one group per terminal set, in order of their first row. `types` is
-(Classification, BoundaryGroup): the kernel makes them as `object.__new__` does and sets
-every slot (`inside`, `tokens`, `groups`; `terminals`, `nodes` a read-only int64 array,
-`key` its bytes, `after` an empty dict), as the constructors would: inside tokens as
-`tokens` (int32 ids) when at most `sparse_max`, else as the `inside` mask.
-Bad input raises naming it: a `tables_of` answer of another shape is a TypeError, an
-accept row outside `rows` or a corrupt table a ValueError. It holds the GIL but for the
-walk itself (whose inputs are the opened arrays, which do not change, and the walk's own
-buffers); the dicts are read and written under it, so threads that miss on the same
-group at once both walk and the last one's equal result is kept, as in Python.
+of it). Walk tables are handed to it as a tuple (opened walk tables, n_sets, root state,
+rows, hand, handed): with `rows` None, set k is handed as the terminal set `hand` (an int)
+or `hand[k]` (a list); else `rows` is a list of ints and accept row k is handed as
+`best(rows[k] & hand)`, memoised in the dict `handed` (the index's, one per candidate
+set). Sets handed as the same terminals have their nodes merged (ascending, unique), one
+group per terminal set, in order of their first set.
+
+* Called as `after_boundary(group, live_set)`, it is the index's suffix classification of
+  a boundary group: `group.after[live_set]` when there, else `suffixes[(group.key,
+  live_set)]`, else it makes it and records it in both (`suffixes` is the index's dict;
+  the bytes of what it made, as `Classification.nbytes` counts them, are its `nbytes`).
+  It makes it by `classify(group, live_set)` when `classify` is not None (the basic lexer
+  mode), else by a sparse walk without the cut from `group.nodes` (int64, or int32 taken
+  as such) on the live set's tables: `tables_of(live_set)`, asked on the set's first walk
+  and kept in the object, returns None (no candidate can start a lexeme: no token inside,
+  no group) or the tables' tuple, its root state the one a lexeme starts from.
+* `classify(tables, roots, slices)` is one walk from `roots` on the tables' tuple, with
+  the plain-body cut when `slices` is (plain_body, proof, depth, search_min_nodes) as `walk`
+  takes them, as a classification whose inside tokens are a mask (a writable `numpy.zeros`
+  array, None when none); it records nothing.
+
+Its `counts` are (walks, nodes visited, subtrees cut, pairs searched), summed over the
+walks it made (as `Walked` reports them per walk).
+
+`types` is (Classification, BoundaryGroup): the kernel makes them as `object.__new__` does
+and sets every slot (`inside`, `tokens`, `groups`; `terminals`, `nodes` a read-only int64
+array, `key` its bytes, `after` an empty dict), as the constructors would; a sparse walk's
+inside tokens are `tokens` (int32 ids) when at most `sparse_max`, else the `inside` mask.
+Bad input raises naming it: tables of another shape are a TypeError, a set outside `rows`
+or `hand`, a root outside the trie or a corrupt table a ValueError. It holds the GIL but
+for the walk itself (whose inputs are the opened arrays, which do not change, and the
+walk's own buffers); the dicts are read and written under it, so threads that miss on
+the same group at once both walk and the last one's equal result is kept, as in Python.
 """
 
 from __future__ import annotations
@@ -196,7 +206,7 @@ class Walked(NamedTuple):
 
 
 Opened = _walk.Opened
-SuffixWalks = _walk.SuffixWalks
+IndexWalks = _walk.IndexWalks
 
 
 def opened(arrays: TrieArrays | TableArrays | PackedTableArrays) -> Opened:
