@@ -47,6 +47,11 @@
  * opened(trie or tables)
  *     The tuple's arrays acquired and checked once (an `Opened`), which the three calls above take
  *     where the tuple goes (see Opened).
+ * IndexWalks(trie, mask_words, sparse_max, suffixes, tables_of, best, classify, types)
+ *     The token index's walks made as its own objects (see IndexWalks below): called as
+ *     after_boundary(group, live_set), a boundary group's suffix classification, walked (or asked of
+ *     `classify`) and recorded on a miss; classify(tables, roots, slices), one walk as a classification.
+ *     numpy is imported (not its C API) for the arrays it makes: numpy.frombuffer, numpy.zeros.
  *
  * Every index read from an array is checked before use (shapes up front, values as
  * the walk reads them): a corrupt table raises ValueError, never reads out of bounds.
@@ -1735,7 +1740,7 @@ static PyObject *handed_as(IndexWalks *self, PyObject *tables, Py_ssize_t k)
 
 /* A walk's boundaries as a tuple of boundary groups, one per terminal set (sets handed as the same terminals
  * have their nodes merged, ascending and unique), in order of their first set; `bytes` gets their nodes' bytes. */
-static PyObject *suffix_groups(IndexWalks *self, Walk *w, PyObject *tables, int sorted, Py_ssize_t *bytes)
+static PyObject *handed_groups(IndexWalks *self, Walk *w, PyObject *tables, int sorted, Py_ssize_t *bytes)
 {
     int64_t *grouped, *merged = NULL;
     Py_ssize_t *bounds, n_found = 0;
@@ -1884,7 +1889,7 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
     self->visited += w.visited;
     self->cut += w.cut;
     self->searched += w.searched;
-    if ((groups = suffix_groups(self, &w, tables, sorted, bytes)) == NULL)
+    if ((groups = handed_groups(self, &w, tables, sorted, bytes)) == NULL)
         goto done;
     if (!sparse) {
         if (w.n_inside == 0) {
