@@ -1743,60 +1743,61 @@ static PyObject *handed_as(IndexWalks *self, PyObject *tables, Py_ssize_t k)
 static PyObject *handed_groups(IndexWalks *self, Walk *w, PyObject *tables, int sorted, Py_ssize_t *bytes)
 {
     int64_t *grouped, *merged = NULL;
-    Py_ssize_t *bounds, n_found = 0;
-    PyObject *groups = NULL, **terminals = NULL;
-    Py_ssize_t *first = NULL; /* per distinct terminal set, its first set: the others are found from there */
+    Py_ssize_t *bounds, n_found = 0, n_sets = w->n_sets;
+    PyObject *groups = NULL, *numbers = NULL; /* numbers: terminal set -> its number, in order of first set */
+    /* per set, the next set of the same terminal set (-1: none); per terminal set, its first and last set */
+    Py_ssize_t *next = NULL, *first = NULL, *last = NULL;
     if (sort_by_set(w, &grouped, &bounds) < 0)
         return NULL;
-    Py_ssize_t n_sets = w->n_sets, n_nodes = w->out_nodes.len;
-    Py_ssize_t *owner = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t)); /* per set: its terminal set's number */
-    terminals = malloc((size_t)(n_sets + 1) * sizeof(PyObject *));
+    next = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t));
     first = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t));
-    merged = malloc((size_t)(n_nodes + 1) * sizeof(int64_t));
-    if (owner == NULL || terminals == NULL || first == NULL || merged == NULL) {
+    last = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t));
+    merged = malloc((size_t)(w->out_nodes.len + 1) * sizeof(int64_t));
+    if (next == NULL || first == NULL || last == NULL || merged == NULL) {
         PyErr_NoMemory();
         goto done;
     }
+    if ((numbers = PyDict_New()) == NULL)
+        goto done;
     for (Py_ssize_t k = 0; k < n_sets; k++) {
-        owner[k] = -1;
         if (bounds[k + 1] == bounds[k])
             continue;
-        PyObject *t = handed_as(self, tables, k);
+        next[k] = -1;
+        PyObject *t = handed_as(self, tables, k), *number = NULL;
         if (t == NULL)
             goto done;
-        for (Py_ssize_t i = 0; i < n_found && owner[k] < 0; i++) {
-            int same = PyObject_RichCompareBool(terminals[i], t, Py_EQ);
-            if (same < 0) {
-                Py_DECREF(t);
-                goto done;
-            }
-            if (same)
-                owner[k] = i;
-        }
-        if (owner[k] >= 0) {
+        PyObject *known = PyDict_GetItemWithError(numbers, t); /* borrowed */
+        if (known != NULL) {
+            Py_ssize_t i = PyLong_AsSsize_t(known);
+            next[last[i]] = k;
+            last[i] = k;
+        } else if (PyErr_Occurred() || (number = PyLong_FromSsize_t(n_found)) == NULL
+                   || PyDict_SetItem(numbers, t, number) < 0) {
             Py_DECREF(t);
-            continue;
+            Py_XDECREF(number);
+            goto done;
+        } else {
+            first[n_found] = last[n_found] = k;
+            n_found++;
         }
-        owner[k] = n_found;
-        first[n_found] = k;
-        terminals[n_found++] = t; /* the reference moves here */
+        Py_DECREF(t);
+        Py_XDECREF(number);
     }
     if ((groups = PyTuple_New(n_found)) == NULL)
         goto done;
-    for (Py_ssize_t i = 0; i < n_found; i++) {
+    Py_ssize_t i = 0, pos = 0;
+    PyObject *terminals, *number;
+    while (PyDict_Next(numbers, &pos, &terminals, &number)) { /* in insertion order: i is its number */
         Py_ssize_t size = 0, parts = 0;
-        for (Py_ssize_t k = first[i]; k < n_sets; k++) {
-            if (owner[k] != i)
-                continue;
+        for (Py_ssize_t k = first[i]; k >= 0; k = next[k], parts++) {
             memcpy(merged + size, grouped + bounds[k], (size_t)(bounds[k + 1] - bounds[k]) * sizeof(int64_t));
             size += bounds[k + 1] - bounds[k];
-            parts++;
         }
         if (parts > 1 || !sorted)
             size = sort_unique(merged, size);
         PyObject *key = PyBytes_FromStringAndSize((const char *)merged, size * (Py_ssize_t)sizeof(int64_t));
         PyObject *nodes = key == NULL ? NULL : array_of(self, key, self->int64);
-        PyObject *group = nodes == NULL ? NULL : new_group(self, terminals[i], nodes, key);
+        PyObject *group = nodes == NULL ? NULL : new_group(self, terminals, nodes, key);
         Py_XDECREF(key);
         Py_XDECREF(nodes);
         if (group == NULL) {
@@ -1805,13 +1806,13 @@ static PyObject *handed_groups(IndexWalks *self, Walk *w, PyObject *tables, int 
         }
         PyTuple_SET_ITEM(groups, i, group);
         *bytes += size * (Py_ssize_t)sizeof(int64_t);
+        i++;
     }
 done:
-    for (Py_ssize_t i = 0; i < n_found; i++)
-        Py_DECREF(terminals[i]);
-    free(owner);
-    free(terminals);
+    Py_XDECREF(numbers);
+    free(next);
     free(first);
+    free(last);
     free(merged);
     free(bounds);
     free(grouped);
