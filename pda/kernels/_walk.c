@@ -318,6 +318,9 @@ typedef struct {
     const char *error;
     int64_t error_at;
     int no_memory;
+    /* a shared product's filler of lazy singles' UNFILLED entries (NULL: none), and its failure code */
+    void *lazy;
+    int lazy_code;
 } Walk;
 
 /* Record the first failure; -1, for `return fail(...)`. */
@@ -415,10 +418,33 @@ static inline void proof_store(int16_t *cell, int16_t value)
 #endif
 }
 
-/* A transition, checked. */
+/* pda.kernels._product's filler of lazy singles (its capsule _LAZY_API), imported with the first tables that
+ * have one (pda/kernels/product.py documents it). */
+typedef struct {
+    void *(*rows)(PyObject *capsule);
+    int (*fill)(void *rows, int32_t row, int32_t cls, int32_t *out);
+    void (*raise)(int code);
+} LazyAPI;
+static const LazyAPI *lazy_api;
+#define UNFILLED (-1)
+
+/* Fill a lazy single's UNFILLED entry (no GIL needed): 0, or -1 with the failure recorded. */
+static NOINLINE int fill_lazy(Walk *w, int32_t state, int32_t cls, int32_t *out)
+{
+    int code = lazy_api->fill(w->lazy, state, cls, out);
+    if (code) {
+        w->lazy_code = code;
+        return fail(w, "a lazy terminal's state could not be made", state);
+    }
+    return 0;
+}
+
+/* A transition, checked (a lazy single's UNFILLED entry filled first). */
 static inline int next_state(Walk *w, int32_t state, int32_t cls, int32_t *out)
 {
     int32_t next = w->trans[(Py_ssize_t)state * w->n_classes + cls];
+    if (next == UNFILLED && w->lazy != NULL && fill_lazy(w, state, cls, &next) < 0)
+        return -1;
     if (next < 0 || next >= w->n_states)
         return fail(w, "a transition leads outside the DFA's states", state);
     *out = next;
@@ -708,7 +734,9 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                 goto done;
             }
             const uint8_t b = record_byte(at);
-            const int32_t next = top->row[w->byte_class[b]];
+            int32_t next = top->row[w->byte_class[b]];
+            if (next == UNFILLED && w->lazy != NULL && fill_lazy(w, top->state, w->byte_class[b], &next) < 0)
+                goto done;
             w->visited++;
             if (next < 0 || next >= w->n_states) {
                 fail(w, "a transition leads outside the DFA's states", top->state);
@@ -824,16 +852,24 @@ static int open_trie(Walk *w, Buffers *b, PyObject *trie)
 }
 
 /* The tables tuple: (trans, byte_class, live, stops, ends_as), or packed
- * (trans, byte_class, live_bits, candidates, accept_row, row_bits). */
+ * (trans, byte_class, live_bits, candidates, accept_row, row_bits[, lazy]), `lazy` the filler of trans's
+ * lazy singles (a pda.kernels._product lazy_rows capsule, or None). */
 static int open_tables(Walk *w, Buffers *b, PyObject *tables)
 {
     Py_ssize_t s[2];
     Py_buffer *v;
-    if (!PyTuple_Check(tables) || (PyTuple_GET_SIZE(tables) != 5 && PyTuple_GET_SIZE(tables) != 6)) {
-        PyErr_SetString(PyExc_ValueError, "tables must be a tuple of 5 arrays (flags) or 6 (packed)");
+    if (!PyTuple_Check(tables) || PyTuple_GET_SIZE(tables) < 5 || PyTuple_GET_SIZE(tables) > 7) {
+        PyErr_SetString(PyExc_ValueError, "tables must be a tuple of 5 arrays (flags) or 6 (packed) and a filler");
         return -1;
     }
-    w->packed = PyTuple_GET_SIZE(tables) == 6;
+    w->packed = PyTuple_GET_SIZE(tables) >= 6;
+    w->lazy = NULL;
+    if (PyTuple_GET_SIZE(tables) == 7 && PyTuple_GET_ITEM(tables, 6) != Py_None) {
+        if (lazy_api == NULL && (lazy_api = PyCapsule_Import("pda.kernels._product._LAZY_API", 0)) == NULL)
+            return -1;
+        if ((w->lazy = lazy_api->rows(PyTuple_GET_ITEM(tables, 6))) == NULL)
+            return -1;
+    }
     if (!(v = get_array(b, PyTuple_GET_ITEM(tables, 0), "trans", KIND_INT, 4, 2, 0, s)))
         return -1;
     w->trans = v->buf;
@@ -915,10 +951,12 @@ typedef struct {
     int tables; /* 1: walk tables (open_tables's fields of `w`), 0: a trie (open_trie's) */
     Walk w;
     Buffers b;
+    PyObject *lazy; /* the filler `w.lazy` points into, held */
 } Opened;
 
 static void Opened_dealloc(Opened *self)
 {
+    Py_XDECREF(self->lazy);
     free((void *)self->w.all_tokens);
     free((void *)self->w.first_nodes);
     free((void *)self->w.first_records);
@@ -974,6 +1012,7 @@ static int tables_arg(Walk *w, Buffers *b, PyObject *arg)
         w->accept_row = o->accept_row;
         w->words = o->words;
         w->n_rows = o->n_rows;
+        w->lazy = o->lazy;
     } else if (open_tables(w, b, arg) < 0) {
         return -1;
     }
@@ -1051,7 +1090,7 @@ static int open_first_level(Walk *w)
 
 PyDoc_STRVAR(opened_doc,
 "opened(arrays)\n--\n\n"
-"The trie tuple (nodes, token_ids), or walk tables (5 arrays, or 6 packed), acquired and checked once:\n"
+"The trie tuple (nodes, token_ids), or walk tables (5 arrays, or 6 packed and a filler), acquired and checked once:\n"
 "pass it to walk, walk_states or pack where the tuple goes (see pda/kernels/walk.py).");
 
 static PyObject *opened(PyObject *self, PyObject *arg)
@@ -1063,6 +1102,11 @@ static PyObject *opened(PyObject *self, PyObject *arg)
     memset(&found->w, 0, sizeof found->w);
     found->b.held = 0;
     found->tables = tables;
+    found->lazy = NULL;
+    if (tables && PyTuple_GET_SIZE(arg) == 7) {
+        found->lazy = PyTuple_GET_ITEM(arg, 6);
+        Py_INCREF(found->lazy);
+    }
     if ((tables ? open_tables(&found->w, &found->b, arg) : open_trie(&found->w, &found->b, arg)) < 0
         || (!tables && (open_all_tokens(&found->w) < 0 || open_first_level(&found->w) < 0))) {
         Py_DECREF(found);
@@ -1194,6 +1238,10 @@ static PyObject *walk_error(Walk *w)
 {
     if (w->no_memory)
         return PyErr_NoMemory();
+    if (w->lazy_code) {
+        lazy_api->raise(w->lazy_code);
+        return NULL;
+    }
     PyErr_Format(PyExc_ValueError, "corrupt walk input: %s (at %lld)", w->error, (long long)w->error_at);
     return NULL;
 }

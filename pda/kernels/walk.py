@@ -31,7 +31,11 @@ every index it reads as it goes, so corrupt input raises ValueError, never crash
   any(live_bits & candidates), stops = not live, ends_as = accept_row where that row
   meets the candidates, else -1 — set indices are accept rows (`n_sets` the number of
   rows), which the caller maps to terminal sets; each worked out on a state's first
-  visit in each walk;
+  visit in each walk; and `lazy`, None or the filler of a shared product's lazy singles
+  (`pda.kernels.product.LazyRows.capsule`): an `UNFILLED` (-1) entry of `trans` is filled
+  through it (`_product._LAZY_API`, no GIL) when the walk reads it, and a filler's failure
+  raises its error (`LimitExceeded`); its rows' flags are written before their ids, so a
+  state met is read as any other;
 * the trie and the tables may each be passed `opened` (`opened(arrays)`): their buffers acquired
   and arrays checked once, not on every call (a walk after a boundary spent ~1 us of its ~4 in them);
   an opened trie also keeps every token's bit (a walk holding most tokens builds its mask as those
@@ -172,6 +176,7 @@ class PackedTableArrays(NamedTuple):
     candidates: np.ndarray
     accept_row: np.ndarray
     row_bits: np.ndarray
+    lazy: object = None  # the capsule of a shared product's lazy singles' filler (`pda.kernels.product.LazyRows`)
 
 
 # A pair is searched for only under a subtree of at least this many nodes (what is already
