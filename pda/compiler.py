@@ -150,7 +150,8 @@ class CompiledGrammar:
         self._snapshot_key = (
             {"lexer": self.lexer.content_hash, "grammar": grammar.ir.content_hash, "vocab": vocab.content_hash,
              "mask_words": self.mask_words}
-            if disk_cache
+            # A lazy terminal's states are numbered as first reached in this process: no snapshot names them.
+            if disk_cache and not self.lexer.has_lazy
             else None
         )
         restored = self._snapshot_key is not None and cache.load("index", self._snapshot_key, self.index.restore)

@@ -22,7 +22,7 @@ import pda
 from pda.bits import iter_bits
 from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
-from pda.lexer import lexer as lexer_module
+from pda.lexer import lexer as lexer_module, terminals as terminals_module
 from pda.lexer.lexer import START, LexerTables, SharedTables
 from pda.lexer.terminals import terminal_dfa
 from pda.reference import mask_mismatches, random_walk_states
@@ -174,8 +174,11 @@ def test_json_schema_through_the_shared_table_masks_equal_the_reference(
     monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path / "cache"))
     vocab = vocabulary()
     grammar = pda.Grammar.from_json_schema(SCHEMA)
+    lazy_min_count = terminals_module.LAZY_MIN_COUNT
+    monkeypatch.setattr(terminals_module, "LAZY_MIN_COUNT", 10**9)  # every terminal eager: the all-terminal DFA
     through_all = pda.CompiledGrammar(grammar, vocab, warmup_seconds=0, disk_cache=False)
     assert through_all.lexer._all is not None
+    monkeypatch.setattr(terminals_module, "LAZY_MIN_COUNT", lazy_min_count)
     monkeypatch.setattr(lexer_module, "ALL_TERMINALS_MAX_STATES", 0)
     # Other limits: another recognizer (the memo keeps the first one's lexer), with the fallback.
     limits = pda.Limits(max_lexer_states=pda.Limits().max_lexer_states - 1)

@@ -26,6 +26,7 @@ import pda
 from pda.compiler import vocabulary_trie
 from pda.index import slices, token_index
 from pda.kernels import _walk, walk as kernel
+from pda.lexer import terminals as terminals_module
 from pda.lexer.lexer import START
 from pda.reference import random_walk_states, reference_classification, reference_walk
 from tests.classifications import assert_same_classification, mask_ids
@@ -159,8 +160,10 @@ def test_shipped_grammars_on_qwen2(name: str, qwen2: pda.Vocabulary) -> None:
     assert check_grammar(compile_shipped(name, qwen2), seed=3, n_states=6, groups_per_state=1) == 6
 
 
-def test_json_string_and_counter_states_on_qwen2(qwen2: pda.Vocabulary) -> None:
-    """Where the cut matters: inside an unbounded string and along a maxLength counter, on Qwen2."""
+def test_json_string_and_counter_states_on_qwen2(qwen2: pda.Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the cut matters: inside an unbounded string and along a maxLength counter, on Qwen2 (eager tables,
+    which the reference walk reads whole; tests/test_lazy_wiring.py compares lazy walks with these)."""
+    monkeypatch.setattr(terminals_module, "LAZY_MIN_COUNT", 10**9)
     grammar = pda.Grammar.from_json_schema({"type": "object", "properties": {
         "s": {"type": "string"}, "c": {"type": "string", "maxLength": 200}}, "required": ["s", "c"]})
     compiled = pda.CompiledGrammar(grammar, qwen2, warmup_seconds=0, disk_cache=False)

@@ -46,9 +46,10 @@ from pda.grammar.ir import CONTEXTUAL
 from pda.index.slices import PLAIN_BODY, PlainBody, plain_body
 from pda.index.trie import TokenTrie
 from pda.kernels import walk as kernel
-from pda.lexer.lexer import START, Lexer, LexerTables, SharedTables
+from pda.lexer.lexer import START, Lexer, LexerTables, SharedTables, terminal_digest
 from pda.bits import iter_bits
-from pda.regex.dfa import LexerDFA, dfa_digest
+from pda.regex.dfa import LexerDFA
+from pda.regex.lazy import LazyDFA
 
 if TYPE_CHECKING:
     from pda.index.lookup import StateLookup
@@ -174,8 +175,9 @@ class _WalkTables:
             self._trans = None  # `trans`, START's row included, is built only if read
             live_bits, candidates, accept, row_bits, rows = tables.packed_rows()
             self._rows, self.n_sets = rows, len(rows)
+            filler = tables.shared.lazy_filler()
             self.arrays = kernel.PackedTableArrays(tables.trans, self.byte_class, live_bits, candidates, accept,
-                                                   row_bits)
+                                                   row_bits, None if filler is None else filler.capsule)
             self.kernel_tables = kernel.opened(self.arrays)
             return self
         n = tables.n_states
@@ -467,7 +469,11 @@ class TokenIndex:
         self._tags_read = -DISK_TAGS_RECHECK_SECONDS
         self._own_tables: dict[int, _WalkTables] = {}
         # The terminals whose DFA is live at its start (an indenter-only terminal is not), as a bitmask.
-        self._live_at_start = sum(1 << j for j, d in enumerate(lexer.dfas) if d.live[d.start].any())
+        self._live_at_start = sum(1 << j for j, d in enumerate(lexer.dfas)
+                                  if (d.live(d.start) if isinstance(d, LazyDFA) else d.live[d.start].any()))
+        # Lazy terminals: no table of their own (their states are the shared product's rows), so a state where
+        # one alone is live is walked in its candidate set's tables; and walks naming them stay off the disk.
+        self._lazy = sum(1 << j for j, d in enumerate(lexer.dfas) if isinstance(d, LazyDFA))
         # Basic lexer mode: per (roots, lexer state), one walk under every terminal (`_walk_states`),
         # the least recently used dropped past BASIC_WALKS_MAX_BYTES.
         self._basic_walks = budget_cache("basic_walks")
@@ -508,7 +514,7 @@ class TokenIndex:
         """Terminal j's (DFA digest, priority): what orders it in a signature (memoised)."""
         found = self._ranks.get(j)
         if found is None:
-            found = self._ranks[j] = (dfa_digest(self.lexer.dfas[j]), self.lexer.priority[j])
+            found = self._ranks[j] = (terminal_digest(self.lexer.dfas[j]), self.lexer.priority[j])
         return found
 
     # Compile-time work, paid once per (lexer state, live set) or (group, live set); cached.
@@ -598,7 +604,8 @@ class TokenIndex:
         if entry is None:
             # Most walks are not on disk (only slow ones are stored): a tag the disk's listing lacks is a miss
             # without the key's digests.
-            on_disk = self.vocab_key is not None and len(self.trie.token_ids) >= DISK_MIN_TOKENS
+            on_disk = (self.vocab_key is not None and len(self.trie.token_ids) >= DISK_MIN_TOKENS
+                       and not any(self._lazy >> j & 1 for j in order))
             tag = self._content_tag(content, order) if on_disk else None
             disk_key = self._disk_key(content) if on_disk and tag in self._disk_tags() else None
             entry = cache.load("classes", disk_key, self._decode_shared(len(order)), tag) if disk_key else None
@@ -607,7 +614,7 @@ class TokenIndex:
                 start = time.perf_counter()
                 if not order:  # nothing is live: every token dies at its first byte
                     entry = (None, ())
-                elif len(order) == 1:  # one terminal live: its own DFA from its own state
+                elif len(order) == 1 and not self._lazy >> order[0] & 1:  # one terminal live: its own DFA
                     walked = self._walk(self._terminal_tables(order[0]), roots, content[0][2])
                     entry = (walked.inside, tuple((g.terminals, g.nodes) for g in walked.groups))
                 else:
@@ -651,7 +658,7 @@ class TokenIndex:
         live = live_set & self._live_at_start
         if not live:
             return None
-        if not live & (live - 1):
+        if not live & (live - 1) and not live & self._lazy:
             j = live.bit_length() - 1
             own = self._terminal_tables(j)
             return own.kernel_tables, own.n_sets, self.lexer.dfas[j].start, None, live, None

@@ -48,6 +48,36 @@
  *     components, or None when a new state's row would be at or past cap: the grower is
  *     then spent (as after any failure) and every later grow returns None. Holds the GIL:
  *     it writes the caller's table, and two grows of one grower must not interleave.
+ *     With `lazy` (a lazy_rows capsule over the same table), a single's UNFILLED entry is
+ *     filled as it is read; a filler's failure raises (LimitExceeded) and spends the grower.
+ *
+ * lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, terms) -> capsule
+ *     The filler of a shared table's lazy singles: terminals whose DFA is a lazy one
+ *     (pda.kernels._derive.Lazy), each given rows [base, base + n_rows) of `trans`
+ *     (int32 [cap, k]): its lazy state s is row base + s. `terms` is a sequence of
+ *     (lazy, base, n_rows, terminal id, accept row id); `rep` int32 [k] each class's
+ *     lowest byte; live_bits/accept_bits uint64 [cap, words], accept_row int32 [cap].
+ *     A row is "made" the first time a step reaches its state: its entries set to
+ *     UNFILLED (-1), its live bit, accept bit and accept row written, and only then its
+ *     id published (written into the entry that leads to it, with release order), so a
+ *     reader that finds the id finds its flags. An entry is UNFILLED until read; the
+ *     filler (lazy_fill_row here, and the C function of the capsule _LAZY_API, which
+ *     the Grower and the walk kernel call without the GIL) steps the Lazy by the class's
+ *     lowest byte and writes the successor's row (DEAD `dead` when the Lazy's is dead).
+ *     The capsule holds the arrays' buffers and the Lazy objects while it lives.
+ * lazy_start(rows, i) -> int: terminal i's (of `terms`) start row, made; `dead` when its
+ *     language is empty.
+ * lazy_fill_row(rows, row): every UNFILLED entry of a made row filled (without the GIL).
+ *     Failures raise LimitExceeded (a lazy DFA's arena budget or max_states, a term nested
+ *     too deep, or a state past its terminal's rows) or MemoryError.
+ *
+ * _LAZY_API, a capsule named "pda.kernels._product._LAZY_API" pointing to a LazyAPI struct:
+ *     void *rows(PyObject *capsule)   the filler behind a lazy_rows capsule (NULL and an
+ *                                     error if not one); needs the GIL
+ *     int fill(void *rows, int32_t row, int32_t cls, int32_t *out)
+ *                                     0 and the filled entry in *out (written to the table
+ *                                     too), or a failure code; no GIL needed
+ *     void raise(int code)            the failure as a Python exception; needs the GIL
  *
  * Method: one pass over the queue; a state's successors are gathered per class from its
  * components' successors that are not dead (listed once per global state, when a product state
@@ -556,6 +586,335 @@ static PyObject *reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 
+/* ---- the filler of lazy singles (lazy_rows, lazy_start, lazy_fill_row, _LAZY_API) */
+
+#define UNFILLED (-1)
+/* Failure codes: pda.kernels._derive's (1 no memory, 2 arena budget, 3 max_states, 4 nesting), and ours. */
+#define E_ROWS 5 /* a lazy state past its terminal's rows */
+#define E_BAD 6  /* a row or class that is not a made lazy single's */
+#define LAZY_ROWS_CAPSULE "pda.kernels._product.lazy_rows"
+
+/* pda.kernels._derive's C interface (its capsule _C_API). */
+typedef struct {
+    void *(*core)(PyObject *lazy);
+    int (*step)(void *core, int32_t s, int byte, int32_t *out);
+    int (*accept)(void *core, int32_t s);
+    int32_t (*dead)(void *core);
+} DeriveAPI;
+
+typedef struct {
+    PyObject *lazy; /* owned: keeps `core` alive */
+    void *core;
+    int64_t base, n_rows;
+    int32_t term, accept_id, dead;
+} LazyTerm;
+
+typedef struct {
+    Py_buffer trans_view, rep_view, live_view, accept_view, row_view;
+    int32_t *trans, *accept_row;
+    const int32_t *rep;
+    uint64_t *live_bits, *accept_bits;
+    int64_t k, words, cap, lo, hi; /* the lazy rows span [lo, hi) */
+    int32_t dead_row;
+    LazyTerm *terms;
+    int64_t n_terms;
+    uint8_t *made; /* per row of [lo, hi): 1 once made */
+    PyThread_type_lock lock; /* held only to make a row */
+    const DeriveAPI *api;
+} LazyRows;
+
+static PyObject *limit_exceeded; /* pda.errors.LimitExceeded, imported with the first lazy_rows */
+
+static void lazy_rows_free(PyObject *capsule)
+{
+    LazyRows *L = PyCapsule_GetPointer(capsule, LAZY_ROWS_CAPSULE);
+    if (L == NULL)
+        return;
+    for (int64_t i = 0; i < L->n_terms; i++)
+        Py_XDECREF(L->terms[i].lazy);
+    free(L->terms);
+    free(L->made);
+    if (L->lock)
+        PyThread_free_lock(L->lock);
+    PyBuffer_Release(&L->trans_view);
+    PyBuffer_Release(&L->rep_view);
+    PyBuffer_Release(&L->live_view);
+    PyBuffer_Release(&L->accept_view);
+    PyBuffer_Release(&L->row_view);
+    free(L);
+}
+
+/* The terminal whose rows hold `row`, or NULL (a few lazy terminals a lexer: a scan). */
+static inline LazyTerm *term_of(const LazyRows *L, int64_t row)
+{
+    for (int64_t i = 0; i < L->n_terms; i++)
+        if (row >= L->terms[i].base && row < L->terms[i].base + L->terms[i].n_rows)
+            return &L->terms[i];
+    return NULL;
+}
+
+/* Make the row of t's lazy state s (a state t's Lazy has made) if it is not yet: entries UNFILLED, flags written. */
+static void make_row(LazyRows *L, const LazyTerm *t, int32_t s)
+{
+    int64_t row = t->base + s;
+    uint8_t *made = &L->made[row - L->lo];
+    if (__atomic_load_n(made, __ATOMIC_ACQUIRE))
+        return;
+    PyThread_acquire_lock(L->lock, WAIT_LOCK);
+    if (!*made) {
+        int32_t *entries = L->trans + row * L->k;
+        for (int64_t c = 0; c < L->k; c++)
+            entries[c] = UNFILLED;
+        uint64_t bit = (uint64_t)1 << (t->term & 63);
+        L->live_bits[row * L->words + (t->term >> 6)] |= bit;
+        if (L->api->accept(t->core, s)) {
+            L->accept_bits[row * L->words + (t->term >> 6)] |= bit;
+            L->accept_row[row] = t->accept_id;
+        } else {
+            L->accept_row[row] = -1;
+        }
+        __atomic_store_n(made, 1, __ATOMIC_RELEASE);
+    }
+    PyThread_release_lock(L->lock);
+}
+
+/* Fill entry (row, cls) of a made lazy single: 0 and the successor's row in *out (also written to the table), or a
+ * failure code. No GIL needed; two threads filling one entry write the same value. */
+static int lazy_fill(void *rows, int32_t row, int32_t cls, int32_t *out)
+{
+    LazyRows *L = rows;
+    const LazyTerm *t = term_of(L, row);
+    if (t == NULL || cls < 0 || cls >= L->k || !__atomic_load_n(&L->made[row - L->lo], __ATOMIC_ACQUIRE))
+        return E_BAD;
+    int32_t next, target;
+    int code = L->api->step(t->core, (int32_t)(row - t->base), L->rep[cls], &next);
+    if (code)
+        return code;
+    if (next == t->dead) {
+        target = L->dead_row;
+    } else {
+        if (next >= t->n_rows)
+            return E_ROWS;
+        make_row(L, t, next);
+        target = (int32_t)(t->base + next);
+    }
+    __atomic_store_n(&L->trans[(int64_t)row * L->k + cls], target, __ATOMIC_RELEASE);
+    *out = target;
+    return 0;
+}
+
+/* A failure code as the Python exception (needs the GIL). */
+static void lazy_raise(int code)
+{
+    switch (code) {
+    case 1:
+        PyErr_NoMemory();
+        break;
+    case 2:
+        PyErr_SetString(limit_exceeded, "a lazy terminal DFA's arena would pass its memory budget lazy_dfa_states");
+        break;
+    case 3:
+        PyErr_SetString(limit_exceeded, "a lazy terminal DFA would pass its max_states");
+        break;
+    case 4:
+        PyErr_SetString(limit_exceeded, "a lazy terminal DFA's term nests too deep");
+        break;
+    case E_ROWS:
+        PyErr_SetString(limit_exceeded, "a lazy terminal DFA made more states than its rows in the lexer's shared "
+                                        "product (Limits.max_lexer_states)");
+        break;
+    default:
+        PyErr_SetString(PyExc_ValueError, "not an entry of a made lazy single's row");
+    }
+}
+
+static void *lazy_rows_of(PyObject *capsule)
+{
+    return PyCapsule_GetPointer(capsule, LAZY_ROWS_CAPSULE);
+}
+
+typedef struct {
+    void *(*rows)(PyObject *capsule);
+    int (*fill)(void *rows, int32_t row, int32_t cls, int32_t *out);
+    void (*raise)(int code);
+} LazyAPI;
+
+static LazyAPI lazy_api = {lazy_rows_of, lazy_fill, lazy_raise};
+
+static PyObject *lazy_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const DeriveAPI *derive_api;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, terms)");
+        return NULL;
+    }
+    if (derive_api == NULL && (derive_api = PyCapsule_Import("pda.kernels._derive._C_API", 0)) == NULL)
+        return NULL;
+    if (limit_exceeded == NULL) {
+        PyObject *errors = PyImport_ImportModule("pda.errors");
+        if (errors == NULL)
+            return NULL;
+        limit_exceeded = PyObject_GetAttrString(errors, "LimitExceeded");
+        Py_DECREF(errors);
+        if (limit_exceeded == NULL)
+            return NULL;
+    }
+    LazyRows *L = calloc(1, sizeof(LazyRows));
+    if (L == NULL)
+        return PyErr_NoMemory();
+    L->api = derive_api;
+    PyObject *capsule = PyCapsule_New(L, LAZY_ROWS_CAPSULE, lazy_rows_free), *terms = NULL;
+    if (capsule == NULL) {
+        free(L);
+        return NULL;
+    }
+    /* From here on the capsule's destructor releases whatever was acquired (zeroed views release nothing). */
+    if (get_buffer(args[0], &L->trans_view, PyBUF_ND | PyBUF_WRITABLE, "iil", 4, "trans") < 0)
+        goto fail;
+    if (get_buffer(args[1], &L->rep_view, PyBUF_ND, "iil", 4, "rep") < 0)
+        goto fail;
+    if (get_buffer(args[2], &L->live_view, PyBUF_ND | PyBUF_WRITABLE, "QL", 8, "live_bits") < 0)
+        goto fail;
+    if (get_buffer(args[3], &L->accept_view, PyBUF_ND | PyBUF_WRITABLE, "QL", 8, "accept_bits") < 0)
+        goto fail;
+    if (get_buffer(args[4], &L->row_view, PyBUF_ND | PyBUF_WRITABLE, "iil", 4, "accept_row") < 0)
+        goto fail;
+    Py_buffer *tv = &L->trans_view, *lv = &L->live_view, *av = &L->accept_view;
+    if (tv->ndim != 2 || lv->ndim != 2 || av->ndim != 2 || tv->shape[1] < 1 || L->rep_view.len / 4 != tv->shape[1]
+        || lv->shape[0] != tv->shape[0] || av->shape[0] != tv->shape[0] || av->shape[1] != lv->shape[1]
+        || L->row_view.len / 4 != tv->shape[0]) {
+        PyErr_SetString(PyExc_ValueError, "lazy_rows needs trans [cap, k], rep [k], live_bits and accept_bits "
+                                          "[cap, words], accept_row [cap]");
+        goto fail;
+    }
+    L->trans = tv->buf;
+    L->rep = L->rep_view.buf;
+    L->live_bits = lv->buf;
+    L->accept_bits = av->buf;
+    L->accept_row = L->row_view.buf;
+    L->k = tv->shape[1];
+    L->cap = tv->shape[0];
+    L->words = lv->shape[1];
+    for (int64_t c = 0; c < L->k; c++)
+        if (L->rep[c] < 0 || L->rep[c] > 255) {
+            PyErr_Format(PyExc_ValueError, "rep holds %d, not a byte", (int)L->rep[c]);
+            goto fail;
+        }
+    long long dead = PyLong_AsLongLong(args[5]);
+    if (dead == -1 && PyErr_Occurred())
+        goto fail;
+    if (dead < 0 || dead >= L->cap) {
+        PyErr_SetString(PyExc_ValueError, "dead is not a row of trans");
+        goto fail;
+    }
+    L->dead_row = (int32_t)dead;
+    if ((terms = PySequence_Fast(args[6], "terms must be a sequence")) == NULL)
+        goto fail;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(terms);
+    if ((L->terms = calloc((size_t)n + 1, sizeof(LazyTerm))) == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    L->lo = L->cap;
+    L->hi = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(terms, i), *lazy;
+        LazyTerm *t = &L->terms[i];
+        long long base, n_rows;
+        int term, accept_id;
+        if (!PyArg_ParseTuple(item, "OLLii", &lazy, &base, &n_rows, &term, &accept_id))
+            goto fail;
+        if ((t->core = derive_api->core(lazy)) == NULL)
+            goto fail;
+        Py_INCREF(lazy);
+        t->lazy = lazy;
+        L->n_terms = i + 1;
+        if (base < 0 || n_rows < 1 || base + n_rows > L->cap || base + n_rows > INT32_MAX || term < 0
+            || term >= 64 * L->words || accept_id < 0 || (dead >= base && dead < base + n_rows)) {
+            PyErr_Format(PyExc_ValueError, "lazy terminal %zd's rows, terminal id or accept row are out of range", i);
+            goto fail;
+        }
+        for (Py_ssize_t j = 0; j < i; j++)
+            if (base < L->terms[j].base + L->terms[j].n_rows && L->terms[j].base < base + n_rows) {
+                PyErr_Format(PyExc_ValueError, "lazy terminals %zd and %zd share rows", j, i);
+                goto fail;
+            }
+        t->base = base;
+        t->n_rows = n_rows;
+        t->term = term;
+        t->accept_id = accept_id;
+        t->dead = derive_api->dead(t->core);
+        if (base < L->lo)
+            L->lo = base;
+        if (base + n_rows > L->hi)
+            L->hi = base + n_rows;
+    }
+    if (L->hi < L->lo)
+        L->lo = L->hi = 0;
+    if ((L->made = calloc((size_t)(L->hi - L->lo) + 1, 1)) == NULL || (L->lock = PyThread_allocate_lock()) == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    Py_DECREF(terms);
+    return capsule;
+fail:
+    Py_XDECREF(terms);
+    Py_DECREF(capsule);
+    return NULL;
+}
+
+static PyObject *lazy_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "lazy_start(rows, i)");
+        return NULL;
+    }
+    LazyRows *L = PyCapsule_GetPointer(args[0], LAZY_ROWS_CAPSULE);
+    Py_ssize_t i = PyLong_AsSsize_t(args[1]);
+    if (L == NULL || (i == -1 && PyErr_Occurred()))
+        return NULL;
+    if (i < 0 || i >= L->n_terms) {
+        PyErr_Format(PyExc_ValueError, "no lazy terminal %zd", i);
+        return NULL;
+    }
+    const LazyTerm *t = &L->terms[i];
+    if (t->dead == 0) /* the start is the dead state: an empty language */
+        return PyLong_FromLong(L->dead_row);
+    Py_BEGIN_ALLOW_THREADS
+    make_row(L, t, 0);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLongLong(t->base);
+}
+
+static PyObject *lazy_fill_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "lazy_fill_row(rows, row)");
+        return NULL;
+    }
+    LazyRows *L = PyCapsule_GetPointer(args[0], LAZY_ROWS_CAPSULE);
+    long long row = PyLong_AsLongLong(args[1]);
+    if (L == NULL || (row == -1 && PyErr_Occurred()))
+        return NULL;
+    if (row < L->lo || row >= L->hi) {
+        PyErr_Format(PyExc_ValueError, "row %lld is not a lazy single's", row);
+        return NULL;
+    }
+    int code = 0;
+    int32_t out;
+    const int32_t *entries = L->trans + row * L->k;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t c = 0; c < L->k && !code; c++)
+        if (__atomic_load_n(&entries[c], __ATOMIC_ACQUIRE) == UNFILLED)
+            code = lazy_fill(L, (int32_t)row, (int32_t)c, &out);
+    Py_END_ALLOW_THREADS
+    if (code) {
+        lazy_raise(code);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* A growing product shared by candidate sets (grower/grow): the mixed states interned so far,
  * kept between calls in a capsule. */
 #define GROWER_CAPSULE "pda.kernels._product.grower"
@@ -621,10 +980,11 @@ static inline int64_t grown_row(int64_t mixed_base, int64_t q)
 }
 
 /* Expand the grower's states from internal id `first` on, writing each one's row of `trans`
- * (int32 [cap, k]); singles are [lo, hi), `dead` the dead state. 0 when done, 1 when a new
- * state's row would be at or past cap, 2 on a bad entry (error set), -1 out of memory. */
+ * (int32 [cap, k]); singles are [lo, hi), `dead` the dead state; a lazy single's UNFILLED entry is filled
+ * by `lazy` first. 0 when done, 1 when a new state's row would be at or past cap, 2 on a bad entry (error
+ * set), 3 when the filler failed (its code in *lazy_code), -1 out of memory. */
 static int grow_run(Explorer *e, int32_t *trans, int64_t cap, int64_t k, int64_t lo, int64_t hi, int32_t dead,
-                    int64_t mixed_base, int64_t first)
+                    int64_t mixed_base, int64_t first, LazyRows *lazy, int *lazy_code)
 {
     int64_t q, c, i, cap_bucket = 256;
     int added, status = -1;
@@ -641,6 +1001,10 @@ static int grow_run(Explorer *e, int32_t *trans, int64_t cap, int64_t k, int64_t
             const int32_t *from = trans + (int64_t)live[i] * k;
             for (c = 0; c < k; c++) {
                 int32_t t = from[c];
+                if (t == UNFILLED && lazy != NULL && (*lazy_code = lazy_fill(lazy, live[i], (int32_t)c, &t)) != 0) {
+                    status = 3;
+                    goto done;
+                }
                 if (t != dead && (t < lo || t >= hi)) {
                     PyErr_Format(PyExc_ValueError, "a single state's row holds %d, neither dead nor single", (int)t);
                     status = 2;
@@ -692,12 +1056,17 @@ static PyObject *grow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int64_t lo, hi, dead, mixed_base, cap, k, i, n_start, first, q;
     int added, status;
     PyObject *result = NULL;
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "grow(grower, trans, lo, hi, dead, mixed_base, start) takes 7 arguments");
+    LazyRows *lazy = NULL;
+    int lazy_code = 0;
+    if (nargs != 7 && nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "grow(grower, trans, lo, hi, dead, mixed_base, start, lazy=None) takes 7 "
+                                         "or 8 arguments");
         return NULL;
     }
     Explorer *e = PyCapsule_GetPointer(args[0], GROWER_CAPSULE);
     if (e == NULL)
+        return NULL;
+    if (nargs == 8 && args[7] != Py_None && (lazy = PyCapsule_GetPointer(args[7], LAZY_ROWS_CAPSULE)) == NULL)
         return NULL;
     lo = PyLong_AsLongLong(args[2]);
     hi = PyLong_AsLongLong(args[3]);
@@ -733,7 +1102,11 @@ static PyObject *grow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     first = e->n_states;
     q = e->spent ? 0 : intern(e, start, n_start, &added);
     status = e->spent ? 1 : q < 0 ? -1 : added && grown_row(mixed_base, q) >= cap ? 1
-           : grow_run(e, tv.buf, cap, k, lo, hi, (int32_t)dead, mixed_base, first);
+           : grow_run(e, tv.buf, cap, k, lo, hi, (int32_t)dead, mixed_base, first, lazy, &lazy_code);
+    if (lazy != NULL && (lazy->trans != tv.buf || lazy->k != k)) {
+        PyErr_SetString(PyExc_ValueError, "lazy fills another table");
+        status = 2;
+    }
     e->spent = status != 0;
     if (status == 0)
         result = Py_BuildValue("(LLy#y#)", (long long)grown_row(mixed_base, q),
@@ -743,8 +1116,11 @@ static PyObject *grow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     else if (status == 1) {
         Py_INCREF(Py_None);
         result = Py_None;
-    } else if (status == -1)
+    } else if (status == -1) {
         PyErr_NoMemory();
+    } else if (status == 3) {
+        lazy_raise(lazy_code);
+    }
     PyBuffer_Release(&tv);
     PyBuffer_Release(&sv);
     return result;
@@ -1047,7 +1423,13 @@ static PyMethodDef product_methods[] = {
     {"grower", (PyCFunction)(void (*)(void))grower, METH_FASTCALL,
      "grower() -> capsule: the interned mixed states of one growing product (see the module source)."},
     {"grow", (PyCFunction)(void (*)(void))grow, METH_FASTCALL,
-     "grow(grower, trans, lo, hi, dead, mixed_base, start) -> (start row, first new row, ptr, ids) or None."},
+     "grow(grower, trans, lo, hi, dead, mixed_base, start, lazy=None) -> (start row, first new row, ptr, ids) or None."},
+    {"lazy_rows", (PyCFunction)(void (*)(void))lazy_rows, METH_FASTCALL,
+     "lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, terms) -> capsule: a filler of lazy singles."},
+    {"lazy_start", (PyCFunction)(void (*)(void))lazy_start, METH_FASTCALL,
+     "lazy_start(rows, i) -> int: lazy terminal i's start row, made."},
+    {"lazy_fill_row", (PyCFunction)(void (*)(void))lazy_fill_row, METH_FASTCALL,
+     "lazy_fill_row(rows, row): every UNFILLED entry of a made lazy single's row filled."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1058,5 +1440,15 @@ static struct PyModuleDef product_module = {
 
 PyMODINIT_FUNC PyInit__product(void)
 {
-    return PyModule_Create(&product_module);
+    PyObject *m = PyModule_Create(&product_module);
+    if (m == NULL)
+        return NULL;
+    PyObject *capsule = PyCapsule_New(&lazy_api, "pda.kernels._product._LAZY_API", NULL);
+    if (capsule == NULL || PyModule_AddObjectRef(m, "_LAZY_API", capsule) < 0) {
+        Py_XDECREF(capsule);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_DECREF(capsule);
+    return m;
 }

@@ -41,6 +41,27 @@ product's time); their numpy forms are the oracles in the tests.
 (`pda.regex.product.SharedProduct`): each `grow` interns a candidate set's start
 among the mixed states found so far and explores only what is new, writing the new
 states' rows into the table itself.
+
+`LazyRows` fills a shared table's lazy singles: a terminal whose DFA is a lazy one
+(`pda.kernels.derive.Lazy`) gets rows [base, base + n_rows), its lazy state s at row
+base + s. A row is made (its entries `UNFILLED`, its live and accept bits and accept
+row written) the first time a step reaches its state, before its id is written
+anywhere, so a reader that finds the id finds its flags; an entry stays `UNFILLED`
+until read, then the filler steps the Lazy by the class's lowest byte and writes the
+successor's row (`dead` for the Lazy's dead state). The Grower (given the filler) and
+the walk kernel (`pda.kernels.walk`, the filler in its tables) fill as they read,
+without the GIL, through the C interface `_product._LAZY_API` (a capsule named
+"pda.kernels._product._LAZY_API" pointing to three functions, in this order):
+    void *rows(PyObject *capsule)      the filler of a `LazyRows.capsule` (NULL and an
+                                       error if not one); needs the GIL
+    int fill(void *rows, int32_t row, int32_t cls, int32_t *out)
+                                       0 and the entry in *out (written to the table too),
+                                       or a failure code; no GIL needed
+    void raise(int code)               that failure as a Python exception; needs the GIL
+Failures: `LimitExceeded` (the `lazy_dfa_states` budget, a Lazy's max_states, a term
+nested too deep, a state past its terminal's rows) or MemoryError. Entries are written
+with release order and rows are made under the filler's lock: threads may fill one
+table at once (two filling one entry write the same value).
 """
 
 from __future__ import annotations
@@ -120,6 +141,32 @@ class Grown(NamedTuple):
     ids: np.ndarray
 
 
+UNFILLED = -1  # a lazy single's entry not computed yet (no row id is negative)
+
+
+class LazyRows:
+    """The filler of a shared table's lazy singles (see the module docstring).
+
+    `terms` are (lazy, base, n_rows, terminal id, accept row id) per lazy terminal: its
+    Lazy core, its rows, its bit in `live_bits`/`accept_bits` and the id `accept_row`
+    names for its accepting rows. The filler keeps the arrays (never resized after) and
+    the Lazy objects alive.
+    """
+
+    def __init__(self, trans: np.ndarray, rep: np.ndarray, live_bits: np.ndarray, accept_bits: np.ndarray,
+                 accept_row: np.ndarray, dead: int, terms: Sequence[tuple[object, int, int, int, int]]) -> None:
+        self.capsule = _product.lazy_rows(trans, np.ascontiguousarray(rep, dtype=np.int32), live_bits, accept_bits,
+                                          accept_row, int(dead), [tuple(t) for t in terms])
+
+    def start(self, i: int) -> int:
+        """Lazy terminal i's start row, made (`dead` when its language is empty)."""
+        return _product.lazy_start(self.capsule, i)
+
+    def fill_row(self, row: int) -> None:
+        """Fill every `UNFILLED` entry of a made row."""
+        _product.lazy_fill_row(self.capsule, row)
+
+
 class Grower:
     """A product grown across calls over one shared table (`pda.regex.product.SharedProduct`).
 
@@ -135,15 +182,16 @@ class Grower:
         self.trans, self.lo, self.hi, self.dead, self.mixed_base = trans, lo, hi, dead, mixed_base
         self._grower = _product.grower()
 
-    def grow(self, start: np.ndarray) -> Grown | None:
+    def grow(self, start: np.ndarray, lazy: LazyRows | None = None) -> Grown | None:
         """Intern the state whose live components are `start` (ascending singles, two or more) and explore
         from it: its row, the first row added, and the added states' components (CSR, `ptr` from 0).
 
         None when a new state's row would be past the table: the grower is then spent, and
-        every later call answers None.
+        every later call answers None. `lazy` fills the lazy singles' entries as they are read (its
+        failure raises and spends the grower).
         """
         found = _product.grow(self._grower, self.trans, self.lo, self.hi, self.dead, self.mixed_base,
-                              np.ascontiguousarray(start, dtype=np.int32))
+                              np.ascontiguousarray(start, dtype=np.int32), None if lazy is None else lazy.capsule)
         if found is None:
             return None
         start_row, first, ptr, ids = found

@@ -51,7 +51,9 @@ from pda.grammar.ir import BASIC, GrammarIR
 from pda.lexer.terminals import terminal_dfa
 from pda.lru import budget_cache, register_budget
 from pda.regex import release_parses
+from pda.kernels.product import UNFILLED
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, dfa_digest
+from pda.regex.lazy import LazyDFA
 from pda.regex.product import Product, SharedProduct, combine, packed_rows
 
 START = 0  # the state of every candidate set's DFA where no lexeme is in progress
@@ -465,7 +467,11 @@ class SharedTables(LexerTables):
             q = self.start
         found = self.rows.get(q)
         if found is None:
-            found = self.rows[q] = tuple(self.trans[q].tolist())
+            found = tuple(self.trans[q].tolist())
+            if UNFILLED in found:  # a lazy terminal's single: its entries computed first
+                self.shared.fill_row(q)
+                found = tuple(self.trans[q].tolist())
+            self.rows[q] = found
         return found
 
     def accept_at(self, q: int) -> int:
@@ -526,11 +532,17 @@ register_budget("all_terminal_dfas", ALL_TERMINAL_DFAS_MAX_BYTES)
 _combined = budget_cache("all_terminal_dfas")
 
 
-def _dfas_digest(dfas: list[LexerDFA]) -> str:
+def terminal_digest(dfa: LexerDFA | LazyDFA) -> str:
+    """What names a terminal DFA's state numbering: its content digest (`dfa_digest`), or a lazy DFA's
+    process-unique `digest` (its numbering is the order states were first reached: never on disk)."""
+    return dfa.digest if isinstance(dfa, LazyDFA) else dfa_digest(dfa)
+
+
+def _dfas_digest(dfas: list[LexerDFA | LazyDFA]) -> str:
     """A hash of the terminals' DFAs, which fixes every product state numbering: of their own content
-    digests (`dfa_digest`, memoised per DFA object, which the terminal cache shares between grammars and
+    digests (`terminal_digest`, memoised per DFA object, which the terminal cache shares between grammars and
     the token index reads again), so a DFA's arrays are hashed once a process, not at every compile."""
-    return hashlib.sha256("".join(dfa_digest(d) for d in dfas).encode()).hexdigest()
+    return hashlib.sha256("".join(terminal_digest(d) for d in dfas).encode()).hexdigest()
 
 
 def all_terminals_limit(dfas: Sequence[LexerDFA], max_states: int) -> int:
@@ -605,10 +617,13 @@ class Lexer:
         self.names = [t.name for t in ir.terminals]
         self.priority = [t.priority for t in ir.terminals]
         self.max_states = max_states
-        self.dfas = [terminal_dfa(t, max_states=max_states) for t in ir.terminals]
+        # Lazy terminal DFAs are served by the shared product; the basic mode needs every state up front.
+        self.dfas = [terminal_dfa(t, max_states=max_states, lazy=ir.lexer != BASIC) for t in ir.terminals]
         release_parses()  # the terminals' regex parses served lowering and these DFAs; nothing reads them again
+        # A lazy DFA's states are made as they are reached: its Lazy core stops at max_states itself.
+        self.has_lazy = any(isinstance(d, LazyDFA) for d in self.dfas)
         for t, d in zip(ir.terminals, self.dfas):
-            if d.n_states > max_states:  # a DFA cached under a larger limit
+            if not isinstance(d, LazyDFA) and d.n_states > max_states:  # a DFA cached under a larger limit
                 raise LimitExceeded(
                     f"the DFA of terminal {t.name} has {d.n_states} states, over Limits.max_lexer_states={max_states}"
                 )
@@ -618,7 +633,8 @@ class Lexer:
             if name not in index:
                 raise GrammarError(f"%ignore names an unknown terminal {name!r}")
             self.ignore |= 1 << index[name]
-        empty = [t.name for t, d in zip(ir.terminals, self.dfas) if d.accept[d.start].any()]
+        empty = [t.name for t, d in zip(ir.terminals, self.dfas)
+                 if (d.accept(d.start) if isinstance(d, LazyDFA) else d.accept[d.start].any())]
         if empty:
             raise GrammarError(
                 "terminals that match the empty string cannot be lexed: " + ", ".join(empty), terminal=empty[0]
@@ -636,7 +652,8 @@ class Lexer:
         self._shared: SharedProduct | None = None  # made when the first candidate set needs it
         everything = (1 << len(self.dfas)) - 1
         limit = max_states if self.mode == BASIC else all_terminals_limit(self.dfas, max_states)
-        combined = _all_terminal_dfa(self.dfas, self.names, limit, dfas_digest)
+        # A lazy terminal's states are not all known: its candidate sets grow in the shared product.
+        combined = None if self.has_lazy else _all_terminal_dfa(self.dfas, self.names, limit, dfas_digest)
         if combined is None and self.mode == BASIC:
             raise LimitExceeded(
                 f"the basic lexer mode needs one DFA of all {len(self.dfas)} terminals, which exceeds {limit} states"

@@ -13,6 +13,14 @@ automaton's digest), its flags and laziness, and on disk when building one took 
 JSON Schema has hundreds of key literals: each is built in ~20 µs, less than a
 disk-cache round trip, and writing them made up most of a cold compile's disk time;
 a few literals are never looked up there either).
+
+A regex terminal with a repeat counted at least `LAZY_MIN_COUNT` times (a JSON Schema
+`maxLength`, `.{n}`), or whose eager DFA passes `max_states`, is built lazily instead
+(`pda.regex.lazy`: a `LazyDFA`, states made when first stepped to; the lexer's shared
+product serves it, see `pda.regex.product.SharedProduct`), unless the caller needs every
+state up front (`lazy=False`: the basic lexer mode's all-terminal DFA). A lazy DFA is
+memoised in memory like the others, never on disk (its states are numbered as first
+reached, which differs between processes).
 """
 
 from __future__ import annotations
@@ -21,11 +29,14 @@ import hashlib
 import time
 
 from pda import cache
+from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
 from pda.lru import budget_cache, register_budget
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, compile_regex, literal_dfa, literal_set_dfa
 from pda.regex.finite_set import FINITE_SET_MIN_CHOICES, finite_set_dfa
+from pda.regex.lazy import LazyDFA, has_count, lazy_terminal
 from pda.regex.literals import literal_alternatives
+from pda.regex.syntax import translate
 
 # Terminal DFAs by pattern, shared by every grammar that uses the pattern; bounded, as a
 # server sees ever new patterns (a lexer keeps the DFAs it uses whatever is evicted).
@@ -35,13 +46,29 @@ _memory = budget_cache("terminal_dfas")
 # A DFA that took at least this long to build is also written to the disk cache (reading
 # one back costs ~0.1-0.5 ms); a single literal's is never looked up there.
 DISK_MIN_SECONDS = 0.002
+# What the terminal memo counts a lazy DFA as (its states live in the `lazy_dfa_states` arena, budgeted there).
+LAZY_DFA_BYTES = 1 << 10
+# A terminal with a repeat counted at least this many times is built lazily (0: every terminal the
+# regex path builds; tests use it to run the engine with lazy terminals throughout).
+LAZY_MIN_COUNT = 256
 
 
-def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
-    """One terminal's minimal DFA, cached by (pattern or automaton, flags, lazy)."""
+def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
+                 lazy: bool = True) -> LexerDFA | LazyDFA:
+    """One terminal's DFA, cached by (pattern or automaton, flags, lazy): minimal and whole, or (when `lazy`
+    allows and the terminal has a large count or passes `max_states` eagerly) a `LazyDFA`."""
     automaton = None if t.automaton is None else t.automaton.digest
     language = ("automaton", automaton) if automaton is not None else t.pattern
     key = hashlib.sha256(repr((language, t.flags, t.lazy)).encode()).hexdigest()[:32]
+    lazy_key = f"{key}-lazy{LAZY_MIN_COUNT}-{max_states}"  # the lazy DFA, or False: built eagerly
+    if lazy and automaton is None:
+        chosen = _memory.get(lazy_key)
+        if chosen is None:
+            counted = literal_alternatives(t.pattern, t.flags) is None and _counted(t)
+            chosen = lazy_terminal(t, max_states=max_states) if counted else False
+            _memory.put(lazy_key, chosen, LAZY_DFA_BYTES)
+        if chosen is not False:
+            return chosen
     dfa = _memory.get(key)
     if dfa is not None:
         return dfa
@@ -57,14 +84,26 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) ->
             if automaton is not None:
                 dfa = build_lexer_dfa([t], max_states=max_states)
             else:
-                # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
-                dfa = finite_set_dfa(t, max_states=max_states) or compile_regex(
-                    t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
-                )
+                try:
+                    # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
+                    dfa = finite_set_dfa(t, max_states=max_states) or compile_regex(
+                        t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
+                    )
+                except LimitExceeded:
+                    if not lazy:
+                        raise
+                    dfa = lazy_terminal(t, max_states=max_states)
+                    _memory.put(lazy_key, dfa, LAZY_DFA_BYTES)
+                    return dfa
             if time.perf_counter() - start >= DISK_MIN_SECONDS:
                 cache.store("dfa", disk_key, *dfa.to_arrays())
     _memory.put(key, dfa, dfa.nbytes)
     return dfa
+
+
+def _counted(t: TerminalDef) -> bool:
+    """Whether the terminal is built lazily by its counts (`LAZY_MIN_COUNT`; 0: always)."""
+    return LAZY_MIN_COUNT <= 0 or has_count(translate(t.pattern, t.flags, name=t.name), LAZY_MIN_COUNT)
 
 
 def _literal_dfa(t: TerminalDef, max_states: int) -> LexerDFA | None:

@@ -26,9 +26,12 @@ changed), so a full arena only stops the DFAs already on it from making new stat
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 from collections.abc import Generator, Sequence
 from typing import Any
+
+import numpy as np
 
 from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
@@ -48,20 +51,29 @@ _arenas = budget_cache("lazy_dfa_states")
 _arena_lock = threading.Lock()
 # Counts the C core takes (int32, below its largest).
 MAX_COUNT = 2**31 - 2
+_serials = itertools.count()  # `LazyDFA.digest`
 
 
 class LazyDFA:
     """One terminal's DFA, states made when first stepped to: start 0, `dead` the dead state.
 
     Every state but `dead` is live (some continuation is a lexeme), so `live(s)` is `s != dead`.
+    `byte_class` (int32 [256], numbered by lowest byte) puts bytes together that no byte set of
+    the regex tells apart, so every state steps them alike (a derivative holds only the regex's
+    own byte sets): what a product of terminals needs of it. `digest` names this object's state
+    numbering, unique in the process (states are numbered in the order first reached, so two
+    DFAs of one pattern, or two processes, number them differently): caches keyed by states
+    include it, and none of them goes to disk.
     """
 
-    __slots__ = ("core", "name")
+    __slots__ = ("core", "name", "byte_class", "digest")
     start = 0
 
-    def __init__(self, core: Lazy, name: str) -> None:
+    def __init__(self, core: Lazy, name: str, byte_class: np.ndarray) -> None:
         self.core = core
         self.name = name
+        self.byte_class = byte_class
+        self.digest = f"lazy-{next(_serials)}"
 
     @property
     def dead(self) -> int:
@@ -119,7 +131,7 @@ def compile_lazy(pattern: str, flags: str = "", *, name: str = "<regex>", lazy: 
         term = ir_term(arena, node, BYTE_MODE in flags)
         if lazy:
             term = arena.first(term)
-        return LazyDFA(Lazy(arena, term, max_states), name)
+        return LazyDFA(Lazy(arena, term, max_states), name, byte_classes(node, BYTE_MODE in flags))
     except LimitExceeded as e:
         raise LimitExceeded(f"{e} (terminal {name})") from None
 
@@ -167,6 +179,50 @@ def _term(arena: Arena, node: Node, byte_mode: bool, memo: dict[int, int]) -> Ge
         t = arena.and_(body, arena.not_(ahead) if node.negate else ahead)
     memo[id(node)] = t
     return t
+
+
+def has_count(node: Node, least: int) -> bool:
+    """Whether some repeat in the IR tree has a finite count (lower or upper) of at least `least`."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Repeat):
+            if node.lo >= least or (node.hi is not None and node.hi >= least):
+                return True
+            stack.append(node.item)
+        elif isinstance(node, (Seq, Alt)):
+            stack.extend(node.items)
+        elif isinstance(node, FirstMatch):
+            stack.append(node.item)
+        elif isinstance(node, Guard):
+            stack += [node.look, node.body]
+    return False
+
+
+def byte_classes(node: Node, byte_mode: bool) -> np.ndarray:
+    """int32 [256]: bytes in the same byte sets of the tree's terms (`_term`'s BYTES), numbered by lowest byte."""
+    masks: set[int] = set()
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Chars):
+            if byte_mode:
+                masks.add(_mask(node.chars))
+            else:
+                for seq in utf8_sequences(node.chars):
+                    masks.update(_mask((r,)) for r in seq)
+        elif isinstance(node, (Seq, Alt)):
+            stack.extend(node.items)
+        elif isinstance(node, (Repeat, FirstMatch)):
+            stack.append(node.item)
+        elif isinstance(node, Guard):
+            stack += [node.look, node.body]
+    bits = np.zeros((max(len(masks), 1), 256), dtype=bool)
+    for i, mask in enumerate(masks):
+        bits[i] = np.unpackbits(np.frombuffer(mask.to_bytes(32, "little"), dtype=np.uint8), bitorder="little")
+    columns = np.packbits(bits, axis=0).T  # per byte, its membership in every set
+    number: dict[bytes, int] = {}
+    return np.array([number.setdefault(column.tobytes(), len(number)) for column in columns], dtype=np.int32)
 
 
 def _mask(ranges: tuple[tuple[int, int], ...]) -> int:

@@ -38,8 +38,9 @@ import numpy as np
 from pda.arrays import distinct
 from pda.cache import Invalid, take
 from pda.errors import LimitExceeded
-from pda.kernels.product import Grower, Grown, classes, explore, fill_rows, reachable, stack
+from pda.kernels.product import Grower, Grown, LazyRows, classes, explore, fill_rows, reachable, stack
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
+from pda.regex.lazy import LazyDFA
 from pda.regex.utf8 import distinct_rows
 
 
@@ -237,10 +238,20 @@ def packed_rows(rows: np.ndarray, terms: np.ndarray, n_states: int, words: int) 
     return out
 
 
+# A lazy terminal's rows in a `SharedProduct`: the states it may make there (`.{50000}` read whole makes 50,002).
+# Every row counts in a walk's per-state memo (a byte a row, zeroed per walk), made or not: hence not max_states.
+LAZY_SINGLE_ROWS = 1 << 16
 # The rows of a `SharedProduct` below its terminals' own states.
 START_ROW = 0  # no state: a candidate set's START is read from its own start row (`SharedProduct.start`)
 DEAD = 1  # nothing live; every transition from it (and from START_ROW) leads back to it
 FIRST_SINGLE = 2
+
+
+class _NoStates:
+    """A lazy terminal in `_Tables`: no eager states (its singles are rows of its own, see `SharedProduct`)."""
+
+    n_states = 0
+    accept = live = np.zeros((0, 1), dtype=bool)
 
 
 class SharedProduct:
@@ -253,6 +264,11 @@ class SharedProduct:
       terminal live: from there the product runs j's own DFA), its transitions filled
       the first time a candidate set holds j, a successor where j is no longer live sent
       to `DEAD`;
+    * a lazy terminal's singles (its DFA a `LazyDFA`): the i-th lazy terminal's state s is
+      row `lazy_lo` + i * `lazy_rows` + s, made by the filler (`LazyRows`) when a step first
+      reaches s, its entries `UNFILLED` until read (the Grower, the walk kernel and `fill_row`
+      fill them); such a row has no components in the CSR (`components`): `key` reads its
+      terminal and state off the row id;
     * the mixed states (two or more terminals live), from `mixed_base` on, interned by
       content (their live singles) by the compiled `Grower`: a mixed state's successors
       depend on its components only, so one met from two candidate sets is one row.
@@ -269,13 +285,17 @@ class SharedProduct:
     exceeds `max_states`, as `combine` does.
     """
 
-    def __init__(self, dfas: Sequence[LexerDFA], max_states: int) -> None:
+    def __init__(self, dfas: Sequence[LexerDFA | LazyDFA], max_states: int) -> None:
         self.max_states = max_states
         self._dfas = dfas
         self.byte_class, self._rep = classes([d.byte_class for d in dfas])  # as `combine` numbers them
         self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())  # as the byte loop reads them
-        self._tables = tables = _Tables(dfas)
-        self.hi = self.mixed_base = FIRST_SINGLE + int(tables.offsets[-1])
+        self.lazy_terms = [j for j, d in enumerate(dfas) if isinstance(d, LazyDFA)]
+        self._tables = tables = _Tables([_NoStates if isinstance(d, LazyDFA) else d for d in dfas])
+        # Each lazy terminal's rows (reserved, written only when made); a state past them raises LimitExceeded.
+        self.lazy_lo = FIRST_SINGLE + int(tables.offsets[-1])
+        self.lazy_rows = min(max_states, LAZY_SINGLE_ROWS)
+        self.hi = self.mixed_base = self.lazy_lo + len(self.lazy_terms) * self.lazy_rows
         capacity = self.mixed_base + max_states
         self.trans = np.zeros((capacity, len(self._rep)), dtype=np.int32)
         self.trans[[START_ROW, DEAD]] = DEAD
@@ -290,7 +310,8 @@ class SharedProduct:
         self.accept_bits[: self.hi] = _bits(rows, term, tables.accept[singles], self.hi, self.words)
         # Components (CSR over rows, with room to append): a live single is its own one.
         self._ptr = np.zeros(capacity + 1, dtype=np.int64)
-        self._ptr[FIRST_SINGLE + 1 : self.hi + 1] = np.cumsum(tables.live)
+        self._ptr[FIRST_SINGLE + 1 : self.lazy_lo + 1] = np.cumsum(tables.live)
+        self._ptr[self.lazy_lo + 1 : self.hi + 1] = self._ptr[self.lazy_lo]  # lazy singles: none in the CSR
         self._term, self._state = term, (singles - tables.offsets[term]).astype(np.int32)
         self._n_comps = len(term)
         # Each state's accept row (an index into `accept_rows`, the distinct accept masks), -1: none.
@@ -302,6 +323,15 @@ class SharedProduct:
             self._row_ids[1 << j] = len(self.accept_rows)
             self.accept_rows.append(1 << j)
         self.accept_row[FIRST_SINGLE + accepting] = [self._row_ids[1 << j] for j in tables.owner[accepting].tolist()]
+        for j in self.lazy_terms:
+            if 1 << j not in self._row_ids:
+                self._row_ids[1 << j] = len(self.accept_rows)
+                self.accept_rows.append(1 << j)
+        self._lazy = None if not self.lazy_terms else LazyRows(
+            self.trans, self._rep, self.live_bits, self.accept_bits, self.accept_row, DEAD,
+            [(dfas[j].core, self.lazy_lo + i * self.lazy_rows, self.lazy_rows, j, self._row_ids[1 << j])
+             for i, j in enumerate(self.lazy_terms)])
+        self._lazy_index = {j: i for i, j in enumerate(self.lazy_terms)}
         self._row_bits = np.zeros((0, self.words), dtype="<u8")
         self.n_states = self.hi
         self.rows: dict[int, tuple[int, ...]] = {}  # the byte loop's rows (`LexerTables.row`), never START_ROW's
@@ -317,19 +347,30 @@ class SharedProduct:
         """
         tables = self._tables
         with self._lock:
+            starts = []
             for j in terminals:
+                i = self._lazy_index.get(j)
+                if i is not None:
+                    s = self._lazy.start(i)
+                    if s != DEAD:
+                        starts.append(s)
+                    continue
                 if not self._filled[j]:
                     self._fill(j)
-            starts = [FIRST_SINGLE + int(tables.offsets[j]) + self._dfas[j].start for j in terminals]
-            starts = [s for s in starts if tables.live[s - FIRST_SINGLE]]
+                s = FIRST_SINGLE + int(tables.offsets[j]) + self._dfas[j].start
+                if tables.live[s - FIRST_SINGLE]:
+                    starts.append(s)
             if len(starts) < 2:
                 return starts[0] if starts else DEAD
-            grown = self._grower.grow(np.array(starts, dtype=np.int32))
+            starts.sort()  # lazy singles' rows follow the eager ones'
+            grown = self._grower.grow(np.array(starts, dtype=np.int32), self._lazy)
             if grown is None:
                 raise LimitExceeded(f"the lexer's shared product DFA exceeds max_states={self.max_states} mixed states")
             self._append(grown)
+            # With a lazy terminal the set's DFA is not known whole: each lazy DFA bounds its own states.
             bound = sum(int(tables.n_states[j]) for j in terminals) + self.n_states - self.mixed_base
-            if bound > self.max_states and len(self._reachable(grown.start)) > self.max_states:
+            if (bound > self.max_states and not any(j in self._lazy_index for j in terminals)
+                    and len(self._reachable(grown.start)) > self.max_states):
                 raise LimitExceeded(f"combined lexer DFA of {len(terminals)} terminals exceeds "
                                     f"max_states={self.max_states}")
             return grown.start
@@ -346,25 +387,51 @@ class SharedProduct:
         first, m = grown.first, len(grown.ptr) - 1
         if m == 0:
             return
-        tables = self._tables
-        flat = grown.ids.astype(np.int64) - FIRST_SINGLE
-        owner = tables.owner[flat]
-        term = owner.astype(np.int32)
+        term, state, accept = self._singles(grown.ids.astype(np.int64))
         rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(grown.ptr))  # the new states' own numbers, from 0
         end = first + m
         self.live_bits[first:end] = packed_rows(rows, term, m, self.words)
-        self.accept_bits[first:end] = _bits(rows, term, tables.accept[flat], m, self.words)
+        self.accept_bits[first:end] = _bits(rows, term, accept, m, self.words)
         self._ptr[first + 1 : end + 1] = self._ptr[first] + grown.ptr[1:]
-        need = self._n_comps + len(flat)
+        need = self._n_comps + len(term)
         if need > len(self._term):  # room for the new components, doubling
             size = max(need, 2 * len(self._term))
             self._term = np.resize(self._term, size)
             self._state = np.resize(self._state, size)
         self._term[self._n_comps : need] = term
-        self._state[self._n_comps : need] = flat - tables.offsets[owner]
+        self._state[self._n_comps : need] = state
         self._n_comps = need
         self._intern_accept_rows(first, end)
         self.n_states = end
+
+    def _singles(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Single rows `ids` as (terminal int32, own state int32, accepting bool)."""
+        tables = self._tables
+        lazy = ids >= self.lazy_lo
+        flat = np.where(lazy, 0, ids - FIRST_SINGLE)
+        owner = tables.owner[flat] if len(tables.owner) else np.zeros(len(ids), dtype=np.int64)
+        term = owner.astype(np.int32)
+        state = (flat - tables.offsets[owner]).astype(np.int32)
+        accept = tables.accept[flat] if len(tables.accept) else np.zeros(len(ids), dtype=bool)
+        if lazy.any():
+            accept = accept.copy()
+            for k in np.flatnonzero(lazy).tolist():
+                i, s = divmod(int(ids[k]) - self.lazy_lo, self.lazy_rows)
+                j = self.lazy_terms[i]
+                term[k], state[k], accept[k] = j, s, self._dfas[j].accept(s)
+        return term, state, accept
+
+    def is_lazy(self, q: int) -> bool:
+        """Whether row q is a lazy terminal's single (whose entries may be `UNFILLED`)."""
+        return self.lazy_lo <= q < self.mixed_base
+
+    def fill_row(self, q: int) -> None:
+        """Fill the `UNFILLED` entries of lazy single row q (the byte loop reads whole rows)."""
+        self._lazy.fill_row(q)
+
+    def lazy_filler(self) -> LazyRows | None:
+        """The filler of the lazy singles (what the walk kernel is handed), or None without a lazy terminal."""
+        return self._lazy
 
     def _intern_accept_rows(self, first: int, end: int) -> None:
         """`accept_row` of rows [first, end): each distinct accept mask among them read as an int once, not per
@@ -407,7 +474,10 @@ class SharedProduct:
     def key(self, q: int) -> tuple:
         """Row q's live terminals with their own DFA states (memoised)."""
         found = self._keys.get(q)
-        if found is None:
+        if found is None and self.is_lazy(q):
+            i, s = divmod(q - self.lazy_lo, self.lazy_rows)
+            found = self._keys[q] = ((self.lazy_terms[i], s),)
+        elif found is None:
             lo, hi = self._ptr[q : q + 2].tolist()
             found = self._keys[q] = tuple(zip(self._term[lo:hi].tolist(), self._state[lo:hi].tolist()))
         return found
