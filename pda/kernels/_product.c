@@ -67,6 +67,7 @@
  *     The capsule holds the arrays' buffers and the Lazy objects while it lives.
  * lazy_start(rows, i) -> int: terminal i's (of `terms`) start row, made; `dead` when its
  *     language is empty.
+ * lazy_fill_entry(rows, row, cls) -> int: one entry of a made row, filled if UNFILLED (without the GIL).
  * lazy_fill_row(rows, row): every UNFILLED entry of a made row filled (without the GIL).
  *     Failures raise LimitExceeded (a lazy DFA's arena budget or max_states, a term nested
  *     too deep, or a state past its terminal's rows) or MemoryError.
@@ -886,6 +887,34 @@ static PyObject *lazy_start(PyObject *self, PyObject *const *args, Py_ssize_t na
     return PyLong_FromLongLong(t->base);
 }
 
+static PyObject *lazy_fill_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "lazy_fill_entry(rows, row, cls)");
+        return NULL;
+    }
+    LazyRows *L = PyCapsule_GetPointer(args[0], LAZY_ROWS_CAPSULE);
+    long long row = PyLong_AsLongLong(args[1]), cls = PyLong_AsLongLong(args[2]);
+    if (L == NULL || PyErr_Occurred())
+        return NULL;
+    if (row < L->lo || row >= L->hi || cls < 0 || cls >= L->k) {
+        PyErr_Format(PyExc_ValueError, "(%lld, %lld) is not an entry of a lazy single's row", row, cls);
+        return NULL;
+    }
+    int code;
+    int32_t out = __atomic_load_n(&L->trans[row * L->k + cls], __ATOMIC_ACQUIRE);
+    if (out != UNFILLED)
+        return PyLong_FromLong(out);
+    Py_BEGIN_ALLOW_THREADS
+    code = lazy_fill(L, (int32_t)row, (int32_t)cls, &out);
+    Py_END_ALLOW_THREADS
+    if (code) {
+        lazy_raise(code);
+        return NULL;
+    }
+    return PyLong_FromLong(out);
+}
+
 static PyObject *lazy_fill_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) {
@@ -1428,6 +1457,8 @@ static PyMethodDef product_methods[] = {
      "lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, terms) -> capsule: a filler of lazy singles."},
     {"lazy_start", (PyCFunction)(void (*)(void))lazy_start, METH_FASTCALL,
      "lazy_start(rows, i) -> int: lazy terminal i's start row, made."},
+    {"lazy_fill_entry", (PyCFunction)(void (*)(void))lazy_fill_entry, METH_FASTCALL,
+     "lazy_fill_entry(rows, row, cls) -> int: one entry of a made lazy single's row, filled if UNFILLED."},
     {"lazy_fill_row", (PyCFunction)(void (*)(void))lazy_fill_row, METH_FASTCALL,
      "lazy_fill_row(rows, row): every UNFILLED entry of a made lazy single's row filled."},
     {NULL, NULL, 0, NULL},

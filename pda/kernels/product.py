@@ -162,6 +162,10 @@ class LazyRows:
         """Lazy terminal i's start row, made (`dead` when its language is empty)."""
         return _product.lazy_start(self.capsule, i)
 
+    def fill(self, row: int, cls: int) -> int:
+        """Entry (row, cls) of a made row, filled if `UNFILLED`."""
+        return _product.lazy_fill_entry(self.capsule, row, cls)
+
     def fill_row(self, row: int) -> None:
         """Fill every `UNFILLED` entry of a made row."""
         _product.lazy_fill_row(self.capsule, row)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -429,6 +429,26 @@ class LexerTables:
         return found
 
 
+class LazyRow:
+    """The byte loop's row of a lazy terminal's single (`SharedTables.row`): `row[c]` fills entry c on its
+    first read (`SharedProduct.fill`), not the whole row: filling a row makes a state per class (a UTF-8
+    lead byte's partial character among them), and a text of `.{50000}` made ~4 states a character so."""
+
+    __slots__ = ("shared", "q", "values")
+
+    def __init__(self, shared: SharedProduct, q: int, values: list[int]) -> None:
+        self.shared, self.q, self.values = shared, q, values
+
+    def __getitem__(self, c: int) -> int:
+        found = self.values[c]
+        if found == UNFILLED:
+            found = self.values[c] = self.shared.fill(self.q, c)
+        return found
+
+    def __iter__(self) -> Iterator[int]:
+        return (self[c] for c in range(len(self.values)))
+
+
 class SharedTables(LexerTables):
     """A candidate set's DFA as a view of the lexer's `SharedProduct` (when no all-terminal DFA is kept).
 
@@ -460,17 +480,16 @@ class SharedTables(LexerTables):
         flags[START] = 1 if self.live_at(start) else 0
         self._live_flags = flags
 
-    def row(self, q: int) -> tuple[int, ...]:
+    def row(self, q: int) -> tuple[int, ...] | LazyRow:
         """State q's transitions by byte class (START: the start row's), built on first read and kept in the
-        shared `rows`, which never holds START's."""
+        shared `rows`, which never holds START's (a lazy single's as a `LazyRow`)."""
         if q == START:
             q = self.start
         found = self.rows.get(q)
         if found is None:
             found = tuple(self.trans[q].tolist())
-            if UNFILLED in found:  # a lazy terminal's single: its entries computed first
-                self.shared.fill_row(q)
-                found = tuple(self.trans[q].tolist())
+            if UNFILLED in found:  # a lazy terminal's single: each entry filled when read, not the whole row
+                found = LazyRow(self.shared, q, list(found))
             self.rows[q] = found
         return found
 

@@ -238,9 +238,10 @@ def packed_rows(rows: np.ndarray, terms: np.ndarray, n_states: int, words: int) 
     return out
 
 
-# A lazy terminal's rows in a `SharedProduct`: the states it may make there (`.{50000}` read whole makes 50,002).
-# Every row counts in a walk's per-state memo (a byte a row, zeroed per walk), made or not: hence not max_states.
-LAZY_SINGLE_ROWS = 1 << 16
+# A lazy terminal's rows in a `SharedProduct` (at most max_states): the states it may make there. A text of
+# `.{50000}` with every mask along it made over 65,536. Every row counts in a walk's per-state memo (a byte a
+# row, zeroed per walk), made or not.
+LAZY_SINGLE_ROWS = 1 << 18
 # The rows of a `SharedProduct` below its terminals' own states.
 START_ROW = 0  # no state: a candidate set's START is read from its own start row (`SharedProduct.start`)
 DEAD = 1  # nothing live; every transition from it (and from START_ROW) leads back to it
@@ -425,9 +426,9 @@ class SharedProduct:
         """Whether row q is a lazy terminal's single (whose entries may be `UNFILLED`)."""
         return self.lazy_lo <= q < self.mixed_base
 
-    def fill_row(self, q: int) -> None:
-        """Fill the `UNFILLED` entries of lazy single row q (the byte loop reads whole rows)."""
-        self._lazy.fill_row(q)
+    def fill(self, q: int, cls: int) -> int:
+        """Entry (q, cls) of lazy single row q, filled if `UNFILLED` (the byte loop's read)."""
+        return self._lazy.fill(q, cls)
 
     def lazy_filler(self) -> LazyRows | None:
         """The filler of the lazy singles (what the walk kernel is handed), or None without a lazy terminal."""
