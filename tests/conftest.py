@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pda import cache
+from pda.lexer import terminals
 
 REPO = Path(__file__).resolve().parent.parent
 GRAMMARS = REPO / "pda" / "grammars"
@@ -16,6 +17,8 @@ CORPUS = REPO.parent / "shared" / "corpus"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--long", action="store_true", help="also run the long (slow) fuzz and corpus runs")
+    parser.addoption("--lazy-everywhere", action="store_true",
+                     help="build every terminal the regex path builds as a lazy DFA (LAZY_MIN_COUNT 0)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -25,6 +28,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _lazy_everywhere(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --lazy-everywhere, every terminal the regex path builds is lazy (docs/lazy_dfa.md)."""
+    if request.config.getoption("--lazy-everywhere"):
+        monkeypatch.setattr(terminals, "LAZY_MIN_COUNT", 0)
 
 
 @pytest.fixture(autouse=True)

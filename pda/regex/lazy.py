@@ -66,13 +66,14 @@ class LazyDFA:
     include it, and none of them goes to disk.
     """
 
-    __slots__ = ("core", "name", "byte_class", "digest")
+    __slots__ = ("core", "name", "byte_class", "max_states", "digest")
     start = 0
 
-    def __init__(self, core: Lazy, name: str, byte_class: np.ndarray) -> None:
+    def __init__(self, core: Lazy, name: str, byte_class: np.ndarray, max_states: int) -> None:
         self.core = core
         self.name = name
         self.byte_class = byte_class
+        self.max_states = max_states  # the most states the core makes (then a step raises LimitExceeded)
         self.digest = f"lazy-{next(_serials)}"
 
     @property
@@ -83,6 +84,8 @@ class LazyDFA:
     def n_states(self) -> int:
         """States made so far."""
         return self.core.n_states
+
+
 
     def step(self, state: int, byte: int) -> int:
         return self.core.step(state, byte)
@@ -131,7 +134,7 @@ def compile_lazy(pattern: str, flags: str = "", *, name: str = "<regex>", lazy: 
         term = ir_term(arena, node, BYTE_MODE in flags)
         if lazy:
             term = arena.first(term)
-        return LazyDFA(Lazy(arena, term, max_states), name, byte_classes(node, BYTE_MODE in flags))
+        return LazyDFA(Lazy(arena, term, max_states), name, byte_classes(node, BYTE_MODE in flags), max_states)
     except LimitExceeded as e:
         raise LimitExceeded(f"{e} (terminal {name})") from None
 

@@ -238,10 +238,10 @@ def packed_rows(rows: np.ndarray, terms: np.ndarray, n_states: int, words: int) 
     return out
 
 
-# A lazy terminal's rows in a `SharedProduct` (at most max_states): the states it may make there. A text of
-# `.{50000}` with every mask along it made over 65,536. Every row counts in a walk's per-state memo (a byte a
-# row, zeroed per walk), made or not.
-LAZY_SINGLE_ROWS = 1 << 18
+# The rows a `SharedProduct` keeps for its lazy terminals' states (at most max_states), given in the order states
+# are first reached. Every row counts in a walk's per-state memo (a byte a row, zeroed per walk), made or not:
+# 262,144 rows a lazy terminal took sp_372's mean step from ~170 to ~290-650 us.
+LAZY_SINGLE_ROWS = 1 << 16
 # The rows of a `SharedProduct` below its terminals' own states.
 START_ROW = 0  # no state: a candidate set's START is read from its own start row (`SharedProduct.start`)
 DEAD = 1  # nothing live; every transition from it (and from START_ROW) leads back to it
@@ -265,11 +265,12 @@ class SharedProduct:
       terminal live: from there the product runs j's own DFA), its transitions filled
       the first time a candidate set holds j, a successor where j is no longer live sent
       to `DEAD`;
-    * a lazy terminal's singles (its DFA a `LazyDFA`): the i-th lazy terminal's state s is
-      row `lazy_lo` + i * `lazy_rows` + s, made by the filler (`LazyRows`) when a step first
-      reaches s, its entries `UNFILLED` until read (the Grower, the walk kernel and `fill_row`
-      fill them); such a row has no components in the CSR (`components`): `key` reads its
-      terminal and state off the row id;
+    * the lazy terminals' singles (their DFAs `LazyDFA`s): rows [`lazy_lo`, `mixed_base`),
+      `LAZY_SINGLE_ROWS` of them, given to their states in the order first reached, each
+      made by the filler (`LazyRows`) when a step first reaches its state, its entries
+      `UNFILLED` until read (the Grower, the walk kernel and `fill` fill them); such a row
+      has no components in the CSR (`components`): `key` asks the filler for its terminal
+      and state;
     * the mixed states (two or more terminals live), from `mixed_base` on, interned by
       content (their live singles) by the compiled `Grower`: a mixed state's successors
       depend on its components only, so one met from two candidate sets is one row.
@@ -293,10 +294,9 @@ class SharedProduct:
         self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())  # as the byte loop reads them
         self.lazy_terms = [j for j, d in enumerate(dfas) if isinstance(d, LazyDFA)]
         self._tables = tables = _Tables([_NoStates if isinstance(d, LazyDFA) else d for d in dfas])
-        # Each lazy terminal's rows (reserved, written only when made); a state past them raises LimitExceeded.
+        # The lazy terminals' rows (reserved, written only when made); a state past them raises LimitExceeded.
         self.lazy_lo = FIRST_SINGLE + int(tables.offsets[-1])
-        self.lazy_rows = min(max_states, LAZY_SINGLE_ROWS)
-        self.hi = self.mixed_base = self.lazy_lo + len(self.lazy_terms) * self.lazy_rows
+        self.hi = self.mixed_base = self.lazy_lo + (min(max_states, LAZY_SINGLE_ROWS) if self.lazy_terms else 0)
         capacity = self.mixed_base + max_states
         self.trans = np.zeros((capacity, len(self._rep)), dtype=np.int32)
         self.trans[[START_ROW, DEAD]] = DEAD
@@ -329,10 +329,9 @@ class SharedProduct:
                 self._row_ids[1 << j] = len(self.accept_rows)
                 self.accept_rows.append(1 << j)
         self._lazy = None if not self.lazy_terms else LazyRows(
-            self.trans, self._rep, self.live_bits, self.accept_bits, self.accept_row, DEAD,
-            [(dfas[j].core, self.lazy_lo + i * self.lazy_rows, self.lazy_rows, j, self._row_ids[1 << j])
-             for i, j in enumerate(self.lazy_terms)])
-        self._lazy_index = {j: i for i, j in enumerate(self.lazy_terms)}
+            self.trans, self._rep, self.live_bits, self.accept_bits, self.accept_row, DEAD, self.lazy_lo,
+            self.mixed_base, [(dfas[j].core, j, self._row_ids[1 << j], dfas[j].max_states) for j in self.lazy_terms])
+        self._lazy_index = {j: i for i, j in enumerate(self.lazy_terms)}  # position in the filler's `terms`
         self._row_bits = np.zeros((0, self.words), dtype="<u8")
         self.n_states = self.hi
         self.rows: dict[int, tuple[int, ...]] = {}  # the byte loop's rows (`LexerTables.row`), never START_ROW's
@@ -417,8 +416,7 @@ class SharedProduct:
         if lazy.any():
             accept = accept.copy()
             for k in np.flatnonzero(lazy).tolist():
-                i, s = divmod(int(ids[k]) - self.lazy_lo, self.lazy_rows)
-                j = self.lazy_terms[i]
+                j, s = self._lazy.owner(int(ids[k]))
                 term[k], state[k], accept[k] = j, s, self._dfas[j].accept(s)
         return term, state, accept
 
@@ -476,8 +474,7 @@ class SharedProduct:
         """Row q's live terminals with their own DFA states (memoised)."""
         found = self._keys.get(q)
         if found is None and self.is_lazy(q):
-            i, s = divmod(q - self.lazy_lo, self.lazy_rows)
-            found = self._keys[q] = ((self.lazy_terms[i], s),)
+            found = self._keys[q] = (self._lazy.owner(q),)
         elif found is None:
             lo, hi = self._ptr[q : q + 2].tolist()
             found = self._keys[q] = tuple(zip(self._term[lo:hi].tolist(), self._state[lo:hi].tolist()))
