@@ -25,9 +25,12 @@ import pytest
 import pda
 from fuzz.random_grammars import random_grammar
 from pda.errors import GrammarError, LimitExceeded
+from pda.grammar.ir import TerminalDef
 from pda.lexer import terminals as terminals_module
+from pda.lexer.terminals import terminal_dfa
 from pda.reference import mask_mismatches, random_walk_states
-from pda.regex.lazy import LazyDFA
+from pda.regex.lazy import LazyDFA, lazy_terminal
+from pda.regex.product import DEAD, SharedProduct
 from tests.lockstep import assert_same_masks_in_lockstep
 from tests.test_masks import GRAMMAR_TEXTS, synthetic_vocab
 
@@ -290,3 +293,45 @@ def test_dropping_a_grammar_frees_its_shared_product(vocab: pda.Vocabulary) -> N
     del compiled, matcher, grammar
     gc.collect()
     assert shared() is None
+
+
+PAIRS = [
+    ("[a-z]{1,300}", "[a-c0-9]{2,200}x"),
+    ('"(?:[^"\\\\\\x00-\\x1f]|\\\\["\\\\/bfnrt]){0,150}"', '"[a-z]{3,140}"'),
+    (".{1,200}", "a(?:bc){0,150}"),
+    ("[\\u0400-\\u04ff]{2,130}", "[^\\n]{1,129}!"),
+]
+
+
+@pytest.mark.parametrize("patterns", PAIRS)
+def test_lazy_rows_pair_with_the_eager_rows_of_one_shared_product(patterns: tuple[str, str]) -> None:
+    """The filler's rows against `SharedProduct._fill`'s: from the start of each terminal and of both together,
+    every byte read in lockstep over both tables (the lazy one filled as read, by the Grower for mixed states
+    and by `fill` for singles) leads to rows with equal live and accept bits, each lazy row paired with one eager
+    row."""
+    terms = [TerminalDef(f"T{i}", p) for i, p in enumerate(patterns)]
+    eager = SharedProduct([terminal_dfa(t, lazy=False) for t in terms], 200_000)
+    lazy_dfas = [lazy_terminal(t) for t in terms]
+    lazy = SharedProduct(lazy_dfas, 200_000)
+    assert lazy.lazy_terms == [0, 1]
+    for candidates in ([0], [1], [0, 1]):
+        pairs = {lazy.start(candidates): eager.start(candidates)}
+        todo = list(pairs.items())
+        while todo:
+            q, e = todo.pop()
+            assert lazy.live_bits[q].tolist() == eager.live_bits[e].tolist()
+            assert lazy.accept_bits[q].tolist() == eager.accept_bits[e].tolist()
+            for b in range(256):
+                c = int(lazy.byte_class[b])
+                nq = lazy.fill(q, c) if lazy.is_lazy(q) else int(lazy.trans[q, c])
+                ne = int(eager.trans[e, eager.byte_class[b]])
+                if (nq == DEAD) != (ne == DEAD):
+                    pytest.fail(f"{patterns} {candidates}: byte {b} kills one table only")
+                if nq == DEAD:
+                    continue
+                if nq in pairs:
+                    assert pairs[nq] == ne, f"lazy row {nq} pairs with two eager rows"
+                else:
+                    pairs[nq] = ne
+                    todo.append((nq, ne))
+        assert len(pairs) > 100

@@ -61,8 +61,8 @@
  *     the first time a step reaches its state: its entries set to UNFILLED (-1), its live
  *     bit, accept bit and accept row written, and only then its id published (in the map,
  *     then in the entry that leads to it, with release order), so a reader that finds the
- *     id finds its flags. An entry is UNFILLED until read; the filler (lazy_fill_entry and
- *     lazy_fill_row here, and the C function of the capsule _LAZY_API, which the Grower
+ *     id finds its flags. An entry is UNFILLED until read; the filler (lazy_fill_entry here,
+ *     and the C function of the capsule _LAZY_API, which the Grower
  *     and the walk kernel call without the GIL) steps the Lazy by the class's lowest byte
  *     and writes the successor's row (DEAD `dead` when the Lazy's is dead). The capsule
  *     holds the arrays' buffers and the Lazy objects while it lives.
@@ -70,9 +70,8 @@
  *     language is empty.
  * lazy_owner(rows, row) -> (terminal id, lazy state) of a made row.
  * lazy_fill_entry(rows, row, cls) -> int: one entry of a made row, filled if UNFILLED (without the GIL).
- * lazy_fill_row(rows, row): every UNFILLED entry of a made row filled (without the GIL).
  *     Failures raise LimitExceeded (a lazy DFA's arena budget or max_states, a term nested
- *     too deep, or a state past its terminal's rows) or MemoryError.
+ *     too deep, or a state past the rows kept for lazy states) or MemoryError.
  *
  * _LAZY_API, a capsule named "pda.kernels._product._LAZY_API" pointing to a LazyAPI struct:
  *     void *rows(PyObject *capsule)   the filler behind a lazy_rows capsule (NULL and an
@@ -589,7 +588,7 @@ static PyObject *reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 
-/* ---- the filler of lazy singles (lazy_rows, lazy_start, lazy_fill_row, _LAZY_API) */
+/* ---- the filler of lazy singles (lazy_rows, lazy_start, lazy_owner, lazy_fill_entry, _LAZY_API) */
 
 #define UNFILLED (-1)
 /* Failure codes: pda.kernels._derive's (1 no memory, 2 arena budget, 3 max_states, 4 nesting), and ours. */
@@ -948,35 +947,6 @@ static PyObject *lazy_fill_entry(PyObject *self, PyObject *const *args, Py_ssize
         return NULL;
     }
     return PyLong_FromLong(out);
-}
-
-static PyObject *lazy_fill_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "lazy_fill_row(rows, row)");
-        return NULL;
-    }
-    LazyRows *L = PyCapsule_GetPointer(args[0], LAZY_ROWS_CAPSULE);
-    long long row = PyLong_AsLongLong(args[1]);
-    if (L == NULL || (row == -1 && PyErr_Occurred()))
-        return NULL;
-    if (row < L->lo || row >= L->lo + __atomic_load_n(&L->used, __ATOMIC_ACQUIRE)) {
-        PyErr_Format(PyExc_ValueError, "row %lld is not a made lazy single", row);
-        return NULL;
-    }
-    int code = 0;
-    int32_t out;
-    const int32_t *entries = L->trans + row * L->k;
-    Py_BEGIN_ALLOW_THREADS
-    for (int64_t c = 0; c < L->k && !code; c++)
-        if (__atomic_load_n(&entries[c], __ATOMIC_ACQUIRE) == UNFILLED)
-            code = lazy_fill(L, (int32_t)row, (int32_t)c, &out);
-    Py_END_ALLOW_THREADS
-    if (code) {
-        lazy_raise(code);
-        return NULL;
-    }
-    Py_RETURN_NONE;
 }
 
 /* A growing product shared by candidate sets (grower/grow): the mixed states interned so far,
@@ -1497,8 +1467,6 @@ static PyMethodDef product_methods[] = {
      "lazy_owner(rows, row) -> (terminal id, lazy state) of a made lazy single's row."},
     {"lazy_fill_entry", (PyCFunction)(void (*)(void))lazy_fill_entry, METH_FASTCALL,
      "lazy_fill_entry(rows, row, cls) -> int: one entry of a made lazy single's row, filled if UNFILLED."},
-    {"lazy_fill_row", (PyCFunction)(void (*)(void))lazy_fill_row, METH_FASTCALL,
-     "lazy_fill_row(rows, row): every UNFILLED entry of a made lazy single's row filled."},
     {NULL, NULL, 0, NULL},
 };
 

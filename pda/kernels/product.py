@@ -171,10 +171,6 @@ class LazyRows:
         """Entry (row, cls) of a made row, filled if `UNFILLED`."""
         return _product.lazy_fill_entry(self.capsule, row, cls)
 
-    def fill_row(self, row: int) -> None:
-        """Fill every `UNFILLED` entry of a made row."""
-        _product.lazy_fill_row(self.capsule, row)
-
 
 class Grower:
     """A product grown across calls over one shared table (`pda.regex.product.SharedProduct`).
