@@ -241,6 +241,7 @@ class CompiledGrammar:
         frontier = np.array([tables.resolve(START)])
         while len(frontier):
             reached = distinct(tables.trans[frontier][:, classes])
+            reached = reached[reached >= 0]  # a lazy terminal's UNFILLED entries: not followed (nothing is made here)
             frontier = reached[tables.live_of(reached) & ~seen[reached]]
             seen[frontier] = True
             order.extend(frontier.tolist())

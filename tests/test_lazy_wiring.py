@@ -335,3 +335,16 @@ def test_lazy_rows_pair_with_the_eager_rows_of_one_shared_product(patterns: tupl
                     pairs[nq] = ne
                     todo.append((nq, ne))
         assert len(pairs) > 100
+
+
+def test_the_warm_up_follows_only_filled_entries(vocab: pda.Vocabulary) -> None:
+    """The warm-up's breadth-first pass over a lexeme's states skips a lazy single's UNFILLED entries (no state -1),
+    and the masks it precomputes equal the reference."""
+    grammar = pda.Grammar.from_lark('start: "<" X ">"\nX: /[a-z\\u00e9]{1,3000}/\n')
+    compiled = pda.CompiledGrammar(grammar, vocab, warmup_seconds=0.5, disk_cache=False)
+    assert lazy_count(compiled) == 1
+    node = compiled.initial_state()[0]
+    for node_, q, _ in random_walk_states(compiled, random.Random(1), max_steps=20):
+        assert q >= 0 and mask_mismatches(compiled, node_, q) == []
+        node = node_
+    assert all(q >= 0 for q in compiled._lexeme_states(node.allowed | compiled.lexer.ignore))

@@ -50,7 +50,7 @@ DISK_MIN_SECONDS = 0.002
 LAZY_DFA_BYTES = 1 << 10
 # A terminal with a repeat counted at least this many times is built lazily (0: every terminal the
 # regex path builds; tests use it to run the engine with lazy terminals throughout).
-LAZY_MIN_COUNT = 128
+LAZY_MIN_COUNT = 200
 
 
 def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
