@@ -114,8 +114,21 @@ def test_node_items_and_time_budgets(vocab: pda.Vocabulary) -> None:
 def test_lexer_state_budget_is_checked_at_compile(vocab: pda.Vocabulary) -> None:
     grammar = pda.Grammar.from_lark("start: WORD\nWORD: /[a-z]{1,300}/\n")
     assert pda.compile(grammar, vocab).recognizer.lexer.max_states == pda.Limits().max_lexer_states
-    with pytest.raises(pda.LimitExceeded, match="max_lexer_states"):
-        pda.compile(grammar, vocab, limits=pda.Limits(max_lexer_states=100))
+    limits = pda.Limits(max_lexer_states=100)
+    with pytest.raises(pda.LimitExceeded, match="max_(lexer_)?states"):  # the basic mode builds terminals eagerly
+        pda.compile(pda.Grammar.from_lark("// pda: lexer=basic\nstart: WORD\nWORD: /[a-z]{1,300}/\n"), vocab,
+                    limits=limits)
+
+
+def test_a_lazy_terminal_meets_the_lexer_state_budget_when_stepped(vocab: pda.Vocabulary) -> None:
+    """A terminal whose eager DFA would pass `max_lexer_states` is built lazily (docs/lazy_dfa.md): the budget
+    bounds the states it makes as the text is read, a sticky `LimitExceeded` in the matcher past it."""
+    grammar = pda.Grammar.from_lark("start: WORD\nWORD: /[a-z]{1,300}/\n")
+    compiled = pda.compile(grammar, vocab, limits=pda.Limits(max_lexer_states=100))
+    matcher = pda.Matcher(compiled)
+    assert matcher.accept_bytes(b"a" * 90) and matcher.error is None
+    matcher.accept_bytes(b"a" * 20)
+    assert isinstance(matcher.error, pda.LimitExceeded)
 
 
 def test_forced_bytes_budget(vocab: pda.Vocabulary) -> None:
