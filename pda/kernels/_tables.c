@@ -23,8 +23,21 @@
  *     closure (CSR, int32, ascending), a and every nonterminal predicted from it, transitively.
  *     Nullable symbols are the fixpoint above from nothing.
  *
- * Every index read from the inputs is checked first (ValueError); the loops run without the GIL. A
- * table past int32 CSR pointers (or out of memory) is MemoryError.
+ * build(terminal_names, lhs, rhs, start) -> (0, nonterminal_names, lhs, flat, layout) | (1, name) | (2, None)
+ *     The same tables from rules given by name, as pda/parser/tables.py lays them out: list[str]
+ *     terminal_names (distinct), list[str] lhs [R], list[tuple[str, ...]] rhs [R], str start. Names are
+ *     numbered (terminals 0..T-1, then the others as met, rule by rule, lhs first; one dict lookup per
+ *     occurrence), rules with an unproductive symbol dropped (the fixpoint from the terminals), and the
+ *     kept nonterminals renumbered T.. as: start, the others in sorted name order, then "$start"; the kept
+ *     rules in order, then $start -> start, are laid out. Returns 0, the nonterminal names (list[str]),
+ *     lhs and flat (int64 bytes, the renumbered kept rules with $start's last) and layout's tuple; (1,
+ *     name) when a rule's lhs is a terminal (the first such rule's); (2, None) when start has no
+ *     productive rule (or names none). As Python calls, dict passes and numpy rounds this was ~0.3 ms of
+ *     a small JSON Schema's cold compile, most of it numpy's dispatch and Python touching each name again.
+ *
+ * Every index read from the inputs is checked first (ValueError); the loops run without the GIL (but
+ * build's reading of names, which holds it). A table past int32 CSR pointers (or out of memory) is
+ * MemoryError; in build, a name that is not a str, or a right-hand side that is not a tuple, is TypeError.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -362,6 +375,25 @@ done:
     return status;
 }
 
+/* layout's result tuple of bytes from `out` (m nonterminals): a new reference, or NULL. */
+static PyObject *layout_value(const Layout *out, int64_t n_rules, int64_t m)
+{
+    int64_t P = out->n_pos;
+    return Py_BuildValue("(y#y#y#y#y#y#y#y#y#y#y#y#)",
+                         (const char *)out->rule_start, (Py_ssize_t)((n_rules + 1) * 8),
+                         (const char *)out->run_end, (Py_ssize_t)(P * 8),
+                         (const char *)out->next_sym, (Py_ssize_t)(P * 4),
+                         (const char *)out->lhs_of, (Py_ssize_t)(P * 4),
+                         (const char *)out->is_end, (Py_ssize_t)P,
+                         (const char *)out->penultimate, (Py_ssize_t)P,
+                         (const char *)out->step_ptr, (Py_ssize_t)((P + 1) * 4),
+                         (const char *)out->step_to, (Py_ssize_t)(out->n_step * 4),
+                         (const char *)out->starts_ptr, (Py_ssize_t)((m + 1) * 4),
+                         (const char *)out->starts, (Py_ssize_t)(out->n_starts * 4),
+                         (const char *)out->closure_ptr, (Py_ssize_t)((m + 1) * 4),
+                         (const char *)out->closure, (Py_ssize_t)(out->n_closure * 4));
+}
+
 static PyObject *layout(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer lv, fv, nv;
@@ -393,22 +425,8 @@ static PyObject *layout(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_END_ALLOW_THREADS
     if (status < 0)
         PyErr_NoMemory();
-    else {
-        int64_t m = n_symbols - t, P = out.n_pos;
-        result = Py_BuildValue("(y#y#y#y#y#y#y#y#y#y#y#y#)",
-                               (const char *)out.rule_start, (Py_ssize_t)((n_rules + 1) * 8),
-                               (const char *)out.run_end, (Py_ssize_t)(P * 8),
-                               (const char *)out.next_sym, (Py_ssize_t)(P * 4),
-                               (const char *)out.lhs_of, (Py_ssize_t)(P * 4),
-                               (const char *)out.is_end, (Py_ssize_t)P,
-                               (const char *)out.penultimate, (Py_ssize_t)P,
-                               (const char *)out.step_ptr, (Py_ssize_t)((P + 1) * 4),
-                               (const char *)out.step_to, (Py_ssize_t)(out.n_step * 4),
-                               (const char *)out.starts_ptr, (Py_ssize_t)((m + 1) * 4),
-                               (const char *)out.starts, (Py_ssize_t)(out.n_starts * 4),
-                               (const char *)out.closure_ptr, (Py_ssize_t)((m + 1) * 4),
-                               (const char *)out.closure, (Py_ssize_t)(out.n_closure * 4));
-    }
+    else
+        result = layout_value(&out, n_rules, n_symbols - t);
     layout_free(&out);
 release:
     PyBuffer_Release(&lv);
@@ -417,11 +435,228 @@ release:
     return result;
 }
 
+/* The id of `name` in `ids` (name -> int), numbering it next (appended to `names`) when it is new.
+ * -1 with an error set when it is no str or out of memory. */
+static int64_t symbol_id(PyObject *ids, PyObject *names, PyObject *name, const char *where)
+{
+    if (!PyUnicode_Check(name)) {
+        PyErr_Format(PyExc_TypeError, "build: %s holds a %.100s, not a str", where, Py_TYPE(name)->tp_name);
+        return -1;
+    }
+    PyObject *found = PyDict_GetItemWithError(ids, name); /* borrowed */
+    if (found != NULL)
+        return PyLong_AsLongLong(found);
+    if (PyErr_Occurred())
+        return -1;
+    Py_ssize_t id = PyList_GET_SIZE(names);
+    PyObject *number = PyLong_FromSsize_t(id);
+    if (number == NULL)
+        return -1;
+    int status = PyDict_SetItem(ids, name, number);
+    Py_DECREF(number);
+    if (status < 0 || PyList_Append(names, name) < 0)
+        return -1;
+    return (int64_t)id;
+}
+
+/* The rules of build's arguments as ids (the header's numbering): `names` (list) and `ids` (dict) filled,
+ * lhs/lens [n_rules] and flat [n_flat] malloc'd here (the caller frees them, also on failure). 0, or -1
+ * with an error set. */
+static int intern_rules(PyObject *terminal_names, PyObject *lhs_names, PyObject *rhs_tuples, PyObject *names,
+                        PyObject *ids, int64_t **lhs, int64_t **lens, int64_t **flat, int64_t *n_rules, int64_t *n_flat)
+{
+    Py_ssize_t r, i, k = 0;
+    if (!PyList_Check(terminal_names) || !PyList_Check(lhs_names) || !PyList_Check(rhs_tuples)) {
+        PyErr_SetString(PyExc_TypeError, "build: terminal_names, lhs and rhs must be lists");
+        return -1;
+    }
+    *n_rules = PyList_GET_SIZE(lhs_names);
+    *n_flat = 0;
+    if (PyList_GET_SIZE(rhs_tuples) != *n_rules) {
+        PyErr_SetString(PyExc_ValueError, "build: lhs and rhs must have one entry per rule");
+        return -1;
+    }
+    for (r = 0; r < *n_rules; r++) {
+        PyObject *rhs = PyList_GET_ITEM(rhs_tuples, r);
+        if (!PyTuple_Check(rhs)) {
+            PyErr_Format(PyExc_TypeError, "build: rhs holds a %.100s, not a tuple", Py_TYPE(rhs)->tp_name);
+            return -1;
+        }
+        *n_flat += PyTuple_GET_SIZE(rhs);
+    }
+    *lhs = malloc((size_t)(*n_rules + 1) * sizeof(int64_t));
+    *lens = malloc((size_t)(*n_rules + 1) * sizeof(int64_t));
+    *flat = malloc((size_t)(*n_flat + 1) * sizeof(int64_t));
+    if (*lhs == NULL || *lens == NULL || *flat == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < PyList_GET_SIZE(terminal_names); i++)
+        if (symbol_id(ids, names, PyList_GET_ITEM(terminal_names, i), "terminal_names") != i) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "build: terminal_names holds a name twice");
+            return -1;
+        }
+    for (r = 0; r < *n_rules; r++) {
+        PyObject *rhs = PyList_GET_ITEM(rhs_tuples, r);
+        if (((*lhs)[r] = symbol_id(ids, names, PyList_GET_ITEM(lhs_names, r), "lhs")) < 0)
+            return -1;
+        (*lens)[r] = PyTuple_GET_SIZE(rhs);
+        for (i = 0; i < (*lens)[r]; i++)
+            if (((*flat)[k++] = symbol_id(ids, names, PyTuple_GET_ITEM(rhs, i), "rhs")) < 0)
+                return -1;
+    }
+    return 0;
+}
+
+/* build's result once the rules are interned (ids in [0, S)): (1, name) for a rule defining a terminal,
+ * (2, None) when the start symbol derives nothing, else (0, nonterminal names, lhs, flat, layout). A new
+ * reference, or NULL with an error set. */
+static PyObject *prune_and_lay_out(int64_t t, PyObject *names, PyObject *ids, PyObject *start, const int64_t *lhs_all,
+                                   const int64_t *lens_all, const int64_t *flat_all, int64_t n_rules)
+{
+    int64_t S = PyList_GET_SIZE(names), r, i, o, k, n_kept = 0, kept_flat = 0, start_id = -1;
+    PyObject *result = NULL, *nt_names = NULL, *dollar = NULL, *lhs_b = NULL, *flat_b = NULL, *laid = NULL;
+    uint8_t *holds = calloc((size_t)S + 1, 1), *complete = malloc((size_t)n_rules + 1), *has_rule = calloc((size_t)S + 1, 1);
+    int64_t *renumber = malloc(((size_t)S + 1) * sizeof(int64_t));
+    Layout out;
+    memset(&out, 0, sizeof out);
+    if (holds == NULL || complete == NULL || has_rule == NULL || renumber == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (r = 0; r < n_rules; r++)
+        if (lhs_all[r] < t) {
+            result = Py_BuildValue("(iO)", 1, PyList_GET_ITEM(names, lhs_all[r]));
+            goto done;
+        }
+    /* productive: the terminals, then every lhs of a rule whose symbols all are; a rule is kept when complete */
+    memset(holds, 1, (size_t)t);
+    if (grow_holds(lhs_all, flat_all, lens_all, n_rules, S, holds, complete) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (r = 0; r < n_rules; r++)
+        if (complete[r]) {
+            has_rule[lhs_all[r]] = 1;
+            n_kept++;
+            kept_flat += lens_all[r];
+        }
+    PyObject *found = PyDict_GetItemWithError(ids, start); /* borrowed */
+    if (found == NULL && PyErr_Occurred())
+        goto done;
+    if (found != NULL)
+        start_id = PyLong_AsLongLong(found);
+    if (start_id < t || !has_rule[start_id]) {
+        result = Py_BuildValue("(iO)", 2, Py_None);
+        goto done;
+    }
+    /* nonterminals: the start symbol, the others kept by name, then $start; ids t.. in that order */
+    has_rule[start_id] = 0;
+    nt_names = PyList_New(0);
+    if (nt_names == NULL)
+        goto done;
+    for (i = t; i < S; i++)
+        if (has_rule[i] && PyList_Append(nt_names, PyList_GET_ITEM(names, i)) < 0)
+            goto done;
+    if (PyList_Sort(nt_names) < 0 || PyList_Insert(nt_names, 0, PyList_GET_ITEM(names, start_id)) < 0)
+        goto done;
+    for (i = 0; i < S; i++)
+        renumber[i] = i < t ? i : -1;
+    for (i = 0; i < PyList_GET_SIZE(nt_names); i++) {
+        found = PyDict_GetItemWithError(ids, PyList_GET_ITEM(nt_names, i));
+        if (found == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_SystemError, "build: a nonterminal lost its id");
+            goto done;
+        }
+        renumber[PyLong_AsLongLong(found)] = t + i;
+    }
+    int64_t aug = t + PyList_GET_SIZE(nt_names);
+    dollar = PyUnicode_FromString("$start");
+    if (dollar == NULL || PyList_Append(nt_names, dollar) < 0)
+        goto done;
+    /* the kept rules in order, then $start -> start */
+    lhs_b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((n_kept + 1) * 8));
+    flat_b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((kept_flat + 1) * 8));
+    int64_t *lens = malloc((size_t)(n_kept + 1) * sizeof(int64_t));
+    if (lhs_b == NULL || flat_b == NULL || lens == NULL) {
+        free(lens);
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *lhs = (int64_t *)PyBytes_AS_STRING(lhs_b), *flat = (int64_t *)PyBytes_AS_STRING(flat_b);
+    for (r = 0, o = 0, k = 0, i = 0; r < n_rules; o += lens_all[r++])
+        if (complete[r]) {
+            lhs[i] = renumber[lhs_all[r]];
+            lens[i++] = lens_all[r];
+            for (int64_t j = o; j < o + lens_all[r]; j++)
+                flat[k++] = renumber[flat_all[j]];
+        }
+    lhs[i] = aug;
+    lens[i] = 1;
+    flat[k] = t; /* the start symbol's new id */
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = lay_out(t, aug + 1, lhs, flat, lens, n_kept + 1, &out);
+    Py_END_ALLOW_THREADS
+    free(lens);
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    laid = layout_value(&out, n_kept + 1, aug + 1 - t);
+    if (laid != NULL)
+        result = Py_BuildValue("(iOOOO)", 0, nt_names, lhs_b, flat_b, laid);
+done:
+    layout_free(&out);
+    free(holds);
+    free(complete);
+    free(has_rule);
+    free(renumber);
+    Py_XDECREF(nt_names);
+    Py_XDECREF(dollar);
+    Py_XDECREF(lhs_b);
+    Py_XDECREF(flat_b);
+    Py_XDECREF(laid);
+    return result;
+}
+
+static PyObject *build(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "build(terminal_names, lhs, rhs, start) takes 4 arguments");
+        return NULL;
+    }
+    if (!PyUnicode_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "build: start must be a str");
+        return NULL;
+    }
+    int64_t *lhs = NULL, *lens = NULL, *flat = NULL, n_rules, n_flat;
+    PyObject *names = PyList_New(0), *ids = PyDict_New(), *result = NULL;
+    if (names != NULL && ids != NULL
+        && intern_rules(args[0], args[1], args[2], names, ids, &lhs, &lens, &flat, &n_rules, &n_flat) == 0) {
+        if (PyList_GET_SIZE(names) >= INT32_MAX || n_flat + n_rules + 1 >= INT32_MAX)
+            PyErr_SetString(PyExc_ValueError, "build: more symbols or dot positions than int32 ids");
+        else
+            result = prune_and_lay_out(PyList_GET_SIZE(args[0]), names, ids, args[3], lhs, lens, flat, n_rules);
+    }
+    free(lhs);
+    free(lens);
+    free(flat);
+    Py_XDECREF(names);
+    Py_XDECREF(ids);
+    return result;
+}
+
 static PyMethodDef tables_methods[] = {
     {"fixpoint", (PyCFunction)(void (*)(void))fixpoint, METH_FASTCALL,
      "fixpoint(lhs, flat, lens, holds) -> (holds, complete): the symbols derived to hold (see the module source)."},
     {"layout", (PyCFunction)(void (*)(void))layout, METH_FASTCALL,
      "layout(n_terminals, lhs, flat, lens, n_symbols) -> the parser's per-position arrays (see the module source)."},
+    {"build", (PyCFunction)(void (*)(void))build, METH_FASTCALL,
+     "build(terminal_names, lhs, rhs, start) -> the tables of rules given by name (see the module source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -15,7 +15,15 @@ nonterminals (ids n_terminals..S-1): dot positions, each one's symbol, nullable 
 each nonterminal's start positions and its prediction closure, in one pass each. In numpy and
 Python sets they were ~70% of `build_tables` (JSONSchemaBench's traefik-v2: 4,002 rules, ~11 ms).
 
-Both check every index they read (ValueError) and run without the GIL. The numpy and Python
+`build(terminal_names, lhs, rhs, start)` is all of `pda.parser.tables.build_tables` but the
+messages: rules given by name are numbered (terminals first, then names as met), rules with an
+unproductive symbol pruned, the kept nonterminals renumbered (start, the others by name, `$start`)
+and laid out (see `Built`). A small JSON Schema's tables took ~0.3 ms of its cold compile as
+Python passes over the names and some twenty numpy calls (their dispatch, not their arithmetic);
+this is one call. A grammar it cannot lay out raises `TerminalDefined` or `EmptyLanguage`.
+
+`fixpoint` and `layout` check every index they read (ValueError) and run without the GIL, as does
+`build` but for reading the names (TypeError for a name that is no str). The numpy and Python
 forms they replaced are the oracles in tests/test_tables_kernel.py.
 """
 
@@ -72,3 +80,37 @@ def layout(n_terminals: int, lhs: np.ndarray, flat: np.ndarray, lens: np.ndarray
 
 def _int64(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int64)
+
+
+class Built(NamedTuple):
+    """`build`'s tables: nonterminal names by id - n_terminals (start first, `$start` last), the kept rules
+    renumbered (`lhs` int64 [K + 1], `flat` int64, `$start -> start` last) and their `Layout`."""
+
+    nonterminal_names: tuple[str, ...]
+    lhs: np.ndarray
+    flat: np.ndarray
+    layout: Layout
+
+
+class TerminalDefined(ValueError):
+    """A rule's left-hand side is a terminal (`name`: the first such rule's)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name!r} names both a terminal and a rule")
+        self.name = name
+
+
+class EmptyLanguage(ValueError):
+    """The start symbol has no rule whose symbols all derive finite strings."""
+
+
+def build(terminal_names: list[str], lhs: list[str], rhs: list[tuple[str, ...]], start: str) -> Built:
+    """The tables of rules `lhs[r] -> rhs[r]` given by name (see the module docstring)."""
+    kind, *found = _tables.build(terminal_names, lhs, rhs, start)
+    if kind == 1:
+        raise TerminalDefined(found[0])
+    if kind == 2:
+        raise EmptyLanguage(f"the start symbol {start!r} derives no finite sentence")
+    names, lhs_ids, flat, laid = found
+    return Built(tuple(names), np.frombuffer(lhs_ids, dtype=np.int64), np.frombuffer(flat, dtype=np.int64),
+                 Layout(*(np.frombuffer(b, dtype=d) for b, d in zip(laid, _DTYPES))))

@@ -5,10 +5,11 @@ is also the lexer DFA's column order), then nonterminals. Rules that can never
 derive a terminal string are pruned here, so that every live parser node can
 still be completed to a sentence; `S' -> start` is added as the last rule.
 
-Here the symbols are interned and the kept nonterminals named; the productive
-symbols and everything indexed by dot position (a JSON Schema has tens of thousands
-of positions) come from the compiled `pda.kernels.tables`, one pass each (as numpy
-rounds and Python sets they took ~3.4x as long over JSONSchemaBench's 31-schema sample).
+All of it, from the IR's names to everything indexed by dot position (a JSON Schema
+has tens of thousands of positions), is one call of the compiled `pda.kernels.tables.build`:
+as numpy rounds and Python sets the layout took ~3.4x as long over JSONSchemaBench's
+31-schema sample, and for a small schema the interning and some twenty numpy calls
+around it were most of the time (~0.3 ms cold). Here its failures become `GrammarError`s.
 The compiled parser reads those arrays (`ParserTables.kernel`), and the Python
 reference parser reads tuple views of them, made on first read.
 """
@@ -16,14 +17,13 @@ reference parser reads tuple views of them, made on first read.
 from __future__ import annotations
 
 from functools import cached_property
-from itertools import chain
 from operator import attrgetter
 
 import numpy as np
 
 from pda.errors import GrammarError
 from pda.grammar.ir import GrammarIR
-from pda.kernels.tables import fixpoint, layout
+from pda.kernels.tables import EmptyLanguage, TerminalDefined, build
 
 
 class ParserTables:
@@ -135,53 +135,19 @@ def _rows(ptr: np.ndarray, entries: np.ndarray) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(flat[a:b]) for a, b in zip(ptr_list, ptr_list[1:]))
 
 
-class _Symbols(dict):
-    """Symbol name -> id, a name numbered the first time it is looked up (so lookups run in C: `map`)."""
-
-    def __missing__(self, name: str) -> int:
-        self[name] = number = len(self)
-        return number
-
-
 _LHS, _RHS = attrgetter("lhs"), attrgetter("rhs")
 
 
 def build_tables(ir: GrammarIR) -> ParserTables:
-    """Index symbols, prune unproductive rules, then lay out the positions (`pda.kernels.tables`)."""
+    """Index symbols, prune unproductive rules, then lay out the positions (`pda.kernels.tables.build`)."""
     terminal_names = [t.name for t in ir.terminals]
+    try:
+        nt_names, lhs, flat, at = build(terminal_names, list(map(_LHS, ir.rules)), list(map(_RHS, ir.rules)), ir.start)
+    except TerminalDefined as e:
+        raise GrammarError(str(e), terminal=e.name) from None
+    except EmptyLanguage:
+        raise GrammarError(f"the start symbol {ir.start!r} derives no finite sentence: the language is empty") from None
     t = len(terminal_names)
-    ids = _Symbols(zip(terminal_names, range(t)))
-    rules = ir.rules
-    lhs_all = np.fromiter(map(ids.__getitem__, map(_LHS, rules)), np.int64, len(rules))
-    if t and len(lhs_all) and lhs_all.min() < t:
-        name = terminal_names[int(lhs_all[lhs_all < t][0])]
-        raise GrammarError(f"{name!r} names both a terminal and a rule", terminal=name)
-    rhss = list(map(_RHS, rules))
-    lens_all = np.fromiter(map(len, rhss), np.int64, len(rules))
-    flat_all = np.fromiter(map(ids.__getitem__, chain.from_iterable(rhss)), np.int64, int(lens_all.sum()))
-
-    # Productive: terminals, then every lhs with a rule whose symbols are all productive; the rules kept.
-    terminal = np.zeros(len(ids), dtype=bool)
-    terminal[:t] = True
-    _, kept = fixpoint(lhs_all, flat_all, lens_all, terminal)
-    start = ids.get(ir.start)
-    if start is None or not (lhs_all[kept] == start).any():
-        raise GrammarError(f"the start symbol {ir.start!r} derives no finite sentence: the language is empty")
-    names = list(ids)
-    has_rule = np.zeros(len(ids), dtype=bool)
-    has_rule[lhs_all[kept]] = True
-    has_rule[start] = False  # the start symbol first, then the others by name
-    nt_names = [ir.start, *sorted([names[a] for a in np.flatnonzero(has_rule).tolist()]), "$start"]
-    renumber = np.full(len(ids), -1, dtype=np.int64)
-    renumber[:t] = np.arange(t)
-    renumber[[ids[n] for n in nt_names[:-1]]] = t + np.arange(len(nt_names) - 1)
-
-    # The kept rules in IR order, then `$start -> start`.
-    aug = t + len(nt_names) - 1
-    lhs = np.append(renumber[lhs_all[kept]], aug)
-    flat = np.append(renumber[flat_all[np.repeat(kept, lens_all)]], renumber[start])
-    lens = np.append(lens_all[kept], 1)
-    at = layout(t, lhs, flat, lens, aug + 1)
     kernel = {
         "n_terminals": t,
         "next_sym": at.next_sym,
@@ -196,4 +162,4 @@ def build_tables(ir: GrammarIR) -> ParserTables:
         "starts": at.starts,
         "accept_pos": int(at.rule_start[len(lhs) - 1]) + 1,
     }
-    return ParserTables(tuple(terminal_names), tuple(nt_names), lhs, flat, at.rule_start, at.run_end, kernel)
+    return ParserTables(tuple(terminal_names), nt_names, lhs, flat, at.rule_start, at.run_end, kernel)
