@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 
 import numpy as np
@@ -26,3 +27,40 @@ def test_eos_mask_is_the_packed_bool_row() -> None:
         expected = np.packbits(row, bitorder="little").view(np.int32)
         assert compiled.eos_mask.dtype == np.int32
         np.testing.assert_array_equal(compiled.eos_mask, expected)
+
+
+def _literal_dfa_by_numpy(data: bytes) -> tuple[np.ndarray, ...]:
+    """literal_dfa's tables as numpy built them before (`np.full`, fancy assignment, `astype`)."""
+    n, used = len(data), sorted(set(data))
+    table = bytearray([min(len(used), 255)]) * 256
+    for c, b in enumerate(used):
+        table[b] = c
+    trans = np.full((n + 2, len(used) + 1), n + 1, dtype=np.int32)
+    trans[np.arange(n), np.frombuffer(data.translate(table), dtype=np.uint8)] = np.arange(1, n + 1, dtype=np.int32)
+    accept = np.zeros((n + 2, 1), dtype=bool)
+    accept[n] = True
+    live = np.ones((n + 2, 1), dtype=bool)
+    live[n + 1] = False
+    return np.frombuffer(table, dtype=np.uint8).astype(np.int32), trans, accept, live
+
+
+def test_literal_dfa_tables_are_the_numpy_ones() -> None:
+    """`literal_dfa` writes its tables as C int arrays; they equal (values, dtypes, digest) the numpy-built
+    ones, for short, long, repetitive and all-256-byte literals."""
+    from pda.regex.dfa import dfa_digest, literal_dfa
+
+    rng = random.Random(7)
+    cases = [b"a", b"aaaa", b'"name"', bytes(range(256)), bytes(range(255, -1, -1)) * 2, "ключ".encode()]
+    cases += [bytes(rng.randrange(256) for _ in range(rng.randint(1, 40))) for _ in range(200)]
+    for data in cases:
+        dfa = literal_dfa(data, name="K")
+        byte_class, trans, accept, live = _literal_dfa_by_numpy(data)
+        for got, want in ((dfa.byte_class, byte_class), (dfa.trans, trans), (dfa.accept, accept), (dfa.live, live)):
+            assert got.dtype == want.dtype and got.shape == want.shape and not got.flags.writeable
+            np.testing.assert_array_equal(got, want)
+        assert (dfa.n_states, dfa.start, dfa.dead, dfa.names) == (len(data) + 2, 0, len(data) + 1, ("K",))
+        digest = dfa_digest(dfa)
+        h = hashlib.sha256()
+        for array in (trans, byte_class, accept, live):
+            h.update(array.tobytes())
+        assert digest == h.hexdigest()[:32]
