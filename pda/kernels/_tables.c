@@ -532,7 +532,11 @@ static PyObject *prune_and_lay_out(int64_t t, PyObject *names, PyObject *ids, Py
         }
     /* productive: the terminals, then every lhs of a rule whose symbols all are; a rule is kept when complete */
     memset(holds, 1, (size_t)t);
-    if (grow_holds(lhs_all, flat_all, lens_all, n_rules, S, holds, complete) < 0) {
+    int grown;
+    Py_BEGIN_ALLOW_THREADS
+    grown = grow_holds(lhs_all, flat_all, lens_all, n_rules, S, holds, complete);
+    Py_END_ALLOW_THREADS
+    if (grown < 0) {
         PyErr_NoMemory();
         goto done;
     }
