@@ -18,6 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import weakref
@@ -77,7 +78,10 @@ def vocabulary_trie(vocab: Vocabulary) -> TokenTrie:
 
 def _packed_ids(ids: list[int], words: int) -> np.ndarray:
     """A packed int32 mask of `words` words with the bits of `ids` set (bit i of byte i // 8, little-endian
-    words), written byte by byte: a bool row over the vocabulary and `np.packbits` cost ~30 us a compile."""
+    words), written byte by byte: a bool row over the vocabulary and `np.packbits` cost ~30 us a compile.
+    ValueError past the size that row could have (numpy's limit), as it raised."""
+    if 32 * words > sys.maxsize:
+        raise ValueError(f"a mask of {32 * words} bits is too large for an array")
     packed = bytearray(4 * words)
     for i in ids:
         packed[i >> 3] |= 1 << (i & 7)

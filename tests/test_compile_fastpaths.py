@@ -6,6 +6,7 @@ import hashlib
 import random
 
 import numpy as np
+import pytest
 
 import pda
 
@@ -64,3 +65,10 @@ def test_literal_dfa_tables_are_the_numpy_ones() -> None:
         for array in (trans, byte_class, accept, live):
             h.update(array.tobytes())
         assert digest == h.hexdigest()[:32]
+
+
+def test_eos_mask_of_an_impossible_width_is_a_value_error() -> None:
+    """A mask width past what an array can hold is refused with ValueError, as the bool row's numpy was."""
+    vocab = pda.Vocabulary.from_tokens([b"a", b"b"], eos_ids=[1])
+    with pytest.raises(ValueError, match="too large"):
+        pda.compile(pda.Grammar.from_json_schema({"type": "null"}), vocab, mask_width=2**70)
