@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import random
+import warnings
+from collections import Counter, defaultdict
+from itertools import chain
 
 import numpy as np
 import pytest
 
 import pda
+from pda.errors import PdaError
+from pda.grammar.alternatives import _candidates, _embeddable
+from pda.grammar.ir import GrammarIR
+from tests.conftest import GRAMMARS, corpus_path
 
 
 def test_eos_mask_is_the_packed_bool_row() -> None:
@@ -72,3 +80,53 @@ def test_eos_mask_of_an_impossible_width_is_a_value_error() -> None:
     vocab = pda.Vocabulary.from_tokens([b"a", b"b"], eos_ids=[1])
     with pytest.raises(ValueError, match="too large"):
         pda.compile(pda.Grammar.from_json_schema({"type": "null"}), vocab, mask_width=2**70)
+
+
+def _candidates_counting_first(ir: GrammarIR, keep: frozenset[str]) -> dict[tuple, list[str]]:
+    """`pda.grammar.alternatives._candidates` as it was: every symbol's uses counted first."""
+    terminals = ir.terminal_by_name
+    uses = Counter(chain.from_iterable(r.rhs for r in ir.rules))
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for rule in ir.rules:
+        if len(rule.rhs) != 1 or rule.alias is not None:
+            continue
+        name = rule.rhs[0]
+        t = terminals.get(name)
+        if t is None or uses[name] != 1 or t.lazy or name in ir.ignore or name in keep or not _embeddable(t):
+            continue
+        groups[(rule.lhs, t.priority, t.flags)].append(name)
+    return groups
+
+
+def _merging(groups: dict[tuple, list[str]]) -> list[tuple[tuple, list[str]]]:
+    return [(key, names) for key, names in groups.items() if len(names) > 1]
+
+
+def _irs() -> list[GrammarIR]:
+    irs = [pda.Grammar.load(str(GRAMMARS / name)).ir for name in ("json.lark", "lua.lark", "python.lark", "sqlite.lark")]
+    irs.append(pda.Grammar.from_lark('start: x "," y\nx: "a" | "b" | "c"\ny: /[0-9]+/ | /[a-f]+/ | "z" | "zz"\n').ir)
+    irs.append(pda.Grammar.from_lark('start: x x\nx: "a" | "b"\n').ir)
+    irs.append(pda.Grammar.from_lark('start: x | "a"\nx: "a" | "b" | A\nA: "q"\n').ir)
+    for category in ("Glaiveai2K", "Github_easy", "Kubernetes", "Snowplow"):
+        path = corpus_path("jsonschemabench", "schemas", f"{category}.jsonl")
+        with path.open() as f:
+            for line, _ in zip(f, range(60)):
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        irs.append(pda.Grammar.from_json_schema(json.loads(line)["schema"], whitespace="flexible").ir)
+                except PdaError:
+                    pass
+    return irs
+
+
+def test_alternative_groups_equal_counting_every_symbol_first() -> None:
+    """Merging alternative terminals counts uses only when some group could merge: the groups that merge,
+    and their order, are those of counting first, on corpus schemas and grammars (some of which merge)."""
+    merging = 0
+    for ir in _irs():
+        for keep in (frozenset(), frozenset(t.name for t in ir.terminals[:2])):
+            groups = _merging(_candidates(ir, keep))
+            assert groups == _merging(_candidates_counting_first(ir, keep))
+            merging += bool(groups)
+    assert merging >= 10
