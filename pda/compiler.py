@@ -103,6 +103,10 @@ def _recognizer(grammar: Grammar, limits: Limits) -> Recognizer:
     return found
 
 
+# The widest mask a grammar is compiled for: token ids are int32 in every kernel (walks, rows, compose).
+MAX_MASK_WIDTH = 2**31
+
+
 def _checked_arguments(grammar: Any, vocab: Any, mask_width: Any, limits: Any) -> int | None:
     """Check `compile`'s arguments (TypeError/ValueError naming the bad one); the mask width as an int or None."""
     if not isinstance(grammar, Grammar):
@@ -117,6 +121,8 @@ def _checked_arguments(grammar: Any, vocab: Any, mask_width: Any, limits: Any) -
         raise TypeError(f"mask_width must be an int or None, got {type(mask_width).__name__}")
     if mask_width < 0:
         raise ValueError(f"mask_width must be >= 0, got {mask_width}")
+    if mask_width > MAX_MASK_WIDTH:
+        raise ValueError(f"mask_width {mask_width} is too large: token ids are 32-bit, at most {MAX_MASK_WIDTH}")
     return int(mask_width)
 
 
