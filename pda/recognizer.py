@@ -18,11 +18,16 @@ from pda.parser.earley import EarleyParser, Node
 from pda.parser.indent import IndentedNode, Indenter, expand_ir, indenter_terminals
 from pda.parser.tables import build_tables
 from pda.regex.dfa import LexerDFA
+from pda.regex.lazy import LazyDFA
 from pda.scanner import Scanner
 
 
-def shortest_string(dfa: LexerDFA) -> bytes:
-    """A shortest byte string the one-terminal DFA accepts (breadth-first over byte classes)."""
+def shortest_string(dfa: LexerDFA | LazyDFA) -> bytes:
+    """A shortest byte string the one-terminal DFA accepts (breadth-first over byte classes); a lazy DFA's
+    within `pda.regex.lazy.SHORTEST_MAX_STATES` states, else b"..."."""
+    if isinstance(dfa, LazyDFA):
+        found = dfa.shortest()
+        return b"..." if found is None else found
     byte_of_class: dict[int, int] = {}
     for b in range(256):
         byte_of_class.setdefault(int(dfa.byte_class[b]), b)

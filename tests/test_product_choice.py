@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import pda
-from pda.lexer import lexer as lexer_module
+from pda.lexer import lexer as lexer_module, terminals as terminals_module
 from pda.lexer.lexer import all_terminals_limit
 from pda.lexer.terminals import terminal_dfa
 from pda.grammar.ir import TerminalDef
@@ -37,9 +37,10 @@ def vocabulary() -> pda.Vocabulary:
     return pda.Vocabulary.from_tokens(tokens + [None], eos_ids=[len(tokens)])
 
 
-def test_limit_is_relative_to_the_terminals_own_states() -> None:
+def test_limit_is_relative_to_the_terminals_own_states(monkeypatch: pytest.MonkeyPatch) -> None:
     """Small own DFAs get the floor; big ones their own total; never above the caps; terminals whose own
-    states together exceed the cap get no all-terminal DFA at all."""
+    states together exceed the cap get no all-terminal DFA at all (eager terminals: a lazy one has none)."""
+    monkeypatch.setattr(terminals_module, "LAZY_MIN_COUNT", 10**9)
     small = [terminal_dfa(TerminalDef(name=f"T{i}", pattern=f"x{{{i}}}")) for i in range(1, 4)]
     assert all_terminals_limit(small, 200_000) == lexer_module.ALL_TERMINALS_MIN_LIMIT
     big = [terminal_dfa(TerminalDef(name=f"T{i}", pattern=f"[a-z]{{{3000 + i}}}")) for i in range(3)]

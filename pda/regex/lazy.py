@@ -25,6 +25,7 @@ changed), so a full arena only stops the DFAs already on it from making new stat
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import threading
@@ -52,6 +53,8 @@ _arena_lock = threading.Lock()
 # Counts the C core takes (int32, below its largest).
 MAX_COUNT = 2**31 - 2
 _serials = itertools.count()  # `LazyDFA.digest`
+# The most states `LazyDFA.shortest` makes looking for an example lexeme (error messages).
+SHORTEST_MAX_STATES = 4096
 
 
 class LazyDFA:
@@ -112,6 +115,22 @@ class LazyDFA:
     def accepts(self, data: bytes) -> bool:
         """Is `data` one whole lexeme?"""
         return self.core.accept(self.core.run(0, data))
+
+    def shortest(self, most: int = SHORTEST_MAX_STATES) -> bytes | None:
+        """A shortest lexeme (breadth-first over each state's distinct successors), or None when none is found
+        within `most` states (a search makes the states it meets: `.{50000}`'s would make ~200,000)."""
+        seen = {0: b""}
+        queue = collections.deque([0])
+        while queue and len(seen) <= most:
+            q = queue.popleft()
+            if self.core.accept(q):
+                return seen[q]
+            successors = memoryview(self.core.successors(q)).cast("i").tolist()
+            for b, q2 in enumerate(successors):
+                if q2 not in seen and q2 != self.dead:
+                    seen[q2] = seen[q] + bytes([b])
+                    queue.append(q2)
+        return None
 
 
 def current_arena() -> Arena:
