@@ -37,6 +37,7 @@ token index walks them over the vocabulary.
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
@@ -669,6 +670,9 @@ class Lexer:
         self.mode = ir.lexer
         self._all: LexerTables | None = None
         self._shared: SharedProduct | None = None  # made when the first candidate set needs it
+        # Threads computing masks at once: two made their own shared products (a state of one then read in the
+        # other: lazy rows not made there) and views of one set.
+        self._shared_lock = threading.Lock()
         everything = (1 << len(self.dfas)) - 1
         limit = max_states if self.mode == BASIC else all_terminals_limit(self.dfas, max_states)
         # A lazy terminal's states are not all known: its candidate sets grow in the shared product.
@@ -690,10 +694,13 @@ class Lexer:
             found = self._all.restrict(candidates)
             self._tables[candidates] = found
         elif found is None:
-            if self._shared is None:
-                self._shared = SharedProduct(self.dfas, self.max_states)
-            found = SharedTables(candidates, self._shared, self._shared.start(list(iter_bits(candidates))))
-            self._tables[candidates] = found
+            with self._shared_lock:  # one shared product, one view per set, whichever thread asks first
+                found = self._tables.get(candidates)
+                if found is None:
+                    if self._shared is None:
+                        self._shared = SharedProduct(self.dfas, self.max_states)
+                    found = SharedTables(candidates, self._shared, self._shared.start(list(iter_bits(candidates))))
+                    self._tables[candidates] = found
         return found
 
     def components(self, candidates: int) -> TerminalComponents:
