@@ -26,6 +26,7 @@ reached, which differs between processes).
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 
 from pda import cache
@@ -51,6 +52,7 @@ LAZY_DFA_BYTES = 1 << 10
 # A terminal with a repeat counted at least this many times is built lazily (0: every terminal the
 # regex path builds; tests use it to run the engine with lazy terminals throughout).
 LAZY_MIN_COUNT = 200
+_COUNTS = re.compile(r"\{(\d+)(?:,(\d*))?\}")  # a repeat's counts as the pattern spells them
 
 
 def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
@@ -102,8 +104,13 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
 
 
 def _counted(t: TerminalDef) -> bool:
-    """Whether the terminal is built lazily by its counts (`LAZY_MIN_COUNT`; 0: always)."""
-    return LAZY_MIN_COUNT <= 0 or has_count(translate(t.pattern, t.flags, name=t.name), LAZY_MIN_COUNT)
+    """Whether the terminal is built lazily by its counts (`LAZY_MIN_COUNT`; 0: always). The pattern's text is
+    read first: only one with a large enough `{n}`/`{n,m}` is parsed (wp_124 has hundreds of terminals)."""
+    if LAZY_MIN_COUNT <= 0:
+        return True
+    counts = (int(n) for m in _COUNTS.finditer(t.pattern) for n in m.groups() if n)
+    return any(n >= LAZY_MIN_COUNT for n in counts) and has_count(translate(t.pattern, t.flags, name=t.name),
+                                                                    LAZY_MIN_COUNT)
 
 
 def _literal_dfa(t: TerminalDef, max_states: int) -> LexerDFA | None:
