@@ -46,6 +46,22 @@ def test_integers_are_integer_literals_by_default(schema: dict) -> None:
         assert exact.accepts("1e5") and not default.accepts("1e5")
 
 
+@pytest.mark.parametrize("step", [1, 2, 100_003])  # 100,003: over the automaton's modulus, enumerated
+def test_a_number_with_an_integer_step_keeps_its_plain_spellings_by_default(step: int) -> None:
+    """Only `integer` is written as integer literals by default: a `number` whose `multipleOf` is an
+    integer takes `6.0` and `-0` like any other number (`multipleOf: 1` took only integer literals,
+    and the enumerated steps only the shortest spelling; Github_ultra---o46322 writes `6000.0`)."""
+    bounds = {"minimum": -10 * step, "maximum": 50 * step}
+    default, exact = both({"type": "number", "multipleOf": step, **bounds})
+    integer, _ = both({"type": "integer", "multipleOf": step, **bounds})
+    v = 3 * step
+    for text in (str(v), f"{v}.0", f"{v}.00", f"-{v}.0", "0", "-0", "0.0"):
+        assert default.accepts(text) and exact.accepts(text), (step, text)
+        assert integer.accepts(text) == bool(re.fullmatch(r"0|-?[1-9][0-9]*", text)), (step, text)
+    for text in (f"{v}.5", str(60 * step), f"{v}e0", *([str(v + 1)] if step > 1 else [])):
+        assert not default.accepts(text) and not exact.accepts(text), (step, text)
+
+
 def test_a_plain_integer_in_range_is_accepted_exactly_as_before() -> None:
     default, exact = both({"type": "integer", "minimum": -5, "maximum": 300, "multipleOf": 3})
     for n in range(-10, 310):

@@ -46,6 +46,10 @@ def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tupl
             digits = "*" if ctx.exact else f"{{0,{limits.MAX_NUMBER_INTEGER_DIGITS - 1}}}"
             return ctx.builder.terminal(rf"-?(?:0|[1-9][0-9]{digits})\.[0-9]*[1-9][0-9]*", "NUM")
     int_type = integer
+    # Every plain-decimal spelling of an allowed value (`3.0`, `-0`), or only the integer
+    # literal: the generation default writes an `integer` so, and a `number` whose step makes
+    # it integer-valued (`multipleOf: 1`) still takes every spelling, as any other step's do.
+    every_spelling = ctx.exact or not int_type
     if not integer and not ctx.exact and (lo is not None or hi is not None or m is not None):
         # A plain decimal (no exponent with bounds or steps): its integer part is capped as
         # in `_number_regex` so it stays a finite double, unless a bound is already larger.
@@ -78,7 +82,7 @@ def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tupl
                 # (An empty range returned None above, before any automaton was built.)
                 if nlo is not None and nhi is not None and (nhi - nlo) // p <= limits.MAX_ENUMERATED_MULTIPLES:
                     first = -(-nlo // p) * p
-                    vals = [number_literal_regex(Decimal(n).scaleb(-scale), ctx.exact)
+                    vals = [number_literal_regex(Decimal(n).scaleb(-scale), every_spelling)
                             for n in range(first, nhi + 1, p)]
                     return ctx.builder.terminal("(?:" + "|".join(vals) + ")", "INT" if integer else "NUM")
                 ctx.approximate("multipleOf", path + ("multipleOf",),
@@ -91,7 +95,7 @@ def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tupl
         if ilo is None and ihi is None:
             return ctx.builder.terminal(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?(?:[eE]\+?[0-9]+)?" if ctx.exact
                                         else r"(?:0|-?[1-9][0-9]*)", "INT")
-        return ctx.builder.terminal(int_regex(ilo, ihi, ctx.exact), "INT")
+        return ctx.builder.terminal(int_regex(ilo, ihi, every_spelling), "INT")
     if lo is None and hi is None:
         return ctx.builder.terminal(any_number_regex(ctx.exact), "NUM")
     if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_ex or hi_ex))):
