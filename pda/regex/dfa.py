@@ -182,8 +182,7 @@ def _charsets(root: Node | Graph, out: list) -> list:
 def _compile_nodes(
     nodes: Sequence[Node | Graph], lazy: Sequence[bool], names: Sequence[str], max_states: int, byte_mode: bool = False
 ) -> LexerDFA:
-    if (len(nodes) == 1 and not lazy[0] and not byte_mode and not isinstance(nodes[0], Graph)
-            and compose.worth_composing(nodes[0])):
+    if len(nodes) == 1 and not lazy[0] and not byte_mode and compose.worth_composing(nodes[0]):
         found = _composed(nodes[0], names, max_states)
         if found is not None:
             return found
@@ -210,7 +209,7 @@ def _within_limit(byte_trans: np.ndarray, names: Sequence[str], max_states: int)
     return byte_trans
 
 
-def _composed(node: Node, names: Sequence[str], max_states: int) -> LexerDFA | None:
+def _composed(node: Node | Graph, names: Sequence[str], max_states: int) -> LexerDFA | None:
     """The minimal byte DFA of one terminal by deterministic composition (`pda.regex.compose`), or None."""
 
     def leaf(part: Node) -> compose.Classed:
