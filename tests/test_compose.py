@@ -1,5 +1,9 @@
 """Deterministic composition (`pda.regex.compose`) builds the same minimal DFA as the NFA path.
 
+Terminal automata too (`compose.automaton`): random deterministic ones whose edges are JSON
+string units, JSON Schema pattern sets with lengths, and automata whose labels are no prefix
+code (which composition must leave to the NFA path).
+
 Every pattern here is one composition takes (a counted repeat large enough, a
 look-ahead, a repeat of a character beyond ASCII); its DFA is built both ways (composition switched off by patching `worth_composing`) and the
 two must be the same automaton up to the numbering of states: equal once both are
@@ -16,9 +20,12 @@ import numpy as np
 import pytest
 
 from pda.errors import LimitExceeded
-from pda.grammar.ir import TerminalDef
+from pda.grammar.ecma_regex.automata import pattern_set_automaton
+from pda.grammar.ecma_regex.json_units import unit_regex
+from pda.grammar.ecma_regex.ranges import normalize
+from pda.grammar.ir import TerminalAutomaton, TerminalDef
 from pda.regex import build_lexer_dfa, compose
-from pda.regex.dfa import LexerDFA
+from pda.regex.dfa import LexerDFA, _translated
 
 JSON_CHAR = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))'
 PATTERNS = [
@@ -169,3 +176,90 @@ def test_json_schema_key_exclusions_are_composed(monkeypatch: pytest.MonkeyPatch
     assert len(products) == 1
     assert [dfa.accepts(t.encode()) for t in ('"x"', '"name"', '"names"', '"nam"', '"price"', '""')] == [
         True, False, True, True, False, True]
+
+
+def _random_automaton(rng: random.Random) -> TerminalAutomaton:
+    """A random deterministic automaton over a few classes of code points, each edge a JSON string unit (the
+    shape of a JSON Schema's pattern set): per state, some of the classes, split among random targets; some state
+    reachable from the start accepts."""
+    cuts = sorted(rng.sample([0x22, 0x30, 0x41, 0x5C, 0x61, 0x7F, 0xE9, 0x800, 0xFFFF, 0x1F600], rng.randint(2, 5)))
+    bounds = [0, *cuts, 0x110000]
+    classes = [((lo, hi - 1),) for lo, hi in zip(bounds, bounds[1:])]
+    n = rng.randint(1, 8)
+    edges = []
+    for q in range(n):
+        targets: dict[int, list[tuple[int, int]]] = {}
+        for c in classes:
+            if rng.random() < 0.7:
+                targets.setdefault(rng.randrange(n), []).extend(c)
+        for r, ranges in targets.items():
+            label = unit_regex(normalize(ranges))
+            if label is not None:
+                edges.append((q, label, r))
+    reached = [0]  # some of the states reachable from the start accept: a language that is not empty
+    for q in reached:
+        reached += [r for p, _, r in edges if p == q and r not in reached]
+    accept = tuple(sorted(rng.sample(reached, rng.randint(1, len(reached)))))
+    return TerminalAutomaton(n, 0, accept, tuple(edges))
+
+
+def _automaton_both_ways(a: TerminalAutomaton, monkeypatch: pytest.MonkeyPatch) -> tuple[LexerDFA, LexerDFA, bool]:
+    """The automaton's DFA composed (whatever its edges per label) and through the NFA; whether it was composed."""
+    terminal = TerminalDef("A", a.describe(), automaton=a)
+    taken: list[bool] = []
+    real = compose.automaton
+
+    def recorded(graph, leaf, max_states):
+        found = real(graph, leaf, max_states)
+        taken.append(found is not None)
+        return found
+
+    with monkeypatch.context() as m:
+        m.setattr(compose, "AUTOMATON_EDGES_PER_LABEL", 0)
+        m.setattr(compose, "automaton", recorded)
+        fast = build_lexer_dfa([terminal])
+    with monkeypatch.context() as m:
+        m.setattr(compose, "worth_composing", lambda node: False)
+        slow = build_lexer_dfa([terminal])
+    return fast, slow, taken == [True]
+
+
+def test_random_json_unit_automata_are_composed_as_the_nfa_builds_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(23)
+    for _ in range(150):
+        fast, slow, composed = _automaton_both_ways(_random_automaton(rng), monkeypatch)
+        assert composed
+        assert canonical(fast) == canonical(slow)
+
+
+@pytest.mark.parametrize("positive, lo, hi", [
+    ([r"\d+-[A-Fa-f0-9]*-[A-Fa-f0-9]{4}"], 12, 40),  # o79409's shape, shorter: unanchored, lengths counted
+    ([r"^[a-z]+$", "x"], 1, 30),
+    ([r"é|\u20ac"], 0, 20),
+])
+def test_pattern_set_automata_are_composed(positive: list[str], lo: int, hi: int,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    a = pattern_set_automaton(positive, [], min_len=lo, max_len=hi)
+    fast, slow, composed = _automaton_both_ways(a, monkeypatch)
+    assert composed
+    assert canonical(fast) == canonical(slow)
+
+
+@pytest.mark.parametrize("a", [
+    TerminalAutomaton(2, 0, (1,), ((0, "a", 1), (0, "[ab]", 0))),  # two edges read "a"
+    TerminalAutomaton(3, 0, (2,), ((0, "ab|a", 1), (1, "c", 2), (0, "b", 2))),  # "a" and "ab": not a prefix code
+    TerminalAutomaton(2, 0, (1,), ((0, "a*", 1),)),  # the empty word
+    TerminalAutomaton(2, 0, (1,), ((0, "(?:xy)+", 1), (1, "z", 0))),  # a label that reads on past its word
+])
+def test_automata_whose_labels_are_no_prefix_code_are_left_to_the_nfa(a: TerminalAutomaton,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, slow, composed = _automaton_both_ways(a, monkeypatch)
+    assert not composed
+    assert canonical(fast) == canonical(slow)
+
+
+def test_few_edges_per_label_take_the_nfa_path() -> None:
+    """A key set's automaton, each edge a label of its own, is built in one pass by the NFA path."""
+    a = pattern_set_automaton(["^(?:ab|cd)e"], [])
+    assert isinstance(a, TerminalAutomaton) and len(a.edges) < compose.AUTOMATON_EDGES_PER_LABEL
+    assert compose.automaton(_translated(TerminalDef("A", a.describe(), automaton=a)), lambda node: None, 1000) is None

@@ -28,7 +28,8 @@ from pda.lru import ByteLRU
 from pda.reference import mask_mismatches
 from pda.lexer import lexer as lexer_module
 from pda.lexer import terminals
-from pda.regex.dfa import compile_regex
+from pda.regex import finite_set
+from pda.regex.dfa import compile_regex, dfa_digest
 from pda.regex.finite_set import build_literal_dfa, finite_set_dfa
 from pda.regex.literals import literal_alternatives
 from pda.trie import lookup
@@ -167,6 +168,22 @@ def test_trie_dfa_is_the_regex_path_minimal_dfa(values: list[str]) -> None:
     alphabet = sorted(set("".join(values).encode()))
     assert dead_outside(trie, alphabet) and dead_outside(general, alphabet)
     assert canonical(trie, alphabet) == canonical(general, alphabet)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_both_minimisations_give_the_same_dfa(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Node by node in Python (small tries) and level by level in numpy (large ones): one partition, one DFA."""
+    rng = random.Random(seed)
+    for _ in range(40):
+        alphabet = rng.choice(["ab", "abc", "xyz-_", "éa", "a😀b", AWKWARD[0][:4] or "q"])
+        values = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10))) for _ in range(rng.randint(1, 80))]
+        values += rng.sample(AWKWARD, 3)
+        built = []
+        for limit in (10**9, -1):
+            monkeypatch.setattr(finite_set, "PYTHON_MAX_NODES", limit)
+            built.append(build_literal_dfa(values))
+        a, b = built
+        assert dfa_digest(a) == dfa_digest(b) and a.n_states == b.n_states
 
 
 def test_trie_dfa_agrees_with_re_on_probes() -> None:

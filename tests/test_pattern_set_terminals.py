@@ -9,9 +9,13 @@ patterns minus names are automata, and the schema whose regex was too long to wr
 from __future__ import annotations
 
 import json
+import random
+
+import pytest
 
 import pda
 from pda.grammar import ecma_regex as er
+from pda.grammar.ecma_regex import automata
 from pda.grammar.ir import TerminalAutomaton
 from pda.grammar.json_schema import strings
 
@@ -59,3 +63,26 @@ def test_github_hard_o79409_trace_id_compiles_exactly() -> None:
     bad = ["1-abc-" + "0" * 24, "1-abc-" + "0" * 23 + "g" * 10, "-" * 40]
     assert [t for t in good if not g.accepts(json.dumps(t))] == []
     assert [t for t in bad if g.accepts(json.dumps(t))] == []
+
+
+def test_counting_by_levels_is_the_product_with_a_counter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`automata._counted` (a count at a time) against `_product` with one DFA (the search over tuples): the same
+    states in the same numbering, the same rows and acceptance, and the same refusal past the state limit."""
+    rng = random.Random(4)
+    for _ in range(1500):
+        n, k = rng.randint(1, 12), rng.randint(1, 5)
+        dfa = automata._DFA([((c, c),) for c in range(k)], [[rng.randrange(n) for _ in range(k)] for _ in range(n)],
+                            [rng.random() < 0.4 for _ in range(n)])
+        lo = rng.randint(0, 30)
+        hi = rng.choice([None, lo + rng.randint(0, 40)])
+        if (lo, hi) == (0, None):
+            continue
+        monkeypatch.setattr(automata, "MAX_PATTERN_DFA_STATES", rng.choice([10_000, 50, 200]))
+        found = []
+        for build in (lambda: automata._product([dfa], [True], lo, hi), lambda: automata._counted(dfa, lo, hi)):
+            try:
+                built = build()
+                found.append((built.trans, built.accept))
+            except automata.AutomatonTooLarge:
+                found.append(None)
+        assert found[0] == found[1]

@@ -1,14 +1,17 @@
-"""The product kernels (`pda.kernels.product.explore`, `reachable`, `fill_rows`, `classes`, `stack`) against their
-plain-Python oracles (`pda.reference.reference_explore`, `reference_reachable`, numpy gathers and groupings)."""
+"""The product kernels (`pda.kernels.product.explore`, `reachable`, `fill_rows`, `classes`) against their
+plain-Python oracles (`pda.reference.reference_explore`, `reference_reachable`, numpy gathers and groupings), and
+`combine`'s reading of its inputs (its products against the dense reference: tests/test_product_components.py)."""
 
 from __future__ import annotations
 
 import random
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 
-from pda.kernels.product import classes, explore, fill_rows, reachable, stack
+from pda.kernels import product as product_kernel
+from pda.kernels.product import classes, explore, fill_rows, reachable
 from pda.reference import reference_explore, reference_reachable
 from pda.regex.utf8 import distinct_rows
 
@@ -163,33 +166,72 @@ def test_classes_are_the_numpy_grouping() -> None:
         assert rep.tolist() == want_rep.tolist()
 
 
-def test_stack_is_the_numpy_gather() -> None:
-    """Each DFA's rows over the shared classes, renumbered from its offset, one after another."""
+class _Arrays(NamedTuple):
+    """The arrays of a one-terminal DFA that `combine` reads, laid out as a caller may hand them."""
+
+    trans: np.ndarray
+    byte_class: np.ndarray
+    accept: np.ndarray
+    live: np.ndarray
+    start: int
+    dead: int
+
+
+def _random_lexer_dfas(rng: random.Random) -> list[_Arrays]:
+    """Up to 6 random one-terminal DFAs (`_random_dfas`' tables and classes), each with random accept and live
+    columns and its last state dead, some flag columns strided."""
+    out = []
+    for table, byte_class in zip(*_random_dfas(rng)):
+        n = len(table)
+        accepting = [rng.random() < 0.4 for _ in range(n - 1)] + [False]
+        flags = np.array([[a, a or (q < n - 1 and rng.random() < 0.5)] for q, a in enumerate(accepting)])
+        accept, live = flags[:, :1], flags[:, 1:]  # views two bytes apart: strided
+        out.append(_Arrays(table, byte_class, accept, live, rng.randrange(n), n - 1))
+    return out
+
+
+def test_combine_reads_any_layout_as_its_contiguous_copy() -> None:
+    """Fortran-ordered or unaligned tables, strided classes and flag columns: the product of C-contiguous copies."""
     rng = random.Random(19)
     for _ in range(500):
-        trans, byte_classes = _random_dfas(rng)
-        _, rep = classes(byte_classes)
-        offsets = np.cumsum([0] + [len(t) for t in trans])
-        want = [t[:, b[rep]] + offsets[j] for j, (t, b) in enumerate(zip(trans, byte_classes))]
-        got = stack(trans, byte_classes, rep)
-        assert got.dtype == np.int32 and got.shape == (offsets[-1], len(rep))
-        assert np.array_equal(got, np.concatenate(want) if want else np.zeros((0, len(rep)), np.int32))
+        dfas = _random_lexer_dfas(rng)
+        ids = np.array(sorted(rng.sample(range(130), len(dfas))), dtype=np.int32)
+        copies = [_Arrays(*(np.ascontiguousarray(a) for a in d[:4]), d.start, d.dead) for d in dfas]
+        got, want = (product_kernel.combine(x, ids, 3, 10_000) for x in (dfas, copies))
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(got[1:], want[1:]))
+            assert got[0] == want[0] == len(got[2])
 
 
-@pytest.mark.parametrize("trans, byte_classes, rep", [
-    ([np.array([[1]], dtype=np.int32)], [np.zeros(256, np.int32)], np.array([0])),  # no such state
-    ([np.array([[-1]], dtype=np.int32)], [np.zeros(256, np.int32)], np.array([0])),
-    ([np.array([[0]], dtype=np.int32)], [np.ones(256, np.int32)], np.array([0])),  # no such class
-    ([np.array([[0]], dtype=np.int32)], [np.zeros(255, np.int32)], np.array([0])),  # not one class per byte
-    ([np.array([[0]], dtype=np.int32)], [np.zeros(256, np.int32)], np.array([256])),  # no such byte
-    ([np.array([[0]], dtype=np.int32)], [], np.array([0])),  # one byte_class per trans
-    ([np.array([0], dtype=np.int32)], [np.zeros(256, np.int32)], np.array([0])),  # not 2-D
-    ([np.array([[0]], dtype=np.int64)], [np.zeros(256, np.int32)], np.array([0])),  # not int32
-    ([np.array([[0]], dtype=np.int32)], [np.zeros(256, np.int64)], np.array([0])),
+def _one_state(**changed: object) -> list[_Arrays]:
+    """Two one-state DFAs over one class, with `changed` fields in the first."""
+    plain = _Arrays(np.zeros((1, 1), np.int32), np.zeros(256, np.int32), np.zeros((1, 1), bool), np.ones((1, 1), bool), 0, 0)
+    return [plain._replace(**changed), plain]
+
+
+@pytest.mark.parametrize("dfas", [
+    _one_state(trans=np.array([[1]], dtype=np.int32)),  # no such state
+    _one_state(trans=np.array([[-1]], dtype=np.int32)),
+    _one_state(trans=np.zeros((1, 1), np.int64)),  # not int32
+    _one_state(trans=np.zeros(1, np.int32)),  # not 2-D
+    _one_state(byte_class=np.ones(256, np.int32)),  # no such class
+    _one_state(byte_class=np.zeros(255, np.int32)),  # not one class per byte
+    _one_state(accept=np.zeros((2, 1), bool)),  # not a row per state
+    _one_state(live=np.zeros((1, 1), np.int32)),  # not bool
+    _one_state(start=1),  # no such state
+    _one_state(dead=-1),
 ])
-def test_stack_bad_input_raises_value_error(trans: list, byte_classes: list, rep: np.ndarray) -> None:
+def test_combine_bad_input_raises_value_error(dfas: list[_Arrays]) -> None:
     with pytest.raises(ValueError):
-        stack(trans, byte_classes, rep)
+        product_kernel.combine(dfas, np.array([0, 1], dtype=np.int32), 1, 100)
+
+
+def test_combine_ids_must_fit_the_words() -> None:
+    with pytest.raises(ValueError):
+        product_kernel.combine(_one_state(), np.array([0, 64], dtype=np.int32), 1, 100)
+    with pytest.raises(ValueError):
+        product_kernel.combine(_one_state(), np.array([0], dtype=np.int32), 1, 100)
 
 
 def test_classes_bad_input_raises_value_error() -> None:

@@ -8,6 +8,7 @@ import random
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from pda.regex import (
     sample_from_dfa,
 )
 from pda.regex import charset as cs
+from pda.regex import syntax
 from pda.regex.dfa import dfa_digest, literal_set_dfa
 from pda.regex.finite_set import FINITE_SET_MIN_CHOICES
 from pda.regex.literals import alternation_pattern
@@ -576,3 +578,43 @@ def test_trimmed_single_terminal_live_rows_equal_the_search(pattern: str) -> Non
 
     dfa = compile_regex(pattern)
     assert (dfa.live == _live_rows(dfa.trans, dfa.accept, dfa.dead)).all()
+
+
+def _random_classes(rng: random.Random, n: int) -> list[tuple[str, str]]:
+    """Patterns around random classes: plain ones (characters, escapes of one code point, ranges) and ones
+    `_plain_class` must leave to `re._parser` (negated, `\\d`, properties, a literal `-` or `[`, `&&`, a backwards
+    range, a code point past U+10FFFF), with flags."""
+    atoms = ["a", "Z", "_", "é", "&", "~", "|", "\\-", "\\]", "\\[", "\\\\", "\\ ", "\\x00", "\\x7f", "\\u00e9", "\\ud800",
+             "\\U0001f600", "\\U0010ffff", "\\u0041", "-", "[", "&&", "\\d", "\\w", "\\p{L}", "\\U00110000", "^"]
+    out = []
+    for _ in range(n):
+        items = []
+        for _ in range(rng.randint(1, 40)):
+            a = rng.choice(atoms)
+            items.append(a + "-" + rng.choice(atoms) if rng.random() < 0.3 else a)
+        cls = "[" + ("^" if rng.random() < 0.1 else "") + "".join(items) + "]"
+        pattern = rng.choice(["", "x", "(?:", "a|"]) + cls + rng.choice(["", "+", "{2,5}", "|b", ")", f"|{cls}y"])
+        out.append((pattern, rng.choice(["", "i", "s", "x"])))
+    return out
+
+
+def test_long_plain_classes_translate_as_re_parses_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`syntax._plain_class` (every class, with its length bound at 0) against `re._parser` (bound out of reach):
+    the same IR, or the same error with the same message, and the same warnings (`[[`, `&&`: `re._parser`'s)."""
+    cases = _random_classes(random.Random(3), 1500)
+
+    def translations(bound: int) -> list[object]:
+        monkeypatch.setattr(syntax, "PLAIN_CLASS_MIN_CHARS", bound)
+        out: list[object] = []
+        for pattern, flags in cases:
+            syntax.release_parses()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    out.append(syntax._translate_whole(pattern, flags, "T", None)[0])
+                except RegexError as e:
+                    out.append(str(e))
+            out.append([str(w.message) for w in caught])
+        return out
+
+    assert translations(0) == translations(10**9)

@@ -30,10 +30,15 @@
  *     numbered by their lowest byte; int32 bytes byte_class [256] and rep [k] (each class's
  *     lowest byte).
  *
- * stack(trans, byte_classes, rep) -> bytes
- *     m DFAs (int32 trans [n_j, k_j] and byte_class [256], any strides) in one int32
- *     [sum n_j, len(rep)] table of global ids: DFA j's rows from offset_j = n_0 + ... +
- *     n_(j-1), row offset_j + s, class c holding offset_j + trans_j[s, byte_class_j[rep[c]]].
+ * combine(trans, byte_classes, accepts, lives, starts, deads, ids, words, max_states)
+ *     -> (n, byte_class, trans, ptr, term, state, accept_bits, live_bits) or None
+ *     The whole product of m one-terminal DFAs (pda.regex.product.combine documents the result): their
+ *     classes as `classes` finds them, their states in one table of global ids over those classes (DFA
+ *     j's from offset_j = n_0 + ... + n_(j-1)), `explore` from the starts that are not dead, the singles
+ *     it meets and what they reach (`reach`), numbered explored states first (the start 0), the singles
+ *     ascending, dead last, and the live components and bit rows of every state. trans: int32 [n_j, k_j]
+ *     (any strides), byte_classes int32 [256], accepts/lives bool [n_j, >= 1] (column 0 read), starts and
+ *     deads ints, ids int32 [m] below 64 * words. None when a state id would pass max_states.
  *
  * grower() -> capsule; grow(grower, trans, lo, hi, dead, mixed_base, start)
  *     One product grown across calls (pda.regex.product.SharedProduct): `trans` int32
@@ -380,6 +385,39 @@ done:
     return status;
 }
 
+/* An explorer over `table` (int32 [g, k] global ids) and its successor lists, empty; 0, or -1 when out of
+ * memory (free it with explorer_free either way). */
+static int explorer_init(Explorer *e, Successors *sp, const int32_t *table, const uint8_t *dead, int64_t g, int64_t k)
+{
+    memset(e, 0, sizeof *e);
+    memset(sp, 0, sizeof *sp);
+    e->k = k;
+    e->table = table;
+    e->dead = dead;
+    e->cap_states = 64;
+    e->cap_ids = 256;
+    e->n_slots = 128;
+    e->ptr = calloc((size_t)e->cap_states + 1, sizeof(int64_t));
+    e->hash_of = malloc((size_t)e->cap_states * sizeof(uint64_t));
+    e->trans = malloc((size_t)e->cap_states * (size_t)(k ? k : 1) * sizeof(int64_t));
+    e->ids = malloc((size_t)e->cap_ids * sizeof(int32_t));
+    e->slots = malloc((size_t)e->n_slots * sizeof(int64_t));
+    if (!e->ptr || !e->hash_of || !e->trans || !e->ids || !e->slots || successors_init(sp, g, k) < 0)
+        return -1;
+    memset(e->slots, 0xff, (size_t)e->n_slots * sizeof(int64_t));
+    return 0;
+}
+
+static void explorer_free(Explorer *e, Successors *sp)
+{
+    successors_free(sp);
+    free(e->ptr);
+    free(e->hash_of);
+    free(e->trans);
+    free(e->ids);
+    free(e->slots);
+}
+
 static int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *format, Py_ssize_t itemsize,
                       const char *name)
 {
@@ -457,23 +495,9 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             return NULL;
         }
     Successors sp;
-    memset(&e, 0, sizeof e);
-    memset(&sp, 0, sizeof sp);
-    e.k = k;
-    e.table = table;
-    e.dead = dv.buf;
-    e.cap_states = 64;
-    e.cap_ids = 256;
-    e.n_slots = 128;
-    e.ptr = calloc((size_t)e.cap_states + 1, sizeof(int64_t));
-    e.hash_of = malloc((size_t)e.cap_states * sizeof(uint64_t));
-    e.trans = malloc((size_t)e.cap_states * (size_t)(k ? k : 1) * sizeof(int64_t));
-    e.ids = malloc((size_t)e.cap_ids * sizeof(int32_t));
-    e.slots = malloc((size_t)e.n_slots * sizeof(int64_t));
-    if (!e.ptr || !e.hash_of || !e.trans || !e.ids || !e.slots || successors_init(&sp, g, k) < 0)
+    if (explorer_init(&e, &sp, table, dv.buf, g, k) < 0)
         status = -1;
     else {
-        memset(e.slots, 0xff, (size_t)e.n_slots * sizeof(int64_t));
         Py_BEGIN_ALLOW_THREADS
         status = run(&e, &sp, g, start, n_start, max_states);
         Py_END_ALLOW_THREADS
@@ -489,12 +513,7 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_Format(PyExc_ValueError, "table holds %d, not a global state", (int)sp.bad);
     else
         PyErr_NoMemory();
-    successors_free(&sp);
-    free(e.ptr);
-    free(e.hash_of);
-    free(e.trans);
-    free(e.ids);
-    free(e.slots);
+    explorer_free(&e, &sp);
     PyBuffer_Release(&tv);
     PyBuffer_Release(&dv);
     PyBuffer_Release(&sv);
@@ -1275,7 +1294,7 @@ static void release_views(Py_buffer *views, Py_ssize_t m)
     free(views);
 }
 
-/* The byte_class arguments of classes and stack (m int32 [256] arrays) copied into one int32 [m, 256]
+/* The byte_class arguments of classes and combine (m int32 [256] arrays) copied into one int32 [m, 256]
  * matrix (free it), each entry a class of its DFA (with `trans`, one per trans view, each entry below its
  * DFA's column count); *m set. NULL with an error set. */
 static int32_t *read_byte_classes(PyObject *list, const Py_buffer *trans, Py_ssize_t n_trans, Py_ssize_t *m)
@@ -1285,7 +1304,7 @@ static int32_t *read_byte_classes(PyObject *list, const Py_buffer *trans, Py_ssi
     if (open_views(list, "byte_class", &views, m) < 0)
         return NULL;
     if (trans != NULL && *m != n_trans)
-        PyErr_SetString(PyExc_ValueError, "stack needs one byte_class per trans");
+        PyErr_SetString(PyExc_ValueError, "combine needs one byte_class per trans");
     else if ((out = malloc((size_t)(*m ? *m : 1) * 256 * sizeof(int32_t))) == NULL)
         PyErr_NoMemory();
     for (Py_ssize_t j = 0; out != NULL && j < *m; j++) {
@@ -1312,22 +1331,16 @@ static int32_t *read_byte_classes(PyObject *list, const Py_buffer *trans, Py_ssi
     return out;
 }
 
-/* classes(byte_classes) -> (byte_class, rep): bytes that every DFA treats alike are one class, numbered
- * by their lowest byte; rep[c] is class c's lowest byte. One pass hashes every byte's column of classes,
- * a second finds each byte's class among the earlier ones (equal columns compared in full). */
-static PyObject *classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The classes of bytes that every one of m DFAs (bc: int32 [m, 256]) maps alike, numbered by their lowest
+ * byte: byte_class[b] and rep[c] (class c's lowest byte); returns the number of classes. One pass hashes
+ * every byte's column of classes, a second finds each byte's class among the earlier ones (equal columns
+ * compared in full). */
+static int classes_of(const int32_t *bc, Py_ssize_t m, int32_t byte_class[256], int32_t rep[256])
 {
-    Py_ssize_t m, j;
     uint64_t hash[256];
-    int32_t byte_class[256], rep[256], slot[512];
+    int32_t slot[512];
+    Py_ssize_t j;
     int b, k = 0;
-    if (nargs != 1) {
-        PyErr_SetString(PyExc_TypeError, "classes(byte_classes) takes 1 argument");
-        return NULL;
-    }
-    int32_t *bc = read_byte_classes(args[0], NULL, 0, &m);
-    if (bc == NULL)
-        return NULL;
     for (b = 0; b < 256; b++)
         hash[b] = 0x9E3779B97F4A7C15ULL;
     for (j = 0; j < m; j++)
@@ -1354,92 +1367,404 @@ static PyObject *classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         }
         byte_class[b] = c;
     }
+    return k;
+}
+
+/* classes(byte_classes) -> (byte_class, rep): classes_of over the DFAs' byte_class arrays. */
+static PyObject *classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t m;
+    int32_t byte_class[256], rep[256];
+    int k;
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "classes(byte_classes) takes 1 argument");
+        return NULL;
+    }
+    int32_t *bc = read_byte_classes(args[0], NULL, 0, &m);
+    if (bc == NULL)
+        return NULL;
+    k = classes_of(bc, m, byte_class, rep);
     free(bc);
     return Py_BuildValue("(y#y#)", (const char *)byte_class, (Py_ssize_t)sizeof byte_class, (const char *)rep,
                          (Py_ssize_t)(k * 4));
 }
 
-/* stack(trans, byte_classes, rep) -> table: m DFAs (trans int32 [n_j, k_j], byte_class int32 [256]) as one
- * int32 [sum n_j, len(rep)] table of global ids (DFA j's states from offset_j = n_0 + ... + n_(j-1)):
- * table[offset_j + s, c] = offset_j + trans_j[s, byte_class_j[rep[c]]]. One pass, no temporaries (numpy's
- * gather, cast and add per DFA, then a concatenation, were a fifth of a 248-terminal product). */
-static PyObject *stack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* m DFAs (views tv[j]: int32 trans [n_j, k_j], any strides; bc: their byte classes, int32 [m, 256]) as one
+ * int32 [sum n_j, k] table of global ids over the classes whose lowest bytes are rep[0:k]: DFA j's states
+ * from offset_j = n_0 + ... + n_(j-1), out[offset_j + s, c] = offset_j + trans_j[s, bc[j, rep[c]]]. One
+ * pass, no temporaries; no Python call (runs without the GIL). 0, -1 out of memory, or 2 on an entry that
+ * is not a state of its DFA (in *bad). */
+static int stack_into(const Py_buffer *tv, Py_ssize_t m, const int32_t *bc, const int32_t *rep, int64_t k,
+                      int32_t *out, int32_t *bad)
 {
-    Py_buffer *tv = NULL, rv;
-    Py_ssize_t m, mb, j;
-    int64_t g = 0, k, s, c;
-    int32_t *bc = NULL;
-    int64_t *column = NULL;
-    PyObject *result = NULL;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "stack(trans, byte_classes, rep) takes 3 arguments");
-        return NULL;
-    }
-    if (open_views(args[0], "trans", &tv, &m) < 0)
-        return NULL;
-    for (j = 0; j < m; j++) {
-        if (tv[j].ndim != 2) {
-            PyErr_SetString(PyExc_ValueError, "trans must be 2-dimensional");
-            release_views(tv, m);
-            return NULL;
-        }
-        g += tv[j].shape[0];
-    }
-    if (g > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "more states than int32 ids");
-        release_views(tv, m);
-        return NULL;
-    }
-    if ((bc = read_byte_classes(args[1], tv, m, &mb)) == NULL) {
-        release_views(tv, m);
-        return NULL;
-    }
-    if (get_buffer(args[2], &rv, PyBUF_ND, "iil", 4, "rep") < 0)
-        goto release;
-    k = rv.len / 4;
-    const int32_t *rep = rv.buf;
-    for (c = 0; c < k; c++)
-        if (rep[c] < 0 || rep[c] > 255) {
-            PyErr_Format(PyExc_ValueError, "rep holds %d, not a byte", (int)rep[c]);
-            break;
-        }
-    column = malloc((size_t)(k ? k : 1) * sizeof(int64_t));
-    if (column == NULL && !PyErr_Occurred())
-        PyErr_NoMemory();
-    if (!PyErr_Occurred())
-        result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(g * k * 4));
-    if (result != NULL) {
-        int32_t *out = (int32_t *)PyBytes_AS_STRING(result);
-        int64_t offset = 0;
-        for (j = 0; j < m && result != NULL; j++) {
-            const char *base = tv[j].buf;
-            Py_ssize_t row_stride = tv[j].strides[0], col_stride = tv[j].strides[1];
-            int64_t n = tv[j].shape[0];
-            for (c = 0; c < k; c++) /* byte offsets of the class columns within a row */
-                column[c] = (int64_t)bc[j * 256 + rep[c]] * col_stride;
-            for (s = 0; s < n; s++) {
-                const char *from = base + s * row_stride;
-                int32_t *row = out + (offset + s) * k;
-                for (c = 0; c < k; c++) {
-                    int32_t t = load_int32(from + column[c]);
-                    if ((uint32_t)t >= (uint64_t)n) {
-                        PyErr_Format(PyExc_ValueError, "trans holds %d, not a state", (int)t);
-                        Py_CLEAR(result);
-                        break;
-                    }
-                    row[c] = (int32_t)(offset + t);
+    int64_t *column = malloc((size_t)(k ? k : 1) * sizeof(int64_t)), offset = 0, s, c;
+    if (column == NULL)
+        return -1;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const char *base = tv[j].buf;
+        Py_ssize_t row_stride = tv[j].strides[0], col_stride = tv[j].strides[1];
+        int64_t n = tv[j].shape[0];
+        for (c = 0; c < k; c++) /* byte offsets of the class columns within a row */
+            column[c] = (int64_t)bc[j * 256 + rep[c]] * col_stride;
+        for (s = 0; s < n; s++) {
+            const char *from = base + s * row_stride;
+            int32_t *row = out + (offset + s) * k;
+            for (c = 0; c < k; c++) {
+                int32_t t = load_int32(from + column[c]);
+                if ((uint32_t)t >= (uint64_t)n) {
+                    *bad = t;
+                    free(column);
+                    return 2;
                 }
-                if (result == NULL)
-                    break;
+                row[c] = (int32_t)(offset + t);
             }
-            offset += n;
         }
+        offset += n;
     }
     free(column);
-    PyBuffer_Release(&rv);
+    return 0;
+}
+
+/* The trans argument of combine (m int32 2-D arrays, any strides) opened; their total rows in *g
+ * (at most INT32_MAX). 0, or -1 with an error set and nothing held. */
+static int open_tables(PyObject *list, Py_buffer **tv, Py_ssize_t *m, int64_t *g)
+{
+    if (open_views(list, "trans", tv, m) < 0)
+        return -1;
+    *g = 0;
+    for (Py_ssize_t j = 0; j < *m; j++) {
+        if ((*tv)[j].ndim != 2) {
+            PyErr_SetString(PyExc_ValueError, "trans must be 2-dimensional");
+            release_views(*tv, *m);
+            return -1;
+        }
+        *g += (*tv)[j].shape[0];
+    }
+    if (*g > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "more states than int32 ids");
+        release_views(*tv, *m);
+        return -1;
+    }
+    return 0;
+}
+
+/* The one-bit-per-state flag column 0 of m bool arrays [n_j, >= 1] (any strides), in one uint8 [g] array of
+ * global ids (DFA j's from offset_j); NULL with an error set. */
+static uint8_t *read_flags(PyObject *list, const char *name, const Py_buffer *tv, Py_ssize_t m, int64_t g)
+{
+    PyObject *seq = PySequence_Fast(list, "expected a sequence of arrays");
+    uint8_t *out = NULL;
+    int64_t offset = 0;
+    if (seq == NULL)
+        return NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != m) {
+        PyErr_Format(PyExc_ValueError, "combine needs one %s array per DFA", name);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    if ((out = malloc((size_t)(g ? g : 1))) == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        Py_buffer v;
+        int64_t n = tv[j].shape[0];
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, j), &v, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+            goto fail;
+        const char *code = v.format == NULL ? "" : native_code(v.format);
+        if (v.itemsize != 1 || strchr("?B", code[0]) == NULL || code[0] == '\0' || v.ndim != 2 || v.shape[0] != n
+            || v.shape[1] < 1) {
+            PyErr_Format(PyExc_ValueError, "%s must be a bool array with a row per state of its DFA", name);
+            PyBuffer_Release(&v);
+            goto fail;
+        }
+        for (int64_t s = 0; s < n; s++)
+            out[offset + s] = ((const uint8_t *)v.buf)[s * v.strides[0]] != 0;
+        PyBuffer_Release(&v);
+        offset += n;
+    }
+    Py_DECREF(seq);
+    return out;
+fail:
+    Py_DECREF(seq);
+    free(out);
+    return NULL;
+}
+
+/* m ints, each in [0, n_j) (a state of DFA j), as global ids offset_j + value; NULL with an error set. */
+static int64_t *read_states(PyObject *list, const char *name, const Py_buffer *tv, Py_ssize_t m)
+{
+    PyObject *seq = PySequence_Fast(list, "expected a sequence of ints");
+    int64_t *out = NULL, offset = 0;
+    if (seq == NULL)
+        return NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != m)
+        PyErr_Format(PyExc_ValueError, "combine needs one %s per DFA", name);
+    else if ((out = malloc((size_t)(m ? m : 1) * sizeof(int64_t))) == NULL)
+        PyErr_NoMemory();
+    for (Py_ssize_t j = 0; out != NULL && j < m; j++) {
+        long long s = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, j));
+        if ((s == -1 && PyErr_Occurred()) || s < 0 || s >= tv[j].shape[0]) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "%s %lld is not a state of its DFA", name, s);
+            free(out);
+            out = NULL;
+            break;
+        }
+        out[j] = offset + s;
+        offset += tv[j].shape[0];
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+/* combine's result arrays (see its comment), made with the GIL held once the search is done. */
+typedef struct {
+    int64_t n; /* product states: the explored ones but the empty state, the single ones, dead */
+    PyObject *trans, *ptr, *term, *state, *accept_bits, *live_bits;
+} Combined;
+
+/* Number and lay out the product (the explored states `e`, the single states `single` ascending, dead last)
+ * as the Python side's `combine` documents it. 0, or -1 with an error set. */
+static int lay_out(Combined *out, const Explorer *e, const int32_t *table, int64_t k, const int64_t *single,
+                   int64_t n_single, const int64_t *offsets, const int32_t *owner, const uint8_t *accept,
+                   const uint8_t *live, const int32_t *ids, int64_t words, int32_t *number)
+{
+    int64_t n_mixed = e->n_states - 1, n = n_mixed + n_single + 1, q, c, i, r;
+    int32_t last = (int32_t)(n - 1);
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    for (i = 0; i < n_single; i++)
+        number[single[i]] = (int32_t)(n_mixed + i);
+    out->trans = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * k * 4));
+    out->ptr = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((n + 1) * 8));
+    if (out->trans == NULL || out->ptr == NULL)
+        return -1;
+    int32_t *trans = (int32_t *)PyBytes_AS_STRING(out->trans);
+    int64_t *ptr = (int64_t *)PyBytes_AS_STRING(out->ptr), kept = 0;
+    for (q = 0; q < n_mixed; q++) { /* explored state q + 1 (the start is 1) is row q */
+        const int64_t *from = e->trans + (q + 1) * k;
+        for (c = 0; c < k; c++) {
+            int64_t t = from[c];
+            trans[q * k + c] = t > 0 ? (int32_t)(t - 1) : t == 0 ? last : number[-t - 1];
+        }
+    }
+    for (i = 0; i < n_single; i++)
+        for (c = 0; c < k; c++)
+            trans[(n_mixed + i) * k + c] = number[table[single[i] * k + c]];
+    for (c = 0; c < k; c++)
+        trans[(n - 1) * k + c] = last;
+    /* Components: each row's live ones (an empty language's start is in the explored lists but not live). */
+    ptr[0] = 0;
+    for (q = 0; q < n_mixed; q++) {
+        for (i = e->ptr[q + 1]; i < e->ptr[q + 2]; i++)
+            kept += live[e->ids[i]];
+        ptr[q + 1] = kept;
+    }
+    for (i = 0; i < n_single; i++) {
+        kept += live[single[i]];
+        ptr[n_mixed + i + 1] = kept;
+    }
+    ptr[n] = kept;
+    out->term = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(kept * 4));
+    out->state = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(kept * 4));
+    out->accept_bits = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * words * 8));
+    out->live_bits = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * words * 8));
+    if (out->term == NULL || out->state == NULL || out->accept_bits == NULL || out->live_bits == NULL)
+        return -1;
+    int32_t *term = (int32_t *)PyBytes_AS_STRING(out->term), *state = (int32_t *)PyBytes_AS_STRING(out->state);
+    uint64_t *acc = (uint64_t *)PyBytes_AS_STRING(out->accept_bits), *liv = (uint64_t *)PyBytes_AS_STRING(out->live_bits);
+    memset(acc, 0, (size_t)(n * words * 8));
+    memset(liv, 0, (size_t)(n * words * 8));
+    for (r = 0, i = 0; r < n - 1; r++) {
+        int64_t lo = r < n_mixed ? e->ptr[r + 1] : 0, hi = r < n_mixed ? e->ptr[r + 2] : 1;
+        for (int64_t x = lo; x < hi; x++) {
+            int64_t s = r < n_mixed ? e->ids[x] : single[r - n_mixed];
+            if (!live[s])
+                continue;
+            int32_t t = ids[owner[s]];
+            term[i] = t;
+            state[i++] = (int32_t)(s - offsets[owner[s]]);
+            liv[r * words + (t >> 6)] |= (uint64_t)1 << (t & 63);
+            if (accept[s])
+                acc[r * words + (t >> 6)] |= (uint64_t)1 << (t & 63);
+        }
+    }
+    return 0;
+}
+
+static void combined_clear(Combined *out)
+{
+    Py_CLEAR(out->trans);
+    Py_CLEAR(out->ptr);
+    Py_CLEAR(out->term);
+    Py_CLEAR(out->state);
+    Py_CLEAR(out->accept_bits);
+    Py_CLEAR(out->live_bits);
+}
+
+/* combine(trans, byte_classes, accepts, lives, starts, deads, ids, words, max_states)
+ *     -> (n, byte_class, trans, ptr, term, state, accept_bits, live_bits) or None
+ * The whole product of m one-terminal DFAs in one call (pda.regex.product.combine documents the result):
+ * classes, stack, explore and reach as above, then the numbering (explored states, singles ascending, dead
+ * last), the components of live states and their bit rows. None when a state id passes max_states. */
+static PyObject *combine(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer *tv = NULL, iv;
+    Py_ssize_t m, mb;
+    int64_t g, k = 0, words, max_states, j, i;
+    int32_t *bc = NULL, byte_class[256], rep[256], *table = NULL, *owner = NULL, *number = NULL, *start = NULL;
+    int64_t *offsets = NULL, *starts = NULL, *deads = NULL, *seeds = NULL, *single = NULL;
+    uint8_t *accept = NULL, *live = NULL, *dead = NULL, *reached = NULL;
+    int32_t bad = 0;
+    int status = 0, have_ids = 0;
+    Explorer e;
+    Successors sp;
+    Combined out;
+    PyObject *result = NULL;
+    memset(&e, 0, sizeof e);
+    memset(&sp, 0, sizeof sp);
+    memset(&out, 0, sizeof out);
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError,
+                        "combine(trans, byte_classes, accepts, lives, starts, deads, ids, words, max_states) takes 9 "
+                        "arguments");
+        return NULL;
+    }
+    words = PyLong_AsLongLong(args[7]);
+    max_states = PyLong_AsLongLong(args[8]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (open_tables(args[0], &tv, &m, &g) < 0)
+        return NULL;
+    if ((bc = read_byte_classes(args[1], tv, m, &mb)) == NULL || (accept = read_flags(args[2], "accept", tv, m, g)) == NULL
+        || (live = read_flags(args[3], "live", tv, m, g)) == NULL || (starts = read_states(args[4], "start", tv, m)) == NULL
+        || (deads = read_states(args[5], "dead", tv, m)) == NULL
+        || get_buffer(args[6], &iv, PyBUF_ND, "iil", 4, "ids") < 0)
+        goto release;
+    have_ids = 1;
+    const int32_t *term_ids = iv.buf;
+    if (iv.len / 4 != m || words < 0) {
+        PyErr_SetString(PyExc_ValueError, "combine needs one terminal id per DFA and a non-negative word count");
+        goto release;
+    }
+    for (j = 0; j < m; j++)
+        if (term_ids[j] < 0 || term_ids[j] >= 64 * words) {
+            PyErr_Format(PyExc_ValueError, "terminal id %d does not fit %lld words", (int)term_ids[j], (long long)words);
+            goto release;
+        }
+    k = classes_of(bc, m, byte_class, rep);
+    offsets = malloc((size_t)(m + 1) * sizeof(int64_t));
+    owner = malloc((size_t)(g ? g : 1) * sizeof(int32_t));
+    dead = calloc((size_t)(g ? g : 1), 1);
+    table = malloc((size_t)(g ? g : 1) * (size_t)k * sizeof(int32_t));
+    start = malloc((size_t)(m ? m : 1) * sizeof(int32_t));
+    if (offsets == NULL || owner == NULL || dead == NULL || table == NULL || start == NULL) {
+        PyErr_NoMemory();
+        goto release;
+    }
+    offsets[0] = 0;
+    for (j = 0; j < m; j++) {
+        offsets[j + 1] = offsets[j] + tv[j].shape[0];
+        for (i = offsets[j]; i < offsets[j + 1]; i++)
+            owner[i] = (int32_t)j;
+        dead[deads[j]] = 1;
+    }
+    int64_t n_start = 0, n_seeds = 0, n_single = 0;
+    for (j = 0; j < m; j++)
+        if (!dead[starts[j]])
+            start[n_start++] = (int32_t)starts[j];
+    if (explorer_init(&e, &sp, table, dead, g, k) < 0) {
+        PyErr_NoMemory();
+        goto release;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = stack_into(tv, m, bc, rep, k, table, &bad);
+    if (status == 0 && (status = run(&e, &sp, g, start, n_start, max_states)) == 2)
+        bad = sp.bad;
+    if (status == 0) { /* the single states: reachable in their own DFAs from the explored states' singles */
+        int64_t n_entries = (e.n_states - 1) * k;
+        seeds = malloc((size_t)(n_entries ? n_entries : 1) * sizeof(int64_t));
+        reached = calloc((size_t)(g ? g : 1), 1);
+        status = seeds == NULL || reached == NULL ? -1 : 0;
+        for (i = 0; status == 0 && i < n_entries; i++)
+            if (e.trans[k + i] < 0)
+                seeds[n_seeds++] = -e.trans[k + i] - 1;
+        if (status == 0)
+            status = reach_run(table, dead, g, k, seeds, n_seeds, reached, &bad);
+        if (status == 0) {
+            for (i = 0; i < g; i++)
+                n_single += reached[i];
+            single = malloc((size_t)(n_single ? n_single : 1) * sizeof(int64_t));
+            number = malloc((size_t)(g ? g : 1) * sizeof(int32_t));
+            status = single == NULL || number == NULL ? -1 : 0;
+        }
+        if (status == 0) {
+            int64_t n = e.n_states - 1 + n_single + 1;
+            for (i = 0, n_single = 0; i < g; i++) {
+                number[i] = (int32_t)(n - 1); /* dead components lead to the dead state */
+                if (reached[i])
+                    single[n_single++] = i;
+            }
+            if (n > max_states + 1)
+                status = 1;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (status == 1) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto release;
+    }
+    if (status == 2) {
+        PyErr_Format(PyExc_ValueError, "trans holds %d, not a state", (int)bad);
+        goto release;
+    }
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto release;
+    }
+    if (lay_out(&out, &e, table, k, single, n_single, offsets, owner, accept, live, term_ids, words, number) < 0)
+        goto release;
+    if (((int64_t *)PyBytes_AS_STRING(out.ptr))[1] == 0) { /* nothing is live at the start: one dead state */
+        combined_clear(&out);
+        out.n = 1;
+        out.trans = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(k * 4));
+        out.ptr = PyBytes_FromStringAndSize(NULL, 16);
+        out.term = PyBytes_FromStringAndSize(NULL, 0);
+        out.state = PyBytes_FromStringAndSize(NULL, 0);
+        out.accept_bits = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(words * 8));
+        out.live_bits = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(words * 8));
+        if (!out.trans || !out.ptr || !out.term || !out.state || !out.accept_bits || !out.live_bits)
+            goto release;
+        memset(PyBytes_AS_STRING(out.trans), 0, (size_t)(k * 4));
+        memset(PyBytes_AS_STRING(out.ptr), 0, 16);
+        memset(PyBytes_AS_STRING(out.accept_bits), 0, (size_t)(words * 8));
+        memset(PyBytes_AS_STRING(out.live_bits), 0, (size_t)(words * 8));
+    }
+    result = Py_BuildValue("(Ly#OOOOOO)", (long long)out.n, (const char *)byte_class, (Py_ssize_t)sizeof byte_class,
+                           out.trans, out.ptr, out.term, out.state, out.accept_bits, out.live_bits);
 release:
+    combined_clear(&out);
+    explorer_free(&e, &sp);
+    if (have_ids)
+        PyBuffer_Release(&iv);
     release_views(tv, m);
     free(bc);
+    free(accept);
+    free(live);
+    free(starts);
+    free(deads);
+    free(offsets);
+    free(owner);
+    free(dead);
+    free(table);
+    free(start);
+    free(seeds);
+    free(reached);
+    free(single);
+    free(number);
     return result;
 }
 
@@ -1448,8 +1773,9 @@ static PyMethodDef product_methods[] = {
      "fill_rows(out, trans, classes, live, offset, dead): one terminal's DFA as rows of a shared table."},
     {"classes", (PyCFunction)(void (*)(void))classes, METH_FASTCALL,
      "classes(byte_classes) -> (byte_class, rep): the classes of bytes every DFA treats alike (see the module source)."},
-    {"stack", (PyCFunction)(void (*)(void))stack, METH_FASTCALL,
-     "stack(trans, byte_classes, rep) -> int32 bytes: m DFAs in one table of global ids over the classes of rep."},
+    {"combine", (PyCFunction)(void (*)(void))combine, METH_FASTCALL,
+     "combine(trans, byte_classes, accepts, lives, starts, deads, ids, words, max_states) -> (n, byte_class, trans, "
+     "ptr, term, state, accept_bits, live_bits) or None: a whole product of one-terminal DFAs."},
     {"explore", (PyCFunction)(void (*)(void))explore, METH_FASTCALL,
      "explore(table, dead, start, max_states) -> (trans, ptr, ids) or None (see the module source)."},
     {"reach", (PyCFunction)(void (*)(void))reach, METH_FASTCALL,

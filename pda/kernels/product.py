@@ -31,11 +31,14 @@ is its plain-Python oracle.
 `fill_rows(out, trans, classes, live, offset, dead)` writes one terminal's DFA into a
 shared table's rows, its states renumbered and its classes spread to the table's.
 
-`classes(byte_classes)` and `stack(trans, byte_classes, rep)` lay terminals' DFAs out as
-one table: the classes of bytes that every DFA treats alike (numbered by their lowest
-byte), then every DFA's rows over those classes in global ids, in one compiled pass each
-(numpy's grouping of byte columns and a gather per DFA were a third of a 248-terminal
-product's time); their numpy forms are the oracles in the tests.
+`classes(byte_classes)` gives the classes of bytes that every DFA treats alike (numbered by their lowest
+byte), in one compiled pass (numpy's grouping of byte columns was a third of a 248-terminal product's time);
+its numpy form is the oracle in the tests.
+
+`combine(dfas, ids, words, max_states)` is a whole product in one call (`pda.regex.product.combine` lays
+out its result): the classes, every DFA's rows over them in one table of global ids, `explore`, the
+singles and what they reach, the numbering and the components' bit rows. A typical JSON Schema's
+all-terminal product took ~50 numpy calls around the search, ~0.5-1 ms of a cold compile.
 
 `Grower` is `explore` kept across calls over one shared table
 (`pda.regex.product.SharedProduct`): each `grow` interns a candidate set's start
@@ -67,7 +70,7 @@ table at once (two filling one entry write the same value).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -107,12 +110,22 @@ def classes(byte_classes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]
     return np.frombuffer(byte_class, dtype=np.int32), np.frombuffer(rep, dtype=np.int32)
 
 
-def stack(trans: Sequence[np.ndarray], byte_classes: Sequence[np.ndarray], rep: np.ndarray) -> np.ndarray:
-    """DFA j (`trans[j]` int32 [n_j, k_j], any strides, over `byte_classes[j]` int32 [256]) as the rows from
-    offset_j = n_0 + ... + n_(j-1) on of one int32 [sum n_j, len(rep)] table of global ids: row offset_j + s,
-    class c is offset_j + trans[j][s, byte_classes[j][rep[c]]]. Arrays of another dtype raise ValueError."""
-    table = _product.stack(trans, byte_classes, np.ascontiguousarray(rep, dtype=np.int32))
-    return np.frombuffer(table, dtype=np.int32).reshape(-1, len(rep))
+def combine(dfas: Sequence[Any], ids: np.ndarray, words: int, max_states: int) -> tuple | None:
+    """The whole product of one-terminal DFAs (`pda.regex.dfa.LexerDFA`s; DFA j is terminal `ids[j]`, int32),
+    as `pda.regex.product.combine` lays it out: (n_states, byte_class, trans, comp_ptr, comp_term, comp_state,
+    accept_bits, live_bits) as arrays, or None when a state id would exceed `max_states` (see the module
+    docstring)."""
+    found = _product.combine([d.trans for d in dfas], [d.byte_class for d in dfas], [d.accept for d in dfas],
+                             [d.live for d in dfas], [d.start for d in dfas], [d.dead for d in dfas],
+                             np.ascontiguousarray(ids, dtype=np.int32), int(words), int(max_states))
+    if found is None:
+        return None
+    n, byte_class, trans, ptr, term, state, accept_bits, live_bits = found
+    k = len(trans) // (4 * n)
+    return (n, np.frombuffer(byte_class, dtype=np.int32), np.frombuffer(trans, dtype=np.int32).reshape(n, k),
+            np.frombuffer(ptr, dtype=np.int64), np.frombuffer(term, dtype=np.int32),
+            np.frombuffer(state, dtype=np.int32), np.frombuffer(accept_bits, dtype="<u8").reshape(n, words),
+            np.frombuffer(live_bits, dtype="<u8").reshape(n, words))
 
 
 def reachable(table: np.ndarray, dead: np.ndarray, seeds: np.ndarray) -> np.ndarray:

@@ -63,18 +63,19 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
     language = ("automaton", automaton) if automaton is not None else t.pattern
     key = hashlib.sha256(repr((language, t.flags, t.lazy)).encode()).hexdigest()[:32]
     lazy_key = f"{key}-lazy{LAZY_MIN_COUNT}-{max_states}"  # the lazy DFA, or False: built eagerly
-    if lazy and automaton is None:
+    # Literals (a JSON Schema's keys: most terminals) are never lazy: no memo entry says so.
+    strings = None if automaton is not None else literal_alternatives(t.pattern, t.flags)
+    if lazy and automaton is None and strings is None:
         chosen = _memory.get(lazy_key)
         if chosen is None:
-            counted = literal_alternatives(t.pattern, t.flags) is None and _counted(t)
-            chosen = lazy_terminal(t, max_states=max_states) if counted else False
+            chosen = lazy_terminal(t, max_states=max_states) if _counted(t) else False
             _memory.put(lazy_key, chosen, LAZY_DFA_BYTES)
         if chosen is not False:
             return chosen
     dfa = _memory.get(key)
     if dfa is not None:
         return dfa
-    dfa = None if automaton is not None else _literal_dfa(t, max_states)
+    dfa = None if strings is None else _literal_dfa(t, strings, max_states)
     if dfa is None:
         # The pattern by its hash: an enum's can be megabytes, and the key is in every file's header.
         disk_key = ({"automaton_sha256": automaton} if automaton is not None else
@@ -113,12 +114,9 @@ def _counted(t: TerminalDef) -> bool:
                                                                     LAZY_MIN_COUNT)
 
 
-def _literal_dfa(t: TerminalDef, max_states: int) -> LexerDFA | None:
-    """The terminal's DFA when its pattern is one plain literal (valid UTF-8), or fewer than
-    `FINITE_SET_MIN_CHOICES` ASCII literals (`literal_set_dfa`: the regex path's DFA), else None."""
-    strings = literal_alternatives(t.pattern, t.flags)
-    if strings is None:
-        return None
+def _literal_dfa(t: TerminalDef, strings: list[str], max_states: int) -> LexerDFA | None:
+    """The terminal's DFA when its pattern, the alternation of `strings`, is one plain literal (valid UTF-8), or
+    fewer than `FINITE_SET_MIN_CHOICES` ASCII literals (`literal_set_dfa`: the regex path's DFA), else None."""
     distinct = set(strings)
     if len(distinct) == 1:
         (only,) = distinct

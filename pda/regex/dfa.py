@@ -21,6 +21,7 @@ result minimal → byte classes, dead state, live rows.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import weakref
@@ -182,8 +183,7 @@ def _charsets(root: Node | Graph, out: list) -> list:
 def _compile_nodes(
     nodes: Sequence[Node | Graph], lazy: Sequence[bool], names: Sequence[str], max_states: int, byte_mode: bool = False
 ) -> LexerDFA:
-    if (len(nodes) == 1 and not lazy[0] and not byte_mode and not isinstance(nodes[0], Graph)
-            and compose.worth_composing(nodes[0])):
+    if len(nodes) == 1 and not lazy[0] and not byte_mode and compose.worth_composing(nodes[0]):
         found = _composed(nodes[0], names, max_states)
         if found is not None:
             return found
@@ -210,7 +210,7 @@ def _within_limit(byte_trans: np.ndarray, names: Sequence[str], max_states: int)
     return byte_trans
 
 
-def _composed(node: Node, names: Sequence[str], max_states: int) -> LexerDFA | None:
+def _composed(node: Node | Graph, names: Sequence[str], max_states: int) -> LexerDFA | None:
     """The minimal byte DFA of one terminal by deterministic composition (`pda.regex.compose`), or None."""
 
     def leaf(part: Node) -> compose.Classed:
@@ -403,11 +403,12 @@ def literal_dfa(data: bytes, *, name: str = "<literal>") -> LexerDFA:
     """The minimal DFA of one non-empty byte string, built directly (a chain of states).
 
     JSON Schema grammars have hundreds of single-literal key terminals; through the
-    regex path each costs ~2 ms, this ~10 µs (classes by `bytes.translate`, the
-    accepting and live columns read-only views of bytes: 11 -> 9.5 µs). The tables are
-    written as C int arrays (`array`) and viewed once by numpy: numpy's `full`, `arange`,
-    fancy assignment and `astype` cost more than the work in a cold compile. Minimal:
-    state i accepts exactly `data[i:]`, and those suffixes differ in length.
+    regex path each costs ~2 ms, this ~10 µs. The transition table is written as a C int
+    array (`array`) and viewed once by numpy; the byte classes are the translation table
+    widened by one numpy cast (a list of 256 ints into an `array` cost 7 µs of ~26); the
+    accepting and live columns, which depend only on the length, are shared read-only
+    arrays (`_literal_columns`). Minimal: state i accepts exactly `data[i:]`, and those
+    suffixes differ in length.
     """
     n = len(data)
     used = sorted(set(data))
@@ -419,13 +420,20 @@ def literal_dfa(data: bytes, *, name: str = "<literal>") -> LexerDFA:
     trans = array("i", [dead]) * ((n + 2) * width)
     for i, c in enumerate(data.translate(table)):
         trans[i * width + c] = i + 1
-    accept = np.frombuffer(bytes(n) + b"\x01\x00", dtype=np.bool_).reshape(n + 2, 1)
-    live = np.frombuffer(b"\x01" * (n + 1) + b"\x00", dtype=np.bool_).reshape(n + 2, 1)
+    accept, live = _literal_columns(n)
     return LexerDFA(
-        n_states=n + 2, start=0, dead=dead, byte_class=_freeze(np.frombuffer(array("i", list(table)), dtype=np.intc)),
+        n_states=n + 2, start=0, dead=dead, byte_class=_freeze(np.frombuffer(table, dtype=np.uint8).astype(np.intc)),
         trans=_freeze(np.frombuffer(trans, dtype=np.intc).reshape(n + 2, width)), accept=accept, live=live,
         names=(name,),
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _literal_columns(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """An n-byte literal's accepting column (its last state but dead) and live column (all but dead), read-only."""
+    accept = np.frombuffer(bytes(n) + b"\x01\x00", dtype=np.bool_).reshape(n + 2, 1)
+    live = np.frombuffer(b"\x01" * (n + 1) + b"\x00", dtype=np.bool_).reshape(n + 2, 1)
+    return accept, live
 
 
 def literal_set_dfa(strings: Sequence[bytes], *, name: str = "<regex>",

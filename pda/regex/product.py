@@ -6,7 +6,7 @@ its own (`pda.lexer.terminals`, cached in memory and on disk by its pattern), an
 the minimal DFAs are run in lockstep: a product state is the vector of
 per-terminal states.
 Only states where two or more terminals are live are explored (breadth-first,
-by the compiled `pda.kernels.product.explore`, interning states by content); a
+in one compiled call, `pda.kernels.product.combine`, interning states by content); a
 state where one terminal alone is live is that terminal's own minimal DFA from
 there, so its part of the product is numbered directly. The result needs no
 minimisation: a product of minimal DFAs with one accept column per terminal is
@@ -38,7 +38,8 @@ import numpy as np
 from pda.arrays import distinct
 from pda.cache import Invalid, take
 from pda.errors import LimitExceeded
-from pda.kernels.product import Grower, Grown, LazyRows, classes, explore, fill_rows, reachable, stack
+from pda.kernels import product as product_kernel
+from pda.kernels.product import Grower, Grown, LazyRows, classes, fill_rows, reachable
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.lazy import LazyDFA
 from pda.regex.utf8 import distinct_rows
@@ -128,55 +129,16 @@ def combine(
     words = _words(int(ids[-1]) if len(ids) else -1)
     if len(dfas) == 1:  # one terminal's DFA is already minimal
         return _one(dfas[0], int(ids[0]), words)
-    # Global byte classes (bytes that every terminal's DFA treats alike, numbered by their lowest
-    # byte, as `dfa._finish` numbers classes), and all terminals' states in one table over them:
-    # global id = offset[j] + local state.
-    byte_classes = [d.byte_class for d in dfas]
-    byte_class, rep = classes(byte_classes)
-    n_classes = len(rep)
-    table = stack([d.trans for d in dfas], byte_classes, rep)
-    tables = _Tables(dfas)
-    offsets = tables.offsets
-    is_dead = np.zeros(len(table), dtype=bool)
-    is_dead[offsets[:-1] + np.array([d.dead for d in dfas], dtype=np.int64)] = True
-    start = offsets[:-1] + np.array([d.start for d in dfas], dtype=np.int64)
-    # The states where two or more terminals are live ("mixed"), found by the compiled
-    # breadth-first search; a successor where one terminal j alone is live in state s is
-    # "single", -(global id + 1): from there the product runs j's own DFA, so it is not
-    # explored (enum tries and counted strings: most states).
-    explored = explore(table, is_dead, start[~is_dead[start]], max_states)
-    if explored is None:
+    # One compiled call (`pda.kernels.product.combine`): the global byte classes, all terminals' states in one
+    # table over them, the states where two or more terminals are live explored breadth first, and the
+    # "single" states reached from them, where one terminal j alone is live: from there the product runs j's
+    # own DFA, so they are not explored (enum tries and counted strings: most states). Numbered: the explored
+    # states (the start first), then the single ones in global-id order, dead last.
+    found = product_kernel.combine(dfas, ids, words, max_states)
+    if found is None:
         raise LimitExceeded(f"combined lexer DFA of {len(dfas)} terminals exceeds max_states={max_states}")
-    mixed = explored.trans[1:]  # explored state 0 is the empty one: it becomes the dead state
-    single = reachable(table, is_dead, -mixed[mixed < 0] - 1)
-    n_mixed = len(mixed)
-    n = n_mixed + len(single) + 1
-    if n > max_states + 1:
-        raise LimitExceeded(f"combined lexer DFA of {len(dfas)} terminals exceeds max_states={max_states}")
-    # Final numbering: the explored states (the start first), then the single ones in global-id order, dead last.
-    number = np.full(len(table), n - 1, dtype=np.int32)  # dead components lead to the dead state
-    number[single] = n_mixed + np.arange(len(single), dtype=np.int32)
-    renumbered = mixed.astype(np.int32)  # ids fit: below max_states, and the table's global ids are int32
-    renumbered -= 1
-    renumbered[mixed == 0] = n - 1
-    to_single = mixed < 0
-    renumbered[to_single] = number[-mixed[to_single] - 1]
-    trans = np.concatenate([renumbered, number[table[single]], np.full((1, n_classes), n - 1, np.int32)])
-    # Components: the explored lists (explored state 0 has none), then one per single state, none for dead.
-    end = explored.ptr[-1]
-    ptr = np.concatenate([explored.ptr[1:], end + np.arange(1, len(single) + 1), [end + len(single)]])
-    flat = np.concatenate([explored.ids.astype(np.int64), single])
-    rows = np.repeat(np.arange(n, dtype=np.int64), ptr[1:] - ptr[:-1])
-    kept = tables.live[flat]
-    if not kept.all():  # an empty language's start is not dead, but not live either
-        rows, flat = rows[kept], flat[kept]
-        ptr = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=n))))
-    if ptr[1] == 0:  # nothing is live at the start: one dead state
-        return _empty(byte_class, n_classes, words)
-    owner = tables.owner[flat]
-    term = ids[owner]
-    return Product(n, 0, n - 1, byte_class, trans, ptr.astype(np.int64), term, (flat - offsets[owner]).astype(np.int32),
-                   _bits(rows, term, tables.accept[flat], n, words), _bits(rows, term, tables.live[flat], n, words))
+    n, byte_class, trans, ptr, term, state, accept_bits, live_bits = found
+    return Product(n, 0, n - 1, byte_class, trans, ptr, term, state, accept_bits, live_bits)
 
 
 class _Tables:
@@ -200,14 +162,6 @@ def _one(dfa: LexerDFA, terminal: int, words: int) -> Product:
     n = dfa.n_states
     return Product(n, dfa.start, dfa.dead, dfa.byte_class, dfa.trans, ptr, term, rows.astype(np.int32),
                    _bits(rows, term, dfa.accept[rows, 0], n, words), packed_rows(rows, term, n, words))
-
-
-def _empty(byte_class: np.ndarray, n_classes: int, words: int) -> Product:
-    """The product of terminals none of which matches anything: one state, start and dead at once."""
-    none = np.zeros(0, dtype=np.int32)
-    bits = np.zeros((1, words), dtype="<u8")
-    return Product(1, 0, 0, byte_class, np.zeros((1, n_classes), np.int32), np.zeros(2, np.int64), none, none,
-                   bits, bits.copy())
 
 
 def _words(top: int) -> int:

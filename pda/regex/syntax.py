@@ -199,27 +199,55 @@ _PLACEHOLDERS = (range(0xF0000, 0xFFFFE), range(0x100000, 0x10FFFE))
 
 @dataclass
 class _Scan:
-    """Where a pattern has Unicode properties and deep groups (spans into the pattern)."""
+    """Where a pattern has Unicode properties, deep groups and long plain classes (spans into the pattern)."""
 
     props: list[tuple[int, int, str, bool]]  # start, end, name, negated
     groups: list[tuple[int, int, bool]]  # start, end, verbose mode around the group
+    classes: list[tuple[int, int, cs.CharSet]]  # start, end, code points
+
+
+# A class at least this long whose items are all single code points and ranges of them, each a plain character
+# or an escape of one (what the JSON Schema front end writes for a set of code points), is read here
+# (`_plain_class`) rather than by `re._parser`, which takes ~1.3 us a character (o79409's 4,900-character
+# Unicode class: 6.5 ms, parsed once by the front end and again by the lexer).
+PLAIN_CLASS_MIN_CHARS = 256
+_CLASS_ATOM = r"\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8}|\\x[0-9A-Fa-f]{2}|\\[^0-9A-Za-z]|[^\\\[\]-]"
+_PLAIN_CLASS = re.compile(rf"\[(?!\^)(?:(?:{_CLASS_ATOM})(?:-(?:{_CLASS_ATOM}))?)+\]", re.S)
+_PLAIN_CLASS_ITEM = re.compile(rf"({_CLASS_ATOM})(?:-({_CLASS_ATOM}))?", re.S)
+# What `re._parser` warns about in such a class (a possible set operation: a character doubled that is no range's
+# `-`, which the class reads with the range).
+_PLAIN_CLASS_WARNING = re.compile(r"&&|~~|\|\|")
+# What `_scan` stops at outside classes: an escape, a class, a comment (verbose mode), a group's start or end.
+_SCAN_STOP = re.compile(r"[\\\[#()]")
+
+
+def _atom_value(atom: str) -> int:
+    """The code point one `_CLASS_ATOM` spells."""
+    if len(atom) == 1:
+        return ord(atom)
+    return ord(atom[1]) if len(atom) == 2 else int(atom[2:], 16)
+
+
+def _plain_class(text: str) -> cs.CharSet | None:
+    """The code points of a class `[...]` of plain items (`PLAIN_CLASS_MIN_CHARS`), or None when it is anything
+    else: negated, holding a class escape or property, a literal `-` or `[`, what `re._parser` warns about, a
+    range backwards or a code point past U+10FFFF (which `re._parser` refuses, with its own message)."""
+    if not _PLAIN_CLASS.fullmatch(text) or _PLAIN_CLASS_WARNING.search(text):
+        return None
+    ranges = []
+    for m in _PLAIN_CLASS_ITEM.finditer(text, 1, len(text) - 1):
+        lo = _atom_value(m.group(1))
+        hi = lo if m.group(2) is None else _atom_value(m.group(2))
+        if lo > hi or hi > cs.MAX_CP:
+            return None
+        ranges.append((lo, hi))
+    return cs.merge_ranges(ranges)
 
 
 def _class_end(pattern: str, i: int) -> int:
-    """The index after the `]` closing the class that opens at pattern[i] (re's rules)."""
-    j = i + 1
-    if pattern.startswith("^", j):
-        j += 1
-    if pattern.startswith("]", j):
-        j += 1
-    while j < len(pattern):
-        if pattern[j] == "\\":
-            j += 2
-        elif pattern[j] == "]":
-            return j + 1
-        else:
-            j += 1
-    return len(pattern)
+    """The index after the `]` closing the class that opens at pattern[i] (re's rules), or the pattern's end."""
+    found = _CLASS.match(pattern, i)
+    return len(pattern) if found is None else found.end()
 
 
 _PROPERTY = re.compile(r"\\([pP])(?:\{([^}]*)\}|([A-Za-z]))")
@@ -228,11 +256,15 @@ _INLINE_FLAGS = re.compile(r"\(\?([aiLmsux]*)(?:-([imsx]*))?([:)])")
 
 def _scan(pattern: str, verbose: bool, name: str, line: int | None) -> _Scan:
     """One pass over the pattern: its `\\p{..}` escapes and the groups at depths 50, 100, ..."""
-    found = _Scan([], [])
+    found = _Scan([], [], [])
     open_groups: list[tuple[int, bool]] = []
     deepest = 0
     i, n = 0, len(pattern)
     while i < n:
+        stop = _SCAN_STOP.search(pattern, i)
+        if stop is None:
+            break
+        i = stop.start()
         c = pattern[i]
         if c == "\\":
             prop = _PROPERTY.match(pattern, i)
@@ -243,8 +275,15 @@ def _scan(pattern: str, verbose: bool, name: str, line: int | None) -> _Scan:
                 i += 2
         elif c == "[":
             end = _class_end(pattern, i)
+            plain = _plain_class(pattern[i:end]) if end - i >= PLAIN_CLASS_MIN_CHARS else None
+            if plain is not None:
+                found.classes.append((i, end, plain))
+                i = end
+                continue
             first = i + 1 + pattern.startswith("^", i + 1)  # a `-` here is a literal
             j, after_range_dash = first, False
+            if "\\p" not in pattern[first:end] and "\\P" not in pattern[first:end]:
+                j = end  # no property inside: nothing to record
             while j < end - 1:
                 prop = _PROPERTY.match(pattern, j) if pattern[j] == "\\" else None
                 if prop:
@@ -313,18 +352,23 @@ def _parse(pattern: str, flags: int, name: str, line: int | None) -> sre_parse.S
     `re._parser` recurses once per group, so groups at every 50th level of
     nesting are cut out, parsed on their own, and spliced back; each Unicode
     property escape is parsed as a placeholder character and then replaced by
-    its code-point ranges (`unicode_props`). A pattern without either is
+    its code-point ranges (`unicode_props`), and so is each long plain class
+    (`_plain_class`), by the ranges read here. A pattern without any of these is
     parsed by `re._parser` alone.
     """
     found = _scan(pattern, bool(flags & _VERBOSE), name, line)
-    if not found.props and not found.groups:
+    if not found.props and not found.groups and not found.classes:
         return sre_parse.parse(pattern, flags)
     used = set(map(ord, pattern))
     free = (cp for block in _PLACEHOLDERS for cp in block if cp not in used)
     # Spans in order of their start; a group contains the spans up to its end.
-    spans = sorted([(a, b, "group", v) for a, b, v in found.groups] + [(a, b, "prop", None) for a, b, _, _ in found.props])
-    placeholder = {span[:2]: next(free) for span in spans}
-    ranges: dict[int, cs.CharSet] = {}
+    spans = sorted([(a, b, "group", v) for a, b, v in found.groups] + [(a, b, "prop", None) for a, b, _, _ in found.props]
+                   + [(a, b, "class", None) for a, b, _ in found.classes])
+    # Equal classes share a placeholder, so that `re._parser` factors branches as it would factor the classes.
+    same_class: dict[str, int] = {}
+    placeholder = {span[:2]: (same_class.setdefault(pattern[span[0]:span[1]], next(free)) if span[2] == "class"
+                              else next(free)) for span in spans}
+    ranges: dict[int, cs.CharSet] = {placeholder[a, b]: plain for a, b, plain in found.classes}
     for a, b, prop_name, negated in found.props:
         try:
             ranges[placeholder[a, b]] = property_set(prop_name, negated)
@@ -349,7 +393,12 @@ def _parse(pattern: str, flags: int, name: str, line: int | None) -> sre_parse.S
             pieces += [pattern[at:a], f"({z})" if kind == "group" else z]
             at = b
         texts[lo, hi] = "".join(pieces) + pattern[at:hi]
-    root = sre_parse.parse(texts.pop((0, len(pattern))), flags)
+    try:
+        root = sre_parse.parse(texts.pop((0, len(pattern))), flags)
+    except re.error:
+        if found.classes and not found.props and not found.groups:
+            sre_parse.parse(pattern, flags)  # the error as the pattern's own text gives it (positions)
+        raise
     verbose_at = {(a, b): v for a, b, v in found.groups}
     groups: dict[int, tuple] = {}
     for span, text in texts.items():

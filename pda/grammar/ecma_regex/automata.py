@@ -281,6 +281,47 @@ def _product(dfas: list[_DFA], wanted: list[bool], lo: int, hi: int | None) -> _
     return _DFA(classes, trans, accept)
 
 
+def _counted(d: _DFA, lo: int, hi: int | None) -> _DFA:
+    """`_product([d], [True], lo, hi)`, the same states in the same numbering, a count at a time: below the cap
+    a step from count c reaches count c + 1 only, so breadth first meets the states of one count in the order
+    of their parents' rows (one dict keeps the first of each), and only the capped count is searched state by
+    state. A pattern set with lengths 35..250 (o79409) has ~7,500 states here: ~20-40 ms as a search over
+    tuples, a few ms by counts."""
+    cap = hi + 1 if hi is not None else lo
+    limit = MAX_PATTERN_DFA_STATES
+    trans = d.trans
+    rows: list[list[int]] = []
+    level, first = [0], 0  # the DFA states of the current count, in numbering order; the id of the first
+    counts = [0]  # per level, its count
+    levels = [level]
+    for _ in range(cap):
+        following = list(dict.fromkeys(t for q in level for t in trans[q]))
+        base = first + len(level)
+        if base + len(following) > limit:
+            raise AutomatonTooLarge
+        index = dict(zip(following, range(base, base + len(following))))
+        rows += [[index[t] for t in trans[q]] for q in level]
+        level, first = following, base
+        counts.append(counts[-1] + 1)
+        levels.append(level)
+    index = dict(zip(level, range(first, first + len(level))))
+    i = 0
+    while i < len(level):  # the capped count: its steps stay in it
+        row = []
+        for t in trans[level[i]]:
+            j = index.get(t)
+            if j is None:
+                if first + len(level) >= limit:
+                    raise AutomatonTooLarge
+                j = index[t] = first + len(level)
+                level.append(t)
+            row.append(j)
+        rows.append(row)
+        i += 1
+    accept = [d.accept[q] and c >= lo and (hi is None or c <= hi) for c, qs in zip(counts, levels) for q in qs]
+    return _DFA(d.classes, rows, accept)
+
+
 def _minimise(d: _DFA) -> _DFA:
     """The coarsest partition refining acceptance (the compiled Hopcroft, `pda.kernels.partition`);
     unreachable states are already absent. Blocks are numbered by their first state."""
@@ -399,7 +440,7 @@ def _pattern_set_automaton(positive: Sequence[str], negative: Sequence[str], min
             counted = free
         else:
             # The counter multiplies the minimal automaton, not the patterns' own ones.
-            counted = _minimise(_product([free], [True], min_len, max_len))
+            counted = _minimise(_counted(free, min_len, max_len))
     except AutomatonTooLarge:
         raise RegexError(f"patterns {[*positive, *negative]!r} with lengths {min_len}..{max_len}: the automaton "
                          f"has more than MAX_PATTERN_DFA_STATES = {MAX_PATTERN_DFA_STATES} states") from None
