@@ -9,7 +9,9 @@ From a lexer state `q` with live terminal set `A`, every token is one of:
   lexeme, which depends on the parser node after `E`.
 
 Boundary tokens are kept as `BoundaryGroup`s: the trie nodes where the lexeme
-ended, grouped by `E`. Classifying a group's suffixes from the lexer's start
+ended, grouped by `E`. Classifications and groups are compiled objects that the
+garbage collector does not track (`pda.kernels.compose`: tens of thousands per
+first document of a JSON Schema, which every old-generation collection read). Classifying a group's suffixes from the lexer's start
 state under the next live set `A2` is again independent of the stack, so it is
 cached on the group by `A2`. Only `node.advance(E)` at serve time depends on
 the stack. A walk is one call of a compiled kernel (`pda.kernels.walk`): depth
@@ -46,6 +48,7 @@ from pda.grammar.ir import CONTEXTUAL
 from pda.index.slices import PLAIN_BODY, PlainBody, plain_body
 from pda.index.trie import TokenTrie
 from pda.kernels import walk as kernel
+from pda.kernels.compose import BoundaryGroup, Classification
 from pda.lexer.lexer import START, Lexer, LexerTables, SharedTables, terminal_digest
 from pda.bits import iter_bits
 from pda.regex.dfa import LexerDFA
@@ -87,56 +90,14 @@ BASIC_WALKS_MAX_BYTES = 64 << 20
 register_budget("basic_walks", BASIC_WALKS_MAX_BYTES)
 
 
-class Classification:
-    """Tokens allowed outright and the boundary groups.
-
-    The tokens allowed outright are `inside`, a packed int32 mask, or `tokens`, their int32
-    ids ascending (a walk after a boundary that finds few of them, `SPARSE_INSIDE_SHARE`),
-    or neither (both None); `mask` gives them as a mask either way. Classifications from
-    the trie's root always have `inside` (a step's mask starts from one).
-    `groups` is a tuple: a classification without groups (a quarter of them) then holds
-    the empty tuple, which the garbage collector does not track, rather than a list.
-    """
-
-    __slots__ = ("inside", "tokens", "groups")
-
-    def __init__(self, inside: np.ndarray | None, groups: Iterable["BoundaryGroup"],
-                 tokens: np.ndarray | None = None) -> None:
-        self.inside = inside
-        self.tokens = tokens
-        self.groups = tuple(groups)
-
-    def mask(self, words: int) -> np.ndarray | None:
-        """The tokens allowed outright as a packed int32 mask of `words` words (made from `tokens` on each call)."""
-        if self.tokens is None:
-            return self.inside
-        mask = np.zeros(words, dtype=np.uint32)
-        np.bitwise_or.at(mask, self.tokens >> 5, np.left_shift(np.uint32(1), (self.tokens & 31).astype(np.uint32)))
-        return mask.view(np.int32)
-
-    def nbytes(self) -> int:
-        """The bytes of its arrays: the allowed tokens and the groups' nodes."""
-        allowed = self.tokens if self.tokens is not None else self.inside
-        size = allowed.nbytes if allowed is not None else 0
-        for group in self.groups:  # a loop, not a generator's sum: asked for every walk (~15,000 a replay)
-            size += group.nodes.nbytes
-        return size
-
-
-class BoundaryGroup:
-    """Tokens whose lexeme ended with terminal set `terminals` at the trie nodes `nodes`.
-
-    `key` identifies the node set: groups from different lexer states that end at
-    the same nodes share their suffix walks.
-    """
-
-    __slots__ = ("terminals", "nodes", "key", "after")
-
-    def __init__(self, terminals: int, nodes: np.ndarray, key: bytes | None = None) -> None:
-        self.terminals = terminals
-        self.nodes = nodes
-        self.key = nodes.tobytes() if key is None else key
-        self.after: dict[int, Classification] = {}
+def allowed_mask(found: Classification, words: int) -> np.ndarray | None:
+    """The tokens `found` allows outright as a packed int32 mask of `words` words: its `inside`, or one made from
+    its `tokens` (on each call), or None when it allows none."""
+    if found.tokens is None:
+        return found.inside
+    mask = np.zeros(words, dtype=np.uint32)
+    np.bitwise_or.at(mask, found.tokens >> 5, np.left_shift(np.uint32(1), (found.tokens & 31).astype(np.uint32)))
+    return mask.view(np.int32)
 
 
 class _WalkTables:
@@ -765,7 +726,8 @@ class TokenIndex:
         """The cached classifications as (meta, arrays) for the disk cache (`restore` reads them back)."""
         roots = list(self._roots.items())
         suffixes = list(self._suffixes.items())
-        entries = [(c.mask(self.mask_words), [(g.terminals, g.nodes) for g in c.groups]) for _, c in roots + suffixes]
+        entries = [(allowed_mask(c, self.mask_words), [(g.terminals, g.nodes) for g in c.groups])
+                   for _, c in roots + suffixes]
         meta, arrays = entries_to_arrays(entries, self.mask_words)
         meta["roots"] = [key_to_json(key) for key, _ in roots]
         meta["suffix_live"] = [cache.int_to_json(live_set) for (_, live_set), _ in suffixes]
