@@ -332,26 +332,38 @@ static PyTypeObject ExtendedMaskType = {
 
 /* ---------------------------------------------------------------- compose */
 
+/* The mask being composed: its words, and the token ids set in it that its root's inside did not have, in the
+ * order set, while they are at most `max` and only ids were set (a suffix's inside mask ORed in makes `ored`:
+ * then what was added is read off the words at the end). */
+typedef struct {
+    int32_t *words;
+    Py_ssize_t n;
+    int32_t *added;
+    Py_ssize_t n_added, cap, max;
+    int ored, overflow;
+} Acc;
+
 /* acc |= mask (an int32 buffer of acc's length; `what` names it in the error). */
-static int or_into(int32_t *acc, Py_ssize_t n, PyObject *mask, const char *what)
+static int or_into(Acc *acc, PyObject *mask, const char *what)
 {
     Py_buffer view;
     if (PyObject_GetBuffer(mask, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
-    if (!is_int32_format(view.format, view.itemsize) || view.len != n * 4) {
-        PyErr_Format(PyExc_ValueError, "%s is not %zd int32 words", what, n);
+    if (!is_int32_format(view.format, view.itemsize) || view.len != acc->n * 4) {
+        PyErr_Format(PyExc_ValueError, "%s is not %zd int32 words", what, acc->n);
         PyBuffer_Release(&view);
         return -1;
     }
     const int32_t *src = (const int32_t *)view.buf;
-    for (Py_ssize_t i = 0; i < n; i++)
-        acc[i] |= src[i];
+    for (Py_ssize_t i = 0; i < acc->n; i++)
+        acc->words[i] |= src[i];
+    acc->ored = 1;
     PyBuffer_Release(&view);
     return 0;
 }
 
-/* acc's bits of the int32 token ids in `tokens` (each below n * 32). */
-static int set_tokens(int32_t *acc, Py_ssize_t n, PyObject *tokens)
+/* acc's bits of the int32 token ids in `tokens` (each below n * 32), the new ones noted in `added`. */
+static int set_tokens(Acc *acc, PyObject *tokens)
 {
     Py_buffer view;
     if (PyObject_GetBuffer(tokens, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
@@ -363,12 +375,34 @@ static int set_tokens(int32_t *acc, Py_ssize_t n, PyObject *tokens)
     }
     const int32_t *ids = (const int32_t *)view.buf;
     for (Py_ssize_t i = 0; i < view.len / 4; i++) {
-        if (ids[i] < 0 || ids[i] >= n * 32) {
-            PyErr_Format(PyExc_ValueError, "a classification's token %d is outside the mask", ids[i]);
+        int32_t t = ids[i];
+        if (t < 0 || t >= acc->n * 32) {
+            PyErr_Format(PyExc_ValueError, "a classification's token %d is outside the mask", t);
             PyBuffer_Release(&view);
             return -1;
         }
-        acc[ids[i] >> 5] |= (int32_t)(1u << (ids[i] & 31));
+        int32_t bit = (int32_t)(1u << (t & 31));
+        if (acc->words[t >> 5] & bit)
+            continue;
+        acc->words[t >> 5] |= bit;
+        if (acc->ored || acc->overflow)
+            continue;
+        if (acc->n_added == acc->max) { /* past `max`: the mask will be dense, its ids are not needed */
+            acc->overflow = 1;
+            continue;
+        }
+        if (acc->n_added == acc->cap) {
+            Py_ssize_t cap = acc->cap ? 2 * acc->cap : 64;
+            int32_t *added = PyMem_Realloc(acc->added, (size_t)cap * sizeof(int32_t));
+            if (added == NULL) {
+                PyBuffer_Release(&view);
+                PyErr_NoMemory();
+                return -1;
+            }
+            acc->added = added;
+            acc->cap = cap;
+        }
+        acc->added[acc->n_added++] = t;
     }
     PyBuffer_Release(&view);
     return 0;
@@ -428,8 +462,8 @@ static PyObject *node_after(PyObject *at, PyObject *terminals)
 }
 
 /* One group from `at`: OR its suffixes' inside tokens into acc and push what they cross next. */
-static int compose_group(int32_t *acc, Py_ssize_t n, PyObject *at, PyObject *item, PyObject *ignore,
-                         PyObject *after_boundary, Stack *stack)
+static int compose_group(Acc *acc, PyObject *at, PyObject *item, PyObject *ignore, PyObject *after_boundary,
+                         Stack *stack)
 {
     if (!Py_IS_TYPE(item, &BoundaryGroupType)) {
         PyErr_Format(PyExc_TypeError, "a classification's groups hold a %.100s, not a BoundaryGroup",
@@ -463,10 +497,10 @@ static int compose_group(int32_t *acc, Py_ssize_t n, PyObject *at, PyObject *ite
     }
     ClassificationObject *sub = (ClassificationObject *)found;
     if (sub->tokens != NULL && sub->tokens != Py_None) {
-        if (set_tokens(acc, n, sub->tokens) < 0)
+        if (set_tokens(acc, sub->tokens) < 0)
             goto done;
     } else if (sub->inside != NULL && sub->inside != Py_None
-               && or_into(acc, n, sub->inside, "a classification's inside mask") < 0) {
+               && or_into(acc, sub->inside, "a classification's inside mask") < 0) {
         goto done;
     }
     if (sub->groups == NULL || !PyTuple_Check(sub->groups)) {
@@ -514,29 +548,101 @@ static uint64_t hash_words(const uint32_t *words, Py_ssize_t n)
     return h;
 }
 
-/* The composed mask `acc` by what it adds to `base` (NULL: zeros; base_obj is the object or None), as
- * compose returns it. */
-static PyObject *result_of(const uint32_t *acc, const uint32_t *base, Py_ssize_t n, PyObject *base_obj,
-                           Py_ssize_t sparse_max)
+/* Sorts n ids ascending: insertion sort for a few, else a bottom-up merge sort through `tmp` (room for n). The
+ * ids noted while composing come as a few ascending runs (one per group), qsort's callback cost more than the
+ * comparisons. */
+static void sort_ids(int32_t *a, int32_t *tmp, Py_ssize_t n)
 {
-    Py_ssize_t added = 0;
-    for (Py_ssize_t i = 0; i < n && added <= sparse_max; i++)
-        added += __builtin_popcount(acc[i] ^ (base ? base[i] : 0u));
-    if (added == 0)
-        return Py_NewRef(base_obj);
-    if (added > sparse_max)
-        return PyLong_FromUnsignedLongLong(hash_words(acc, n));
-    ExtendedMaskObject *mask = new_extended(base_obj, added);
-    if (mask == NULL)
-        return NULL;
-    Py_ssize_t k = 0;
-    for (Py_ssize_t i = 0; i < n && k < added; i++) {
-        uint32_t bits = acc[i] ^ (base ? base[i] : 0u);
-        while (bits) {
-            mask->ids[k++] = (int32_t)(i * 32 + __builtin_ctz(bits));
-            bits &= bits - 1;
+    if (n <= 32) {
+        for (Py_ssize_t i = 1; i < n; i++) {
+            int32_t x = a[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && a[j - 1] > x; j--)
+                a[j] = a[j - 1];
+            a[j] = x;
+        }
+        return;
+    }
+    int32_t *src = a, *dst = tmp;
+    for (Py_ssize_t width = 1; width < n; width *= 2) {
+        for (Py_ssize_t lo = 0; lo < n; lo += 2 * width) {
+            Py_ssize_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            Py_ssize_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                dst[k++] = src[i] <= src[j] ? src[i++] : src[j++];
+            while (i < mid)
+                dst[k++] = src[i++];
+            while (j < hi)
+                dst[k++] = src[j++];
+        }
+        int32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, (size_t)n * sizeof(int32_t));
+}
+
+/* The bits set in x. */
+static inline int popcount32(uint32_t x)
+{
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    return (int)((((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+}
+
+/* The token ids `acc` has that `base` (NULL: zeros) has not, ascending, into acc->added: at most acc->max of
+ * them, else acc->overflow. Words that are equal (most) are passed over a block at a time. */
+static int added_from_words(Acc *acc, const uint32_t *base)
+{
+    const uint32_t *words = (const uint32_t *)acc->words;
+    static const uint32_t zeros[64];
+    acc->n_added = 0;
+    for (Py_ssize_t lo = 0; lo < acc->n; lo += 64) {
+        Py_ssize_t hi = lo + 64 < acc->n ? lo + 64 : acc->n;
+        if (memcmp(words + lo, base ? base + lo : zeros, (size_t)(hi - lo) * 4) == 0)
+            continue;
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            uint32_t bits = words[i] ^ (base ? base[i] : 0u);
+            if (!bits)
+                continue;
+            if (acc->n_added + popcount32(bits) > acc->max) {
+                acc->overflow = 1;
+                return 0;
+            }
+            if (acc->n_added + 32 > acc->cap) {
+                Py_ssize_t cap = 2 * acc->cap + 64;
+                int32_t *added = PyMem_Realloc(acc->added, (size_t)cap * sizeof(int32_t));
+                if (added == NULL) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                acc->added = added;
+                acc->cap = cap;
+            }
+            for (; bits; bits &= bits - 1)
+                acc->added[acc->n_added++] = (int32_t)(i * 32 + __builtin_ctz(bits));
         }
     }
+    return 0;
+}
+
+/* The composed mask by what it adds to `base` (NULL: zeros; base_obj is the object or None), as compose returns
+ * it: from the ids noted while composing, or, where an inside mask was ORed in, read off the words. */
+static PyObject *result_of(Acc *acc, const uint32_t *base, PyObject *base_obj)
+{
+    if (acc->ored && !acc->overflow && added_from_words(acc, base) < 0)
+        return NULL;
+    if (acc->overflow)
+        return PyLong_FromUnsignedLongLong(hash_words((const uint32_t *)acc->words, acc->n));
+    if (acc->n_added == 0)
+        return Py_NewRef(base_obj);
+    ExtendedMaskObject *mask = new_extended(base_obj, acc->n_added);
+    if (mask == NULL)
+        return NULL;
+    memcpy(mask->ids, acc->added, (size_t)acc->n_added * sizeof(int32_t));
+    if (!acc->ored) /* noted in the order set: groups' ids interleave */
+        sort_ids(mask->ids, acc->added, acc->n_added);
     return (PyObject *)mask;
 }
 
@@ -567,8 +673,8 @@ static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_buffer view, base_view = {0};
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
-    int32_t *acc = (int32_t *)view.buf;
-    Py_ssize_t n = view.len / 4;
+    Acc acc = {(int32_t *)view.buf, view.len / 4, NULL, 0, 0, sparse_max < 0 ? 0 : sparse_max, 0, 0};
+    Py_ssize_t n = acc.n;
     const uint32_t *base = NULL;
     PyObject *result = NULL;
     if (!is_int32_format(view.format, view.itemsize)) {
@@ -589,23 +695,24 @@ static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             goto release;
         }
         base = (const uint32_t *)base_view.buf;
-        memcpy(acc, base, (size_t)n * 4);
+        memcpy(acc.words, base, (size_t)n * 4);
     } else {
-        memset(acc, 0, (size_t)n * 4);
+        memset(acc.words, 0, (size_t)n * 4);
     }
     Stack stack = {NULL, 0, 0};
     int failed = push(&stack, node, groups) < 0;
     while (!failed && stack.n) {
         PyObject *gs = stack.items[--stack.n], *at = stack.items[--stack.n]; /* references moved here */
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(gs) && !failed; i++)
-            failed = compose_group(acc, n, at, PyTuple_GET_ITEM(gs, i), ignore, after_boundary, &stack) < 0;
+            failed = compose_group(&acc, at, PyTuple_GET_ITEM(gs, i), ignore, after_boundary, &stack) < 0;
         Py_DECREF(at);
         Py_DECREF(gs);
     }
     clear(&stack);
     if (!failed)
-        result = result_of((const uint32_t *)acc, base, n, base_obj, sparse_max);
+        result = result_of(&acc, base, base_obj);
 release:
+    PyMem_Free(acc.added);
     if (base_view.obj != NULL)
         PyBuffer_Release(&base_view);
     PyBuffer_Release(&view);
