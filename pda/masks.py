@@ -54,11 +54,11 @@ from pda.trie.lookup import FiniteSetLookup, PlainRows
 
 # The parser nodes of the most recently computed masks (of every compiled grammar) are kept alive
 # after their last matcher while those masks weigh at most this (`pda.set_memory_budget("recent_masks",
-# n)`): 1,700 masks of Qwen2's 151,936 tokens; far more for a small vocabulary.
+# n)`): 1,700 dense masks of Qwen2's 151,936 tokens, or ~25,000 nodes whose masks are mostly extended masks.
 RECENT_MASKS_MAX_BYTES = 32 << 20
 register_budget("recent_masks", RECENT_MASKS_MAX_BYTES)
-# The nodes of the masks computed last, each weighing its mask's bytes and RECENT_NODE_BYTES (one entry per mask,
-# oldest dropped first).
+# The nodes of the masks computed last, each weighing RECENT_NODE_BYTES and its masks' bytes (one entry per node
+# that a mask was computed at, oldest dropped first; `StepMasks._compute_mask`).
 _recent = budget_ring("recent_masks")
 # What a kept parser node weighs besides its mask: the node, its items and its memo dict, about.
 RECENT_NODE_BYTES = 1024
@@ -93,6 +93,9 @@ class StepMasks:
         # Per parser node's allowed terminals: the finite-set lookup's plain rows, or False (`plain_rows`);
         # None when the grammar has no finite-set terminal (then every state is served from `step_mask`).
         self._plain: dict[int, PlainRows | Literal[False]] | None = {} if finite_sets.terminals else None
+        # The node last put in `_recent`, and the bytes of the masks computed since (`_compute_mask`).
+        self._last_kept: Node | None = None
+        self._unweighed = 0
         # Parser nodes are shared by every vocabulary a grammar is compiled for: the memos are keyed by their owner.
         self._steps = next(_memos) << STATE_BITS
         self._texts = next(_memos) << STATE_BITS
@@ -186,9 +189,16 @@ class StepMasks:
         return rows
 
     def _compute_mask(self, node: Node, q: int) -> np.ndarray | ExtendedMask:
-        """The text mask at (node, q), on a memo miss; its node is kept for the next request."""
+        """The text mask at (node, q), on a memo miss; its node is kept for the next request.
+
+        Half a first document's misses are at the node of the one before (a lexeme read token by
+        token misses at each of its states): the node is put in `_recent` when it changes, weighing
+        its masks and those computed since the last put, so the ring's bytes still add up."""
         mask = self._compose(node, q)
-        _recent.put(node, mask.nbytes + RECENT_NODE_BYTES)
+        self._unweighed += mask.nbytes
+        if node is not self._last_kept:
+            _recent.put(node, self._unweighed + RECENT_NODE_BYTES)
+            self._last_kept, self._unweighed = node, 0
         return mask
 
     # Hot path on a cache miss: OR precomputed classifications; only boundary groups touch the parser.
