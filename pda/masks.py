@@ -191,35 +191,36 @@ class StepMasks:
         return rows
 
     def _compute_mask(self, node: Node, q: int) -> np.ndarray | ExtendedMask:
-        """The text mask at (node, q), on a memo miss; its node is kept for the next request.
+        """The text mask at (node, q) on a memo miss (hot path on a miss): the index's classification at q, its
+        boundary groups composed from the node; its node is kept for the next request.
 
         Half a first document's misses are at the node of the one before (a lexeme read token by
         token misses at each of its states): the node is put in `_recent` when it changes, weighing
         its masks and those computed since the last put, so the ring's bytes still add up."""
-        mask = self._compose(node, q)
+        ignore = self.lexer.ignore
+        root = self.index.at_state(q, node.allowed | ignore)  # from the trie's root: `inside`, never `tokens`
+        if not root.groups:  # nothing depends on the stack: the index's own mask, already shared
+            mask = root.inside if root.inside is not None else self._empty
+        else:
+            try:
+                acc = self._spare.pop()
+            except IndexError:
+                acc = np.empty_like(self._empty)
+            mask = compose(acc, root, node, ignore, self._after_boundary, self._sparse_max)
+            if type(mask) is not int:  # the root's own mask, or it with a few ids: `acc` is spare again
+                self._spare.append(acc)
+                if mask is None:
+                    mask = self._empty
+            else:  # a dense mask, kept once per content
+                shared = self._masks.get(mask)
+                if shared is not None and same_words(shared, acc):
+                    self._spare.append(acc)
+                    mask = shared
+                else:
+                    self._masks[mask] = acc
+                    mask = acc
         self._unweighed += mask.nbytes
         if node is not self._last_kept:
             _recent.put(node, self._unweighed + RECENT_NODE_BYTES)
             self._last_kept, self._unweighed = node, 0
         return mask
-
-    # Hot path on a cache miss: OR precomputed classifications; only boundary groups touch the parser.
-    def _compose(self, node: Node, q: int) -> np.ndarray | ExtendedMask:
-        ignore = self.lexer.ignore
-        root = self.index.at_state(q, node.allowed | ignore)  # from the trie's root: `inside`, never `tokens`
-        if not root.groups:  # nothing depends on the stack: the index's own mask, already shared
-            return root.inside if root.inside is not None else self._empty
-        try:
-            acc = self._spare.pop()
-        except IndexError:
-            acc = np.empty_like(self._empty)
-        found = compose(acc, root, node, ignore, self._after_boundary, self._sparse_max)
-        if type(found) is not int:  # the root's own mask, or it with a few ids: `acc` is spare again
-            self._spare.append(acc)
-            return self._empty if found is None else found
-        shared = self._masks.get(found)
-        if shared is not None and same_words(shared, acc):
-            self._spare.append(acc)
-            return shared
-        self._masks[found] = acc
-        return acc

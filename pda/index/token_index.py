@@ -443,6 +443,8 @@ class TokenIndex:
         self._walk_tables: dict[int, _WalkTables] = {}
         self._trans_with_sink: dict[int, tuple] = {}
         self._roots: dict[tuple, Classification] = {}
+        # `at_state`'s answers from `_roots` by live set, then lexer state: no key to make for a state met again.
+        self._at: dict[int, dict[int, Classification]] = {}
         self._own_bytes = 0  # of what `_roots` holds and `restore` put in `_suffixes` (`nbytes`)
         self._ranks: dict[int, tuple[str, int]] = {}
         # `_ranked_components`, cleared when full
@@ -806,7 +808,14 @@ class TokenIndex:
         return found
 
     def at_state(self, q: int, live_set: int) -> Classification:
-        """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""
+        """Classify the whole vocabulary from lexer state `q` under live set `live_set` (hot path on a mask miss:
+        half of a first document's are at a (live set, state) asked before, from another parser node)."""
+        by_state = self._at.get(live_set)
+        if by_state is None:
+            by_state = self._at[live_set] = {}
+        found = by_state.get(q)
+        if found is not None:
+            return found
         if self.finite_sets is not None:
             # Answered from the finite-set tables in microseconds: not worth a cached mask per state.
             found = self.finite_sets.at_state(q, live_set)
@@ -821,4 +830,5 @@ class TokenIndex:
         found = self._roots.get(key)
         if found is None:
             found = self._roots[key] = self._count(self._root_walk(q, live_set, state_key))
+        by_state[q] = found
         return found
