@@ -1,7 +1,8 @@
 /* pda._rows: write one token-mask row into a caller's packed int32 bitmask in one call (and compare two masks).
  *
- * The per-step serving path ends by writing a row: a copy of a memoised mask, or,
- * for a finite-set state, zeros and then a few precomputed words. In numpy that is
+ * The per-step serving path ends by writing a row: a copy of a memoised mask (a
+ * shared mask, or one extended by a few token ids: pda.kernels._compose.ExtendedMask),
+ * or, for a finite-set state, zeros and then a few precomputed words. In numpy that is
  * three to five calls, each creating a view (~0.8 us a step); here it is one
  * (~0.2 us). `pda/rows.py` holds the numpy versions with the same semantics and
  * falls back to them when this module was not built.
@@ -17,8 +18,10 @@
 #include <string.h>
 
 #include "kernels/buffer_format.h"
+#include "kernels/extended_mask.h"
 
 static PyObject *BitmaskLayoutError;
+static PyTypeObject *ExtendedMaskType; /* pda.kernels._compose.ExtendedMask */
 
 /* Acquire `obj` as a writable bitmask and point `*dst` at row `row`; -1 with an exception set on failure. */
 static int open_row(PyObject *obj, Py_ssize_t row, Py_buffer *view, int32_t **dst, Py_ssize_t *width)
@@ -65,28 +68,51 @@ static int as_index(PyObject *obj, Py_ssize_t *out)
 
 PyDoc_STRVAR(copy_row_doc,
 "copy_row(bitmask, row, mask)\n--\n\n"
-"Copy int32 `mask` into row `row` of `bitmask`: truncated to the row's width, zero past its end.");
+"Copy int32 `mask` (or an ExtendedMask: its base, then its ids' bits) into row `row` of `bitmask`:\n"
+"truncated to the row's width, zero past its end.");
+
+/* dst[:width] = the words of `mask` (an int32 buffer), zero past them. */
+static int copy_words(int32_t *dst, Py_ssize_t width, PyObject *mask, const char *what)
+{
+    Py_buffer src;
+    if (open_source(mask, &src, 4, what) < 0)
+        return -1;
+    Py_ssize_t n = src.len / 4 < width ? src.len / 4 : width;
+    memcpy(dst, src.buf, (size_t)n * 4);
+    memset(dst + n, 0, (size_t)(width - n) * 4);
+    PyBuffer_Release(&src);
+    return 0;
+}
 
 static PyObject *copy_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    Py_buffer out, src;
+    Py_buffer out;
     int32_t *dst;
-    Py_ssize_t row, width, n;
+    Py_ssize_t row, width;
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "copy_row(bitmask, row, mask) takes 3 arguments");
         return NULL;
     }
     if (as_index(args[1], &row) < 0 || open_row(args[0], row, &out, &dst, &width) < 0)
         return NULL;
-    if (open_source(args[2], &src, 4, "mask") < 0) {
-        PyBuffer_Release(&out);
-        return NULL;
+    int failed;
+    if (Py_IS_TYPE(args[2], ExtendedMaskType)) {
+        const ExtendedMaskObject *mask = (const ExtendedMaskObject *)args[2];
+        if (mask->base == Py_None) {
+            memset(dst, 0, (size_t)width * 4);
+            failed = 0;
+        } else {
+            failed = copy_words(dst, width, mask->base, "an extended mask's base") < 0;
+        }
+        for (Py_ssize_t i = 0; !failed && i < Py_SIZE(mask); i++)
+            if (mask->ids[i] >> 5 < width)
+                dst[mask->ids[i] >> 5] |= (int32_t)(1u << (mask->ids[i] & 31));
+    } else {
+        failed = copy_words(dst, width, args[2], "mask") < 0;
     }
-    n = src.len / 4 < width ? src.len / 4 : width;
-    memcpy(dst, src.buf, (size_t)n * 4);
-    memset(dst + n, 0, (size_t)(width - n) * 4);
-    PyBuffer_Release(&src);
     PyBuffer_Release(&out);
+    if (failed)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -176,6 +202,17 @@ static struct PyModuleDef rows_module = {
 
 PyMODINIT_FUNC PyInit__rows(void)
 {
+    PyObject *compose = PyImport_ImportModule("pda.kernels._compose");
+    if (compose == NULL)
+        return NULL;
+    ExtendedMaskType = (PyTypeObject *)PyObject_GetAttrString(compose, "ExtendedMask"); /* kept: the module lives on */
+    Py_DECREF(compose);
+    if (ExtendedMaskType == NULL)
+        return NULL;
+    if (!PyType_Check(ExtendedMaskType)) {
+        PyErr_SetString(PyExc_ImportError, "pda.kernels._compose.ExtendedMask is not a type");
+        return NULL;
+    }
     PyObject *module = PyModule_Create(&rows_module);
     if (module == NULL)
         return NULL;

@@ -335,7 +335,7 @@ class Matcher:
                 self.compiled.masks.write_row(bitmask, row, node, q)
                 return
             masks = self.compiled.masks
-            copy_row(bitmask, row, masks.text_mask(node, q))
+            masks.write_text_row(bitmask, row, node, q)
             if masks.can_end(node, q):
                 words, bits = self._stop
                 bitmask[row, words] |= bits

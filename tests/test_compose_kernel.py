@@ -1,34 +1,29 @@
-"""The mask composition kernel (`pda.kernels.compose`) against the plain loop it replaced.
+"""The mask composition kernel (`pda.kernels.compose`) against the plain loop it replaced, and its objects.
 
-Parser nodes, groups and classifications are stand-ins with the attributes the
-kernel reads, so every branch is reached on purpose: probes that refuse, groups
-the node does not take (no probe), memo hits and misses, second boundaries,
-terminal sets past 64 bits, inside tokens as a mask or as ids; then its errors, and
-that it leaks no reference.
+Parser nodes are stand-ins with the attributes the kernel reads, groups and
+classifications the kernel's own types, so every branch is reached on purpose:
+probes that refuse, groups the node does not take (no probe), memo hits and
+misses, second boundaries, terminal sets past 64 bits, inside tokens as a mask or
+as ids, and each form of the result (the root's own mask, an `ExtendedMask`, a
+dense mask); then its errors, that it leaks no reference, and that its objects are
+what their constructors promise and untracked by the garbage collector.
 Whole masks against the reference path are tests/test_masks*.py.
 """
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 
 import numpy as np
 import pytest
 
+from pda import rows
 from pda.kernels import compose
+from pda.kernels.compose import BoundaryGroup, Classification, ExtendedMask
 
 WORDS = 7
-
-
-class Classif:
-    def __init__(self, inside: np.ndarray | None, groups: tuple, tokens: np.ndarray | None = None) -> None:
-        self.inside, self.groups, self.tokens = inside, groups, tokens
-
-
-class Group:
-    def __init__(self, terminals: int) -> None:
-        self.terminals, self.after = terminals, {}
 
 
 class Node:
@@ -64,6 +59,17 @@ def plain_loop(acc: np.ndarray, node: Node, groups: tuple, ignore: int, after_bo
                 stack.append((after, sub.groups))
 
 
+def dense(mask: np.ndarray | ExtendedMask | None) -> np.ndarray:
+    """A result of the kernel as WORDS words, written as a row writer writes it."""
+    out = np.full((1, WORDS), -1, dtype=np.int32)
+    rows.copy_row(out, 0, np.zeros(WORDS, dtype=np.int32) if mask is None else mask)
+    return out[0]
+
+
+def random_mask(rng: random.Random) -> np.ndarray:
+    return np.frombuffer(rng.getrandbits(32 * WORDS).to_bytes(4 * WORDS, "little"), dtype=np.int32)
+
+
 def random_case(rng: random.Random) -> tuple[Node, tuple, dict]:
     """A random parser (nodes and moves), groups nested a few levels, and each miss's classification."""
     bits = [1 << rng.choice([0, 1, 2, 3, 63, 64, 65, 130]) for _ in range(6)]
@@ -73,14 +79,13 @@ def random_case(rng: random.Random) -> tuple[Node, tuple, dict]:
     made: dict = {}
 
     def groups(depth: int) -> tuple:
-        return tuple(Group(rng.choice(bits)) for _ in range(rng.randint(0, 3 if depth < 3 else 0)))
+        return tuple(BoundaryGroup(rng.choice(bits)) for _ in range(rng.randint(0, 3 if depth < 3 else 0)))
 
-    def classification(depth: int) -> Classif:
+    def classification(depth: int) -> Classification:
         if rng.random() < 0.3:  # a few token ids (a walk after a boundary)
             ids = sorted(rng.sample(range(32 * WORDS), rng.randint(1, 6)))
-            return Classif(None, groups(depth + 1), np.array(ids, dtype=np.int32))
-        inside = None if rng.random() < 0.3 else rng.getrandbits(32 * WORDS).to_bytes(4 * WORDS, "little")
-        return Classif(None if inside is None else np.frombuffer(inside, dtype=np.int32), groups(depth + 1))
+            return Classification(None, groups(depth + 1), np.array(ids, dtype=np.int32))
+        return Classification(None if rng.random() < 0.3 else random_mask(rng), groups(depth + 1))
 
     top = groups(0)
     for g in top:
@@ -90,96 +95,198 @@ def random_case(rng: random.Random) -> tuple[Node, tuple, dict]:
     return rng.choice(nodes), top, made
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(60))
 def test_kernel_equals_the_plain_loop(seed: int) -> None:
     rng = random.Random(seed)
     node, groups, made = random_case(rng)
     ignore = rng.choice([0, 1 << 2, 1 << 64])
     answers: dict = {}
 
-    def after_boundary(group: Group, live: int) -> Classif:
+    def after_boundary(group: BoundaryGroup, live: int) -> Classification:
         key = (id(group), live)
         if key not in answers:
             answers[key] = made["classification"](2)
         group.after[live] = answers[key]
         return answers[key]
 
-    base = None if seed % 2 else np.frombuffer(rng.getrandbits(32 * WORDS).to_bytes(4 * WORDS, "little"), np.int32)
-    got = np.full(WORDS, -1, dtype=np.int32)  # the kernel first: it meets the misses (the loop then finds memos)
-    fp = compose.compose(got, base, node, groups, ignore, after_boundary)
+    base = None if seed % 2 else random_mask(rng)
+    root = Classification(base, groups)
+    sparse_max = (0, 4, 10 * WORDS, 32 * WORDS)[seed % 4]
+    acc = np.full(WORDS, -1, dtype=np.int32)  # the kernel first: it meets the misses (the loop then finds memos)
+    found = compose.compose(acc, root, node, ignore, after_boundary, sparse_max)
     want = np.zeros(WORDS, dtype=np.int32) if base is None else base.copy()
     plain_loop(want, node, groups, ignore, after_boundary)
-    assert got.tobytes() == want.tobytes() and fp == compose.fingerprint(want)
+    added = int(np.unpackbits((want ^ dense(base)).view(np.uint8)).sum())
+    if added == 0:
+        assert found is base
+    elif added <= sparse_max:
+        assert type(found) is ExtendedMask and found.base is base
+        assert np.frombuffer(found.ids, dtype=np.int32).tolist() == [
+            i for i in range(32 * WORDS) if (want ^ dense(base)).view(np.uint32)[i >> 5] >> (i & 31) & 1]
+        assert dense(found).tobytes() == want.tobytes()
+    else:
+        assert found == compose.fingerprint(want) and acc.tobytes() == want.tobytes()
+
+
+def test_every_form_of_the_result_is_met() -> None:
+    """Over the random cases, each form of the result comes up (so the test above checks each)."""
+    forms = set()
+    for seed in range(60):
+        rng = random.Random(seed)
+        node, groups, made = random_case(rng)
+        answers: dict = {}
+
+        def after_boundary(group: BoundaryGroup, live: int) -> Classification:
+            answers.setdefault((id(group), live), made["classification"](2))
+            return answers[(id(group), live)]
+
+        base = None if seed % 2 else random_mask(rng)
+        found = compose.compose(np.zeros(WORDS, dtype=np.int32), Classification(base, groups), node, 0,
+                                after_boundary, (0, 4, 10 * WORDS, 32 * WORDS)[seed % 4])
+        forms.add("own" if found is base else type(found).__name__)
+    assert forms == {"own", "ExtendedMask", "int"}
+
+
+@pytest.mark.parametrize("groups", [2, 5, 40])
+def test_ids_from_interleaved_groups_come_sorted_and_distinct(groups: int) -> None:
+    """Ids from several groups (each ascending, overlapping each other and the root's mask) come out ascending,
+    distinct and only those the root's mask lacks: a few (insertion sort) and many (merge sort)."""
+    rng = random.Random(groups)
+    words = 40
+    node, base = Node(allowed=0), np.frombuffer(rng.getrandbits(32 * words).to_bytes(4 * words, "little"), np.int32)
+    tops = []
+    for _ in range(groups):
+        group = BoundaryGroup(1)
+        ids = sorted(rng.sample(range(32 * words), rng.randint(1, 40)))
+        group.after[0] = Classification(None, (), np.array(ids, dtype=np.int32))
+        tops.append(group)
+    acc = np.zeros(words, dtype=np.int32)
+    found = compose.compose(acc, Classification(base, tops), node, 0, len, 32 * words)
+    want = base.copy()
+    plain_loop(want, node, tuple(tops), 0, len)
+    added = [i for i in range(32 * words) if (want ^ base).view(np.uint32)[i >> 5] >> (i & 31) & 1]
+    assert type(found) is ExtendedMask and np.frombuffer(found.ids, dtype=np.int32).tolist() == added
+    assert groups < 40 or len(added) > 32
 
 
 def test_a_memo_hit_calls_nothing_and_a_refused_probe_drops_the_group() -> None:
     inside = np.arange(WORDS, dtype=np.int32)
     after = Node(allowed=0b100)
     node = Node(allowed=0b11, moves={0b1: after, 0b10: None})
-    hit, refused, untaken = Group(0b1), Group(0b10), Group(0b1000)
-    hit.after[0b100 | 0b10000] = Classif(inside, ())
-    untaken.after[0b11 | 0b10000] = Classif(inside * 2, ())
+    hit, refused, untaken = BoundaryGroup(0b1), BoundaryGroup(0b10), BoundaryGroup(0b1000)
+    hit.after[0b100 | 0b10000] = Classification(inside, ())
+    untaken.after[0b11 | 0b10000] = Classification(inside * 2, ())
     calls = []
     acc = np.zeros(WORDS, dtype=np.int32)
-    compose.compose(acc, None, node, (hit, refused, untaken), 0b10000, lambda g, live: calls.append((g, live)))
+    found = compose.compose(acc, Classification(None, (hit, refused, untaken)), node, 0b10000,
+                            lambda g, live: calls.append((g, live)), 0)
     assert calls == [] and node.probes == 2  # the untaken group is not probed: its node is the node itself
-    assert acc.tolist() == (inside | inside * 2).tolist()
+    assert found == compose.fingerprint(inside | inside * 2) and acc.tolist() == (inside | inside * 2).tolist()
 
 
 def test_errors_name_what_is_wrong_and_leak_nothing() -> None:
-    node, group = Node(allowed=1), Group(1)
+    node, group = Node(allowed=1), BoundaryGroup(1)
     node.moves = {1: node}
-    sub = Classif(np.ones(WORDS, dtype=np.int32), ())
+    sub = Classification(np.ones(WORDS, dtype=np.int32), ())
+    root = Classification(np.zeros(WORDS, dtype=np.int32), (group,))
     group.after[1] = sub
     acc = np.zeros(WORDS, dtype=np.int32)
-    before = [sys.getrefcount(x) for x in (node, group, sub, sub.inside)]
-    for _ in range(100):
-        compose.compose(acc, None, node, (group,), 0, lambda g, live: sub)
+    before = [sys.getrefcount(x) for x in (node, group, sub, sub.inside, root, root.inside)]
+    for sparse_max in (0, 4, 1000):
+        for _ in range(50):
+            compose.compose(acc, root, node, 0, lambda g, live: sub, sparse_max)
     with pytest.raises(ValueError, match="int32"):
-        compose.compose(np.zeros(WORDS, dtype=np.int64), None, node, (group,), 0, lambda g, live: sub)
-    with pytest.raises(ValueError, match="base is not 7 int32 words"):
-        compose.compose(acc, np.ones(WORDS + 1, dtype=np.int32), node, (group,), 0, lambda g, live: sub)
-    with pytest.raises(ValueError, match="base is not 7 int32 words"):
-        compose.compose(acc, np.ones(WORDS, dtype=np.int64), node, (group,), 0, lambda g, live: sub)
-    with pytest.raises(TypeError, match="tuple"):
-        compose.compose(acc, None, node, [group], 0, lambda g, live: sub)
-    group.after[1] = Classif(np.ones(WORDS + 1, dtype=np.int32), ())
+        compose.compose(np.zeros(WORDS, dtype=np.int64), root, node, 0, lambda g, live: sub, 0)
+    with pytest.raises(ValueError, match="inside mask is not 7 int32 words"):
+        compose.compose(acc, Classification(np.ones(WORDS + 1, dtype=np.int32), (group,)), node, 0, len, 0)
+    with pytest.raises(ValueError, match="inside mask is not 7 int32 words"):
+        compose.compose(acc, Classification(np.ones(WORDS, dtype=np.int64), (group,)), node, 0, len, 0)
+    with pytest.raises(ValueError, match="must not be the root's inside"):
+        compose.compose(root.inside, root, node, 0, lambda g, live: sub, 0)
+    with pytest.raises(TypeError, match="root must be a Classification"):
+        compose.compose(acc, root.inside, node, 0, lambda g, live: sub, 0)
+    with pytest.raises(TypeError, match="not a BoundaryGroup"):
+        compose.compose(acc, Classification(None, [object()]), node, 0, len, 0)
+    group.after[1] = Classification(np.ones(WORDS + 1, dtype=np.int32), ())
     with pytest.raises(ValueError, match="inside mask"):
-        compose.compose(acc, None, node, (group,), 0, lambda g, live: sub)
-    group.after[1] = Classif(None, (), np.array([32 * WORDS], dtype=np.int32))
+        compose.compose(acc, root, node, 0, lambda g, live: sub, 0)
+    group.after[1] = Classification(None, (), np.array([32 * WORDS], dtype=np.int32))
     with pytest.raises(ValueError, match="outside the mask"):
-        compose.compose(acc, None, node, (group,), 0, lambda g, live: sub)
-    group.after[1] = Classif(None, (), np.array([1], dtype=np.int64))
+        compose.compose(acc, root, node, 0, lambda g, live: sub, 0)
+    group.after[1] = Classification(None, (), np.array([1], dtype=np.int64))
     with pytest.raises(ValueError, match="int32 ids"):
-        compose.compose(acc, None, node, (group,), 0, lambda g, live: sub)
+        compose.compose(acc, root, node, 0, lambda g, live: sub, 0)
     group.after.clear()
+    with pytest.raises(TypeError, match="not a Classification"):
+        compose.compose(acc, root, node, 0, lambda g, live: sub.inside, 0)
 
-    def failing(g: Group, live: int) -> Classif:
+    def failing(g: BoundaryGroup, live: int) -> Classification:
         raise KeyError("a walk failed")
 
     with pytest.raises(KeyError, match="a walk failed"):
-        compose.compose(acc, None, node, (group,), 0, failing)
+        compose.compose(acc, root, node, 0, failing, 0)
     group.after[1] = sub
-    assert [sys.getrefcount(x) for x in (node, group, sub, sub.inside)] == before
+    assert [sys.getrefcount(x) for x in (node, group, sub, sub.inside, root, root.inside)] == before
 
 
-def test_the_base_is_copied_then_ored_into() -> None:
-    """acc's old words are gone (the base, or zeros, first); the base itself is not written; acc may be the base."""
+def test_the_root_is_copied_then_ored_into() -> None:
+    """acc's old words are gone (the root's inside, or zeros, first); the root's inside itself is not written."""
 
-    def no_miss(g: Group, live: int) -> Classif:
+    def no_miss(g: BoundaryGroup, live: int) -> Classification:
         raise AssertionError("every group here has its memo")
 
-    node, group = Node(allowed=0), Group(1)
-    group.after[0] = Classif(np.full(WORDS, 0b100, dtype=np.int32), ())
+    node, group = Node(allowed=0), BoundaryGroup(1)
+    group.after[0] = Classification(np.full(WORDS, 0b100, dtype=np.int32), ())
     base = np.arange(WORDS, dtype=np.int32)
     acc = np.full(WORDS, -1, dtype=np.int32)
-    assert compose.compose(acc, base, node, (group,), 0, no_miss) == compose.fingerprint(base | 0b100)
+    assert compose.compose(acc, Classification(base, (group,)), node, 0, no_miss, 0) == compose.fingerprint(base | 0b100)
     assert acc.tolist() == (base | 0b100).tolist() and base.tolist() == list(range(WORDS))
     acc[:] = -1
-    compose.compose(acc, None, node, (), 0, no_miss)
+    assert compose.compose(acc, Classification(None, ()), node, 0, no_miss, 0) is None
     assert acc.tolist() == [0] * WORDS
-    compose.compose(base, base, node, (group,), 0, no_miss)
-    assert base.tolist() == (np.arange(WORDS) | 0b100).tolist()
+
+
+def test_the_objects_hold_what_their_constructors_promise() -> None:
+    nodes = np.array([3, 9], dtype=np.int64)
+    group = BoundaryGroup(1 << 70, nodes)
+    assert group.terminals == 1 << 70 and group.nodes is nodes and group.key == nodes.tobytes() and group.after == {}
+    assert BoundaryGroup(1, nodes, b"k").key == b"k" and BoundaryGroup(1, nodes).after is not group.after
+    bare = BoundaryGroup()  # the walk kernel's way: then every field is set
+    assert (bare.terminals, bare.nodes, bare.key, bare.after) == (None, None, None, {})
+    inside, tokens = np.ones(WORDS, dtype=np.int32), np.array([2, 5], dtype=np.int32)
+    found = Classification(inside, [group])
+    assert found.inside is inside and found.tokens is None and found.groups == (group,)
+    assert found.nbytes() == inside.nbytes + nodes.nbytes
+    assert Classification(inside, (), tokens).nbytes() == tokens.nbytes  # the tokens stand for the allowed ones
+    assert (Classification().inside, Classification().groups, Classification().tokens) == (None, (), None)
+    with pytest.raises(TypeError):
+        Classification(None, 5)
+    # Nothing here is tracked by the collector, nor a group's memo of classifications.
+    group.after[1] = found
+    assert not any(gc.is_tracked(x) for x in (group, found, group.after, Classification(), bare))
+
+
+def test_an_extended_mask_is_its_base_with_its_ids() -> None:
+    base = np.zeros(WORDS, dtype=np.int32)
+    base[1] = 0b1010
+    mask = ExtendedMask(base, np.array([200, 3, 3, 40], dtype=np.int32))
+    assert mask.base is base and np.frombuffer(mask.ids, dtype=np.int32).tolist() == [3, 40, 200]
+    assert mask.nbytes == ExtendedMask(None, np.zeros(0, dtype=np.int32)).nbytes + 3 * 4
+    want = base.copy().view(np.uint32)
+    for t in (3, 40, 200):
+        want[t >> 5] |= np.uint32(1 << (t & 31))
+    assert dense(mask).tobytes() == want.tobytes()
+    more = ExtendedMask(mask, np.array([41, 3], dtype=np.int32))  # flattened: its base, all the ids
+    assert more.base is base and np.frombuffer(more.ids, dtype=np.int32).tolist() == [3, 40, 41, 200]
+    wide = ExtendedMask(None, np.array([5, 32 * WORDS + 7], dtype=np.int32))  # a row takes the ids it holds
+    assert dense(wide).tolist() == [1 << 5] + [0] * (WORDS - 1)
+    assert not gc.is_tracked(mask)
+    with pytest.raises(ValueError, match="negative"):
+        ExtendedMask(base, np.array([-1], dtype=np.int32))
+    with pytest.raises(TypeError, match="int32 token ids"):
+        ExtendedMask(base, np.array([1], dtype=np.int64))
+    with pytest.raises(TypeError, match="int32 mask"):
+        ExtendedMask(np.zeros(WORDS, dtype=np.int64), np.array([1], dtype=np.int32))
 
 
 def test_fingerprint_is_a_function_of_every_word() -> None:

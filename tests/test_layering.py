@@ -23,16 +23,17 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pda"
 # one component (they may import each other).
 LAYERS: list[tuple[str | tuple[str, ...], ...]] = [
     ("pda._version", "pda.errors", "pda.limits"),  # facts: no imports from pda
-    ("pda.lru", "pda.cache", "pda.bits", "pda.arrays", "pda.collector", ("pda.rows", "pda._rows"),
-     ("pda.kernels.partition", "pda.kernels._partition"),
+    ("pda.lru", "pda.cache", "pda.bits", "pda.arrays", "pda.collector",
+     ("pda.kernels.partition", "pda.kernels._partition"), ("pda.kernels.compose", "pda.kernels._compose"),
      ("pda.kernels.product", "pda.kernels._product"), ("pda.kernels.subsets", "pda.kernels._subsets"),
      ("pda.kernels.earley", "pda.kernels._earley"), ("pda.kernels.tables", "pda.kernels._tables"),
      ("pda.kernels.indent", "pda.kernels._indent"), ("pda.kernels.trie", "pda.kernels._trie"),
      ("pda.kernels.derive", "pda.kernels._derive")),
     # neutral helpers, with the automata's and the parser's kernels (minimisation's refinement, the product
     # search, the subset construction; Earley nodes and their step, the parser's static tables; an indenter
-    # state's probe; the trie of byte strings; byte-regex terms and lazy DFAs by derivatives)
-    ("pda.grammar.ir", "pda.vocab"),  # the grammar IR; a vocabulary's bytes
+    # state's probe; the trie of byte strings; byte-regex terms and lazy DFAs by derivatives) and the mask
+    # composition's (the token index's classification objects, extended masks)
+    ("pda.grammar.ir", "pda.vocab", ("pda.rows", "pda._rows")),  # the grammar IR; a vocabulary's bytes; mask rows
     ("pda.regex",),  # pattern -> byte-level DFA (regex path, finite literal sets, products)
     ("pda.grammar", "pda.lexer", "pda.parser"),  # front ends -> IR; candidate-set DFAs; Earley (+ indenter)
     ("pda.scanner", ("pda.index", "pda.kernels")),  # lexer wired to parser; the token index and its walk kernel

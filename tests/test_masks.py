@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import gc
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
 
 import pda
+from pda.kernels.compose import ExtendedMask
 from pda.reference import mask_mismatches, random_walk_states, reference_allowed
 from tests.conftest import GRAMMARS
 from tests.grammar_cases import ARITH, KEYWORDS, LAZY_COMMENTS
@@ -90,24 +92,39 @@ def test_fast_mask_equals_reference_while_replaying_documents(vocab: pda.Vocabul
         assert m.can_end()
 
 
-def test_equal_composed_masks_are_stored_once(vocab: pda.Vocabulary) -> None:
+def test_composed_masks_share_what_they_can(vocab: pda.Vocabulary) -> None:
+    """A composed mask is its state's own mask when its groups add no token, an `ExtendedMask` over that mask when
+    they add at most `_sparse_max`, and a dense mask otherwise, stored once per content."""
     compiled = pda.compile(pda.Grammar.from_lark(GRAMMAR_TEXTS["json"]), vocab)
     masks, rng = compiled.masks, random.Random(99)
     by_content: dict[bytes, np.ndarray] = {}
-    composed = 0
+    kinds: Counter[str] = Counter()
     for _ in range(40):
         for node, q, _ in random_walk_states(compiled, rng, max_steps=30):
-            if not masks.index.at_state(q, node.allowed | masks.lexer.ignore).groups:
+            root = masks.index.at_state(q, node.allowed | masks.lexer.ignore)
+            if not root.groups:
                 continue  # not composed: the index's own mask
-            mask = compiled.text_mask(node, q)
-            assert by_content.setdefault(mask.tobytes(), mask) is mask  # one array per content
-            composed += 1
-    assert composed > 2 * len(by_content) > 20
+            mask, own = masks._text(node, q), root.inside if root.inside is not None else masks._empty
+            dense = compiled.text_mask(node, q)
+            if mask is own:
+                kinds["own"] += 1
+            elif type(mask) is ExtendedMask:
+                ids = np.frombuffer(mask.ids, dtype=np.int32)
+                assert mask.base is root.inside and 0 < len(ids) <= masks._sparse_max
+                bits = np.unpackbits(own.view(np.uint8), bitorder="little")
+                assert not bits[ids].any() and (np.unpackbits(dense.view(np.uint8), bitorder="little")[ids] == 1).all()
+                assert np.array_equal(dense | own, dense)  # the state's own mask, and the ids: nothing else
+                assert np.unpackbits((dense ^ own).view(np.uint8)).sum() == len(ids)
+                kinds["extended"] += 1
+            else:
+                assert by_content.setdefault(mask.tobytes(), mask) is mask  # one array per content
+                kinds["dense"] += 1
+    assert kinds["own"] > 0 and kinds["extended"] > 0 and kinds["dense"] > 2 * len(by_content) > 10, kinds
 
 
 def test_mask_memos_leave_nothing_for_the_collector(vocab: pda.Vocabulary) -> None:
     # A mask computed for a parser node adds no object the garbage collector tracks:
-    # `node.cache` holds ints, bools and arrays only.
+    # `node.cache` holds ints, bools, arrays and extended masks only.
     compiled = pda.compile(pda.Grammar.from_lark(GRAMMAR_TEXTS["json"]), vocab)
     rng = random.Random(5)
     seen = ends = 0

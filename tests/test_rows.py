@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from pda import rows
+from pda.kernels.compose import ExtendedMask
 
 WRITERS = [pytest.param(SimpleNamespace(copy_row=rows.numpy_copy_row, scatter_row=rows.numpy_scatter_row,
                                         same_words=rows.numpy_same_words, error=rows.NumpyBitmaskLayoutError),
@@ -50,6 +51,28 @@ def test_copy_row_truncates_and_zero_pads(writer: SimpleNamespace) -> None:
         expected[:n] = mask[:n]
         assert np.array_equal(bitmask[1], expected)
         assert (bitmask[0] == -1).all() and (bitmask[2] == -1).all()
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_copy_row_writes_an_extended_mask_as_its_base_with_its_ids(writer: SimpleNamespace) -> None:
+    """An `ExtendedMask` is written as its base would be (truncated, zero past it; None: zeros), with its ids' bits
+    set where the row holds them."""
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        base = None if trial % 5 == 0 else rng.integers(-2**31, 2**31, size=int(rng.integers(1, 60)),
+                                                        dtype=np.int64).astype(np.int32)
+        ids = rng.integers(0, 64 * 32, size=int(rng.integers(0, 30))).astype(np.int32)
+        width = int(rng.integers(1, 80))
+        expected = np.zeros(width, dtype=np.int32)
+        if base is not None:
+            n = min(width, len(base))
+            expected[:n] = base[:n]
+        for t in ids.tolist():
+            if t >> 5 < width:
+                expected.view(np.uint32)[t >> 5] |= np.uint32(1 << (t & 31))
+        bitmask = np.full((2, width), -1, dtype=np.int32)
+        writer.copy_row(bitmask, trial % 2, ExtendedMask(base, ids))
+        assert np.array_equal(bitmask[trial % 2], expected) and (bitmask[1 - trial % 2] == -1).all()
 
 
 @pytest.mark.parametrize("writer", WRITERS)

@@ -9,7 +9,9 @@ From a lexer state `q` with live terminal set `A`, every token is one of:
   lexeme, which depends on the parser node after `E`.
 
 Boundary tokens are kept as `BoundaryGroup`s: the trie nodes where the lexeme
-ended, grouped by `E`. Classifying a group's suffixes from the lexer's start
+ended, grouped by `E`. Classifications and groups are compiled objects that the
+garbage collector does not track (`pda.kernels.compose`: tens of thousands per
+first document of a JSON Schema, which every old-generation collection read). Classifying a group's suffixes from the lexer's start
 state under the next live set `A2` is again independent of the stack, so it is
 cached on the group by `A2`. Only `node.advance(E)` at serve time depends on
 the stack. A walk is one call of a compiled kernel (`pda.kernels.walk`): depth
@@ -46,10 +48,12 @@ from pda.grammar.ir import CONTEXTUAL
 from pda.index.slices import PLAIN_BODY, PlainBody, plain_body
 from pda.index.trie import TokenTrie
 from pda.kernels import walk as kernel
+from pda.kernels.compose import BoundaryGroup, Classification, fingerprint
 from pda.lexer.lexer import START, Lexer, LexerTables, SharedTables, terminal_digest
 from pda.bits import iter_bits
 from pda.regex.dfa import LexerDFA
 from pda.regex.lazy import LazyDFA
+from pda.rows import same_words
 
 if TYPE_CHECKING:
     from pda.index.lookup import StateLookup
@@ -87,56 +91,14 @@ BASIC_WALKS_MAX_BYTES = 64 << 20
 register_budget("basic_walks", BASIC_WALKS_MAX_BYTES)
 
 
-class Classification:
-    """Tokens allowed outright and the boundary groups.
-
-    The tokens allowed outright are `inside`, a packed int32 mask, or `tokens`, their int32
-    ids ascending (a walk after a boundary that finds few of them, `SPARSE_INSIDE_SHARE`),
-    or neither (both None); `mask` gives them as a mask either way. Classifications from
-    the trie's root always have `inside` (a step's mask starts from one).
-    `groups` is a tuple: a classification without groups (a quarter of them) then holds
-    the empty tuple, which the garbage collector does not track, rather than a list.
-    """
-
-    __slots__ = ("inside", "tokens", "groups")
-
-    def __init__(self, inside: np.ndarray | None, groups: Iterable["BoundaryGroup"],
-                 tokens: np.ndarray | None = None) -> None:
-        self.inside = inside
-        self.tokens = tokens
-        self.groups = tuple(groups)
-
-    def mask(self, words: int) -> np.ndarray | None:
-        """The tokens allowed outright as a packed int32 mask of `words` words (made from `tokens` on each call)."""
-        if self.tokens is None:
-            return self.inside
-        mask = np.zeros(words, dtype=np.uint32)
-        np.bitwise_or.at(mask, self.tokens >> 5, np.left_shift(np.uint32(1), (self.tokens & 31).astype(np.uint32)))
-        return mask.view(np.int32)
-
-    def nbytes(self) -> int:
-        """The bytes of its arrays: the allowed tokens and the groups' nodes."""
-        allowed = self.tokens if self.tokens is not None else self.inside
-        size = allowed.nbytes if allowed is not None else 0
-        for group in self.groups:  # a loop, not a generator's sum: asked for every walk (~15,000 a replay)
-            size += group.nodes.nbytes
-        return size
-
-
-class BoundaryGroup:
-    """Tokens whose lexeme ended with terminal set `terminals` at the trie nodes `nodes`.
-
-    `key` identifies the node set: groups from different lexer states that end at
-    the same nodes share their suffix walks.
-    """
-
-    __slots__ = ("terminals", "nodes", "key", "after")
-
-    def __init__(self, terminals: int, nodes: np.ndarray, key: bytes | None = None) -> None:
-        self.terminals = terminals
-        self.nodes = nodes
-        self.key = nodes.tobytes() if key is None else key
-        self.after: dict[int, Classification] = {}
+def allowed_mask(found: Classification, words: int) -> np.ndarray | None:
+    """The tokens `found` allows outright as a packed int32 mask of `words` words: its `inside`, or one made from
+    its `tokens` (on each call), or None when it allows none."""
+    if found.tokens is None:
+        return found.inside
+    mask = np.zeros(words, dtype=np.uint32)
+    np.bitwise_or.at(mask, found.tokens >> 5, np.left_shift(np.uint32(1), (found.tokens & 31).astype(np.uint32)))
+    return mask.view(np.int32)
 
 
 class _WalkTables:
@@ -295,9 +257,10 @@ class _WalkTables:
         return found[1]
 
 
-# A shared entry: the inside mask and the groups, each group's terminal set as a bitmask
-# over the positions of the signature's terminals (not over a grammar's terminal ids).
-SharedEntry = tuple[np.ndarray | None, tuple[tuple[int, np.ndarray], ...]]
+# A shared entry: the inside mask and the groups as (terminal set, nodes, key), each terminal set a bitmask over
+# the positions of the signature's terminals (not over a grammar's terminal ids), the key the nodes' bytes (a
+# group made from the entry takes it as it is: `BoundaryGroup` would copy the nodes into a new one).
+SharedEntry = tuple[np.ndarray | None, tuple[tuple[int, np.ndarray, bytes], ...]]
 
 
 class SharedClassifications:
@@ -315,6 +278,18 @@ class SharedClassifications:
         self.walks = budget_cache("token_walks")
         self.terminal_tables: weakref.WeakValueDictionary[str, _WalkTables] = weakref.WeakValueDictionary()
         self._kernel_trie: tuple[kernel.TrieArrays, kernel.Opened] | None = None
+        # Root walks' inside masks by content (`fingerprint`, confirmed word for word), each while a walk holds it:
+        # of a 44-schema replay's 2,693, 1,449 differ (a value's start under many candidate sets, a string's body).
+        self._insides: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+
+    def same_inside(self, inside: np.ndarray) -> np.ndarray:
+        """`inside`, or an equal mask a walk made before (then `inside` is freed: its memory goes to the next)."""
+        key = fingerprint(inside)
+        found = self._insides.get(key)
+        if found is not None and same_words(found, inside):
+            return found
+        self._insides[key] = inside
+        return inside
 
     def kernel_trie(self, trie: TokenTrie, plain: PlainBody) -> tuple[kernel.TrieArrays, kernel.Opened]:
         """The kernel records of this vocabulary's `trie` with the plain-body cut's bits, and them opened for the
@@ -328,7 +303,10 @@ class SharedClassifications:
         return self.walks.get(key)
 
     def put(self, key: tuple, entry: SharedEntry) -> None:
-        size = (entry[0].nbytes if entry[0] is not None else 0) + sum(nodes.nbytes for _, nodes in entry[1])
+        inside, groups = entry
+        size = 0 if inside is None else inside.nbytes
+        for _, nodes, _ in groups:
+            size += nodes.nbytes
         self.walks.put(key, entry, size)
 
 
@@ -422,6 +400,12 @@ def key_from_json(value: object) -> object:
     raise cache.Invalid("not a lexer-state key")
 
 
+def _without_keys(entry: SharedEntry) -> tuple[np.ndarray | None, list[tuple[int, np.ndarray]]]:
+    """A shared entry as `entries_to_arrays` takes it: the groups' keys left out (their nodes' bytes)."""
+    inside, groups = entry
+    return inside, [(positions, nodes) for positions, nodes, _ in groups]
+
+
 def _positions_of(terminals: int, order: list[int]) -> int:
     """A terminal set as bits over the terminals' positions in a signature's `order` (`_terminals_at`'s inverse).
     Most sets hold one terminal: looked up in the list, with no per-signature table to build (hundreds long)."""
@@ -459,15 +443,21 @@ class TokenIndex:
         self._walk_tables: dict[int, _WalkTables] = {}
         self._trans_with_sink: dict[int, tuple] = {}
         self._roots: dict[tuple, Classification] = {}
+        # `at_state`'s answers from `_roots` by live set, then lexer state: no key to make for a state met again.
+        self._at: dict[int, dict[int, Classification]] = {}
         self._own_bytes = 0  # of what `_roots` holds and `restore` put in `_suffixes` (`nbytes`)
         self._ranks: dict[int, tuple[str, int]] = {}
         # `_ranked_components`, cleared when full
         self._ranked: dict[int, tuple[tuple, list[int], int, dict[int, int]]] = {}
         self._content_digests: dict[tuple, str] = {}  # `_content_digest`, cleared when full
         self._tag_numbers: dict[int, int] = {}  # `_content_tag`'s number per terminal
+        # Whether root walks may touch the disk at all (their terminals may still keep one off it: `_root_walk`).
+        self._disk_walks = vocab_key is not None and len(trie.token_ids) >= DISK_MIN_TOKENS
         self._tags: set[str] | frozenset[str] = frozenset()  # `_disk_tags`, never read yet
         self._tags_read = -DISK_TAGS_RECHECK_SECONDS
         self._own_tables: dict[int, _WalkTables] = {}
+        # The components of the all-terminal DFA's states (`_one_component`), read once from the lexer.
+        self._all_components: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         # The terminals whose DFA is live at its start (an indenter-only terminal is not), as a bitmask.
         self._live_at_start = sum(1 << j for j, d in enumerate(lexer.dfas)
                                   if (d.live(d.start) if isinstance(d, LazyDFA) else d.live[d.start].any()))
@@ -564,10 +554,14 @@ class TokenIndex:
 
     def _one_component(self, q: int, j: int, live_set: int) -> tuple[tuple, list[int]]:
         """The signature at state q of the all-terminal DFA where terminal j alone is live: its own state read off
-        q's components (ascending ids), without `_ranked_components`' sort and tables of the state's every one."""
-        ptr, terminals, states = self.lexer.components(live_set)
-        lo, hi = ptr[q : q + 2].tolist()
-        i = lo + int(terminals[lo:hi].searchsorted(j))  # j is there: a state's live bits are its components'
+        q's components (ascending ids; j is there: a state's live bits are its components'), without
+        `_ranked_components`' sort and tables of the state's every one; most such states have j alone."""
+        found = self._all_components
+        if found is None:  # every view of the all-terminal DFA reads its components (`Lexer.components`)
+            found = self._all_components = self.lexer.components(live_set)
+        ptr, terminals, states = found
+        lo, hi = int(ptr[q]), int(ptr[q + 1])
+        i = lo if hi - lo == 1 else lo + int(terminals[lo:hi].searchsorted(j))
         digest, priority = self._rank(j)
         return ((digest, priority, int(states[i])),), [j]
 
@@ -594,42 +588,48 @@ class TokenIndex:
     def _root_walk(self, q: int, live_set: int, state_key: tuple | None = None) -> Classification:
         """The walk from the trie's root at lexer state q, through the shared classifications (`state_key`:
         q's `LexerTables.key`, when the caller has it)."""
-        roots = self.first_nodes
         found = self._signature(q, live_set, state_key)
         if found is None:
-            return self._basic_classify(roots, b"", q, live_set)
+            return self._basic_classify(self.first_nodes, b"", q, live_set)
         content, order = found
         key = (self.mask_words, content)
         entry = self.shared.get(key)
         if entry is None:
             # Most walks are not on disk (only slow ones are stored): a tag the disk's listing lacks is a miss
             # without the key's digests.
-            on_disk = (self.vocab_key is not None and len(self.trie.token_ids) >= DISK_MIN_TOKENS
-                       and not any(self._lazy >> j & 1 for j in order))
-            tag = self._content_tag(content, order) if on_disk else None
-            disk_key = self._disk_key(content) if on_disk and tag in self._disk_tags() else None
-            entry = cache.load("classes", disk_key, self._decode_shared(len(order)), tag) if disk_key else None
-            fresh = None  # a walk whose groups already name this grammar's terminals
-            if entry is None:
+            on_disk = self._disk_walks and not (self._lazy and any(self._lazy >> j & 1 for j in order))
+            if on_disk:
+                tag = self._content_tag(content, order)
+                disk_key = self._disk_key(content) if tag in self._disk_tags() else None
+                entry = cache.load("classes", disk_key, self._decode_shared(len(order)), tag) if disk_key else None
                 start = time.perf_counter()
-                if not order:  # nothing is live: every token dies at its first byte
-                    entry = (None, ())
-                elif len(order) == 1 and not self._lazy >> order[0] & 1:  # one terminal live: its own DFA
-                    walked = self._walk(self._terminal_tables(order[0]), roots, content[0][2])
-                    entry = (walked.inside, tuple((g.terminals, g.nodes) for g in walked.groups))
-                else:
-                    fresh = self._classify(roots, q, live_set)
-                    entry = (fresh.inside, tuple((_positions_of(g.terminals, order), g.nodes) for g in fresh.groups))
+            if entry is None:
+                fresh = self._fresh_walk(q, live_set, content, order)
+                if fresh.inside is not None:
+                    fresh.inside = self.shared.same_inside(fresh.inside)
+                entry = (fresh.inside, tuple((_positions_of(g.terminals, order), g.nodes, g.key) for g in fresh.groups))
                 if on_disk and time.perf_counter() - start >= DISK_MIN_SECONDS:
                     cache.store("classes", disk_key or self._disk_key(content),
-                                *entries_to_arrays([entry], self.mask_words), tag)
-            self.shared.put(key, entry)
-            if fresh is not None:
+                                *entries_to_arrays([_without_keys(entry)], self.mask_words), tag)
+                self.shared.put(key, entry)
                 return fresh
+            self.shared.put(key, entry)
         inside, groups = entry
         return Classification(inside, [
-            BoundaryGroup(_terminals_at(positions, order), nodes) for positions, nodes in groups
+            BoundaryGroup(_terminals_at(positions, order), nodes, nodes_key) for positions, nodes, nodes_key in groups
         ])
+
+    def _fresh_walk(self, q: int, live_set: int, content: tuple, order: list[int]) -> Classification:
+        """The walk from the trie's root at lexer state q, made here (its groups name this grammar's terminals):
+        on the live terminal's own DFA where one is live alone (not lazy), else on the candidate set's."""
+        if not order:  # nothing is live: every token dies at its first byte
+            return Classification(None, ())
+        if len(order) == 1 and not self._lazy >> order[0] & 1:
+            walked = self._walk(self._terminal_tables(order[0]), self.first_nodes, content[0][2])
+            for group in walked.groups:  # its own DFA's one set is position 0: here, terminal order[0]
+                group.terminals = 1 << order[0]
+            return walked
+        return self._classify(self.first_nodes, q, live_set)
 
     def _disk_tags(self) -> set[str] | frozenset[str]:
         """`cache.tags("classes")`, asked again only every `DISK_TAGS_RECHECK_SECONDS`: every root-walk miss would
@@ -757,7 +757,7 @@ class TokenIndex:
             if len(entries) != 1:
                 raise cache.Invalid("a shared entry holds one classification")
             inside, groups = entries[0]
-            return inside, tuple(groups)
+            return inside, tuple((positions, nodes, nodes.tobytes()) for positions, nodes in groups)
 
         return decode
 
@@ -765,7 +765,8 @@ class TokenIndex:
         """The cached classifications as (meta, arrays) for the disk cache (`restore` reads them back)."""
         roots = list(self._roots.items())
         suffixes = list(self._suffixes.items())
-        entries = [(c.mask(self.mask_words), [(g.terminals, g.nodes) for g in c.groups]) for _, c in roots + suffixes]
+        entries = [(allowed_mask(c, self.mask_words), [(g.terminals, g.nodes) for g in c.groups])
+                   for _, c in roots + suffixes]
         meta, arrays = entries_to_arrays(entries, self.mask_words)
         meta["roots"] = [key_to_json(key) for key, _ in roots]
         meta["suffix_live"] = [cache.int_to_json(live_set) for (_, live_set), _ in suffixes]
@@ -807,7 +808,14 @@ class TokenIndex:
         return found
 
     def at_state(self, q: int, live_set: int) -> Classification:
-        """Classify the whole vocabulary from lexer state `q` under live set `live_set`."""
+        """Classify the whole vocabulary from lexer state `q` under live set `live_set` (hot path on a mask miss:
+        half of a first document's are at a (live set, state) asked before, from another parser node)."""
+        by_state = self._at.get(live_set)
+        if by_state is None:
+            by_state = self._at[live_set] = {}
+        found = by_state.get(q)
+        if found is not None:
+            return found
         if self.finite_sets is not None:
             # Answered from the finite-set tables in microseconds: not worth a cached mask per state.
             found = self.finite_sets.at_state(q, live_set)
@@ -822,4 +830,5 @@ class TokenIndex:
         found = self._roots.get(key)
         if found is None:
             found = self._roots[key] = self._count(self._root_walk(q, live_set, state_key))
+        by_state[q] = found
         return found

@@ -1,62 +1,369 @@
-/* pda.kernels._compose: a mask composed from its base and boundary groups, and fingerprinted, in one call.
+/* pda.kernels._compose: the token index's classification objects, and a step mask composed from them in one call.
  *
  * Written against the plain Python C API and the buffer protocol, like _walk.c;
  * pda/kernels/compose.py is the Python side and documents the interface.
  *
- * compose(acc, base, node, groups, ignore, after_boundary) -> int
- *     acc: a writable, C-contiguous int32 buffer (the mask being composed); base: None or an
- *     int32 buffer of acc's length, copied into acc first (None: acc is zeroed).
- *     From (node, groups), for each group: after = node.probe(group.terminals) when
- *     group.terminals & node.allowed, else node; None skips the group. Then
- *     live = after.allowed | ignore and sub = group.after[live], or, when the group has
- *     no entry for live, after_boundary(group, live) (which walks and records it).
- *     sub.tokens (int32 token ids, or None) are set in acc, else sub.inside (an int32
- *     buffer of acc's length, or None) is ORed in; then (after, sub.groups) is composed
- *     the same way (second boundaries: a token that crosses several).
- *     Terminal sets are Python ints of any size. Groups are taken from a stack, so
+ * Types (none is tracked by the garbage collector: see the invariants):
+ *   Classification(inside=None, groups=(), tokens=None): the token index's classification from a lexer
+ *     state: `inside` an int32 mask or None, `tokens` int32 ids or None, `groups` a tuple of BoundaryGroup.
+ *   BoundaryGroup(terminals=None, nodes=None, key=None): `terminals` an int, `nodes` int64 trie nodes,
+ *     `key` their bytes (nodes.tobytes() when not given), `after` a new dict (live set -> Classification).
+ *     Called without arguments, both make an object whose fields are then set (the walk kernel's way).
+ *   ExtendedMask(base, ids): a shared int32 mask (or None: none) extended by a few int32 token ids
+ *     (pda/kernels/extended_mask.h); an ExtendedMask base is flattened into its base and ids.
+ *
+ * compose(acc, root, node, ignore, after_boundary, sparse_max) -> mask or int
+ *     acc: a writable, C-contiguous int32 buffer; root: the Classification at the state, whose
+ *     inside (None, or an int32 buffer of acc's length that is not acc) is copied into acc first
+ *     (None: acc is zeroed). From (node, root.groups), for each group: after =
+ *     node.probe(group.terminals) when group.terminals & node.allowed, else node; None skips the
+ *     group. Then live = after.allowed | ignore and sub = group.after[live], or, when the group
+ *     has no entry for live, after_boundary(group, live) (which walks and records it).
+ *     sub.tokens (int32 token ids, or None) are set in acc, else sub.inside (an int32 buffer of
+ *     acc's length, or None) is ORed in; then (after, sub.groups) is composed the same way
+ *     (second boundaries: a token that crosses several). Groups are taken from a stack, so
  *     their order differs from a recursion's; an OR does not depend on it.
- *     Returns fingerprint(acc) of the composed mask.
+ *     Returns the mask by what was added to root.inside: root.inside itself (None included)
+ *     when nothing; an ExtendedMask(root.inside, ids) when at most sparse_max tokens; else
+ *     fingerprint(acc), acc holding the mask.
  *
  * fingerprint(mask) -> int
  *     mask: a C-contiguous int32 buffer. A 64-bit hash of all its words (equal masks,
- *     equal fingerprints): the key under which pda.masks stores equal masks once.
+ *     equal fingerprints): the key under which pda.masks stores equal dense masks once.
  *
- * Every object read is checked (a missing attribute or a buffer of another format
- * raises, naming it) and every reference taken is released on every path. The
- * kernel calls back into Python (probes, misses), so it holds the GIL throughout.
+ * Invariants:
+ * - Classifications, groups and extended masks hold arrays, ints, bytes, tuples of each other and
+ *   dicts of classifications, and the index never makes a cycle of them (a group's `after` holds the
+ *   classifications of walks made after it, whose groups are new objects). So the garbage collector
+ *   need not see them: none is tracked, nor then are their groups' tuples and `after` dicts. A first
+ *   document of a JSON Schema makes tens of thousands, which every collection of the old generations
+ *   read when they were tracked. A cycle made by hand through them is never freed (nothing crashes).
+ * - Every object read is checked (a missing field, a wrong type or a buffer of another format
+ *   raises, naming it) and every reference taken is released on every path. compose calls back
+ *   into Python (probes, misses), so it holds the GIL throughout.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buffer_format.h"
+#include "extended_mask.h"
 
-static PyObject *s_allowed, *s_probe, *s_terminals, *s_after, *s_inside, *s_tokens, *s_groups;
+typedef struct {
+    PyObject_HEAD
+    PyObject *inside, *tokens, *groups;
+} ClassificationObject;
 
-/* acc |= mask (an int32 buffer of acc's length; `what` names it in the error), or acc = mask when `copy`. */
-static int or_into(int32_t *acc, Py_ssize_t n, PyObject *mask, const char *what, int copy)
+typedef struct {
+    PyObject_HEAD
+    PyObject *terminals, *nodes, *key, *after;
+} BoundaryGroupObject;
+
+static PyTypeObject ClassificationType, BoundaryGroupType, ExtendedMaskType;
+static PyObject *s_allowed, *s_probe, *s_tobytes;
+
+/* ---------------------------------------------------------------- Classification */
+
+static PyObject *Classification_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"inside", "groups", "tokens", NULL};
+    PyObject *inside = Py_None, *groups = NULL, *tokens = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:Classification", names, &inside, &groups, &tokens))
+        return NULL;
+    ClassificationObject *self = (ClassificationObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->groups = groups == NULL ? PyTuple_New(0) : PySequence_Tuple(groups);
+    if (self->groups == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->inside = Py_NewRef(inside);
+    self->tokens = Py_NewRef(tokens);
+    return (PyObject *)self;
+}
+
+static void Classification_dealloc(ClassificationObject *self)
+{
+    Py_XDECREF(self->inside);
+    Py_XDECREF(self->tokens);
+    Py_XDECREF(self->groups);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* *total += the bytes of `obj`'s buffer (None: none). */
+static int add_buffer_bytes(PyObject *obj, Py_ssize_t *total)
 {
     Py_buffer view;
-    if (PyObject_GetBuffer(mask, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (obj == NULL || obj == Py_None)
+        return 0;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0)
         return -1;
-    if (!is_int32_format(view.format, view.itemsize) || view.len != n * 4) {
-        PyErr_Format(PyExc_ValueError, "%s is not %zd int32 words", what, n);
-        PyBuffer_Release(&view);
-        return -1;
-    }
-    const int32_t *src = (const int32_t *)view.buf;
-    if (copy)
-        memmove(acc, src, (size_t)n * 4); /* base may be acc itself */
-    else
-        for (Py_ssize_t i = 0; i < n; i++)
-            acc[i] |= src[i];
+    *total += view.len;
     PyBuffer_Release(&view);
     return 0;
 }
 
-/* acc's bits of the int32 token ids in `tokens` (each below n * 32). */
-static int set_tokens(int32_t *acc, Py_ssize_t n, PyObject *tokens)
+static PyObject *Classification_nbytes(ClassificationObject *self, PyObject *unused)
+{
+    Py_ssize_t total = 0;
+    if (add_buffer_bytes(self->tokens != NULL && self->tokens != Py_None ? self->tokens : self->inside, &total) < 0)
+        return NULL;
+    if (self->groups != NULL && PyTuple_Check(self->groups)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->groups); i++) {
+            PyObject *group = PyTuple_GET_ITEM(self->groups, i);
+            if (Py_IS_TYPE(group, &BoundaryGroupType)
+                && add_buffer_bytes(((BoundaryGroupObject *)group)->nodes, &total) < 0)
+                return NULL;
+        }
+    }
+    return PyLong_FromSsize_t(total);
+}
+
+static PyMethodDef Classification_methods[] = {
+    {"nbytes", (PyCFunction)Classification_nbytes, METH_NOARGS,
+     "The bytes of its arrays: the allowed tokens (ids or mask) and the groups' nodes."},
+    {NULL}};
+
+static PyMemberDef Classification_members[] = {
+    {"inside", T_OBJECT, offsetof(ClassificationObject, inside), 0,
+     "The tokens allowed outright as a packed int32 mask, or None."},
+    {"tokens", T_OBJECT, offsetof(ClassificationObject, tokens), 0,
+     "The tokens allowed outright as int32 ids ascending (a sparse walk's few), or None."},
+    {"groups", T_OBJECT, offsetof(ClassificationObject, groups), 0, "The boundary groups (a tuple)."},
+    {NULL}};
+
+static PyTypeObject ClassificationType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pda.kernels._compose.Classification",
+    .tp_basicsize = sizeof(ClassificationObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Classification(inside=None, groups=(), tokens=None): tokens allowed outright and the boundary groups.",
+    .tp_new = Classification_new,
+    .tp_dealloc = (destructor)Classification_dealloc,
+    .tp_methods = Classification_methods,
+    .tp_members = Classification_members,
+};
+
+/* ---------------------------------------------------------------- BoundaryGroup */
+
+static PyObject *BoundaryGroup_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"terminals", "nodes", "key", NULL};
+    PyObject *terminals = Py_None, *nodes = Py_None, *key = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:BoundaryGroup", names, &terminals, &nodes, &key))
+        return NULL;
+    BoundaryGroupObject *self = (BoundaryGroupObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->terminals = Py_NewRef(terminals);
+    self->nodes = Py_NewRef(nodes);
+    if (key == Py_None && nodes != Py_None)
+        self->key = PyObject_CallMethodNoArgs(nodes, s_tobytes);
+    else
+        self->key = Py_NewRef(key);
+    if (self->key == NULL || (self->after = PyDict_New()) == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void BoundaryGroup_dealloc(BoundaryGroupObject *self)
+{
+    Py_XDECREF(self->terminals);
+    Py_XDECREF(self->nodes);
+    Py_XDECREF(self->key);
+    Py_XDECREF(self->after);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef BoundaryGroup_members[] = {
+    {"terminals", T_OBJECT, offsetof(BoundaryGroupObject, terminals), 0,
+     "The terminal set the lexeme ended as (an int bitmask)."},
+    {"nodes", T_OBJECT, offsetof(BoundaryGroupObject, nodes), 0, "The trie nodes where it ended (int64)."},
+    {"key", T_OBJECT, offsetof(BoundaryGroupObject, key), 0,
+     "The nodes' bytes: groups ending at the same nodes share their suffix walks."},
+    {"after", T_OBJECT, offsetof(BoundaryGroupObject, after), 0,
+     "The suffixes' classification per live set after the boundary (a dict)."},
+    {NULL}};
+
+static PyTypeObject BoundaryGroupType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pda.kernels._compose.BoundaryGroup",
+    .tp_basicsize = sizeof(BoundaryGroupObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "BoundaryGroup(terminals=None, nodes=None, key=None): tokens whose lexeme ended as `terminals` at "
+              "trie nodes `nodes`.",
+    .tp_new = BoundaryGroup_new,
+    .tp_dealloc = (destructor)BoundaryGroup_dealloc,
+    .tp_members = BoundaryGroup_members,
+};
+
+/* ---------------------------------------------------------------- ExtendedMask */
+
+/* A new extended mask over `base` (a new reference is taken) with room for n ids. */
+static ExtendedMaskObject *new_extended(PyObject *base, Py_ssize_t n)
+{
+    ExtendedMaskObject *self = PyObject_NewVar(ExtendedMaskObject, &ExtendedMaskType, n);
+    if (self != NULL)
+        self->base = Py_NewRef(base);
+    return self;
+}
+
+static int compare_ids(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether `obj` is None or a C-contiguous int32 buffer (a TypeError naming `what` if not). */
+static int check_mask(PyObject *obj, const char *what)
+{
+    Py_buffer view;
+    if (obj == Py_None)
+        return 0;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    int good = is_int32_format(view.format, view.itemsize);
+    PyBuffer_Release(&view);
+    if (!good) {
+        PyErr_Format(PyExc_TypeError, "%s must be None or an int32 mask", what);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *ExtendedMask_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"base", "ids", NULL};
+    PyObject *base, *ids_obj;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:ExtendedMask", names, &base, &ids_obj))
+        return NULL;
+    Py_ssize_t inherited = 0;
+    const int32_t *more = NULL;
+    if (Py_IS_TYPE(base, &ExtendedMaskType)) { /* flattened: its base, its ids with these */
+        inherited = Py_SIZE(base);
+        more = ((ExtendedMaskObject *)base)->ids;
+        base = ((ExtendedMaskObject *)base)->base;
+    } else if (check_mask(base, "an extended mask's base") < 0) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(ids_obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    if (!is_int32_format(view.format, view.itemsize)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "an extended mask's ids must be int32 token ids");
+        return NULL;
+    }
+    Py_ssize_t n = inherited + view.len / 4;
+    int32_t *all = PyMem_Malloc((size_t)(n + 1) * sizeof(int32_t));
+    if (all == NULL) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    if (inherited)
+        memcpy(all, more, (size_t)inherited * sizeof(int32_t));
+    memcpy(all + inherited, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    qsort(all, (size_t)n, sizeof(int32_t), compare_ids);
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (all[i] < 0) {
+            PyMem_Free(all);
+            PyErr_Format(PyExc_ValueError, "token id %d is negative", all[i]);
+            return NULL;
+        }
+        if (kept == 0 || all[kept - 1] != all[i])
+            all[kept++] = all[i];
+    }
+    ExtendedMaskObject *self = new_extended(base, kept);
+    if (self != NULL)
+        memcpy(self->ids, all, (size_t)kept * sizeof(int32_t));
+    PyMem_Free(all);
+    return (PyObject *)self;
+}
+
+static void ExtendedMask_dealloc(ExtendedMaskObject *self)
+{
+    Py_XDECREF(self->base);
+    PyObject_Free(self);
+}
+
+static PyObject *ExtendedMask_ids(ExtendedMaskObject *self, void *closure)
+{
+    return PyBytes_FromStringAndSize((const char *)self->ids, Py_SIZE(self) * (Py_ssize_t)sizeof(int32_t));
+}
+
+static PyObject *ExtendedMask_nbytes(ExtendedMaskObject *self, void *closure)
+{
+    return PyLong_FromSsize_t(Py_TYPE(self)->tp_basicsize + Py_SIZE(self) * (Py_ssize_t)sizeof(int32_t));
+}
+
+static PyObject *ExtendedMask_repr(ExtendedMaskObject *self)
+{
+    return PyUnicode_FromFormat("ExtendedMask(%R, %zd ids)", self->base == Py_None ? Py_None : (PyObject *)Py_TYPE(self->base),
+                                Py_SIZE(self));
+}
+
+static PyMemberDef ExtendedMask_members[] = {
+    {"base", T_OBJECT, offsetof(ExtendedMaskObject, base), READONLY, "The shared int32 mask extended, or None."},
+    {NULL}};
+
+static PyGetSetDef ExtendedMask_getset[] = {
+    {"ids", (getter)ExtendedMask_ids, NULL, "The token ids added, ascending, as bytes of native int32.", NULL},
+    {"nbytes", (getter)ExtendedMask_nbytes, NULL, "The object's own bytes (its base not counted).", NULL},
+    {NULL}};
+
+static PyTypeObject ExtendedMaskType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pda.kernels._compose.ExtendedMask",
+    .tp_basicsize = offsetof(ExtendedMaskObject, ids),
+    .tp_itemsize = sizeof(int32_t),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "ExtendedMask(base, ids): the int32 mask `base` (None: none) with the int32 token ids `ids` set.",
+    .tp_new = ExtendedMask_new,
+    .tp_dealloc = (destructor)ExtendedMask_dealloc,
+    .tp_repr = (reprfunc)ExtendedMask_repr,
+    .tp_members = ExtendedMask_members,
+    .tp_getset = ExtendedMask_getset,
+};
+
+/* ---------------------------------------------------------------- compose */
+
+/* The mask being composed: its words, and the token ids set in it that its root's inside did not have, in the
+ * order set, while they are at most `max` and only ids were set (a suffix's inside mask ORed in makes `ored`:
+ * then what was added is read off the words at the end). */
+typedef struct {
+    int32_t *words;
+    Py_ssize_t n;
+    int32_t *added;
+    Py_ssize_t n_added, cap, max;
+    int ored, overflow;
+} Acc;
+
+/* acc |= mask (an int32 buffer of acc's length; `what` names it in the error). */
+static int or_into(Acc *acc, PyObject *mask, const char *what)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(mask, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (!is_int32_format(view.format, view.itemsize) || view.len != acc->n * 4) {
+        PyErr_Format(PyExc_ValueError, "%s is not %zd int32 words", what, acc->n);
+        PyBuffer_Release(&view);
+        return -1;
+    }
+    const int32_t *src = (const int32_t *)view.buf;
+    for (Py_ssize_t i = 0; i < acc->n; i++)
+        acc->words[i] |= src[i];
+    acc->ored = 1;
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+/* acc's bits of the int32 token ids in `tokens` (each below n * 32), the new ones noted in `added`. */
+static int set_tokens(Acc *acc, PyObject *tokens)
 {
     Py_buffer view;
     if (PyObject_GetBuffer(tokens, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
@@ -68,12 +375,34 @@ static int set_tokens(int32_t *acc, Py_ssize_t n, PyObject *tokens)
     }
     const int32_t *ids = (const int32_t *)view.buf;
     for (Py_ssize_t i = 0; i < view.len / 4; i++) {
-        if (ids[i] < 0 || ids[i] >= n * 32) {
-            PyErr_Format(PyExc_ValueError, "a classification's token %d is outside the mask", ids[i]);
+        int32_t t = ids[i];
+        if (t < 0 || t >= acc->n * 32) {
+            PyErr_Format(PyExc_ValueError, "a classification's token %d is outside the mask", t);
             PyBuffer_Release(&view);
             return -1;
         }
-        acc[ids[i] >> 5] |= (int32_t)(1u << (ids[i] & 31));
+        int32_t bit = (int32_t)(1u << (t & 31));
+        if (acc->words[t >> 5] & bit)
+            continue;
+        acc->words[t >> 5] |= bit;
+        if (acc->ored || acc->overflow)
+            continue;
+        if (acc->n_added == acc->max) { /* past `max`: the mask will be dense, its ids are not needed */
+            acc->overflow = 1;
+            continue;
+        }
+        if (acc->n_added == acc->cap) {
+            Py_ssize_t cap = acc->cap ? 2 * acc->cap : 64;
+            int32_t *added = PyMem_Realloc(acc->added, (size_t)cap * sizeof(int32_t));
+            if (added == NULL) {
+                PyBuffer_Release(&view);
+                PyErr_NoMemory();
+                return -1;
+            }
+            acc->added = added;
+            acc->cap = cap;
+        }
+        acc->added[acc->n_added++] = t;
     }
     PyBuffer_Release(&view);
     return 0;
@@ -133,15 +462,22 @@ static PyObject *node_after(PyObject *at, PyObject *terminals)
 }
 
 /* One group from `at`: OR its suffixes' inside tokens into acc and push what they cross next. */
-static int compose_group(int32_t *acc, Py_ssize_t n, PyObject *at, PyObject *group, PyObject *ignore,
-                         PyObject *after_boundary, Stack *stack)
+static int compose_group(Acc *acc, PyObject *at, PyObject *item, PyObject *ignore, PyObject *after_boundary,
+                         Stack *stack)
 {
+    if (!Py_IS_TYPE(item, &BoundaryGroupType)) {
+        PyErr_Format(PyExc_TypeError, "a classification's groups hold a %.100s, not a BoundaryGroup",
+                     Py_TYPE(item)->tp_name);
+        return -1;
+    }
+    BoundaryGroupObject *group = (BoundaryGroupObject *)item;
+    if (group->terminals == NULL || group->after == NULL || !PyDict_Check(group->after)) {
+        PyErr_SetString(PyExc_TypeError, "a boundary group's `terminals` is unset or its `after` is not a dict");
+        return -1;
+    }
     int rc = -1;
-    PyObject *terminals = NULL, *after = NULL, *allowed = NULL, *live = NULL, *memo = NULL, *sub = NULL;
-    PyObject *tokens = NULL, *inside = NULL, *groups = NULL;
-    if ((terminals = PyObject_GetAttr(group, s_terminals)) == NULL)
-        goto done;
-    if ((after = node_after(at, terminals)) == NULL)
+    PyObject *after = NULL, *allowed = NULL, *live = NULL, *found = NULL;
+    if ((after = node_after(at, group->terminals)) == NULL)
         goto done;
     if (after == Py_None) {
         rc = 0;
@@ -149,44 +485,36 @@ static int compose_group(int32_t *acc, Py_ssize_t n, PyObject *at, PyObject *gro
     }
     if ((allowed = PyObject_GetAttr(after, s_allowed)) == NULL || (live = PyNumber_Or(allowed, ignore)) == NULL)
         goto done;
-    if ((memo = PyObject_GetAttr(group, s_after)) == NULL)
+    found = PyDict_GetItemWithError(group->after, live); /* borrowed */
+    if (found != NULL)
+        Py_INCREF(found);
+    else if (PyErr_Occurred() || (found = PyObject_CallFunctionObjArgs(after_boundary, item, live, NULL)) == NULL)
         goto done;
-    if (!PyDict_Check(memo)) {
-        PyErr_SetString(PyExc_TypeError, "a boundary group's `after` is not a dict");
+    if (!Py_IS_TYPE(found, &ClassificationType)) {
+        PyErr_Format(PyExc_TypeError, "a suffix classification is a %.100s, not a Classification",
+                     Py_TYPE(found)->tp_name);
         goto done;
     }
-    sub = PyDict_GetItemWithError(memo, live); /* borrowed */
-    if (sub != NULL)
-        Py_INCREF(sub);
-    else if (PyErr_Occurred() || (sub = PyObject_CallFunctionObjArgs(after_boundary, group, live, NULL)) == NULL)
-        goto done;
-    if ((tokens = PyObject_GetAttr(sub, s_tokens)) == NULL)
-        goto done;
-    if (tokens != Py_None) {
-        if (set_tokens(acc, n, tokens) < 0)
+    ClassificationObject *sub = (ClassificationObject *)found;
+    if (sub->tokens != NULL && sub->tokens != Py_None) {
+        if (set_tokens(acc, sub->tokens) < 0)
             goto done;
-    } else if ((inside = PyObject_GetAttr(sub, s_inside)) == NULL || (inside != Py_None && or_into(acc, n, inside, "a classification's inside mask", 0) < 0)) {
+    } else if (sub->inside != NULL && sub->inside != Py_None
+               && or_into(acc, sub->inside, "a classification's inside mask") < 0) {
         goto done;
     }
-    if ((groups = PyObject_GetAttr(sub, s_groups)) == NULL)
-        goto done;
-    if (!PyTuple_Check(groups)) {
+    if (sub->groups == NULL || !PyTuple_Check(sub->groups)) {
         PyErr_SetString(PyExc_TypeError, "a classification's `groups` is not a tuple");
         goto done;
     }
-    if (PyTuple_GET_SIZE(groups) && push(stack, after, groups) < 0)
+    if (PyTuple_GET_SIZE(sub->groups) && push(stack, after, sub->groups) < 0)
         goto done;
     rc = 0;
 done:
-    Py_XDECREF(terminals);
     Py_XDECREF(after);
     Py_XDECREF(allowed);
     Py_XDECREF(live);
-    Py_XDECREF(memo);
-    Py_XDECREF(sub);
-    Py_XDECREF(tokens);
-    Py_XDECREF(inside);
-    Py_XDECREF(groups);
+    Py_XDECREF(found);
     return rc;
 }
 
@@ -220,51 +548,175 @@ static uint64_t hash_words(const uint32_t *words, Py_ssize_t n)
     return h;
 }
 
+/* Sorts n ids ascending: insertion sort for a few, else a bottom-up merge sort through `tmp` (room for n). The
+ * ids noted while composing come as a few ascending runs (one per group), qsort's callback cost more than the
+ * comparisons. */
+static void sort_ids(int32_t *a, int32_t *tmp, Py_ssize_t n)
+{
+    if (n <= 32) {
+        for (Py_ssize_t i = 1; i < n; i++) {
+            int32_t x = a[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && a[j - 1] > x; j--)
+                a[j] = a[j - 1];
+            a[j] = x;
+        }
+        return;
+    }
+    int32_t *src = a, *dst = tmp;
+    for (Py_ssize_t width = 1; width < n; width *= 2) {
+        for (Py_ssize_t lo = 0; lo < n; lo += 2 * width) {
+            Py_ssize_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            Py_ssize_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                dst[k++] = src[i] <= src[j] ? src[i++] : src[j++];
+            while (i < mid)
+                dst[k++] = src[i++];
+            while (j < hi)
+                dst[k++] = src[j++];
+        }
+        int32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, (size_t)n * sizeof(int32_t));
+}
+
+/* The bits set in x. */
+static inline int popcount32(uint32_t x)
+{
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    return (int)((((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+}
+
+/* The token ids `acc` has that `base` (NULL: zeros) has not, ascending, into acc->added: at most acc->max of
+ * them, else acc->overflow. Words that are equal (most) are passed over a block at a time. */
+static int added_from_words(Acc *acc, const uint32_t *base)
+{
+    const uint32_t *words = (const uint32_t *)acc->words;
+    static const uint32_t zeros[64];
+    acc->n_added = 0;
+    for (Py_ssize_t lo = 0; lo < acc->n; lo += 64) {
+        Py_ssize_t hi = lo + 64 < acc->n ? lo + 64 : acc->n;
+        if (memcmp(words + lo, base ? base + lo : zeros, (size_t)(hi - lo) * 4) == 0)
+            continue;
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            uint32_t bits = words[i] ^ (base ? base[i] : 0u);
+            if (!bits)
+                continue;
+            if (acc->n_added + popcount32(bits) > acc->max) {
+                acc->overflow = 1;
+                return 0;
+            }
+            if (acc->n_added + 32 > acc->cap) {
+                Py_ssize_t cap = 2 * acc->cap + 64;
+                int32_t *added = PyMem_Realloc(acc->added, (size_t)cap * sizeof(int32_t));
+                if (added == NULL) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                acc->added = added;
+                acc->cap = cap;
+            }
+            for (; bits; bits &= bits - 1)
+                acc->added[acc->n_added++] = (int32_t)(i * 32 + __builtin_ctz(bits));
+        }
+    }
+    return 0;
+}
+
+/* The composed mask by what it adds to `base` (NULL: zeros; base_obj is the object or None), as compose returns
+ * it: from the ids noted while composing, or, where an inside mask was ORed in, read off the words. */
+static PyObject *result_of(Acc *acc, const uint32_t *base, PyObject *base_obj)
+{
+    if (acc->ored && !acc->overflow && added_from_words(acc, base) < 0)
+        return NULL;
+    if (acc->overflow)
+        return PyLong_FromUnsignedLongLong(hash_words((const uint32_t *)acc->words, acc->n));
+    if (acc->n_added == 0)
+        return Py_NewRef(base_obj);
+    ExtendedMaskObject *mask = new_extended(base_obj, acc->n_added);
+    if (mask == NULL)
+        return NULL;
+    memcpy(mask->ids, acc->added, (size_t)acc->n_added * sizeof(int32_t));
+    if (!acc->ored) /* noted in the order set: groups' ids interleave */
+        sort_ids(mask->ids, acc->added, acc->n_added);
+    return (PyObject *)mask;
+}
+
 static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "compose(acc, base, node, groups, ignore, after_boundary)");
+        PyErr_SetString(PyExc_TypeError, "compose(acc, root, node, ignore, after_boundary, sparse_max)");
         return NULL;
     }
-    PyObject *base = args[1], *node = args[2], *groups = args[3], *ignore = args[4], *after_boundary = args[5];
-    if (!PyTuple_Check(groups)) {
-        PyErr_SetString(PyExc_TypeError, "groups must be a tuple");
+    PyObject *node = args[2], *ignore = args[3], *after_boundary = args[4];
+    if (!Py_IS_TYPE(args[1], &ClassificationType)) {
+        PyErr_Format(PyExc_TypeError, "root must be a Classification, not %.100s", Py_TYPE(args[1])->tp_name);
+        return NULL;
+    }
+    ClassificationObject *root = (ClassificationObject *)args[1];
+    PyObject *base_obj = root->inside == NULL ? Py_None : root->inside, *groups = root->groups;
+    if (groups == NULL || !PyTuple_Check(groups)) {
+        PyErr_SetString(PyExc_TypeError, "the root's `groups` is not a tuple");
         return NULL;
     }
     if (!PyLong_Check(ignore) || !PyCallable_Check(after_boundary)) {
         PyErr_SetString(PyExc_TypeError, "ignore must be an int and after_boundary callable");
         return NULL;
     }
-    Py_buffer view;
+    Py_ssize_t sparse_max = PyLong_AsSsize_t(args[5]);
+    if (sparse_max == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer view, base_view = {0};
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
+    Acc acc = {(int32_t *)view.buf, view.len / 4, NULL, 0, 0, sparse_max < 0 ? 0 : sparse_max, 0, 0};
+    Py_ssize_t n = acc.n;
+    const uint32_t *base = NULL;
+    PyObject *result = NULL;
     if (!is_int32_format(view.format, view.itemsize)) {
         PyErr_SetString(PyExc_ValueError, "acc must be an int32 buffer");
-        PyBuffer_Release(&view);
-        return NULL;
+        goto release;
     }
-    int32_t *acc = (int32_t *)view.buf;
-    Py_ssize_t n = view.len / 4;
-    int failed = 0;
-    if (base == Py_None)
-        memset(acc, 0, (size_t)n * 4);
-    else
-        failed = or_into(acc, n, base, "base", 1) < 0;
+    if (base_obj != Py_None) {
+        if (PyObject_GetBuffer(base_obj, &base_view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            base_view.obj = NULL;
+            goto release;
+        }
+        if (!is_int32_format(base_view.format, base_view.itemsize) || base_view.len != n * 4) {
+            PyErr_Format(PyExc_ValueError, "the root's inside mask is not %zd int32 words", n);
+            goto release;
+        }
+        if (base_view.buf == view.buf) {
+            PyErr_SetString(PyExc_ValueError, "acc must not be the root's inside mask");
+            goto release;
+        }
+        base = (const uint32_t *)base_view.buf;
+        memcpy(acc.words, base, (size_t)n * 4);
+    } else {
+        memset(acc.words, 0, (size_t)n * 4);
+    }
     Stack stack = {NULL, 0, 0};
-    failed = failed || push(&stack, node, groups) < 0;
+    int failed = push(&stack, node, groups) < 0;
     while (!failed && stack.n) {
         PyObject *gs = stack.items[--stack.n], *at = stack.items[--stack.n]; /* references moved here */
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(gs) && !failed; i++)
-            failed = compose_group(acc, n, at, PyTuple_GET_ITEM(gs, i), ignore, after_boundary, &stack) < 0;
+            failed = compose_group(&acc, at, PyTuple_GET_ITEM(gs, i), ignore, after_boundary, &stack) < 0;
         Py_DECREF(at);
         Py_DECREF(gs);
     }
     clear(&stack);
-    uint64_t h = failed ? 0 : hash_words((const uint32_t *)acc, n);
+    if (!failed)
+        result = result_of(&acc, base, base_obj);
+release:
+    PyMem_Free(acc.added);
+    if (base_view.obj != NULL)
+        PyBuffer_Release(&base_view);
     PyBuffer_Release(&view);
-    if (failed)
-        return NULL;
-    return PyLong_FromUnsignedLongLong(h);
+    return result;
 }
 
 static PyObject *fingerprint(PyObject *self, PyObject *mask)
@@ -285,8 +737,8 @@ static PyObject *fingerprint(PyObject *self, PyObject *mask)
 static PyMethodDef compose_methods[] = {
     {"fingerprint", (PyCFunction)fingerprint, METH_O, "A 64-bit hash of an int32 mask's words."},
     {"compose", (PyCFunction)(void (*)(void))compose, METH_FASTCALL,
-     "acc = base with the suffix classifications of boundary groups reached from a parser node ORed in; "
-     "its fingerprint."},
+     "The step mask at a lexer state: its root classification's inside tokens with the suffix classifications of "
+     "the boundary groups reached from a parser node ORed in; by what they add (see pda/kernels/compose.py)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -297,9 +749,19 @@ static struct PyModuleDef compose_module = {
 PyMODINIT_FUNC PyInit__compose(void)
 {
     if (!(s_allowed = PyUnicode_InternFromString("allowed")) || !(s_probe = PyUnicode_InternFromString("probe"))
-        || !(s_terminals = PyUnicode_InternFromString("terminals")) || !(s_after = PyUnicode_InternFromString("after"))
-        || !(s_inside = PyUnicode_InternFromString("inside")) || !(s_tokens = PyUnicode_InternFromString("tokens"))
-        || !(s_groups = PyUnicode_InternFromString("groups")))
+        || !(s_tobytes = PyUnicode_InternFromString("tobytes")))
         return NULL;
-    return PyModule_Create(&compose_module);
+    if (PyType_Ready(&ClassificationType) < 0 || PyType_Ready(&BoundaryGroupType) < 0
+        || PyType_Ready(&ExtendedMaskType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&compose_module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Classification", (PyObject *)&ClassificationType) < 0
+        || PyModule_AddObjectRef(m, "BoundaryGroup", (PyObject *)&BoundaryGroupType) < 0
+        || PyModule_AddObjectRef(m, "ExtendedMask", (PyObject *)&ExtendedMaskType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

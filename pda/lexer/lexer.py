@@ -178,8 +178,8 @@ class LexerTables:
         self._accept_classes: tuple | None = None  # `_accept_rows`
         self._components: TerminalComponents | None = TerminalComponents(ptr, terms, states)
         self._keys: dict[int, tuple] = {}
-        # `live_at`/`accept_at` of a table with its own bits, per state read (the byte loop and the
-        # index's keys read a few states of the all-terminal DFA through every view, ~1.5 us each).
+        # `live_at`/`accept_at` per state read (the byte loop and the index's keys read a few states of the
+        # all-terminal DFA through every view, ~1.5 us each; a view's, masked, are its own).
         self._bits_at: dict[int, int] = {}
 
     def resolve(self, q: int) -> int:
@@ -264,16 +264,18 @@ class LexerTables:
         return (bits & _word_mask(self.candidates, bits.shape[1])).any(axis=1)
 
     def accept_at(self, q: int) -> int:
-        """`accept[q]`, without building a restricted view's rows."""
+        """`accept[q]`, without building a restricted view's rows (memoised: every commit asks it)."""
         rows = self._accept
         if rows is not None:
             return rows[q]
-        if self._base is None:
-            found = self._bits_at.get(~q)  # accept rows under ~q, live rows under q: one memo
-            if found is None:
-                found = self._bits_at[~q] = int.from_bytes(self._accept_bits[q].tobytes(), "little")
-            return found
-        return self._base.accept_at(q) & self.candidates
+        found = self._bits_at.get(~q)  # accept rows under ~q, live rows under q: one memo
+        if found is None:
+            if self._base is None:
+                found = int.from_bytes(self._accept_bits[q].tobytes(), "little")
+            else:
+                found = self._base.accept_at(q) & self.candidates
+            self._bits_at[~q] = found
+        return found
 
     def live_at(self, q: int) -> int:
         """`live[q]`, without building a restricted view's rows."""
