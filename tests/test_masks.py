@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 import pda
+import pda.masks
+from pda.compiler import CompiledGrammar
 from pda.kernels.compose import ExtendedMask
 from pda.reference import mask_mismatches, random_walk_states, reference_allowed
 from tests.conftest import GRAMMARS
@@ -69,6 +71,31 @@ def test_fast_mask_equals_reference_on_random_walks(name: str, vocab: pda.Vocabu
             assert mask_mismatches(compiled, node, q) == [], (name, states)
             states += 1
     assert states >= 500
+
+
+@pytest.mark.parametrize("share", [1, 10**9])
+@pytest.mark.parametrize("name", sorted(GRAMMAR_TEXTS))
+def test_fast_mask_equals_reference_with_every_or_no_mask_extended(
+    name: str, share: int, vocab: pda.Vocabulary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The threshold of extended masks (`EXTENDED_MAX_SHARE`) at its extremes: every composed mask an
+    `ExtendedMask` (up to a dense mask's bits in ids) or none; each state's mask, and the row `write_row` writes
+    from the memo, equal the reference."""
+    monkeypatch.setattr(pda.masks, "EXTENDED_MAX_SHARE", share)
+    compiled = CompiledGrammar(pda.Grammar.from_lark(GRAMMAR_TEXTS[name]), vocab)  # not the compile memo's
+    assert compiled.masks._sparse_max == (compiled.mask_words if share == 1 else 0)
+    rng = random.Random(77)
+    kinds: Counter[str] = Counter()
+    row = np.full((1, compiled.mask_words), -1, dtype=np.int32)
+    states = 0
+    while states < 200:
+        for node, q, _ in random_walk_states(compiled, rng, max_steps=40):
+            assert mask_mismatches(compiled, node, q) == [], (name, states)
+            compiled.masks.write_row(row, 0, node, q)
+            assert np.array_equal(row[0], compiled.step_mask(node, q)), (name, states)
+            kinds[type(compiled.masks._text(node, q)).__name__] += 1  # (EOS is added as ids either way)
+            states += 1
+    assert (kinds["ExtendedMask"] > 0) == (share == 1), kinds
 
 
 def test_fast_mask_equals_reference_while_replaying_documents(vocab: pda.Vocabulary) -> None:
