@@ -158,9 +158,13 @@ static int check_tuple(PyObject *obj, Py_ssize_t n, const char *name)
 /* ------------------------------------------------------------------------------------------ */
 /* Growable output arrays                                                                     */
 
+/* `data` may start as a buffer of the caller's (`fixed`, never freed here), replaced by the heap once outgrown:
+ * most walks' outputs take a few hundred bytes, and a walk after a boundary spent ~1 us of its ~6 in malloc
+ * and free. */
 typedef struct {
     char *data;
     Py_ssize_t len, cap, itemsize;
+    char *fixed;
 } Vec;
 
 static int vec_reserve(Vec *v, Py_ssize_t more)
@@ -170,7 +174,13 @@ static int vec_reserve(Vec *v, Py_ssize_t more)
     Py_ssize_t cap = v->cap ? v->cap : 64;
     while (cap < v->len + more)
         cap *= 2;
-    char *data = realloc(v->data, (size_t)(cap * v->itemsize));
+    char *data;
+    if (v->data != NULL && v->data == v->fixed) {
+        if ((data = malloc((size_t)(cap * v->itemsize))) != NULL)
+            memcpy(data, v->data, (size_t)(v->len * v->itemsize));
+    } else {
+        data = realloc(v->data, (size_t)(cap * v->itemsize));
+    }
     if (data == NULL)
         return -1;
     v->data = data;
@@ -178,19 +188,35 @@ static int vec_reserve(Vec *v, Py_ssize_t more)
     return 0;
 }
 
+static void vec_free(Vec *v)
+{
+    if (v->data != v->fixed)
+        free(v->data);
+}
+
+/* An empty Vec of `itemsize` items starting in `fixed` (`bytes` long; NULL: on the heap from the first item). */
+static Vec vec_in(Py_ssize_t itemsize, void *fixed, size_t bytes)
+{
+    return (Vec){fixed, 0, fixed == NULL ? 0 : (Py_ssize_t)(bytes / (size_t)itemsize), itemsize, fixed};
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* The walk                                                                                   */
 
 /* A level of the walk: the children of one node being visited, with what that node left them (the DFA
- * state, the automaton state, the proof). The walk keeps one per node on the current path, not one per
- * node waiting: a node's next sibling is its own end, so siblings need no frame of their own. */
+ * state and its kinds, the automaton state, the proof). The walk keeps one per node on the current path, not
+ * one per node waiting: a node's next sibling is its own end, so siblings need no frame of their own. */
 typedef struct {
     const int32_t *row; /* trans's row of `state`: every child reads its byte's column */
     int32_t state;
     int32_t stop;   /* the parent's subtree end: the children are the nodes from its first up to here */
     int16_t proven; /* bytes deep the parent's pair is proven live, -1 for none */
     int8_t u;
+    uint8_t kind;   /* kinds[state] */
 } Level;
+
+/* Levels a walk keeps on the C stack; a deeper path (the trie deeper than this) moves them to the heap. */
+#define LEVELS_INLINE 160
 
 /* One open-addressing set of pair codes (u * n_states + s) for a search, tagged per search. */
 typedef struct {
@@ -278,7 +304,7 @@ typedef struct {
     const int64_t *token_ids;
     Py_ssize_t n_nodes, n_tokens;
     /* walk tables: per-state flags (live, stops, ends_as), or packed (live_bits, candidates,
-     * accept_row, row_bits) read through `info`, the flags of the states met so far */
+     * accept_row, row_bits), read through `kinds` (see Kinds) and `sets_of` (ends_as or accept_row) */
     const int32_t *trans, *byte_class, *ends_as;
     const uint8_t *live, *stops;
     Py_ssize_t n_states, n_classes, n_sets;
@@ -286,7 +312,9 @@ typedef struct {
     const uint64_t *live_bits, *candidates, *row_bits;
     const int32_t *accept_row;
     Py_ssize_t words, n_rows;
-    uint8_t *info;
+    uint8_t *kinds;
+    const int32_t *sets_of;
+    int own_kinds; /* `kinds` was made for this call (tables passed as a tuple): freed with the walk */
     /* the cut: NULL `plain` when off */
     const int8_t *plain;
     int16_t *proof;
@@ -348,47 +376,47 @@ static inline int meets_candidates(const Walk *w, const uint64_t *row)
     return any != 0;
 }
 
-/* Packed tables' per-state flags in `info`, worked out on a state's first visit. */
-enum { LIVE_KNOWN = 1, LIVE = 2, ENDS_KNOWN = 4, ENDS = 8 };
+/* Kinds: a state's flags as one byte, `kinds[s]`, all the walk reads of a state but its set index:
+ * KNOWN once worked out; LIVE; STOPS (where a lexeme cannot grow into s, may it end before it?); ENDS (a lexeme
+ * ending in s is handed as set sets_of[s], checked against n_sets where read); BAD (its set index can be no set's,
+ * an error where read). Flag tables' kinds are made when they are opened (every state KNOWN). Packed tables' are
+ * worked out on a state's first visit (learn) and kept with the opened tables for every later walk (a walk used to
+ * calloc and fill its own, n_states bytes, on every call): live = any(live_bits[s] & candidates), stops = not live,
+ * ends where s's accept row meets the candidates, bad where that row is outside row_bits. A state's flags never
+ * change once it can be reached (a lazy single's row is written before its id), so threads that work one out at
+ * once store the same byte. */
+enum { KNOWN = 1, LIVE = 2, STOPS = 4, ENDS = 8, BAD = 16 };
 
-/* Whether a state is live: its flag, or (packed tables) whether it has a live candidate terminal. */
-static inline int state_live(Walk *w, int32_t s)
+static inline uint8_t kind_load(const uint8_t *cell)
 {
-    if (!w->packed)
-        return w->live[s];
-    uint8_t info = w->info[s];
-    if (!(info & LIVE_KNOWN)) {
-        info |= LIVE_KNOWN | (meets_candidates(w, w->live_bits + (Py_ssize_t)s * w->words) ? LIVE : 0);
-        w->info[s] = info;
-    }
-    return (info & LIVE) != 0;
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_load_n(cell, __ATOMIC_RELAXED);
+#else
+    return *(volatile const uint8_t *)cell;
+#endif
 }
 
-/* Where a lexeme cannot grow into s, may it end before it? Packed tables are contextual: exactly
- * where s is not live. */
-static inline int state_stops(Walk *w, int32_t s)
+/* A packed state's flags, worked out and stored. */
+static NOINLINE uint8_t learn(Walk *w, int32_t s)
 {
-    return w->packed ? !state_live(w, s) : w->stops[s];
-}
-
-/* The terminal-set index a lexeme ending in s is handed as (-1: none), checked against n_sets
- * by the caller. Packed tables: the state's accept row when that row meets the candidates
- * (the caller maps rows to terminal sets), -2 when the row is outside the rows. */
-static inline int32_t state_ends_as(Walk *w, int32_t s)
-{
-    if (!w->packed)
-        return w->ends_as[s];
+    uint8_t k = KNOWN | (meets_candidates(w, w->live_bits + (Py_ssize_t)s * w->words) ? LIVE : STOPS);
     int32_t row = w->accept_row[s];
-    if (row < 0)
-        return -1;
     if (row >= w->n_rows)
-        return -2;
-    uint8_t info = w->info[s];
-    if (!(info & ENDS_KNOWN)) {
-        info |= ENDS_KNOWN | (meets_candidates(w, w->row_bits + (Py_ssize_t)row * w->words) ? ENDS : 0);
-        w->info[s] = info;
-    }
-    return (info & ENDS) ? row : -1;
+        k |= BAD;
+    else if (row >= 0 && meets_candidates(w, w->row_bits + (Py_ssize_t)row * w->words))
+        k |= ENDS;
+#if defined(__GNUC__) || defined(__clang__)
+    __atomic_store_n(&w->kinds[s], k, __ATOMIC_RELAXED);
+#else
+    *(volatile uint8_t *)&w->kinds[s] = k;
+#endif
+    return k;
+}
+
+static inline uint8_t kind_of(Walk *w, int32_t s)
+{
+    uint8_t k = kind_load(&w->kinds[s]);
+    return k & KNOWN ? k : learn(w, s);
 }
 
 /* Proof values, memoised per (u, state) in `proof` with relaxed atomics: another thread may
@@ -546,7 +574,7 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
                 int32_t t2;
                 if (next_state(w, t, sc->move_c[v][m], &t2) < 0)
                     return -2;
-                if (!state_live(w, t2)) {
+                if (!(kind_of(w, t2) & LIVE)) {
                     proven = level; /* a path of level + 1 bytes kills it */
                     break;
                 }
@@ -683,132 +711,157 @@ static int fill_mask(Walk *w, uint32_t *mask)
     return 0;
 }
 
-static int push2(Vec *nodes, Vec *states, int64_t node, int32_t state, int wide)
-{
-    if (vec_reserve(nodes, 1) < 0 || vec_reserve(states, 1) < 0)
-        return -1;
-    if (wide)
-        ((int64_t *)nodes->data)[nodes->len++] = node;
-    else
-        ((int32_t *)nodes->data)[nodes->len++] = (int32_t)node;
-    ((int32_t *)states->data)[states->len++] = state;
-    return 0;
-}
-
 /* The walk from `roots` (already checked to be nodes) at `root_state`; 0, or -1 with w->error or no_memory.
  * Each root is walked as the only child of a level that stops at the root's end; a node then either opens
  * a level for its children (node + 1 onwards) or hands over to its next sibling (its end), and levels
- * close once the next node reaches their stop. */
+ * close once the next node reaches their stop. What every node reads is held in locals (the compiler cannot
+ * keep the Walk's fields in registers across the stores to the outputs). */
 static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_state)
 {
-    Vec levels = {NULL, 0, 0, sizeof(Level)};
+    Level fixed_levels[LEVELS_INLINE];
+    Level *levels = fixed_levels;
+    Py_ssize_t cap = LEVELS_INLINE;
     int status = -1;
     int16_t root_proven = -1;
-    const int32_t *rec = w->rec;
-    if (w->plain != NULL) {
+    const int32_t *rec = w->rec, *trans = w->trans, *byte_class = w->byte_class, *sets_of = w->sets_of;
+    const uint8_t *kinds = w->kinds;
+    const int8_t *plain = w->plain;
+    const int64_t n_nodes = w->n_nodes, n_tokens = w->n_tokens, n_sets = w->n_sets;
+    const Py_ssize_t n_classes = w->n_classes;
+    const uint32_t n_states = (uint32_t)w->n_states;
+    const int keep = w->keep_states;
+    const long search_min_nodes = w->search_min_nodes;
+    Py_ssize_t visited = 0, cut = 0;
+    if (plain != NULL) {
         /* The roots' pair is searched for as any pair is: when what lies below them is big enough. */
         int64_t below = 0;
-        for (Py_ssize_t i = 0; i < n_roots && below < w->search_min_nodes; i++)
+        for (Py_ssize_t i = 0; i < n_roots && below < search_min_nodes; i++)
             below += (w->root_records ? w->root_records[6 * i] : node_end(w, roots[i])) - roots[i];
-        int found = proven_depth(w, 0, root_state, w->depth, below >= w->search_min_nodes);
+        int found = proven_depth(w, 0, root_state, w->depth, below >= search_min_nodes);
         if (found == -2)
             goto done;
         root_proven = (int16_t)found;
     }
-    if (vec_reserve(&levels, 64) < 0)
-        goto out_of_memory;
+    const uint8_t root_kind = kind_of(w, root_state);
     for (Py_ssize_t r = 0; r < n_roots; r++) {
         int64_t node = roots[r];
         /* The root's record from the opened trie's copy of the first level when the roots are that level: a
          * walk from the trie's root otherwise met 256 records spread over the trie, most of them dead ends. */
         const int32_t *root_at = w->root_records ? w->root_records + 6 * r : rec + 3 * node;
-        Level *top = (Level *)levels.data;
-        *top = (Level){w->trans + (Py_ssize_t)root_state * w->n_classes, root_state, root_at[0], root_proven, 0};
-        levels.len = 1;
-        while (levels.len > 0) {
+        Level *top = levels;
+        *top = (Level){trans + (Py_ssize_t)root_state * n_classes, root_state, root_at[0], root_proven, 0, root_kind};
+        Py_ssize_t depth = 1;
+        for (;;) {
             const int32_t *at = root_at != NULL ? root_at : rec + 3 * node;
             root_at = NULL;
             const int32_t end = at[0];
-            if (end <= node || end > w->n_nodes) {
+            if (end <= node || end > n_nodes) {
                 fail(w, "a node's subtree end is outside the trie", node);
                 goto done;
             }
-            const uint8_t b = record_byte(at);
-            int32_t next = top->row[w->byte_class[b]];
-            if (next == UNFILLED && w->lazy != NULL && fill_lazy(w, top->state, w->byte_class[b], &next) < 0)
-                goto done;
-            w->visited++;
-            if (next < 0 || next >= w->n_states) {
-                fail(w, "a transition leads outside the DFA's states", top->state);
-                goto done;
-            }
-            int descend = 0;
-            int8_t u = 0;
-            int16_t proven = -1;
-            if (!state_live(w, next)) {
-                int32_t set = state_ends_as(w, top->state);
-                if (set < -1 || set >= w->n_sets) {
-                    fail(w, "a state's terminal set is outside the sets", top->state);
+            const uint32_t meta = (uint32_t)at[2];
+            const uint8_t b = (uint8_t)meta;
+            int32_t next = top->row[byte_class[b]];
+            visited++;
+            if ((uint32_t)next >= n_states) {
+                if (next == UNFILLED && w->lazy != NULL && fill_lazy(w, top->state, byte_class[b], &next) < 0)
+                    goto done;
+                if ((uint32_t)next >= n_states) {
+                    fail(w, "a transition leads outside the DFA's states", top->state);
                     goto done;
                 }
-                if (state_stops(w, next) && set >= 0) {
-                    if (push2(&w->out_nodes, &w->out_states, node, w->keep_states ? top->state : set, !w->keep_states) < 0)
-                        goto out_of_memory;
+            }
+            uint8_t k = kind_load(&kinds[next]);
+            if (!(k & KNOWN))
+                k = learn(w, next);
+            if (!(k & LIVE)) {
+                const uint8_t parent = top->kind;
+                if (parent & (ENDS | BAD)) {
+                    int32_t set = sets_of[top->state];
+                    if ((parent & BAD) || set >= n_sets) {
+                        fail(w, "a state's terminal set is outside the sets", top->state);
+                        goto done;
+                    }
+                    if (k & STOPS) {
+                        if (vec_reserve(&w->out_nodes, 1) < 0 || vec_reserve(&w->out_states, 1) < 0)
+                            goto out_of_memory;
+                        if (keep)
+                            ((int32_t *)w->out_nodes.data)[w->out_nodes.len++] = (int32_t)node;
+                        else
+                            ((int64_t *)w->out_nodes.data)[w->out_nodes.len++] = node;
+                        ((int32_t *)w->out_states.data)[w->out_states.len++] = keep ? top->state : set;
+                    }
                 }
                 goto sibling;
             }
-            if (w->plain != NULL) {
+            int8_t u = 0;
+            int16_t proven = -1;
+            if (plain != NULL) {
                 /* The plain-body cut: see the header and pda/index/slices.py. */
-                int8_t v = w->plain[top->u * 256 + b];
+                int8_t v = plain[top->u * 256 + b];
                 u = v >= 0 ? v : 0;
                 proven = (v >= 0 && top->proven > 0) ? (int16_t)(top->proven - 1) : -1;
-                if ((record_below(at) >> u) & 1) {
-                    int need = record_rest(at);
+                if ((meta >> (8 + u)) & 1) {
+                    int need = (int16_t)(meta >> 16);
                     if (need < 0) {
                         fail(w, "a node's depth below is negative", node);
                         goto done;
                     }
                     if (proven < need) {
-                        int found = proven_depth(w, u, next, need, end - node >= w->search_min_nodes);
+                        int found = proven_depth(w, u, next, need, end - node >= search_min_nodes);
                         if (found == -2)
                             goto done;
                         if (found > proven)
                             proven = (int16_t)found;
                     }
                     if (proven >= need) {
-                        if (mark_tokens(w, at[1], node_tokens(w, end), node) < 0)
+                        if (mark_tokens(w, at[1], rec[3 * (int64_t)end + 1], node) < 0)
                             goto done;
-                        w->cut++;
+                        cut++;
                         goto sibling;
                     }
                 }
             }
-            int64_t lo = at[1], hi = at[4]; /* its tokens: from its first position to the next node's */
-            if (w->keep_states) {
-                if (lo < 0 || lo > hi || hi > w->n_tokens) {
+            const int64_t lo = at[1], hi = at[4]; /* its tokens: from its first position to the next node's */
+            if (keep) {
+                if (lo < 0 || lo > hi || hi > n_tokens) {
                     fail(w, "a node's token range is outside the tokens", node);
                     goto done;
                 }
-                if (hi > lo && push2(&w->in_nodes, &w->in_states, node, next, 0) < 0)
-                    goto out_of_memory;
+                if (hi > lo) {
+                    if (vec_reserve(&w->in_nodes, 1) < 0 || vec_reserve(&w->in_states, 1) < 0)
+                        goto out_of_memory;
+                    ((int32_t *)w->in_nodes.data)[w->in_nodes.len++] = (int32_t)node;
+                    ((int32_t *)w->in_states.data)[w->in_states.len++] = next;
+                }
             } else if (mark_tokens(w, lo, hi, node) < 0) {
                 goto done;
             }
-            descend = node + 1 < end;
-        sibling:
-            if (descend) {
-                if (vec_reserve(&levels, 1) < 0)
-                    goto out_of_memory;
-                top = (Level *)levels.data + levels.len++;
-                *top = (Level){w->trans + (Py_ssize_t)next * w->n_classes, next, end, proven, u};
+            if (node + 1 < end) {
+                if (depth == cap) {
+                    Level *grown = levels == fixed_levels ? malloc((size_t)(2 * cap) * sizeof(Level))
+                                                          : realloc(levels, (size_t)(2 * cap) * sizeof(Level));
+                    if (grown == NULL)
+                        goto out_of_memory;
+                    if (levels == fixed_levels)
+                        memcpy(grown, fixed_levels, sizeof fixed_levels);
+                    levels = grown;
+                    cap *= 2;
+                }
+                top = levels + depth++;
+                *top = (Level){trans + (Py_ssize_t)next * n_classes, next, end, proven, u, k};
                 node++;
                 continue;
             }
+        sibling:
             node = end;
-            while (levels.len > 0 && node >= top->stop) {
-                levels.len--;
+            while (node >= top->stop) {
+                if (--depth == 0)
+                    break;
                 top--;
             }
+            if (depth == 0)
+                break;
         }
     }
     status = 0;
@@ -816,7 +869,10 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
 out_of_memory:
     w->no_memory = 1;
 done:
-    free(levels.data);
+    w->visited += visited;
+    w->cut += cut;
+    if (levels != fixed_levels)
+        free(levels);
     return status;
 }
 
@@ -960,6 +1016,7 @@ static void Opened_dealloc(Opened *self)
     free((void *)self->w.all_tokens);
     free((void *)self->w.first_nodes);
     free((void *)self->w.first_records);
+    free(self->w.kinds);
     release_all(&self->b);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -992,8 +1049,28 @@ static int trie_arg(Walk *w, Buffers *b, PyObject *arg)
     return open_trie(w, b, arg);
 }
 
-/* The tables argument: opened tables' fields, or the tuple opened into `b` for this call; then packed
- * tables' per-state flags for this walk (`info`, zeroed: each worked out on a state's first visit). */
+/* The tables' kinds (see Kinds) in a new array: flag tables' every state, packed tables' none yet (zeroed, so
+ * that the pages of states no walk meets are never touched); and where set indices are read. -1 with
+ * MemoryError set. */
+static int make_kinds(Walk *w)
+{
+    uint8_t *kinds = calloc((size_t)w->n_states, 1);
+    if (kinds == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (!w->packed) {
+        for (Py_ssize_t s = 0; s < w->n_states; s++)
+            kinds[s] = KNOWN | (w->live[s] ? LIVE : 0) | (w->stops[s] ? STOPS : 0) | (w->ends_as[s] >= 0 ? ENDS : 0)
+                       | (w->ends_as[s] < -1 ? BAD : 0);
+    }
+    w->kinds = kinds;
+    w->sets_of = w->packed ? w->accept_row : w->ends_as;
+    return 0;
+}
+
+/* The tables argument: opened tables' fields (their kinds shared with every walk on them), or the tuple opened
+ * into `b` for this call (kinds made for it). */
 static int tables_arg(Walk *w, Buffers *b, PyObject *arg)
 {
     if (Py_IS_TYPE(arg, &OpenedType) && ((Opened *)arg)->tables) {
@@ -1013,13 +1090,13 @@ static int tables_arg(Walk *w, Buffers *b, PyObject *arg)
         w->words = o->words;
         w->n_rows = o->n_rows;
         w->lazy = o->lazy;
-    } else if (open_tables(w, b, arg) < 0) {
-        return -1;
+        w->kinds = o->kinds;
+        w->sets_of = o->sets_of;
+        return 0;
     }
-    if (w->packed && (w->info = calloc((size_t)w->n_states, 1)) == NULL) {
-        PyErr_NoMemory();
+    if (open_tables(w, b, arg) < 0 || make_kinds(w) < 0)
         return -1;
-    }
+    w->own_kinds = 1;
     return 0;
 }
 
@@ -1107,7 +1184,8 @@ static PyObject *opened(PyObject *self, PyObject *arg)
         found->lazy = PyTuple_GET_ITEM(arg, 6);
         Py_INCREF(found->lazy);
     }
-    if ((tables ? open_tables(&found->w, &found->b, arg) : open_trie(&found->w, &found->b, arg)) < 0
+    if ((tables ? open_tables(&found->w, &found->b, arg) < 0 || make_kinds(&found->w) < 0
+                : open_trie(&found->w, &found->b, arg) < 0)
         || (!tables && (open_all_tokens(&found->w) < 0 || open_first_level(&found->w) < 0))) {
         Py_DECREF(found);
         return NULL;
@@ -1129,11 +1207,12 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
         PyErr_SetString(PyExc_ValueError, "plain_body must be int8 [8, 256]");
         return -1;
     }
-    for (int i = 0; i < U_STATES * 256; i++) {
-        if (w->plain[i] < -1 || w->plain[i] >= U_STATES) {
-            PyErr_SetString(PyExc_ValueError, "plain_body's moves must be -1 or an automaton state");
-            return -1;
-        }
+    int bad = 0; /* branch-free, so that it is vectorised: it runs on every walk with the cut */
+    for (int i = 0; i < U_STATES * 256; i++)
+        bad |= (uint8_t)(w->plain[i] + 1) > U_STATES;
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "plain_body's moves must be -1 or an automaton state");
+        return -1;
     }
     if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 1), "proof", KIND_INT, 2, 2, 1, s)))
         return -1;
@@ -1325,13 +1404,34 @@ static PyObject *boundary_groups(Walk *w, int sorted)
 
 static void free_walk(Walk *w)
 {
-    free(w->out_nodes.data);
-    free(w->out_states.data);
-    free(w->in_nodes.data);
-    free(w->in_states.data);
-    free(w->ranges.data);
+    vec_free(&w->out_nodes);
+    vec_free(&w->out_states);
+    vec_free(&w->in_nodes);
+    vec_free(&w->in_states);
+    vec_free(&w->ranges);
     scratch_give(w->scratch);
-    free(w->info);
+    if (w->own_kinds)
+        free(w->kinds);
+}
+
+/* A walk's first output buffers, on its caller's stack (see Vec). */
+typedef struct {
+    int64_t ranges[128];
+    int64_t nodes[128];
+    int32_t states[128];
+} Fixed;
+
+/* A walk with nothing set, its outputs starting in `fixed`: boundary nodes int64, or int32 with their states
+ * (`keep_states`, walk_states). */
+static void start_walk(Walk *w, Fixed *fixed, int keep_states)
+{
+    memset(w, 0, sizeof *w);
+    w->keep_states = keep_states;
+    w->ranges = vec_in(sizeof(int64_t), fixed->ranges, sizeof fixed->ranges);
+    w->out_nodes = vec_in(keep_states ? sizeof(int32_t) : sizeof(int64_t), fixed->nodes, sizeof fixed->nodes);
+    w->out_states = vec_in(sizeof(int32_t), fixed->states, sizeof fixed->states);
+    w->in_nodes = vec_in(sizeof(int32_t), NULL, 0);
+    w->in_states = vec_in(sizeof(int32_t), NULL, 0);
 }
 
 /* A dense walk's inside tokens as bytes of a packed int32 mask, or None when there are none. */
@@ -1469,11 +1569,9 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int32_t root_state;
     int sorted, status;
     PyObject *result = NULL, *groups = NULL;
-    memset(&w, 0, sizeof w);
+    Fixed fixed;
+    start_walk(&w, &fixed, 0);
     b.held = 0;
-    w.out_nodes.itemsize = sizeof(int64_t);
-    w.out_states.itemsize = sizeof(int32_t);
-    w.ranges.itemsize = sizeof(int64_t);
     if (nargs != 7) {
         PyErr_SetString(PyExc_TypeError, "walk(trie, tables, n_sets, roots, root_state, mask, slices) takes 7 arguments");
         return NULL;
@@ -1564,11 +1662,10 @@ static PyObject *walk_states(PyObject *self, PyObject *const *args, Py_ssize_t n
     int32_t root_state;
     int sorted, status;
     PyObject *result = NULL;
-    memset(&w, 0, sizeof w);
+    Fixed fixed;
+    start_walk(&w, &fixed, 1);
     b.held = 0;
-    w.keep_states = 1;
     w.n_sets = INT32_MAX;
-    w.out_nodes.itemsize = w.out_states.itemsize = w.in_nodes.itemsize = w.in_states.itemsize = sizeof(int32_t);
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "walk_states(trie, tables, roots, root_state) takes 4 arguments");
         return NULL;
@@ -1618,9 +1715,9 @@ static PyObject *pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t s[1], sparse_max = 0;
     Py_buffer *v;
     PyObject *result = NULL;
-    memset(&w, 0, sizeof w);
+    Fixed fixed;
+    start_walk(&w, &fixed, 0);
     b.held = 0;
-    w.ranges.itemsize = sizeof(int64_t);
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "pack(trie, nodes, mask_words) takes 3 arguments");
         return NULL;
@@ -1904,11 +2001,9 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
     int32_t root_state;
     int sorted, status;
     PyObject *roots = NULL, *groups = NULL, *inside = NULL, *result = NULL, *mask = NULL;
-    memset(&w, 0, sizeof w);
+    Fixed fixed;
+    start_walk(&w, &fixed, 0);
     b.held = 0;
-    w.out_nodes.itemsize = sizeof(int64_t);
-    w.out_states.itemsize = sizeof(int32_t);
-    w.ranges.itemsize = sizeof(int64_t);
     if ((roots = roots_of(self, nodes)) == NULL)
         goto done;
     if (trie_arg(&w, &b, self->trie) < 0 || tables_arg(&w, &b, PyTuple_GET_ITEM(tables, 0)) < 0)
