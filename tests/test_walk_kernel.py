@@ -426,8 +426,16 @@ def trie_with(v: dict, **arrays: np.ndarray) -> kernel.TrieArrays:
 def records_with(v: dict, column: int, value: int, rows: slice = slice(None)) -> kernel.TrieArrays:
     """The trie's node records with one column set to `value` (column 2 as the rest bits: value << 16)."""
     nodes = v["trie"].nodes.copy()
-    nodes[rows, column] = value if column < 2 else (nodes[rows, 2] & 0xFFFF) | (value << 16)
+    nodes[rows, column] = value if column != 2 else (nodes[rows, 2] & 0xFFFF) | (value << 16)
     return v["trie"]._replace(nodes=nodes)
+
+
+def end_past_parent(v: dict) -> kernel.TrieArrays:
+    """The trie with the first child of the first level's `a` ending past its parent's subtree (inside a string,
+    where the walk reads it)."""
+    nodes = v["trie"].nodes
+    parent = next(n for n in v["roots"].tolist() if nodes[n, 2] & 0xFF == ord("a") and nodes[n, 0] > n + 1)
+    return records_with(v, 0, int(nodes[parent, 0]) + 1, slice(parent + 1, parent + 2))
 
 
 def broken(array: np.ndarray, index: int | slice, value: int) -> np.ndarray:
@@ -453,13 +461,16 @@ CORRUPT = {
     "no record past the last node": lambda v: {"trie": trie_with(v, nodes=v["trie"].nodes[:1].copy())},
     "token position outside": lambda v: {"trie": records_with(v, 1, 10**9, slice(1, None))},
     "token positions decreasing": lambda v: {"trie": trie_with(v, nodes=np.column_stack([
-        v["trie"].nodes[:, 0], np.arange(len(v["trie"].nodes), dtype=np.int32)[::-1], v["trie"].nodes[:, 2]]))},
+        v["trie"].nodes[:, 0], np.arange(len(v["trie"].nodes), dtype=np.int32)[::-1], v["trie"].nodes[:, 2:]]))},
     "token id outside the mask": lambda v: {"trie": trie_with(v, token_ids=broken(v["trie"].token_ids, slice(None), 10**9))},
     "negative token id": lambda v: {"trie": trie_with(v, token_ids=broken(v["trie"].token_ids, slice(None), -3))},
     "subtree end outside": lambda v: {"trie": records_with(v, 0, 10**8)},
     "subtree end before the node": lambda v: {"trie": records_with(v, 0, 0)},
     "subtree end at the node": lambda v: {"trie": trie_with(v, nodes=np.column_stack(
         [np.arange(len(v["trie"].nodes), dtype=np.int32), v["trie"].nodes[:, 1:]]))},
+    "subtree end past the parent's": lambda v: {"trie": end_past_parent(v)},
+    "depth two below the parent's": lambda v: {"trie": records_with(v, 3, 5, slice(2, None))},
+    "depth at the root's parent's": lambda v: {"trie": records_with(v, 3, 0, slice(2, None))},
     "root 0": lambda v: {"roots": np.zeros(1, np.int64)},
     "root outside": lambda v: {"roots": np.array([10**9], np.int64)},
     "2-D roots": lambda v: {"roots": v["roots"].reshape(1, -1)},

@@ -68,6 +68,8 @@
 
 #include "buffer_format.h"
 
+/* A node's record: int32 (end, first token, byte | below << 8 | rest << 16, depth). */
+#define RECORD 4
 /* The plain-body automaton's states (slices.PLAIN_BODY is int8 [8, 256], -1 refused). */
 #define U_STATES 8
 /* Proofs are capped at this many bytes, so that a lower bound fits the int16 encoding. */
@@ -203,14 +205,12 @@ static Vec vec_in(Py_ssize_t itemsize, void *fixed, size_t bytes)
 /* ------------------------------------------------------------------------------------------ */
 /* The walk                                                                                   */
 
-/* A level of the walk: the children of one node being visited, with what that node left them (the DFA
- * state and its kinds, the automaton state, the proof). The walk keeps one per node on the current path, not
- * one per node waiting: a node's next sibling is its own end, so siblings need no frame of their own. */
+/* A level of the walk: what a live node leaves its children (the DFA state and its kinds, the automaton state,
+ * the proof), one per depth of the current path (see run). */
 typedef struct {
     const int32_t *row; /* trans's row of `state`: every child reads its byte's column */
     int32_t state;
-    int32_t stop;   /* the parent's subtree end: the children are the nodes from its first up to here */
-    int16_t proven; /* bytes deep the parent's pair is proven live, -1 for none */
+    int16_t proven; /* bytes deep the pair is proven live, -1 for none */
     int8_t u;
     uint8_t kind;   /* kinds[state] */
 } Level;
@@ -359,10 +359,10 @@ static int fail(Walk *w, const char *message, int64_t at)
     return -1;
 }
 
-/* A node's record: its subtree end, its first token position, and from the record (`at`, rec + 3 * node) its
+/* A node's record: its subtree end, its first token position, and from the record (`at`, rec + RECORD * node) its
  * byte, cut bits and depth below. */
-static inline int32_t node_end(const Walk *w, int64_t v) { return w->rec[3 * v]; }
-static inline int32_t node_tokens(const Walk *w, int64_t v) { return w->rec[3 * v + 1]; }
+static inline int32_t node_end(const Walk *w, int64_t v) { return w->rec[RECORD * v]; }
+static inline int32_t node_tokens(const Walk *w, int64_t v) { return w->rec[RECORD * v + 1]; }
 static inline uint8_t record_byte(const int32_t *at) { return (uint8_t)(at[2] & 0xFF); }
 static inline uint8_t record_below(const int32_t *at) { return (uint8_t)((at[2] >> 8) & 0xFF); }
 static inline int16_t record_rest(const int32_t *at) { return (int16_t)(at[2] >> 16); }
@@ -712,10 +712,16 @@ static int fill_mask(Walk *w, uint32_t *mask)
 }
 
 /* The walk from `roots` (already checked to be nodes) at `root_state`; 0, or -1 with w->error or no_memory.
- * Each root is walked as the only child of a level that stops at the root's end; a node then either opens
- * a level for its children (node + 1 onwards) or hands over to its next sibling (its end), and levels
- * close once the next node reaches their stop. What every node reads is held in locals (the compiler cannot
- * keep the Walk's fields in registers across the stores to the outputs). */
+ *
+ * Each root's subtree is scanned in preorder, [root, its end): a node's parent is the last node met one level up,
+ * so the state a node steps from is its depth's level (levels[d - 1], d its depth below the root's parent),
+ * written when that parent was found live; a node found live writes its own and goes on to the next node, one
+ * found dead or cut jumps to its end. No stack of open levels is kept: a walk used to push one per node with
+ * children and pop them in a loop, two branches a node that no predictor could learn (a full walk of Qwen2's
+ * trie took 9 ns a node). A node may be at most one level below the deepest level written since its last
+ * ancestor (`top`): corrupt depths fail before a level is read that this walk did not write.
+ * What every node reads is held in locals (the compiler cannot keep the Walk's fields in registers across the
+ * stores to the outputs). */
 static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_state)
 {
     Level fixed_levels[LEVELS_INLINE];
@@ -736,50 +742,56 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
         /* The roots' pair is searched for as any pair is: when what lies below them is big enough. */
         int64_t below = 0;
         for (Py_ssize_t i = 0; i < n_roots && below < search_min_nodes; i++)
-            below += (w->root_records ? w->root_records[6 * i] : node_end(w, roots[i])) - roots[i];
+            below += (w->root_records ? w->root_records[2 * RECORD * i] : node_end(w, roots[i])) - roots[i];
         int found = proven_depth(w, 0, root_state, w->depth, below >= search_min_nodes);
         if (found == -2)
             goto done;
         root_proven = (int16_t)found;
     }
-    const uint8_t root_kind = kind_of(w, root_state);
+    levels[0] = (Level){trans + (Py_ssize_t)root_state * n_classes, root_state, root_proven, 0, kind_of(w, root_state)};
     for (Py_ssize_t r = 0; r < n_roots; r++) {
         int64_t node = roots[r];
         /* The root's record from the opened trie's copy of the first level when the roots are that level: a
          * walk from the trie's root otherwise met 256 records spread over the trie, most of them dead ends. */
-        const int32_t *root_at = w->root_records ? w->root_records + 6 * r : rec + 3 * node;
-        Level *top = levels;
-        *top = (Level){trans + (Py_ssize_t)root_state * n_classes, root_state, root_at[0], root_proven, 0, root_kind};
-        Py_ssize_t depth = 1;
-        for (;;) {
-            const int32_t *at = root_at != NULL ? root_at : rec + 3 * node;
+        const int32_t *root_at = w->root_records ? w->root_records + 2 * RECORD * r : rec + RECORD * node;
+        const int64_t stop = root_at[0];
+        if (stop <= node || stop > n_nodes) {
+            fail(w, "a node's subtree end is outside the trie", node);
+            goto done;
+        }
+        const int64_t root = node, base = (int64_t)root_at[3] - 1; /* the root is at depth 1, below levels[0] */
+        Py_ssize_t top = 0; /* the deepest level written on the current path */
+        while (node < stop) {
+            const int32_t *at = root_at != NULL ? root_at : rec + RECORD * node;
             root_at = NULL;
-            const int32_t end = at[0];
-            if (end <= node || end > n_nodes) {
-                fail(w, "a node's subtree end is outside the trie", node);
+            const int64_t end = at[0], d = (int64_t)at[3] - base;
+            if (end <= node || end > stop || d < (node == root ? 1 : 2) || d > top + 1) {
+                fail(w, end <= node || end > stop ? "a node's subtree end is outside its parent's"
+                                                  : "a node's depth is not one below its parent's", node);
                 goto done;
             }
+            const Level *parent = levels + d - 1;
             const uint32_t meta = (uint32_t)at[2];
             const uint8_t b = (uint8_t)meta;
-            int32_t next = top->row[byte_class[b]];
+            int32_t next = parent->row[byte_class[b]];
             visited++;
             if ((uint32_t)next >= n_states) {
-                if (next == UNFILLED && w->lazy != NULL && fill_lazy(w, top->state, byte_class[b], &next) < 0)
+                if (next == UNFILLED && w->lazy != NULL && fill_lazy(w, parent->state, byte_class[b], &next) < 0)
                     goto done;
                 if ((uint32_t)next >= n_states) {
-                    fail(w, "a transition leads outside the DFA's states", top->state);
+                    fail(w, "a transition leads outside the DFA's states", parent->state);
                     goto done;
                 }
             }
             uint8_t k = kind_load(&kinds[next]);
             if (!(k & KNOWN))
                 k = learn(w, next);
+            top = d - 1;
             if (!(k & LIVE)) {
-                const uint8_t parent = top->kind;
-                if (parent & (ENDS | BAD)) {
-                    int32_t set = sets_of[top->state];
-                    if ((parent & BAD) || set >= n_sets) {
-                        fail(w, "a state's terminal set is outside the sets", top->state);
+                if (parent->kind & (ENDS | BAD)) {
+                    int32_t set = sets_of[parent->state];
+                    if ((parent->kind & BAD) || set >= n_sets) {
+                        fail(w, "a state's terminal set is outside the sets", parent->state);
                         goto done;
                     }
                     if (k & STOPS) {
@@ -789,18 +801,19 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                             ((int32_t *)w->out_nodes.data)[w->out_nodes.len++] = (int32_t)node;
                         else
                             ((int64_t *)w->out_nodes.data)[w->out_nodes.len++] = node;
-                        ((int32_t *)w->out_states.data)[w->out_states.len++] = keep ? top->state : set;
+                        ((int32_t *)w->out_states.data)[w->out_states.len++] = keep ? parent->state : set;
                     }
                 }
-                goto sibling;
+                node = end;
+                continue;
             }
             int8_t u = 0;
             int16_t proven = -1;
             if (plain != NULL) {
                 /* The plain-body cut: see the header and pda/index/slices.py. */
-                int8_t v = plain[top->u * 256 + b];
+                int8_t v = plain[parent->u * 256 + b];
                 u = v >= 0 ? v : 0;
-                proven = (v >= 0 && top->proven > 0) ? (int16_t)(top->proven - 1) : -1;
+                proven = (v >= 0 && parent->proven > 0) ? (int16_t)(parent->proven - 1) : -1;
                 if ((meta >> (8 + u)) & 1) {
                     int need = (int16_t)(meta >> 16);
                     if (need < 0) {
@@ -815,14 +828,15 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                             proven = (int16_t)found;
                     }
                     if (proven >= need) {
-                        if (mark_tokens(w, at[1], rec[3 * (int64_t)end + 1], node) < 0)
+                        if (mark_tokens(w, at[1], rec[RECORD * end + 1], node) < 0)
                             goto done;
                         cut++;
-                        goto sibling;
+                        node = end;
+                        continue;
                     }
                 }
             }
-            const int64_t lo = at[1], hi = at[4]; /* its tokens: from its first position to the next node's */
+            const int64_t lo = at[1], hi = at[RECORD + 1]; /* its tokens: from its first position to the next node's */
             if (keep) {
                 if (lo < 0 || lo > hi || hi > n_tokens) {
                     fail(w, "a node's token range is outside the tokens", node);
@@ -837,31 +851,19 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
             } else if (mark_tokens(w, lo, hi, node) < 0) {
                 goto done;
             }
-            if (node + 1 < end) {
-                if (depth == cap) {
-                    Level *grown = levels == fixed_levels ? malloc((size_t)(2 * cap) * sizeof(Level))
-                                                          : realloc(levels, (size_t)(2 * cap) * sizeof(Level));
-                    if (grown == NULL)
-                        goto out_of_memory;
-                    if (levels == fixed_levels)
-                        memcpy(grown, fixed_levels, sizeof fixed_levels);
-                    levels = grown;
-                    cap *= 2;
-                }
-                top = levels + depth++;
-                *top = (Level){trans + (Py_ssize_t)next * n_classes, next, end, proven, u, k};
-                node++;
-                continue;
+            if (d == cap) {
+                Level *grown = levels == fixed_levels ? malloc((size_t)(2 * cap) * sizeof(Level))
+                                                      : realloc(levels, (size_t)(2 * cap) * sizeof(Level));
+                if (grown == NULL)
+                    goto out_of_memory;
+                if (levels == fixed_levels)
+                    memcpy(grown, fixed_levels, sizeof fixed_levels);
+                levels = grown;
+                cap *= 2;
             }
-        sibling:
-            node = end;
-            while (node >= top->stop) {
-                if (--depth == 0)
-                    break;
-                top--;
-            }
-            if (depth == 0)
-                break;
+            levels[d] = (Level){trans + (Py_ssize_t)next * n_classes, next, proven, u, k};
+            top = d;
+            node++;
         }
     }
     status = 0;
@@ -887,8 +889,8 @@ static int open_records(Walk *w, Buffers *b, PyObject *nodes, PyObject *token_id
     if (!(v = get_array(b, nodes, "nodes", KIND_INT, 4, 2, 0, s)))
         return -1;
     w->rec = v->buf;
-    if (s[1] != 3 || s[0] < 2 || s[0] > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "nodes must be int32 [n + 1, 3] records, between 1 and 2**31 - 2 nodes");
+    if (s[1] != RECORD || s[0] < 2 || s[0] > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "nodes must be int32 [n + 1, 4] records, between 1 and 2**31 - 2 nodes");
         return -1;
     }
     w->n_nodes = s[0] - 1;
@@ -1143,11 +1145,11 @@ static int open_first_level(Walk *w)
     Py_ssize_t n = 0;
     if (stop < 1 || stop > w->n_nodes)
         return 0;
-    for (int64_t c = 1; c < stop; c = rec[3 * c], n++)
-        if (rec[3 * c] <= c || rec[3 * c] > stop)
+    for (int64_t c = 1; c < stop; c = rec[RECORD * c], n++)
+        if (rec[RECORD * c] <= c || rec[RECORD * c] > stop)
             return 0;
     int64_t *nodes = malloc((size_t)(n + 1) * sizeof(int64_t));
-    int32_t *records = malloc((size_t)(6 * n + 1) * sizeof(int32_t));
+    int32_t *records = malloc((size_t)(2 * RECORD * n + 1) * sizeof(int32_t));
     if (nodes == NULL || records == NULL) {
         free(nodes);
         free(records);
@@ -1155,9 +1157,9 @@ static int open_first_level(Walk *w)
         return -1;
     }
     Py_ssize_t i = 0;
-    for (int64_t c = 1; c < stop; c = rec[3 * c], i++) {
+    for (int64_t c = 1; c < stop; c = rec[RECORD * c], i++) {
         nodes[i] = c;
-        memcpy(records + 6 * i, rec + 3 * c, 6 * sizeof(int32_t));
+        memcpy(records + 2 * RECORD * i, rec + RECORD * c, 2 * RECORD * sizeof(int32_t));
     }
     w->first_nodes = nodes;
     w->first_records = records;

@@ -145,7 +145,7 @@ class TrieArrays(NamedTuple):
     def of(cls, trie: TokenTrie, cut: tuple[np.ndarray, np.ndarray] | None = None) -> "TrieArrays":
         """The records of `trie`, with the plain-body cut's per-node (`below` uint8, `rest` int16) if given."""
         n = trie.n_nodes
-        nodes = np.zeros((n + 1, 3), dtype=np.int32)
+        nodes = np.zeros((n + 1, 4), dtype=np.int32)
         nodes[:n, 0] = trie.end
         nodes[n, 0] = n
         nodes[:, 1] = trie.token_ptr
@@ -154,6 +154,7 @@ class TrieArrays(NamedTuple):
             below, rest = cut
             meta = meta | np.asarray(below, dtype=np.int32) << 8 | np.asarray(rest, dtype=np.int32) << 16
         nodes[:n, 2] = meta
+        nodes[:n, 3] = trie.depth
         return cls(nodes, np.ascontiguousarray(trie.token_ids, dtype=np.int64))
 
 
