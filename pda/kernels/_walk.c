@@ -61,6 +61,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -123,8 +124,8 @@ static void release_all(Buffers *b)
         PyBuffer_Release(&b->views[--b->held]);
 }
 
-/* Acquire `obj` as a C-contiguous array of `ndim` dimensions whose items are `itemsize`
- * bytes of `kind`; its shape in `shape`. NULL with ValueError set on any mismatch. */
+/* Acquire `obj` as a C-contiguous array of `ndim` dimensions whose items are `itemsize` bytes of `kind`
+ * (itemsize 0: 4 or 8, signed ints only); its shape in `shape`. NULL with ValueError set on any mismatch. */
 static Py_buffer *get_array(Buffers *b, PyObject *obj, const char *name, int kind, Py_ssize_t itemsize,
                             int ndim, int writable, Py_ssize_t *shape)
 {
@@ -136,9 +137,11 @@ static Py_buffer *get_array(Buffers *b, PyObject *obj, const char *name, int kin
         return NULL;
     }
     b->held++;
-    if (view->ndim != ndim || view->itemsize != itemsize || format_kind(view->format) != kind) {
-        PyErr_Format(PyExc_ValueError, "%s must be a %d-D array of %zd-byte %s, got %d-D format '%s'", name, ndim,
-                     itemsize, kind == KIND_INT ? "signed ints" : kind == KIND_UINT ? "unsigned ints" : "bools",
+    int size_ok = itemsize ? view->itemsize == itemsize : view->itemsize == 4 || view->itemsize == 8;
+    if (view->ndim != ndim || !size_ok || format_kind(view->format) != kind) {
+        PyErr_Format(PyExc_ValueError, "%s must be a %d-D array of %s-byte %s, got %d-D format '%s'", name, ndim,
+                     itemsize == 8 ? "8" : itemsize == 4 ? "4" : itemsize == 2 ? "2" : itemsize == 1 ? "1" : "4- or 8",
+                     kind == KIND_INT ? "signed ints" : kind == KIND_UINT ? "unsigned ints" : "bools",
                      view->ndim, view->format ? view->format : "B");
         return NULL;
     }
@@ -1242,15 +1245,24 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
     return 0;
 }
 
-/* The roots: int64 nodes of the trie other than its root. Sets *sorted when they are ascending
- * with disjoint subtrees (then the walk's output is sorted and unique as it comes). */
-static const int64_t *open_roots(Walk *w, Buffers *b, PyObject *obj, Py_ssize_t *n_roots, int *sorted)
+/* The roots: int64 nodes of the trie other than its root (int32 too, widened into `wide`, when it is given). Sets
+ * *sorted when they are ascending with disjoint subtrees (then the walk's output is sorted and unique as it comes). */
+static const int64_t *open_roots(Walk *w, Buffers *b, PyObject *obj, Py_ssize_t *n_roots, int *sorted, Vec *wide)
 {
     Py_ssize_t s[1];
-    Py_buffer *v = get_array(b, obj, "roots", KIND_INT, 8, 1, 0, s);
+    Py_buffer *v = get_array(b, obj, "roots", KIND_INT, wide != NULL ? 0 : 8, 1, 0, s);
     if (v == NULL)
         return NULL;
     const int64_t *roots = v->buf;
+    if (v->itemsize == 4) { /* int32 nodes (IndexWalks' groups may be), widened */
+        if (vec_reserve(wide, s[0]) < 0) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < s[0]; i++)
+            ((int64_t *)wide->data)[i] = ((const int32_t *)v->buf)[i];
+        roots = (const int64_t *)wide->data;
+    }
     *n_roots = s[0];
     *sorted = 1;
     if (w->first_nodes != NULL && s[0] == w->n_first && memcmp(roots, w->first_nodes, (size_t)s[0] * sizeof(int64_t)) == 0) {
@@ -1351,56 +1363,131 @@ static Py_ssize_t sort_unique(int64_t *values, Py_ssize_t n)
     return kept;
 }
 
-/* The boundary nodes grouped by set, a counting sort (each set's nodes in the walk's order): set k's are
- * (*grouped)[(*bounds)[k] .. (*bounds)[k + 1]), `bounds` n_sets + 1 entries; both malloc'd, for the caller
- * to free. -1 with MemoryError set. */
-static int sort_by_set(const Walk *w, int64_t **grouped, Py_ssize_t **bounds)
+/* A walk's boundary nodes grouped by set: the distinct sets ascending, sets[0 .. n_found), set sets[i]'s nodes at
+ * nodes[bounds[i] .. bounds[i + 1]) in the walk's order. Made in time linear in the boundaries, whatever the number
+ * of sets: each set met is numbered through a small open-addressing table, the few distinct ones sorted, the nodes
+ * placed. (A counting sort over every set cost each walk a pass over all of them, and allocations: a JSON Schema's
+ * shared product has ~250 accept rows, and most walks after a boundary meet none or one.) Arrays of walks with at
+ * most GROUPED_FIXED boundaries are in `fixed`, others in one heap block (`heap`). */
+#define GROUPED_FIXED 64
+typedef struct {
+    int64_t *nodes;
+    int32_t *sets;
+    Py_ssize_t *bounds;
+    Py_ssize_t n_found;
+    void *heap;
+    struct {
+        int64_t nodes[GROUPED_FIXED];
+        int32_t sets[GROUPED_FIXED], number[GROUPED_FIXED], rank[GROUPED_FIXED], table[4 * GROUPED_FIXED];
+        Py_ssize_t bounds[GROUPED_FIXED + 1];
+    } fixed;
+} Grouped;
+
+static inline uint32_t set_hash(int32_t set) { return (uint32_t)set * 2654435761u; }
+
+/* Group `w`'s boundaries (see Grouped); -1 with MemoryError set. Free with grouped_free. */
+static int group_by_set(const Walk *w, Grouped *g)
 {
     const int64_t *nodes = (const int64_t *)w->out_nodes.data;
     const int32_t *sets = (const int32_t *)w->out_states.data;
-    Py_ssize_t n = w->out_nodes.len;
-    Py_ssize_t *at = calloc((size_t)(w->n_sets + 2), sizeof(Py_ssize_t));
-    int64_t *by_set = malloc((size_t)(n + 1) * sizeof(int64_t));
-    if (at == NULL || by_set == NULL) {
-        free(at);
-        free(by_set);
-        PyErr_NoMemory();
-        return -1;
+    const Py_ssize_t n = w->out_nodes.len;
+    Py_ssize_t slots = 4 * GROUPED_FIXED;
+    while (slots < 2 * n)
+        slots *= 2;
+    int32_t *number, *rank, *table;
+    g->heap = NULL;
+    g->n_found = 0;
+    if (n <= GROUPED_FIXED) {
+        g->nodes = g->fixed.nodes;
+        g->sets = g->fixed.sets;
+        g->bounds = g->fixed.bounds;
+        number = g->fixed.number;
+        rank = g->fixed.rank;
+        table = g->fixed.table;
+    } else {
+        char *block = malloc((size_t)n * (sizeof(int64_t) + 3 * sizeof(int32_t) + sizeof(Py_ssize_t))
+                             + sizeof(Py_ssize_t) + (size_t)slots * sizeof(int32_t));
+        if (block == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        g->heap = block;
+        g->nodes = (int64_t *)block;
+        g->bounds = (Py_ssize_t *)(g->nodes + n);
+        g->sets = (int32_t *)(g->bounds + n + 1);
+        number = g->sets + n;
+        rank = number + n;
+        table = rank + n;
     }
+    memset(table, 0xFF, (size_t)slots * sizeof(int32_t)); /* -1: empty */
+    Py_ssize_t found = 0;
+    for (Py_ssize_t i = 0; i < n; i++) { /* number[i]: the order in which set sets[i] was first met */
+        uint32_t h = set_hash(sets[i]) & (uint32_t)(slots - 1);
+        while (table[h] >= 0 && g->sets[table[h]] != sets[i])
+            h = (h + 1) & (uint32_t)(slots - 1);
+        if (table[h] < 0) {
+            table[h] = (int32_t)found;
+            g->sets[found++] = sets[i];
+        }
+        number[i] = table[h];
+    }
+    /* rank[j]: where the j-th set met comes in ascending order (an insertion sort: most walks meet one to three) */
+    for (Py_ssize_t j = 0; j < found; j++)
+        rank[j] = (int32_t)j;
+    for (Py_ssize_t j = 1; j < found; j++) {
+        int32_t r = rank[j];
+        Py_ssize_t i = j;
+        for (; i > 0 && g->sets[rank[i - 1]] > g->sets[r]; i--)
+            rank[i] = rank[i - 1];
+        rank[i] = r;
+    }
+    int32_t *ordered = table; /* the table is done with: the sets ascending, then each met set's rank */
+    for (Py_ssize_t i = 0; i < found; i++)
+        ordered[i] = g->sets[rank[i]];
+    for (Py_ssize_t i = 0; i < found; i++)
+        ordered[found + rank[i]] = (int32_t)i;
+    memcpy(g->sets, ordered, (size_t)found * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i <= found; i++)
+        g->bounds[i] = 0;
     for (Py_ssize_t i = 0; i < n; i++)
-        at[sets[i] + 2]++;
-    for (Py_ssize_t k = 0; k < w->n_sets; k++)
-        at[k + 2] += at[k + 1];
-    for (Py_ssize_t i = 0; i < n; i++) /* at[k + 1]: where set k's next node goes; after this, its end */
-        by_set[at[sets[i] + 1]++] = nodes[i];
-    *grouped = by_set;
-    *bounds = at;
+        g->bounds[ordered[found + number[i]] + 1]++;
+    for (Py_ssize_t i = 0; i < found; i++)
+        g->bounds[i + 1] += g->bounds[i];
+    for (Py_ssize_t i = 0; i < n; i++) /* rank reused: each set's next place */
+        number[i] = ordered[found + number[i]];
+    for (Py_ssize_t i = 0; i < found; i++)
+        rank[i] = (int32_t)g->bounds[i];
+    for (Py_ssize_t i = 0; i < n; i++)
+        g->nodes[rank[number[i]]++] = nodes[i];
+    g->n_found = found;
     return 0;
 }
 
-/* [(set index, bytes of int64 nodes)] from the boundaries in visit order, grouped by set
+static void grouped_free(Grouped *g)
+{
+    free(g->heap);
+}
+
+/* [(set index, bytes of int64 nodes)] from the boundaries in visit order, grouped by set, ascending
  * (each group keeps the walk's ascending order; sorted here when not). */
 static PyObject *boundary_groups(Walk *w, int sorted)
 {
-    int64_t *grouped;
-    Py_ssize_t *bounds;
-    if (sort_by_set(w, &grouped, &bounds) < 0)
+    Grouped g;
+    if (group_by_set(w, &g) < 0)
         return NULL;
-    PyObject *groups = PyList_New(0);
-    for (Py_ssize_t k = 0; groups != NULL && k < w->n_sets; k++) {
-        Py_ssize_t lo = bounds[k], size = bounds[k + 1] - lo;
-        if (size == 0)
-            continue;
+    PyObject *groups = PyList_New(g.n_found);
+    for (Py_ssize_t i = 0; groups != NULL && i < g.n_found; i++) {
+        Py_ssize_t lo = g.bounds[i], size = g.bounds[i + 1] - lo;
         if (!sorted)
-            size = sort_unique(grouped + lo, size);
-        PyObject *item = Py_BuildValue("(nN)", k, PyBytes_FromStringAndSize((char *)(grouped + lo),
-                                                                             size * (Py_ssize_t)sizeof(int64_t)));
-        if (item == NULL || PyList_Append(groups, item) < 0)
+            size = sort_unique(g.nodes + lo, size);
+        PyObject *item = Py_BuildValue("(iN)", g.sets[i], PyBytes_FromStringAndSize((char *)(g.nodes + lo),
+                                                                                   size * (Py_ssize_t)sizeof(int64_t)));
+        if (item == NULL)
             Py_CLEAR(groups);
-        Py_XDECREF(item);
+        else
+            PyList_SET_ITEM(groups, i, item);
     }
-    free(bounds);
-    free(grouped);
+    grouped_free(&g);
     return groups;
 }
 
@@ -1487,29 +1574,55 @@ static void sort_ids(uint32_t *ids, Py_ssize_t n, uint32_t *tmp, int64_t limit)
         memcpy(ids, from, (size_t)n * sizeof(uint32_t));
 }
 
-/* A sparse walk's inside tokens: None, (0, bytes of their int32 ids ascending) when at most `sparse_max`,
- * else (1, bytes of the packed int32 mask). Roots that overlap may give a token twice: ids are made
- * unique, and a count over the bound is checked again on the mask. NULL with an exception on a token
- * id outside the mask. */
-static PyObject *sparse_inside(Walk *w, Py_ssize_t sparse_max)
+/* A sparse walk's inside tokens as bytes (NULL with an exception on a token id outside the mask): their int32
+ * ids ascending when at most `sparse_max` (*dense = 0), else the packed int32 mask (*dense = 1); NULL without an
+ * exception when there are none. Roots that overlap may give a token twice: ids are made unique, and a count over
+ * the bound is checked again on the mask. The ids are written into the bytes object itself. */
+static PyObject *sparse_data(Walk *w, Py_ssize_t sparse_max, int *dense)
 {
+    *dense = w->n_inside > sparse_max;
     if (w->n_inside == 0)
-        Py_RETURN_NONE;
+        return NULL;
     const int64_t *ranges = (const int64_t *)w->ranges.data, limit = (int64_t)w->mask_words * 32;
-    int dense = w->n_inside > sparse_max;
-    Py_ssize_t n = 0, words = dense ? w->mask_words : (Py_ssize_t)w->n_inside;
-    uint32_t *out = calloc((size_t)words + 1, sizeof(uint32_t));
-    if (out == NULL)
-        return PyErr_NoMemory();
-    if (dense && fill_mask(w, out) < 0) {
-        free(out);
-        return walk_error(w);
+    if (*dense) {
+        PyObject *data = PyBytes_FromStringAndSize(NULL, w->mask_words * 4);
+        if (data == NULL)
+            return NULL;
+        uint32_t *mask = (uint32_t *)PyBytes_AS_STRING(data);
+        memset(mask, 0, (size_t)w->mask_words * 4);
+        if (fill_mask(w, mask) < 0) {
+            Py_DECREF(data);
+            return walk_error(w);
+        }
+        Py_ssize_t bits = 0;
+        for (Py_ssize_t i = 0; i < w->mask_words; i++)
+            for (uint32_t m = mask[i]; m; m &= m - 1)
+                bits++;
+        if (bits > sparse_max)
+            return data;
+        PyObject *ids = PyBytes_FromStringAndSize(NULL, bits * 4); /* as ids after all: the repeats made them few */
+        if (ids != NULL) {
+            uint32_t *out = (uint32_t *)PyBytes_AS_STRING(ids);
+            Py_ssize_t n = 0;
+            for (Py_ssize_t i = 0; i < w->mask_words; i++)
+                for (int bit = 0; bit < 32; bit++)
+                    if (mask[i] >> bit & 1u)
+                        out[n++] = (uint32_t)(i * 32 + bit);
+        }
+        Py_DECREF(data);
+        *dense = 0;
+        return ids;
     }
-    for (Py_ssize_t r = 0; !dense && r < w->ranges.len; r += 2) {
+    PyObject *data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)w->n_inside * 4);
+    if (data == NULL)
+        return NULL;
+    uint32_t *out = (uint32_t *)PyBytes_AS_STRING(data), fixed_tmp[256];
+    Py_ssize_t n = 0;
+    for (Py_ssize_t r = 0; r < w->ranges.len; r += 2) {
         for (int64_t p = ranges[r]; p < ranges[r + 1]; p++) {
             int64_t id = w->token_ids[p];
             if (id < 0 || id >= limit) {
-                free(out);
+                Py_DECREF(data);
                 PyErr_Format(PyExc_ValueError, "corrupt walk input: a token id is outside the mask (at %lld)",
                              (long long)p);
                 return NULL;
@@ -1517,42 +1630,31 @@ static PyObject *sparse_inside(Walk *w, Py_ssize_t sparse_max)
             out[n++] = (uint32_t)id;
         }
     }
-    if (dense) { /* as ids after all when the repeats made them few */
-        Py_ssize_t bits = 0;
-        for (Py_ssize_t i = 0; i < words; i++)
-            for (uint32_t m = out[i]; m; m &= m - 1)
-                bits++;
-        if (bits <= sparse_max) {
-            uint32_t *ids = malloc(((size_t)bits + 1) * sizeof(uint32_t));
-            if (ids == NULL) {
-                free(out);
-                return PyErr_NoMemory();
-            }
-            for (Py_ssize_t i = 0; i < words; i++)
-                for (int bit = 0; bit < 32; bit++)
-                    if (out[i] >> bit & 1u)
-                        ids[n++] = (uint32_t)(i * 32 + bit);
-            free(out);
-            out = ids;
-            dense = 0;
-        }
-    } else {
-        uint32_t *tmp = n > INSERTION_MAX ? malloc((size_t)n * sizeof(uint32_t)) : NULL;
-        if (n > INSERTION_MAX && tmp == NULL) {
-            free(out);
-            return PyErr_NoMemory();
-        }
-        sort_ids(out, n, tmp, limit);
-        free(tmp);
-        Py_ssize_t kept = 0;
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (kept == 0 || out[i] != out[kept - 1])
-                out[kept++] = out[i];
-        n = kept;
+    uint32_t *tmp = n <= 256 ? fixed_tmp : malloc((size_t)n * sizeof(uint32_t));
+    if (tmp == NULL) {
+        Py_DECREF(data);
+        return PyErr_NoMemory();
     }
-    PyObject *data = PyBytes_FromStringAndSize((const char *)out, (dense ? words : n) * 4);
-    free(out);
-    return data == NULL ? NULL : Py_BuildValue("(iN)", dense, data);
+    sort_ids(out, n, tmp, limit);
+    if (tmp != fixed_tmp)
+        free(tmp);
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (kept == 0 || out[i] != out[kept - 1])
+            out[kept++] = out[i];
+    if (kept < n && _PyBytes_Resize(&data, kept * 4) < 0)
+        return NULL;
+    return data;
+}
+
+/* `sparse_data` as walk and pack return it: None, or (dense, bytes). */
+static PyObject *sparse_inside(Walk *w, Py_ssize_t sparse_max)
+{
+    int dense;
+    PyObject *data = sparse_data(w, sparse_max, &dense);
+    if (data == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    return Py_BuildValue("(iN)", dense, data);
 }
 
 PyDoc_STRVAR(walk_doc,
@@ -1587,7 +1689,7 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "n_sets must be a non-negative count");
         goto done;
     }
-    const int64_t *roots = open_roots(&w, &b, args[3], &n_roots, &sorted);
+    const int64_t *roots = open_roots(&w, &b, args[3], &n_roots, &sorted, NULL);
     if (roots == NULL || parse_state(args[4], w.n_states, &root_state) < 0)
         goto done;
     Py_ssize_t s[1], sparse_max = 0;
@@ -1674,7 +1776,7 @@ static PyObject *walk_states(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     if (trie_arg(&w, &b, args[0]) < 0 || tables_arg(&w, &b, args[1]) < 0)
         goto done;
-    const int64_t *roots = open_roots(&w, &b, args[2], &n_roots, &sorted);
+    const int64_t *roots = open_roots(&w, &b, args[2], &n_roots, &sorted, NULL);
     if (roots == NULL || parse_state(args[3], w.n_states, &root_state) < 0)
         goto done;
     Py_BEGIN_ALLOW_THREADS
@@ -1768,6 +1870,8 @@ typedef struct {
     PyObject *tables_of, *best;       /* asked once per live set, once per (live set, accept row) */
     PyObject *classify;               /* None, or what computes a miss in place of the walk (basic lexer mode) */
     PyObject *classification, *group; /* the two types */
+    Py_ssize_t classification_slots[3]; /* where their instances hold inside, tokens, groups */
+    Py_ssize_t group_slots[4];          /* and terminals, nodes, key, after */
     PyObject *tables;                 /* dict live set -> tables_of's answer */
     PyObject *frombuffer, *zeros, *int64, *int32, *empty; /* numpy.frombuffer, numpy.zeros, two dtypes, () */
     Py_ssize_t nbytes;                /* of the classifications recorded here */
@@ -1776,21 +1880,20 @@ typedef struct {
 
 static PyObject *s_after, *s_key, *s_nodes, *s_terminals, *s_inside, *s_tokens, *s_groups;
 
-/* A new instance of a class with __slots__, as object.__new__(type) makes it, with `n` slots set. */
-static PyObject *new_slotted(IndexWalks *self, PyObject *type, PyObject *const *names, PyObject *const *values,
-                             int n)
+/* A new instance of a class with __slots__, as object.__new__(type) makes it, its slots at `offsets` set to
+ * `values` (what setattr would do, without looking each name up: a walk after a boundary set seven). */
+static PyObject *new_slotted(PyObject *type, const Py_ssize_t *offsets, PyObject *const *values, int n)
 {
-    PyObject *obj = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, self->empty, NULL);
+    PyObject *obj = ((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, 0);
     for (int i = 0; obj != NULL && i < n; i++)
-        if (PyObject_SetAttr(obj, names[i], values[i]) < 0)
-            Py_CLEAR(obj);
+        *(PyObject **)((char *)obj + offsets[i]) = Py_NewRef(values[i]);
     return obj;
 }
 
 static PyObject *new_classification(IndexWalks *self, PyObject *inside, PyObject *groups, PyObject *tokens)
 {
-    PyObject *names[3] = {s_inside, s_tokens, s_groups}, *values[3] = {inside, tokens, groups};
-    return new_slotted(self, self->classification, names, values, 3);
+    PyObject *values[3] = {inside, tokens, groups};
+    return new_slotted(self->classification, self->classification_slots, values, 3);
 }
 
 /* A boundary group of int64 `nodes`, whose bytes are `key`, with an empty memo. */
@@ -1799,10 +1902,29 @@ static PyObject *new_group(IndexWalks *self, PyObject *terminals, PyObject *node
     PyObject *after = PyDict_New();
     if (after == NULL)
         return NULL;
-    PyObject *names[4] = {s_terminals, s_nodes, s_key, s_after}, *values[4] = {terminals, nodes, key, after};
-    PyObject *group = new_slotted(self, self->group, names, values, 4);
+    PyObject *values[4] = {terminals, nodes, key, after};
+    PyObject *group = new_slotted(self->group, self->group_slots, values, 4);
     Py_DECREF(after);
     return group;
+}
+
+/* Where instances of `type` hold their __slots__ entry `name` (a writable member holding any object); -1 with
+ * TypeError set when it has none. */
+static Py_ssize_t slot_offset(PyObject *type, PyObject *name)
+{
+    PyObject *descr = PyObject_GetAttr(type, name);
+    Py_ssize_t offset = -1;
+    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY))
+            offset = member->offset;
+    }
+    Py_XDECREF(descr);
+    if (offset < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "types must be (Classification, BoundaryGroup): %R has no slot %R", type, name);
+    }
+    return offset;
 }
 
 /* numpy.frombuffer(data, dtype): a read-only array over a bytes object. */
@@ -1889,105 +2011,90 @@ static PyObject *handed_as(IndexWalks *self, PyObject *tables, Py_ssize_t k)
  * have their nodes merged, ascending and unique), in order of their first set; `bytes` gets their nodes' bytes. */
 static PyObject *handed_groups(IndexWalks *self, Walk *w, PyObject *tables, int sorted, Py_ssize_t *bytes)
 {
-    int64_t *grouped, *merged = NULL;
-    Py_ssize_t *bounds, n_found = 0, n_sets = w->n_sets;
-    PyObject *groups = NULL, *numbers = NULL; /* numbers: terminal set -> its number, in order of first set */
-    /* per set, the next set of the same terminal set (-1: none); per terminal set, its first and last set */
-    Py_ssize_t *next = NULL, *first = NULL, *last = NULL;
-    if (sort_by_set(w, &grouped, &bounds) < 0)
+    if (w->out_nodes.len == 0)
+        return Py_NewRef(self->empty);
+    Grouped g;
+    if (group_by_set(w, &g) < 0)
         return NULL;
-    next = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t));
-    first = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t));
-    last = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t));
-    merged = malloc((size_t)(w->out_nodes.len + 1) * sizeof(int64_t));
-    if (next == NULL || first == NULL || last == NULL || merged == NULL) {
+    const Py_ssize_t d = g.n_found;
+    PyObject *groups = NULL, *numbers = NULL; /* numbers: terminal set -> its group's number (with two sets or more) */
+    /* per set found: its terminal set and the next set of its group (-1: none); per group: its first and last set */
+    PyObject *fixed_terminals[GROUPED_FIXED];
+    Py_ssize_t fixed_links[3 * GROUPED_FIXED];
+    PyObject **terminals = d <= GROUPED_FIXED ? fixed_terminals : malloc((size_t)d * sizeof(PyObject *));
+    Py_ssize_t *next = d <= GROUPED_FIXED ? fixed_links : malloc((size_t)(3 * d) * sizeof(Py_ssize_t));
+    Py_ssize_t *first = next + d, *last = first + d, n_groups = 0, got = 0;
+    if (terminals == NULL || next == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if ((numbers = PyDict_New()) == NULL)
+    if (d > 1 && (numbers = PyDict_New()) == NULL)
         goto done;
-    for (Py_ssize_t k = 0; k < n_sets; k++) {
-        if (bounds[k + 1] == bounds[k])
-            continue;
-        next[k] = -1;
-        PyObject *t = handed_as(self, tables, k), *number = NULL;
+    for (Py_ssize_t i = 0; i < d; i++) {
+        next[i] = -1;
+        PyObject *t = handed_as(self, tables, g.sets[i]);
         if (t == NULL)
             goto done;
-        PyObject *known = PyDict_GetItemWithError(numbers, t); /* borrowed */
+        terminals[got++] = t;
+        PyObject *known = numbers == NULL ? NULL : PyDict_GetItemWithError(numbers, t); /* borrowed */
         if (known != NULL) {
-            Py_ssize_t i = PyLong_AsSsize_t(known);
-            next[last[i]] = k;
-            last[i] = k;
-        } else if (PyErr_Occurred() || (number = PyLong_FromSsize_t(n_found)) == NULL
-                   || PyDict_SetItem(numbers, t, number) < 0) {
-            Py_DECREF(t);
-            Py_XDECREF(number);
+            Py_ssize_t j = PyLong_AsSsize_t(known);
+            next[last[j]] = i;
+            last[j] = i;
+            continue;
+        }
+        if (PyErr_Occurred())
             goto done;
-        } else {
-            first[n_found] = last[n_found] = k;
-            n_found++;
+        if (numbers != NULL) {
+            PyObject *number = PyLong_FromSsize_t(n_groups);
+            int failed = number == NULL || PyDict_SetItem(numbers, t, number) < 0;
+            Py_XDECREF(number);
+            if (failed)
+                goto done;
         }
-        Py_DECREF(t);
-        Py_XDECREF(number);
+        first[n_groups] = last[n_groups] = i;
+        n_groups++;
     }
-    if ((groups = PyTuple_New(n_found)) == NULL)
+    if ((groups = PyTuple_New(n_groups)) == NULL)
         goto done;
-    Py_ssize_t i = 0, pos = 0;
-    PyObject *terminals, *number;
-    while (PyDict_Next(numbers, &pos, &terminals, &number)) { /* in insertion order: i is its number */
+    for (Py_ssize_t j = 0; j < n_groups; j++) {
         Py_ssize_t size = 0, parts = 0;
-        for (Py_ssize_t k = first[i]; k >= 0; k = next[k], parts++) {
-            memcpy(merged + size, grouped + bounds[k], (size_t)(bounds[k + 1] - bounds[k]) * sizeof(int64_t));
-            size += bounds[k + 1] - bounds[k];
+        for (Py_ssize_t i = first[j]; i >= 0; i = next[i], parts++)
+            size += g.bounds[i + 1] - g.bounds[i];
+        PyObject *key = PyBytes_FromStringAndSize(NULL, size * (Py_ssize_t)sizeof(int64_t)), *nodes = NULL, *group = NULL;
+        if (key != NULL) {
+            int64_t *merged = (int64_t *)PyBytes_AS_STRING(key);
+            Py_ssize_t at = 0;
+            for (Py_ssize_t i = first[j]; i >= 0; i = next[i]) {
+                memcpy(merged + at, g.nodes + g.bounds[i], (size_t)(g.bounds[i + 1] - g.bounds[i]) * sizeof(int64_t));
+                at += g.bounds[i + 1] - g.bounds[i];
+            }
+            Py_ssize_t kept = parts > 1 || !sorted ? sort_unique(merged, size) : size;
+            if (kept < size)
+                _PyBytes_Resize(&key, kept * (Py_ssize_t)sizeof(int64_t));
+            size = kept;
         }
-        if (parts > 1 || !sorted)
-            size = sort_unique(merged, size);
-        PyObject *key = PyBytes_FromStringAndSize((const char *)merged, size * (Py_ssize_t)sizeof(int64_t));
-        PyObject *nodes = key == NULL ? NULL : array_of(self, key, self->int64);
-        PyObject *group = nodes == NULL ? NULL : new_group(self, terminals, nodes, key);
+        if (key != NULL && (nodes = array_of(self, key, self->int64)) != NULL)
+            group = new_group(self, terminals[first[j]], nodes, key);
         Py_XDECREF(key);
         Py_XDECREF(nodes);
         if (group == NULL) {
             Py_CLEAR(groups);
             goto done;
         }
-        PyTuple_SET_ITEM(groups, i, group);
+        PyTuple_SET_ITEM(groups, j, group);
         *bytes += size * (Py_ssize_t)sizeof(int64_t);
-        i++;
     }
 done:
+    for (Py_ssize_t i = 0; i < got; i++)
+        Py_DECREF(terminals[i]);
     Py_XDECREF(numbers);
-    free(next);
-    free(first);
-    free(last);
-    free(merged);
-    free(bounds);
-    free(grouped);
+    if (terminals != fixed_terminals)
+        free(terminals);
+    if (next != fixed_links)
+        free(next);
+    grouped_free(&g);
     return groups;
-}
-
-/* A group's nodes as int64 roots: the array itself, or an int64 copy of int32 nodes (a new reference). */
-static PyObject *roots_of(IndexWalks *self, PyObject *nodes)
-{
-    Py_buffer view;
-    if (PyObject_GetBuffer(nodes, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return NULL;
-    PyObject *found = NULL;
-    if (is_int32_format(view.format, view.itemsize) && view.ndim == 1) {
-        Py_ssize_t n = view.len / 4;
-        PyObject *wide = PyBytes_FromStringAndSize(NULL, n * 8);
-        if (wide != NULL) {
-            for (Py_ssize_t i = 0; i < n; i++)
-                ((int64_t *)PyBytes_AS_STRING(wide))[i] = ((const int32_t *)view.buf)[i];
-            found = array_of(self, wide, self->int64);
-            Py_DECREF(wide);
-        }
-    } else {
-        Py_INCREF(nodes);
-        found = nodes; /* open_roots checks it is int64 */
-    }
-    PyBuffer_Release(&view);
-    return found;
 }
 
 /* One walk from `roots` (a group's nodes or the trie's first level: int64, or int32 taken as such) on
@@ -2002,12 +2109,12 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
     Py_ssize_t n_roots;
     int32_t root_state;
     int sorted, status;
-    PyObject *roots = NULL, *groups = NULL, *inside = NULL, *result = NULL, *mask = NULL;
+    PyObject *groups = NULL, *inside = NULL, *result = NULL, *mask = NULL;
     Fixed fixed;
+    int64_t wide_fixed[64];
+    Vec wide = vec_in(sizeof(int64_t), wide_fixed, sizeof wide_fixed);
     start_walk(&w, &fixed, 0);
     b.held = 0;
-    if ((roots = roots_of(self, nodes)) == NULL)
-        goto done;
     if (trie_arg(&w, &b, self->trie) < 0 || tables_arg(&w, &b, PyTuple_GET_ITEM(tables, 0)) < 0)
         goto done;
     w.n_sets = PyLong_AsSsize_t(PyTuple_GET_ITEM(tables, 1));
@@ -2017,7 +2124,7 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
         PyErr_SetString(PyExc_ValueError, "n_sets must be a non-negative count");
         goto done;
     }
-    const int64_t *first = open_roots(&w, &b, roots, &n_roots, &sorted);
+    const int64_t *first = open_roots(&w, &b, nodes, &n_roots, &sorted, &wide);
     if (first == NULL || parse_state(PyTuple_GET_ITEM(tables, 2), w.n_states, &root_state) < 0)
         goto done;
     if (slices != Py_None && open_slices(&w, &b, slices) < 0)
@@ -2063,20 +2170,18 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
         result = new_classification(self, mask, groups, Py_None);
         goto done;
     }
-    if ((inside = sparse_inside(&w, self->sparse_max)) == NULL)
-        goto done;
-    if (inside == Py_None) {
-        result = new_classification(self, Py_None, groups, Py_None);
+    int dense;
+    if ((inside = sparse_data(&w, self->sparse_max, &dense)) == NULL) {
+        if (!PyErr_Occurred())
+            result = new_classification(self, Py_None, groups, Py_None);
         goto done;
     }
-    int dense = PyObject_IsTrue(PyTuple_GET_ITEM(inside, 0));
-    PyObject *data = PyTuple_GET_ITEM(inside, 1);
-    if ((mask = array_of(self, data, self->int32)) == NULL)
+    if ((mask = array_of(self, inside, self->int32)) == NULL)
         goto done;
-    *bytes += PyBytes_GET_SIZE(data);
+    *bytes += PyBytes_GET_SIZE(inside);
     result = dense ? new_classification(self, mask, groups, Py_None) : new_classification(self, Py_None, groups, mask);
 done:
-    Py_XDECREF(roots);
+    vec_free(&wide);
     Py_XDECREF(groups);
     Py_XDECREF(inside);
     Py_XDECREF(mask);
@@ -2284,6 +2389,15 @@ static PyObject *IndexWalks_new(PyTypeObject *type, PyObject *args, PyObject *kw
         PyErr_SetString(PyExc_TypeError, "types must be (Classification, BoundaryGroup)");
         return NULL;
     }
+    PyObject *classification_names[3] = {s_inside, s_tokens, s_groups};
+    PyObject *group_names[4] = {s_terminals, s_nodes, s_key, s_after};
+    Py_ssize_t classification_slots[3], group_slots[4];
+    for (int i = 0; i < 3; i++)
+        if ((classification_slots[i] = slot_offset(PyTuple_GET_ITEM(types, 0), classification_names[i])) < 0)
+            return NULL;
+    for (int i = 0; i < 4; i++)
+        if ((group_slots[i] = slot_offset(PyTuple_GET_ITEM(types, 1), group_names[i])) < 0)
+            return NULL;
     PyObject *numpy = PyImport_ImportModule("numpy");
     if (numpy == NULL)
         return NULL;
@@ -2307,6 +2421,8 @@ static PyObject *IndexWalks_new(PyTypeObject *type, PyObject *args, PyObject *kw
     self->classify = classify;
     self->classification = Py_NewRef(PyTuple_GET_ITEM(types, 0));
     self->group = Py_NewRef(PyTuple_GET_ITEM(types, 1));
+    memcpy(self->classification_slots, classification_slots, sizeof classification_slots);
+    memcpy(self->group_slots, group_slots, sizeof group_slots);
     self->tables = PyDict_New();
     self->frombuffer = PyObject_GetAttrString(numpy, "frombuffer");
     self->zeros = PyObject_GetAttrString(numpy, "zeros");
