@@ -823,6 +823,13 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                         fail(w, "a node's depth below is negative", node);
                         goto done;
                     }
+                    if (need == 0) { /* nothing below: its tokens are what the walk would take (no proof read) */
+                        if (mark_tokens(w, at[1], at[RECORD + 1], node) < 0)
+                            goto done;
+                        cut++;
+                        node = end;
+                        continue;
+                    }
                     if (proven < need) {
                         int found = proven_depth(w, u, next, need, end - node >= search_min_nodes);
                         if (found == -2)
