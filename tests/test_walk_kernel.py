@@ -608,3 +608,27 @@ def test_threads_walking_at_once_agree_with_one_thread(qwen2: pda.Vocabulary) ->
         results = list(pool.map(worker, range(4)))
     for k, got in enumerate(results):
         assert [got[i] for i in range(len(jobs))] == alone, f"thread {k} differs from one thread alone"
+
+
+def test_opened_tables_keep_the_automaton_of_their_first_search(valid: dict) -> None:
+    """Opened tables keep their search's moves, made for the plain-body automaton of their first search: a walk
+    under another automaton is refused (the proofs it would read are not its), the same tables opened again take
+    it, and what each gives equals a walk of the tables passed as arrays (moves made per call)."""
+    slices = valid["slices"]
+    other = slices._replace(plain_body=np.where(np.arange(256) == ord("e"), -1, slices.plain_body).astype(np.int8))
+    tables = kernel.opened(valid["tables"])
+    fresh = lambda: kernel.new_proof(len(valid["tables"].live))  # noqa: E731
+    first = run_walk({**valid, "tables": tables, "proof": fresh()})
+    assert first.searched > 0
+    assert_walked_equal(first, run_walk({**valid, "proof": fresh()}))
+    with pytest.raises(ValueError, match="another plain-body automaton"):
+        run_walk({**valid, "tables": tables, "proof": fresh(), "slices": other})
+    again = run_walk({**valid, "tables": kernel.opened(valid["tables"]), "proof": fresh(), "slices": other})
+    assert again.searched > 0
+    assert_walked_equal(again, run_walk({**valid, "proof": fresh(), "slices": other}))
+    assert_walked_equal(again, first)  # the cut changes what is visited, never what is found
+
+
+def assert_walked_equal(a: kernel.Walked, b: kernel.Walked) -> None:
+    assert (a.inside is None) == (b.inside is None) and (a.inside is None or np.array_equal(a.inside, b.inside))
+    assert [(k, n.tolist()) for k, n in a.boundaries] == [(k, n.tolist()) for k, n in b.boundaries]

@@ -226,22 +226,31 @@ typedef struct {
     int32_t code, tag;
 } Slot;
 #define SLOTS (2 * MAX_PAIRS)
+/* A search's set starts with this many of its slots (8 KB, in L1) and doubles while it is half full: most
+ * searches meet a few dozen pairs, and probing all SLOTS (128 KB) missed the cache on every new pair. */
+#define SLOTS_FIRST 1024
 
 /* A search's scratch: the pair set (tagged per search, so a reused one needs no clearing), the
- * queue and the levels, 176 KB, and the walk's moves per automaton state (made on its first
- * search). Walks take one from a pool and give it back, so that a walk does not allocate and
- * fault in fresh pages for it (docs/limits.md, POOL_MAX); the moves, 10 KB, are here rather
- * than in the Walk, which every call zeroes (most walks never search). */
+ * queue and the levels, 176 KB. Walks take one from a pool and give it back, so that a walk does
+ * not allocate and fault in fresh pages for it (docs/limits.md, POOL_MAX). */
 typedef struct Scratch {
     Slot *slots;
     int32_t *queue;
     int16_t *level;
     int32_t tag;
-    int8_t move_u[U_STATES][256]; /* per automaton state u: its distinct moves (next u, DFA byte class) */
-    int32_t move_c[U_STATES][256];
-    int n_moves[U_STATES];
     struct Scratch *next;
 } Scratch;
+
+/* A search's moves per automaton state u: its distinct moves (next u, DFA byte class), for the tables'
+ * byte classes and the automaton in `plain`. Made on the first search on some tables and kept with the
+ * opened tables for every later walk (working them out, 2,048 bytes read and a set of classes, took a
+ * search's walk ~5 us: 40% of all search time in a JSON Schema replay). */
+typedef struct {
+    int8_t plain[U_STATES * 256];
+    int8_t move_u[U_STATES][256];
+    int32_t move_c[U_STATES][256];
+    int n_moves[U_STATES];
+} Moves;
 
 /* At most this many scratches wait in the pool (one per thread walking at once suffices). */
 #define POOL_MAX 8
@@ -323,8 +332,11 @@ typedef struct {
     int16_t *proof;
     int depth;
     long search_min_nodes; /* a pair is searched for only under a subtree of this many nodes */
-    /* the search's scratch with its moves, made ready on the first search */
-    int moves_ready;
+    /* the search's moves (see Moves): the opened tables' (`moves_slot`, made on their first search), or
+     * this call's own (tables passed as a tuple: `own_moves`); and its scratch, taken on the first search */
+    const Moves *moves;
+    Moves **moves_slot;
+    int own_moves;
     Scratch *scratch;
     long budget;
     /* an opened trie's every token as a packed mask (NULL: not made, see fill_mask) */
@@ -482,42 +494,71 @@ static inline int next_state(Walk *w, int32_t state, int32_t cls, int32_t *out)
     return 0;
 }
 
-/* The walk's scratch from the pool, with per automaton state u its distinct moves (next automaton
- * state, DFA byte class). */
+/* The search's moves (see Moves) for `w`'s tables and automaton: the opened tables' if made (a walk with another
+ * automaton is refused: their proofs are not its), else made here and kept there (another thread's, when it kept
+ * its first), or this call's own. 0, or -1 with the failure recorded. */
 static int prepare_moves(Walk *w)
 {
-    Scratch *sc = w->scratch = scratch_take();
-    if (sc == NULL)
-        return -1;
-    uint8_t *seen = calloc((size_t)w->n_classes * U_STATES, 1); /* seen[c * 8 + v] == u + 1: met for u */
-    if (seen == NULL)
-        return -1;
-    for (int u = 0; u < U_STATES; u++) {
-        int n = 0;
-        for (int b = 0; b < 256; b++) {
-            int v = w->plain[u * 256 + b];
-            if (v < 0)
-                continue;
-            int32_t c = w->byte_class[b];
-            uint8_t *mark = &seen[(Py_ssize_t)c * U_STATES + v];
-            if (*mark == u + 1)
-                continue;
-            *mark = (uint8_t)(u + 1);
-            sc->move_u[u][n] = (int8_t)v;
-            sc->move_c[u][n] = c;
-            n++;
+    Moves *found = w->moves_slot == NULL ? NULL : __atomic_load_n(w->moves_slot, __ATOMIC_ACQUIRE);
+    if (found == NULL) {
+        uint8_t *seen = calloc((size_t)w->n_classes * U_STATES, 1); /* seen[c * 8 + v] == u + 1: met for u */
+        if ((found = malloc(sizeof(Moves))) == NULL || seen == NULL) {
+            free(seen);
+            free(found);
+            w->no_memory = 1;
+            return -1;
         }
-        sc->n_moves[u] = n;
+        memcpy(found->plain, w->plain, sizeof found->plain);
+        for (int u = 0; u < U_STATES; u++) {
+            int n = 0;
+            for (int b = 0; b < 256; b++) {
+                int v = w->plain[u * 256 + b];
+                if (v < 0)
+                    continue;
+                int32_t c = w->byte_class[b];
+                uint8_t *mark = &seen[(Py_ssize_t)c * U_STATES + v];
+                if (*mark == u + 1)
+                    continue;
+                *mark = (uint8_t)(u + 1);
+                found->move_u[u][n] = (int8_t)v;
+                found->move_c[u][n] = c;
+                n++;
+            }
+            found->n_moves[u] = n;
+        }
+        free(seen);
+        Moves *first = NULL;
+        if (w->moves_slot == NULL)
+            w->own_moves = 1;
+        else if (!__atomic_compare_exchange_n(w->moves_slot, &first, found, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            free(found);
+            found = first;
+        }
     }
-    free(seen);
-    w->moves_ready = 1;
+    w->moves = found;
+    if (memcmp(found->plain, w->plain, sizeof found->plain) != 0)
+        return fail(w, "these opened tables were searched under another plain-body automaton", 0);
+    if ((w->scratch = scratch_take()) == NULL) {
+        w->no_memory = 1;
+        return -1;
+    }
     return 0;
 }
 
-/* Add a pair code to this search's set: 1 if new, 0 if met before. */
-static inline int meet(Scratch *sc, int32_t code)
+/* A new tag for the pair set (every slot with another tag is empty); the set cleared once every tag is used. */
+static void next_tag(Scratch *sc)
 {
-    uint32_t h = ((uint32_t)code * 2654435761u) & (SLOTS - 1);
+    if (sc->tag == INT32_MAX) {
+        memset(sc->slots, 0, SLOTS * sizeof(Slot));
+        sc->tag = 0;
+    }
+    sc->tag++;
+}
+
+/* Add a pair code to this search's set, its first `mask + 1` slots: 1 if new, 0 if met before. */
+static inline int meet(Scratch *sc, int32_t code, uint32_t mask)
+{
+    uint32_t h = ((uint32_t)code * 2654435761u) & mask;
     for (;;) {
         Slot *slot = &sc->slots[h];
         if (slot->tag != sc->tag) {
@@ -527,7 +568,7 @@ static inline int meet(Scratch *sc, int32_t code)
         }
         if (slot->code == code)
             return 0;
-        h = (h + 1) & (SLOTS - 1);
+        h = (h + 1) & mask;
     }
 }
 
@@ -546,24 +587,20 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
 {
     if (w->budget <= 0)
         return -1;
-    if (!w->moves_ready && prepare_moves(w) < 0) {
-        w->no_memory = 1;
+    if (w->moves == NULL && prepare_moves(w) < 0)
         return -2;
-    }
+    const Moves *moves = w->moves;
     const Py_ssize_t n = w->n_states;
     const int depth = w->depth;
     Scratch *sc = w->scratch;
     int32_t *queue = sc->queue;
     int16_t *level_of = sc->level;
-    if (sc->tag == INT32_MAX) { /* every tag used: clear the set once and start over */
-        memset(sc->slots, 0, SLOTS * sizeof(Slot));
-        sc->tag = 0;
-    }
-    sc->tag++;
+    uint32_t mask = SLOTS_FIRST - 1;
+    next_tag(sc);
     Py_ssize_t len = 1, start = 0, stop = 1;
     queue[0] = (int32_t)(u0 * n + s0);
     level_of[0] = 0;
-    meet(sc, queue[0]);
+    meet(sc, queue[0], mask);
     int proven = -1, closed = 0;
     for (int level = 0; proven < 0; level++) {
         if (level >= depth) {
@@ -573,16 +610,16 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
         for (Py_ssize_t i = start; i < stop && proven < 0; i++) {
             int v = (int)(queue[i] / n);
             int32_t t = (int32_t)(queue[i] % n);
-            for (int m = 0; m < sc->n_moves[v]; m++) {
+            for (int m = 0; m < moves->n_moves[v]; m++) {
                 int32_t t2;
-                if (next_state(w, t, sc->move_c[v][m], &t2) < 0)
+                if (next_state(w, t, moves->move_c[v][m], &t2) < 0)
                     return -2;
                 if (!(kind_of(w, t2) & LIVE)) {
                     proven = level; /* a path of level + 1 bytes kills it */
                     break;
                 }
-                int32_t code = (int32_t)(sc->move_u[v][m] * n + t2);
-                if (meet(sc, code)) {
+                int32_t code = (int32_t)(moves->move_u[v][m] * n + t2);
+                if (meet(sc, code, mask)) {
                     if (len == MAX_PAIRS) {
                         proven = level; /* every path of `level` bytes was seen live */
                         break;
@@ -590,6 +627,12 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
                     queue[len] = code;
                     level_of[len] = (int16_t)(level + 1);
                     len++;
+                    if (2 * (uint32_t)len > mask && mask < SLOTS - 1) { /* half full: twice the slots, all again */
+                        mask = 2 * mask + 1;
+                        next_tag(sc);
+                        for (Py_ssize_t j = 0; j < len; j++)
+                            meet(sc, queue[j], mask);
+                    }
                 }
             }
         }
@@ -1020,6 +1063,7 @@ typedef struct {
     Walk w;
     Buffers b;
     PyObject *lazy; /* the filler `w.lazy` points into, held */
+    Moves *moves;   /* tables: their search's moves, made on their first search (NULL until then) */
 } Opened;
 
 static void Opened_dealloc(Opened *self)
@@ -1029,6 +1073,7 @@ static void Opened_dealloc(Opened *self)
     free((void *)self->w.first_nodes);
     free((void *)self->w.first_records);
     free(self->w.kinds);
+    free(self->moves);
     release_all(&self->b);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1104,6 +1149,7 @@ static int tables_arg(Walk *w, Buffers *b, PyObject *arg)
         w->lazy = o->lazy;
         w->kinds = o->kinds;
         w->sets_of = o->sets_of;
+        w->moves_slot = &((Opened *)arg)->moves;
         return 0;
     }
     if (open_tables(w, b, arg) < 0 || make_kinds(w) < 0)
@@ -1192,6 +1238,7 @@ static PyObject *opened(PyObject *self, PyObject *arg)
     found->b.held = 0;
     found->tables = tables;
     found->lazy = NULL;
+    found->moves = NULL;
     if (tables && PyTuple_GET_SIZE(arg) == 7) {
         found->lazy = PyTuple_GET_ITEM(arg, 6);
         Py_INCREF(found->lazy);
@@ -1508,6 +1555,8 @@ static void free_walk(Walk *w)
     scratch_give(w->scratch);
     if (w->own_kinds)
         free(w->kinds);
+    if (w->own_moves)
+        free((void *)w->moves);
 }
 
 /* A walk's first output buffers, on its caller's stack (see Vec). */
