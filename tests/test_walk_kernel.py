@@ -273,10 +273,10 @@ def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
     as arrays and opened (`kernel.opened`) alike."""
     trie = vocabulary_trie(synthetic)
     plain = slices.plain_body(trie)
-    arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest))
+    arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest, plain.level))
     opened_trie = kernel.opened(arrays)
     # The synthetic trie's subtrees are small: searching under every one exercises the cut.
-    cut = kernel.SliceArrays(slices.PLAIN_BODY, trie.max_depth, search_min_nodes=0)
+    cut = kernel.SliceArrays(slices.CUT_AUTOMATON, trie.max_depth, search_min_nodes=0)
     mask_words = (synthetic.size + 31) // 32 + 1
     rng = np.random.default_rng(5)
     cuts = 0
@@ -483,7 +483,7 @@ CORRUPT = {
     "depth too big": lambda v: {"slices": v["slices"]._replace(depth=10**6)},
     "negative search size": lambda v: {"slices": v["slices"]._replace(search_min_nodes=-1)},
     "proof of the wrong width": lambda v: {"proof": kernel.new_proof(3)},
-    "proof read-only": lambda v: {"proof": np.frombuffer(v["proof"].tobytes(), np.int16).reshape(8, -1)},
+    "proof read-only": lambda v: {"proof": np.frombuffer(v["proof"].tobytes(), np.int16).reshape(v["proof"].shape)},
     "proof as int32": lambda v: {"proof": v["proof"].astype(np.int32)},
 }
 

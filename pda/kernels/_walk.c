@@ -17,21 +17,24 @@
  *     candidates' words, the state's accept row and each row's terminals as bit words:
  *     live[s] = any(live_bits[s] & candidates), stops[s] = !live[s], ends_as[s] =
  *     accept_row[s] where that row meets the candidates, else -1 (the caller maps rows
- *     to terminal sets); each worked out on a state's first visit.
- *     `trie` is (nodes, token_ids): one record of three int32 per node and a last one,
- *     (end, first token, byte | below << 8 | rest << 16): the node's subtree is the id
- *     range [v, end), its tokens the sorted positions [first token of v, of v + 1) into
- *     `token_ids`, its first child v + 1 (when below end) and a child's next sibling its
- *     own end (while below the parent's). One record holds what a visit reads, so a walk
- *     over cold memory meets one cache line a node where seven arrays cost seven.
- *     With `slices`, the plain-body cut (pda/index/slices.py): the walk carries the
- *     plain-body automaton state u down each path (a refused byte restarts it at 0),
- *     and takes a node's whole subtree as inside when below (of its record) has bit u
- *     and the pair (u, next) is proven live rest bytes deep. Proofs are memoised in
- *     `proof` (int16 [8, n_states], zeroed when new, kept by the caller across walks; see
+ *     to terminal sets); each worked out on a state's first visit (see Kinds).
+ *     `trie` is (nodes, token_ids): one record of four int32 per node and a last one,
+ *     (end, first token, byte | below << 8 | rest << 16, depth | level << 24): the node's
+ *     subtree is the id range [v, end), its tokens the sorted positions [first token of v,
+ *     of v + 1) into `token_ids`, its parent the last node before it one level up (see run).
+ *     One record holds what a visit reads, so a walk over cold memory meets one cache line
+ *     a node where seven arrays cost seven.
+ *     With `slices`, the cut (pda/index/slices.py): `plain_body` is its automaton, the plain
+ *     body's 8 states (u) and then one per letter slice. The walk carries u down each path
+ *     (a refused byte restarts it at 0), and takes a node's whole subtree as inside when
+ *     below (of its record) has bit u and the pair (u, next) is proven live rest bytes
+ *     deep, or when its letter level L is not 0 and the pair (7 + L, next) is (a slice of
+ *     letters holds every byte below it). Proofs are memoised in `proof` (int16 [states of
+ *     the automaton, n_states], zeroed when new, kept by the caller across walks; see
  *     proof_load()); a pair not yet proven deep enough is searched for only under a
  *     subtree of at least `search_min_nodes` nodes (a search can cost more than walking
- *     a small subtree). Searches take their scratch from a pool (see Scratch).
+ *     a small subtree). Searches take their scratch from a pool (see Scratch) and their
+ *     moves from the opened tables (see Moves).
  *     Returns ([(set index, bytes of int64 nodes ascending, unique)] by set index,
  *     whether any token is inside, (nodes visited, subtrees cut, pairs searched)).
  *     With `mask` a tuple (mask_words, sparse_max), the inside tokens are kept as ranges of
@@ -69,10 +72,14 @@
 
 #include "buffer_format.h"
 
-/* A node's record: int32 (end, first token, byte | below << 8 | rest << 16, depth). */
+/* A node's record: int32 (end, first token, byte | below << 8 | rest << 16, depth | letter level << 24). */
 #define RECORD 4
-/* The plain-body automaton's states (slices.PLAIN_BODY is int8 [8, 256], -1 refused). */
+#define DEPTH_BITS 0xFFFFFF
+/* The plain body's states, the first rows of the cut's automaton (slices.CUT_AUTOMATON, int8, -1 refused). */
 #define U_STATES 8
+/* The cut's automaton has the plain body's states, then one per letter slice (pda/index/slices.py), at most this
+ * many in all: a proof buffer has a row per state. */
+#define CUT_ROWS_MAX 16
 /* Proofs are capped at this many bytes, so that a lower bound fits the int16 encoding. */
 #define MAX_DEPTH 30000
 /* One proof search meets at most this many (u, state) pairs ... */
@@ -246,10 +253,11 @@ typedef struct Scratch {
  * opened tables for every later walk (working them out, 2,048 bytes read and a set of classes, took a
  * search's walk ~5 us: 40% of all search time in a JSON Schema replay). */
 typedef struct {
-    int8_t plain[U_STATES * 256];
-    int8_t move_u[U_STATES][256];
-    int32_t move_c[U_STATES][256];
-    int n_moves[U_STATES];
+    int rows;
+    int8_t plain[CUT_ROWS_MAX * 256];
+    int8_t move_u[CUT_ROWS_MAX][256];
+    int32_t move_c[CUT_ROWS_MAX][256];
+    int n_moves[CUT_ROWS_MAX];
 } Moves;
 
 /* At most this many scratches wait in the pool (one per thread walking at once suffices). */
@@ -327,8 +335,9 @@ typedef struct {
     uint8_t *kinds;
     const int32_t *sets_of;
     int own_kinds; /* `kinds` was made for this call (tables passed as a tuple): freed with the walk */
-    /* the cut: NULL `plain` when off */
+    /* the cut: NULL `plain` when off; its automaton's states (rows of `plain` and `proof`) */
     const int8_t *plain;
+    int rows;
     int16_t *proof;
     int depth;
     long search_min_nodes; /* a pair is searched for only under a subtree of this many nodes */
@@ -501,22 +510,23 @@ static int prepare_moves(Walk *w)
 {
     Moves *found = w->moves_slot == NULL ? NULL : __atomic_load_n(w->moves_slot, __ATOMIC_ACQUIRE);
     if (found == NULL) {
-        uint8_t *seen = calloc((size_t)w->n_classes * U_STATES, 1); /* seen[c * 8 + v] == u + 1: met for u */
+        uint8_t *seen = calloc((size_t)w->n_classes * CUT_ROWS_MAX, 1); /* seen[c * 16 + v] == u + 1: met for u */
         if ((found = malloc(sizeof(Moves))) == NULL || seen == NULL) {
             free(seen);
             free(found);
             w->no_memory = 1;
             return -1;
         }
-        memcpy(found->plain, w->plain, sizeof found->plain);
-        for (int u = 0; u < U_STATES; u++) {
+        found->rows = w->rows;
+        memcpy(found->plain, w->plain, (size_t)w->rows * 256);
+        for (int u = 0; u < w->rows; u++) {
             int n = 0;
             for (int b = 0; b < 256; b++) {
                 int v = w->plain[u * 256 + b];
                 if (v < 0)
                     continue;
                 int32_t c = w->byte_class[b];
-                uint8_t *mark = &seen[(Py_ssize_t)c * U_STATES + v];
+                uint8_t *mark = &seen[(Py_ssize_t)c * CUT_ROWS_MAX + v];
                 if (*mark == u + 1)
                     continue;
                 *mark = (uint8_t)(u + 1);
@@ -536,7 +546,7 @@ static int prepare_moves(Walk *w)
         }
     }
     w->moves = found;
-    if (memcmp(found->plain, w->plain, sizeof found->plain) != 0)
+    if (found->rows != w->rows || memcmp(found->plain, w->plain, (size_t)w->rows * 256) != 0)
         return fail(w, "these opened tables were searched under another plain-body automaton", 0);
     if ((w->scratch = scratch_take()) == NULL) {
         w->no_memory = 1;
@@ -778,6 +788,7 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
     const int32_t *rec = w->rec, *trans = w->trans, *byte_class = w->byte_class, *sets_of = w->sets_of;
     const uint8_t *kinds = w->kinds;
     const int8_t *plain = w->plain;
+    const int rows = w->rows;
     const int64_t n_nodes = w->n_nodes, n_tokens = w->n_tokens, n_sets = w->n_sets;
     const Py_ssize_t n_classes = w->n_classes;
     const uint32_t n_states = (uint32_t)w->n_states;
@@ -805,12 +816,12 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
             fail(w, "a node's subtree end is outside the trie", node);
             goto done;
         }
-        const int64_t root = node, base = (int64_t)root_at[3] - 1; /* the root is at depth 1, below levels[0] */
+        const int64_t root = node, base = (int64_t)(root_at[3] & DEPTH_BITS) - 1; /* the root: depth 1 */
         Py_ssize_t top = 0; /* the deepest level written on the current path */
         while (node < stop) {
             const int32_t *at = root_at != NULL ? root_at : rec + RECORD * node;
             root_at = NULL;
-            const int64_t end = at[0], d = (int64_t)at[3] - base;
+            const int64_t end = at[0], d = (int64_t)(at[3] & DEPTH_BITS) - base;
             if (end <= node || end > stop || d < (node == root ? 1 : 2) || d > top + 1) {
                 fail(w, end <= node || end > stop ? "a node's subtree end is outside its parent's"
                                                   : "a node's depth is not one below its parent's", node);
@@ -856,37 +867,45 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
             int8_t u = 0;
             int16_t proven = -1;
             if (plain != NULL) {
-                /* The plain-body cut: see the header and pda/index/slices.py. */
+                /* The cut: see the header and pda/index/slices.py. The plain body's state is carried down the
+                 * path with what its pair is proven; a letter slice's pair is looked up. */
                 int8_t v = plain[parent->u * 256 + b];
                 u = v >= 0 ? v : 0;
                 proven = (v >= 0 && parent->proven > 0) ? (int16_t)(parent->proven - 1) : -1;
+                const int need = (int16_t)(meta >> 16);
+                const int letters = (int)((uint32_t)at[3] >> 24);
+                if (need < 0 || letters > rows - U_STATES) {
+                    fail(w, need < 0 ? "a node's depth below is negative" : "a node's letter level is past the slices",
+                         node);
+                    goto done;
+                }
+                int taken = 0;
                 if ((meta >> (8 + u)) & 1) {
-                    int need = (int16_t)(meta >> 16);
-                    if (need < 0) {
-                        fail(w, "a node's depth below is negative", node);
-                        goto done;
-                    }
                     if (need == 0) { /* nothing below: its tokens are what the walk would take (no proof read) */
-                        if (mark_tokens(w, at[1], at[RECORD + 1], node) < 0)
-                            goto done;
-                        cut++;
-                        node = end;
-                        continue;
+                        taken = 1;
+                    } else {
+                        if (proven < need) {
+                            int found = proven_depth(w, u, next, need, end - node >= search_min_nodes);
+                            if (found == -2)
+                                goto done;
+                            if (found > proven)
+                                proven = (int16_t)found;
+                        }
+                        taken = proven >= need;
                     }
-                    if (proven < need) {
-                        int found = proven_depth(w, u, next, need, end - node >= search_min_nodes);
-                        if (found == -2)
-                            goto done;
-                        if (found > proven)
-                            proven = (int16_t)found;
-                    }
-                    if (proven >= need) {
-                        if (mark_tokens(w, at[1], rec[RECORD * end + 1], node) < 0)
-                            goto done;
-                        cut++;
-                        node = end;
-                        continue;
-                    }
+                }
+                if (!taken && letters != 0 && need > 0) {
+                    int found = proven_depth(w, U_STATES - 1 + letters, next, need, end - node >= search_min_nodes);
+                    if (found == -2)
+                        goto done;
+                    taken = found >= need;
+                }
+                if (taken) {
+                    if (mark_tokens(w, at[1], rec[RECORD * end + 1], node) < 0)
+                        goto done;
+                    cut++;
+                    node = end;
+                    continue;
                 }
             }
             const int64_t lo = at[1], hi = at[RECORD + 1]; /* its tokens: from its first position to the next node's */
@@ -1262,22 +1281,26 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
     if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 0), "plain_body", KIND_INT, 1, 2, 0, s)))
         return -1;
     w->plain = v->buf;
-    if (s[0] != U_STATES || s[1] != 256) {
-        PyErr_SetString(PyExc_ValueError, "plain_body must be int8 [8, 256]");
+    if (s[0] < U_STATES || s[0] > CUT_ROWS_MAX || s[1] != 256) {
+        PyErr_Format(PyExc_ValueError, "plain_body must be int8 [8 to %d, 256]", CUT_ROWS_MAX);
         return -1;
     }
+    w->rows = (int)s[0];
     int bad = 0; /* branch-free, so that it is vectorised: it runs on every walk with the cut */
-    for (int i = 0; i < U_STATES * 256; i++)
+    for (int i = 0; i < U_STATES * 256; i++) /* the plain body's states move among themselves */
         bad |= (uint8_t)(w->plain[i] + 1) > U_STATES;
+    for (int i = U_STATES * 256; i < w->rows * 256; i++)
+        bad |= (uint8_t)(w->plain[i] + 1) > w->rows;
     if (bad) {
-        PyErr_SetString(PyExc_ValueError, "plain_body's moves must be -1 or an automaton state");
+        PyErr_SetString(PyExc_ValueError, "plain_body's moves must be -1 or an automaton state "
+                                          "(one of the plain body's 8 from theirs)");
         return -1;
     }
     if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 1), "proof", KIND_INT, 2, 2, 1, s)))
         return -1;
     w->proof = v->buf;
-    if (s[0] != U_STATES || s[1] != w->n_states) {
-        PyErr_SetString(PyExc_ValueError, "proof must be int16 [8, rows of trans]");
+    if (s[0] != w->rows || s[1] != w->n_states) {
+        PyErr_SetString(PyExc_ValueError, "proof must be int16 [rows of plain_body, rows of trans]");
         return -1;
     }
     long depth = PyLong_AsLong(PyTuple_GET_ITEM(slices, 2));
