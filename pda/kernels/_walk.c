@@ -29,9 +29,9 @@
  *     (a refused byte restarts it at 0), and takes a node's whole subtree as inside when
  *     below (of its record) has bit u and the pair (u, next) is proven live rest bytes
  *     deep, or when its letter level L is not 0 and the pair (7 + L, next) is (a slice of
- *     letters holds every byte below it). Proofs are memoised in `proof` (int16 [states of
- *     the automaton, n_states], zeroed when new, kept by the caller across walks; see
- *     proof_load()); a pair not yet proven deep enough is searched for only under a
+ *     letters holds every byte below it). Proofs are memoised in `proof` (int16 [n_states,
+ *     states of the automaton]: a DFA state's pairs side by side; zeroed when new, kept by the
+ *     caller across walks; see proof_load()); a pair not yet proven deep enough is searched for only under a
  *     subtree of at least `search_min_nodes` nodes (a search can cost more than walking
  *     a small subtree). Searches take their scratch from a pool (see Scratch) and their
  *     moves from the opened tables (see Moves).
@@ -228,7 +228,7 @@ typedef struct {
 /* Levels a walk keeps on the C stack; a deeper path (the trie deeper than this) moves them to the heap. */
 #define LEVELS_INLINE 160
 
-/* One open-addressing set of pair codes (u * n_states + s) for a search, tagged per search. */
+/* One open-addressing set of pair codes (s * rows + u: the pair's cell in `proof`) for a search, tagged per search. */
 typedef struct {
     int32_t code, tag;
 } Slot;
@@ -600,7 +600,7 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
     if (w->moves == NULL && prepare_moves(w) < 0)
         return -2;
     const Moves *moves = w->moves;
-    const Py_ssize_t n = w->n_states;
+    const int rows = w->rows;
     const int depth = w->depth;
     Scratch *sc = w->scratch;
     int32_t *queue = sc->queue;
@@ -608,7 +608,7 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
     uint32_t mask = SLOTS_FIRST - 1;
     next_tag(sc);
     Py_ssize_t len = 1, start = 0, stop = 1;
-    queue[0] = (int32_t)(u0 * n + s0);
+    queue[0] = (int32_t)(s0 * rows + u0);
     level_of[0] = 0;
     meet(sc, queue[0], mask);
     int proven = -1, closed = 0;
@@ -618,8 +618,8 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
             break;
         }
         for (Py_ssize_t i = start; i < stop && proven < 0; i++) {
-            int v = (int)(queue[i] / n);
-            int32_t t = (int32_t)(queue[i] % n);
+            int v = (int)(queue[i] % rows);
+            int32_t t = (int32_t)(queue[i] / rows);
             for (int m = 0; m < moves->n_moves[v]; m++) {
                 int32_t t2;
                 if (next_state(w, t, moves->move_c[v][m], &t2) < 0)
@@ -628,7 +628,7 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
                     proven = level; /* a path of level + 1 bytes kills it */
                     break;
                 }
-                int32_t code = (int32_t)(moves->move_u[v][m] * n + t2);
+                int32_t code = (int32_t)(t2 * rows + moves->move_u[v][m]);
                 if (meet(sc, code, mask)) {
                     if (len == MAX_PAIRS) {
                         proven = level; /* every path of `level` bytes was seen live */
@@ -675,7 +675,7 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
  * searching if `may_search`. */
 static inline int proven_depth(Walk *w, int u, int32_t s, int need, int may_search)
 {
-    int16_t known = proof_load(&w->proof[(Py_ssize_t)u * w->n_states + s]);
+    int16_t known = proof_load(&w->proof[(Py_ssize_t)s * w->rows + u]);
     if (known >= 0)
         return known;
     int bound = known <= -2 ? -2 - known : -1;
@@ -685,7 +685,7 @@ static inline int proven_depth(Walk *w, int u, int32_t s, int need, int may_sear
     if (found == -2)
         return -2;
     if (found >= 0 && found < bound) /* a search cut short proves less than the pair had */
-        proof_store(&w->proof[(Py_ssize_t)u * w->n_states + s], (int16_t)bound);
+        proof_store(&w->proof[(Py_ssize_t)s * w->rows + u], (int16_t)bound);
     return found > bound ? found : bound;
 }
 
@@ -728,11 +728,12 @@ static int scatter(Walk *w, uint32_t *mask, int64_t lo, int64_t hi, int clear)
     return 0;
 }
 
-/* OR the inside tokens (the ranges) into `mask`, `mask_words` words. When they are most of the trie's
- * tokens, ascending and disjoint, and the trie was opened with every token's bit (`all_tokens`), as the
- * trie's tokens but those between the ranges: a walk in a string's body holds ~140k of Qwen2's 151k tokens
- * (the 44-schema replay's dense walks set 22.6M bits one by one, 1.6M this way). */
-static int fill_mask(Walk *w, uint32_t *mask)
+/* OR the inside tokens (the ranges) into `mask`, `mask_words` words (`zeroed`: all of them 0 so far). When they
+ * are most of the trie's tokens, ascending and disjoint, and the trie was opened with every token's bit
+ * (`all_tokens`), as the trie's tokens but those between the ranges: a walk in a string's body holds ~140k of
+ * Qwen2's 151k tokens (the 44-schema replay's dense walks set 22.6M bits one by one, 1.6M this way); into a
+ * zeroed mask directly, else through a copy ORed in. */
+static int fill_mask(Walk *w, uint32_t *mask, int zeroed)
 {
     const int64_t *ranges = (const int64_t *)w->ranges.data;
     Py_ssize_t n = w->ranges.len;
@@ -745,26 +746,26 @@ static int fill_mask(Walk *w, uint32_t *mask)
                 return -1;
         return 0;
     }
-    uint32_t *inside = malloc((size_t)(w->all_words + 1) * sizeof(uint32_t));
+    uint32_t *inside = zeroed ? mask : malloc((size_t)(w->all_words + 1) * sizeof(uint32_t));
     if (inside == NULL) {
         w->no_memory = 1;
         return -1;
     }
     memcpy(inside, w->all_tokens, (size_t)w->all_words * sizeof(uint32_t));
     int64_t from = 0;
-    for (Py_ssize_t r = 0; r <= n; r += 2) {
+    int status = 0;
+    for (Py_ssize_t r = 0; r <= n && status == 0; r += 2) {
         int64_t to = r < n ? ranges[r] : w->n_tokens;
-        if (scatter(w, inside, from, to, 1) < 0) {
-            free(inside);
-            return -1;
-        }
+        status = scatter(w, inside, from, to, 1);
         if (r < n)
             from = ranges[r + 1];
     }
-    for (Py_ssize_t i = 0; i < w->all_words; i++)
-        mask[i] |= inside[i];
-    free(inside);
-    return 0;
+    if (inside != mask) {
+        for (Py_ssize_t i = 0; status == 0 && i < w->all_words; i++)
+            mask[i] |= inside[i];
+        free(inside);
+    }
+    return status;
 }
 
 /* The walk from `roots` (already checked to be nodes) at `root_state`; 0, or -1 with w->error or no_memory.
@@ -1299,8 +1300,8 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
     if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 1), "proof", KIND_INT, 2, 2, 1, s)))
         return -1;
     w->proof = v->buf;
-    if (s[0] != w->rows || s[1] != w->n_states) {
-        PyErr_SetString(PyExc_ValueError, "proof must be int16 [rows of plain_body, rows of trans]");
+    if (s[0] != w->n_states || s[1] != w->rows) {
+        PyErr_SetString(PyExc_ValueError, "proof must be int16 [rows of trans, rows of plain_body]");
         return -1;
     }
     long depth = PyLong_AsLong(PyTuple_GET_ITEM(slices, 2));
@@ -1611,7 +1612,7 @@ static PyObject *mask_or_none(Walk *w)
     if (data == NULL)
         return NULL;
     memset(PyBytes_AS_STRING(data), 0, (size_t)w->mask_words * 4);
-    if (fill_mask(w, (uint32_t *)PyBytes_AS_STRING(data)) < 0) {
+    if (fill_mask(w, (uint32_t *)PyBytes_AS_STRING(data), 1) < 0) {
         Py_DECREF(data);
         return walk_error(w);
     }
@@ -1669,7 +1670,7 @@ static PyObject *sparse_data(Walk *w, Py_ssize_t sparse_max, int *dense)
             return NULL;
         uint32_t *mask = (uint32_t *)PyBytes_AS_STRING(data);
         memset(mask, 0, (size_t)w->mask_words * 4);
-        if (fill_mask(w, mask) < 0) {
+        if (fill_mask(w, mask, 1) < 0) {
             Py_DECREF(data);
             return walk_error(w);
         }
@@ -1787,7 +1788,7 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_BEGIN_ALLOW_THREADS
     status = run(&w, roots, n_roots, root_state);
     if (status == 0 && !w.sparse)
-        status = fill_mask(&w, w.mask);
+        status = fill_mask(&w, w.mask, 0);
     Py_END_ALLOW_THREADS
     if (status < 0) {
         walk_error(&w);
@@ -2238,7 +2239,7 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
         if (mask == NULL || PyObject_GetBuffer(mask, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
             goto done;
         Py_BEGIN_ALLOW_THREADS
-        status = fill_mask(&w, (uint32_t *)view.buf);
+        status = fill_mask(&w, (uint32_t *)view.buf, 1);
         Py_END_ALLOW_THREADS
         *bytes += view.len;
         PyBuffer_Release(&view);

@@ -48,10 +48,12 @@ every index it reads as it goes, so corrupt input raises ValueError, never crash
   `level` are in the trie's records): `plain_body` int8 [PROOF_ROWS, 256], the cut's automaton
   (`slices.CUT_AUTOMATON`: the plain body's 8 states, moving among themselves, then one state per
   letter slice), the trie's `depth`, the subtree size under which no proof is searched for
-  (`SEARCH_MIN_NODES`), and a per-table proof buffer `proof` int16 [PROOF_ROWS, n_states]
+  (`SEARCH_MIN_NODES`), and a per-table proof buffer `proof` int16 [n_states, PROOF_ROWS]
   (`new_proof`: zeros, every pair unknown; a cell holds 1 + what is proven, see
-  `proven_depths`), which the caller keeps across walks: what it holds is only true of the
-  tables, automaton and depth that filled it.
+  `proven_depths`; a DFA state's pairs side by side, so that a walk reading a state's
+  plain-body and letter pairs, and a search meeting its pairs, touch one cache line), which
+  the caller keeps across walks: what it holds is only true of the tables, automaton and
+  depth that filled it.
 
 Outputs: the mask (None when no token is inside) and the boundaries as (set index,
 int64 nodes) pairs, ascending by set index, each set's nodes ascending and unique; node
@@ -246,13 +248,13 @@ def new_proof(n_states: int) -> np.ndarray:
     Zeros: a large buffer's pages are then mapped only where walks write (a table of
     8,000 states has a 160 KB buffer, of which a walk meets a few pairs).
     """
-    return np.zeros((PROOF_ROWS, n_states), dtype=np.int16)
+    return np.zeros((n_states, PROOF_ROWS), dtype=np.int16)
 
 
 def proven_depths(proof: np.ndarray) -> np.ndarray:
-    """What a proof buffer says per (u, state): -1 unknown, d >= 0 proven final d bytes deep,
-    v <= -2 proven -2 - v bytes deep so far (a search from the pair may prove more)."""
-    return proof.astype(np.int32) - 1
+    """What a proof buffer says per (u, state) (indexed so, [PROOF_ROWS, n_states]): -1 unknown, d >= 0 proven
+    final d bytes deep, v <= -2 proven -2 - v bytes deep so far (a search from the pair may prove more)."""
+    return (proof.astype(np.int32) - 1).T
 
 
 def walk(trie: TrieArrays | Opened, tables: TableArrays | PackedTableArrays | Opened, n_sets: int, roots: np.ndarray,
