@@ -133,13 +133,19 @@ def clean_below(trie: TokenTrie, automaton: np.ndarray = PLAIN_BODY) -> np.ndarr
 
 
 def letter_levels(trie: TokenTrie) -> np.ndarray:
-    """Per trie node, uint8: 1 + the first letter slice holding every byte below it (`LETTER_SLICES`), 0 if none."""
-    level = np.zeros(trie.n_nodes, dtype=np.uint8)
-    for i in reversed(range(len(LETTER_SLICES))):  # the first slice that holds them wins: written last
-        letters = np.full((1, 256), _DEAD, dtype=np.int8)
-        letters[0, list(LETTER_SLICES[i])] = 0
-        level[(clean_below(trie, letters) & 1).astype(bool)] = i + 1
-    return level
+    """Per trie node, uint8: 1 + the first letter slice holding every byte below it (`LETTER_SLICES`), 0 if none.
+
+    One `clean_below` pass over an automaton with a state per slice, each looping on the slice's bytes: a node's
+    bit i is set when every path below it stays in slice i.
+    """
+    loops = np.full((len(LETTER_SLICES), 256), _DEAD, dtype=np.int8)
+    for i, letters in enumerate(LETTER_SLICES):
+        loops[i, list(letters)] = i
+    clean = clean_below(trie, loops)
+    first = np.zeros(256, dtype=np.uint8)  # per set of clean slices: 1 + its lowest (0: none)
+    for bits in range(1, 256):
+        first[bits] = (bits & -bits).bit_length()
+    return first[clean]
 
 
 def bytes_below(trie: TokenTrie) -> np.ndarray:
