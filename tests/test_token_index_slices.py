@@ -1,12 +1,13 @@
-"""The walk's plain-body cut against the reference walk and the reference masks.
+"""The walk's cut (plain body, letter slices) against the reference walk and the reference masks.
 
 Inside a JSON string almost every token is inside; the walk kernel cuts subtrees
-whose paths are all plain string body when the DFA state provably keeps such paths
-live (`pda.index.slices`, pda/kernels/_walk.c). Each piece is checked here against
-an independent reading: the trie's clean bits against Python's UTF-8 decoder, the
-kernel's proofs against sampled strings, and every walk, cut on and off, against
-`pda.reference.reference_classification` (each token fed byte by byte) and the masks
-against the slow reference path.
+whose paths are all plain string body (or, for a pattern that refuses some of it,
+letters only) when the DFA state provably keeps such paths live (`pda.index.slices`,
+pda/kernels/_walk.c). Each piece is checked here against an independent reading: the
+trie's clean bits against Python's UTF-8 decoder, its letter levels against the tokens'
+bytes, the kernel's proofs against sampled strings, and every walk, cut on and off,
+against `pda.reference.reference_classification` (each token fed byte by byte) and the
+masks against the slow reference path.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def search_under_every_subtree(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def vocabulary(seed: int = 5) -> pda.Vocabulary:
-    """Every single byte, pieces of TEXTS cut at any byte (split characters), runs of spaces and slashes."""
+    """Every single byte, pieces of TEXTS cut at any byte (split characters), runs of spaces and slashes, a few
+    word families."""
     tokens = byte_pieces(TEXTS, seed=seed, pieces=1500, longest=10)
     for k in range(1, 90):
         tokens.add(b" " * k)
@@ -56,6 +58,9 @@ def vocabulary(seed: int = 5) -> pda.Vocabulary:
         tokens.add(b" " * k + b'"')
         tokens.add(b"/" * k + b"\\n")
     tokens.update(["é".encode() * 3, "北京".encode(), "😀".encode()[:3], b"\xed\xa0\x80", b"\xc0\xaf", b"a\xe0\x80"])
+    # word families: subtrees of letters only, lowercase and mixed (the letter slices' cut)
+    for word in (b"tab", b"table", b"tables", b"tabled", b"tag", b"tags", b"tagged", b"Name", b"Names", b"NameTag"):
+        tokens.update((word, b" " + word))
     return pda.Vocabulary.from_tokens(sorted(tokens) + [None], eos_ids=[len(tokens)])
 
 
@@ -112,6 +117,21 @@ def test_clean_below_agrees_with_the_utf8_decoder() -> None:
     assert 0.3 < clean.mean() < 1, "the vocabulary should mix clean and dirty subtrees"
 
 
+def test_letter_levels_agree_with_the_tokens_below() -> None:
+    """A node's level is 1 + the first letter slice holding every byte of every token below it past the node."""
+    vocab = vocabulary()
+    trie = vocabulary_trie(vocab)
+    tokens = sorted(t for t in vocab.tokens if t)
+    level = slices.letter_levels(trie)
+    for node in range(trie.n_nodes):
+        d = int(trie.depth[node])
+        below = set().union(*(t[d:] for t in tokens[int(trie.token_ptr[node]) : int(trie.token_ptr[trie.end[node]])]))
+        want = next((i + 1 for i, letters in enumerate(slices.LETTER_SLICES) if below <= set(letters)), 0)
+        assert level[node] == want, f"node {node}"
+    inner = level[trie.end - np.arange(trie.n_nodes) > 1]  # nodes with something below them
+    assert all((inner == k).any() for k in range(len(slices.LETTER_SLICES) + 1)), "every level should occur"
+
+
 def test_plain_body_is_read_back_from_the_disk_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(slices, "_plain", weakref.WeakKeyDictionary())
@@ -122,17 +142,18 @@ def test_plain_body_is_read_back_from_the_disk_cache(tmp_path: Path, monkeypatch
     monkeypatch.setattr(slices, "_plain", weakref.WeakKeyDictionary())
     loaded = slices.plain_body(trie, "k" * 40)
     assert loaded is not built
-    for name in ("below", "rest"):
+    for name in ("below", "rest", "level"):
         assert np.array_equal(getattr(loaded, name), getattr(built, name))
 
 
 def sample_plain(rng: random.Random, u: int, length: int) -> bytes:
-    """A random path of the slice automaton from state `u`, `length` bytes long."""
+    """A random path of the cut's automaton (the plain body's, or a letter slice's) from state `u`, `length` bytes
+    long."""
     out = []
     while len(out) < length:
-        b = rng.choice(np.flatnonzero(slices.PLAIN_BODY[u] >= 0).tolist())
+        b = rng.choice(np.flatnonzero(slices.CUT_AUTOMATON[u] >= 0).tolist())
         out.append(b)
-        u = int(slices.PLAIN_BODY[u, b])
+        u = int(slices.CUT_AUTOMATON[u, b])
     return bytes(out)
 
 
@@ -145,6 +166,12 @@ SHORT: /"[^"\\\x00-\x1f]{0,12}"/
 """,
     "ascii-only": r"""start: WORD
 WORD: /"[ -!#-\[\]-~]*"/
+""",
+    "lowercase-words": r"""start: WORDS
+WORDS: /"[a-z ]+"/
+""",
+    "short-name": r"""start: NAME
+NAME: /"[A-Z_a-z]{0,12}"/
 """,
 }
 
@@ -188,6 +215,12 @@ def test_proofs_keep_sampled_slice_strings_live(name: str) -> None:
     depths = kernel.proven_depths(proof)
     assert (depths[0, body] == depth) == (name == "json-string")
     assert depths[0, START] == 0  # a quote is not plain body: the first byte kills the pair
+    lowercase, letters = len(slices.PLAIN_BODY), len(slices.PLAIN_BODY) + 1
+    one = int(tables.trans[body, tables.byte_class[ord("a")]])  # a letter in
+    if name == "lowercase-words":  # what the plain body cannot prove, lowercase letters do, to any depth
+        assert depths[0, one] == 0 and depths[lowercase, one] == depth
+    if name == "short-name":  # letters, as deep as the count goes
+        assert depths[0, one] == 0 and depths[letters, one] == 11
 
 
 SCHEMA = {
@@ -284,6 +317,29 @@ def test_cuts_happen_inside_a_string(fresh: None, walks: list[Counted]) -> None:
     index._classify(index.first_nodes, body, live_set, cut=False)
     assert walks[-2].visited < walks[-1].visited
     assert_same(got, reference_classification(index, index.first_nodes, body, live_set), "inside the string")
+
+
+@pytest.mark.parametrize("name", ["lowercase-words", "short-name"])
+def test_letter_slices_cut_where_the_plain_body_cannot(name: str, fresh: None, walks: list[Counted]) -> None:
+    """Inside a string of letters (and spaces) the plain body proves nothing, every pair failing at its first
+    punctuation byte: the walk cuts subtrees of letters instead, visiting fewer nodes than without the cut, and
+    equals the reference (walks from every state of the string, cut on and off)."""
+    vocab = vocabulary()
+    compiled = pda.CompiledGrammar(pda.Grammar.from_lark(STRING_GRAMMARS[name]), vocab, warmup_seconds=0,
+                                   disk_cache=False)
+    index = compiled.index
+    live_set = compiled.root.allowed
+    tables = index.walk_tables(live_set)
+    body = int(tables.trans[START, tables.byte_class[ord('"')]])
+    index._classify(index.first_nodes, body, live_set)
+    index._classify(index.first_nodes, body, live_set, cut=False)
+    with_cut, without = walks[-2], walks[-1]
+    assert with_cut.cut > 20 and with_cut.visited < without.visited, (with_cut, without)
+    for q in range(len(tables.live)):
+        if tables.live[q]:
+            want = reference_classification(index, index.first_nodes, q, live_set)
+            for cut in (True, False):
+                assert_same(index._classify(index.first_nodes, q, live_set, cut=cut), want, f"at state {q}, cut {cut}")
 
 
 def test_a_counter_longer_than_any_token_is_cut_like_a_string(fresh: None, walks: list[Counted],

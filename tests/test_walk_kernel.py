@@ -273,10 +273,10 @@ def test_random_tables_and_random_roots(synthetic: pda.Vocabulary) -> None:
     as arrays and opened (`kernel.opened`) alike."""
     trie = vocabulary_trie(synthetic)
     plain = slices.plain_body(trie)
-    arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest))
+    arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest, plain.level))
     opened_trie = kernel.opened(arrays)
     # The synthetic trie's subtrees are small: searching under every one exercises the cut.
-    cut = kernel.SliceArrays(slices.PLAIN_BODY, trie.max_depth, search_min_nodes=0)
+    cut = kernel.SliceArrays(slices.CUT_AUTOMATON, trie.max_depth, search_min_nodes=0)
     mask_words = (synthetic.size + 31) // 32 + 1
     rng = np.random.default_rng(5)
     cuts = 0
@@ -426,8 +426,16 @@ def trie_with(v: dict, **arrays: np.ndarray) -> kernel.TrieArrays:
 def records_with(v: dict, column: int, value: int, rows: slice = slice(None)) -> kernel.TrieArrays:
     """The trie's node records with one column set to `value` (column 2 as the rest bits: value << 16)."""
     nodes = v["trie"].nodes.copy()
-    nodes[rows, column] = value if column < 2 else (nodes[rows, 2] & 0xFFFF) | (value << 16)
+    nodes[rows, column] = value if column != 2 else (nodes[rows, 2] & 0xFFFF) | (value << 16)
     return v["trie"]._replace(nodes=nodes)
+
+
+def end_past_parent(v: dict) -> kernel.TrieArrays:
+    """The trie with the first child of the first level's `a` ending past its parent's subtree (inside a string,
+    where the walk reads it)."""
+    nodes = v["trie"].nodes
+    parent = next(n for n in v["roots"].tolist() if nodes[n, 2] & 0xFF == ord("a") and nodes[n, 0] > n + 1)
+    return records_with(v, 0, int(nodes[parent, 0]) + 1, slice(parent + 1, parent + 2))
 
 
 def broken(array: np.ndarray, index: int | slice, value: int) -> np.ndarray:
@@ -453,13 +461,16 @@ CORRUPT = {
     "no record past the last node": lambda v: {"trie": trie_with(v, nodes=v["trie"].nodes[:1].copy())},
     "token position outside": lambda v: {"trie": records_with(v, 1, 10**9, slice(1, None))},
     "token positions decreasing": lambda v: {"trie": trie_with(v, nodes=np.column_stack([
-        v["trie"].nodes[:, 0], np.arange(len(v["trie"].nodes), dtype=np.int32)[::-1], v["trie"].nodes[:, 2]]))},
+        v["trie"].nodes[:, 0], np.arange(len(v["trie"].nodes), dtype=np.int32)[::-1], v["trie"].nodes[:, 2:]]))},
     "token id outside the mask": lambda v: {"trie": trie_with(v, token_ids=broken(v["trie"].token_ids, slice(None), 10**9))},
     "negative token id": lambda v: {"trie": trie_with(v, token_ids=broken(v["trie"].token_ids, slice(None), -3))},
     "subtree end outside": lambda v: {"trie": records_with(v, 0, 10**8)},
     "subtree end before the node": lambda v: {"trie": records_with(v, 0, 0)},
     "subtree end at the node": lambda v: {"trie": trie_with(v, nodes=np.column_stack(
         [np.arange(len(v["trie"].nodes), dtype=np.int32), v["trie"].nodes[:, 1:]]))},
+    "subtree end past the parent's": lambda v: {"trie": end_past_parent(v)},
+    "depth two below the parent's": lambda v: {"trie": records_with(v, 3, 5, slice(2, None))},
+    "depth at the root's parent's": lambda v: {"trie": records_with(v, 3, 0, slice(2, None))},
     "root 0": lambda v: {"roots": np.zeros(1, np.int64)},
     "root outside": lambda v: {"roots": np.array([10**9], np.int64)},
     "2-D roots": lambda v: {"roots": v["roots"].reshape(1, -1)},
@@ -472,7 +483,7 @@ CORRUPT = {
     "depth too big": lambda v: {"slices": v["slices"]._replace(depth=10**6)},
     "negative search size": lambda v: {"slices": v["slices"]._replace(search_min_nodes=-1)},
     "proof of the wrong width": lambda v: {"proof": kernel.new_proof(3)},
-    "proof read-only": lambda v: {"proof": np.frombuffer(v["proof"].tobytes(), np.int16).reshape(8, -1)},
+    "proof read-only": lambda v: {"proof": np.frombuffer(v["proof"].tobytes(), np.int16).reshape(v["proof"].shape)},
     "proof as int32": lambda v: {"proof": v["proof"].astype(np.int32)},
 }
 
@@ -597,3 +608,27 @@ def test_threads_walking_at_once_agree_with_one_thread(qwen2: pda.Vocabulary) ->
         results = list(pool.map(worker, range(4)))
     for k, got in enumerate(results):
         assert [got[i] for i in range(len(jobs))] == alone, f"thread {k} differs from one thread alone"
+
+
+def test_opened_tables_keep_the_automaton_of_their_first_search(valid: dict) -> None:
+    """Opened tables keep their search's moves, made for the plain-body automaton of their first search: a walk
+    under another automaton is refused (the proofs it would read are not its), the same tables opened again take
+    it, and what each gives equals a walk of the tables passed as arrays (moves made per call)."""
+    slices = valid["slices"]
+    other = slices._replace(plain_body=np.where(np.arange(256) == ord("e"), -1, slices.plain_body).astype(np.int8))
+    tables = kernel.opened(valid["tables"])
+    fresh = lambda: kernel.new_proof(len(valid["tables"].live))  # noqa: E731
+    first = run_walk({**valid, "tables": tables, "proof": fresh()})
+    assert first.searched > 0
+    assert_walked_equal(first, run_walk({**valid, "proof": fresh()}))
+    with pytest.raises(ValueError, match="another plain-body automaton"):
+        run_walk({**valid, "tables": tables, "proof": fresh(), "slices": other})
+    again = run_walk({**valid, "tables": kernel.opened(valid["tables"]), "proof": fresh(), "slices": other})
+    assert again.searched > 0
+    assert_walked_equal(again, run_walk({**valid, "proof": fresh(), "slices": other}))
+    assert_walked_equal(again, first)  # the cut changes what is visited, never what is found
+
+
+def assert_walked_equal(a: kernel.Walked, b: kernel.Walked) -> None:
+    assert (a.inside is None) == (b.inside is None) and (a.inside is None or np.array_equal(a.inside, b.inside))
+    assert [(k, n.tolist()) for k, n in a.boundaries] == [(k, n.tolist()) for k, n in b.boundaries]

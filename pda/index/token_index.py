@@ -45,7 +45,7 @@ import numpy as np
 from pda import cache
 from pda.lru import budget_cache, register_budget
 from pda.grammar.ir import CONTEXTUAL
-from pda.index.slices import PLAIN_BODY, PlainBody, plain_body
+from pda.index.slices import CUT_AUTOMATON, PlainBody, plain_body
 from pda.index.trie import TokenTrie
 from pda.kernels import walk as kernel
 from pda.kernels.compose import BoundaryGroup, Classification, fingerprint
@@ -295,7 +295,7 @@ class SharedClassifications:
         """The kernel records of this vocabulary's `trie` with the plain-body cut's bits, and them opened for the
         kernel's calls (`pda.kernels.walk.opened`; made on first use)."""
         if self._kernel_trie is None:
-            arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest))
+            arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest, plain.level))
             self._kernel_trie = (arrays, kernel.opened(arrays))
         return self._kernel_trie
 
@@ -438,7 +438,7 @@ class TokenIndex:
         # The vocabulary's plain-string-body slice (`pda.index.slices`): built with the first index of a vocabulary;
         # its per-node bits go in the trie's kernel records, made once per trie.
         self._trie_arrays, self._kernel_trie = self.shared.kernel_trie(trie, plain_body(trie, vocab_key))
-        self._slices = kernel.SliceArrays(PLAIN_BODY, trie.max_depth, kernel.SEARCH_MIN_NODES)
+        self._slices = kernel.SliceArrays(CUT_AUTOMATON, trie.max_depth, kernel.SEARCH_MIN_NODES)
         self._suffixes: dict[tuple[bytes, int], Classification] = {}
         self._walk_tables: dict[int, _WalkTables] = {}
         self._trans_with_sink: dict[int, tuple] = {}

@@ -17,21 +17,24 @@
  *     candidates' words, the state's accept row and each row's terminals as bit words:
  *     live[s] = any(live_bits[s] & candidates), stops[s] = !live[s], ends_as[s] =
  *     accept_row[s] where that row meets the candidates, else -1 (the caller maps rows
- *     to terminal sets); each worked out on a state's first visit.
- *     `trie` is (nodes, token_ids): one record of three int32 per node and a last one,
- *     (end, first token, byte | below << 8 | rest << 16): the node's subtree is the id
- *     range [v, end), its tokens the sorted positions [first token of v, of v + 1) into
- *     `token_ids`, its first child v + 1 (when below end) and a child's next sibling its
- *     own end (while below the parent's). One record holds what a visit reads, so a walk
- *     over cold memory meets one cache line a node where seven arrays cost seven.
- *     With `slices`, the plain-body cut (pda/index/slices.py): the walk carries the
- *     plain-body automaton state u down each path (a refused byte restarts it at 0),
- *     and takes a node's whole subtree as inside when below (of its record) has bit u
- *     and the pair (u, next) is proven live rest bytes deep. Proofs are memoised in
- *     `proof` (int16 [8, n_states], zeroed when new, kept by the caller across walks; see
- *     proof_load()); a pair not yet proven deep enough is searched for only under a
+ *     to terminal sets); each worked out on a state's first visit (see Kinds).
+ *     `trie` is (nodes, token_ids): one record of four int32 per node and a last one,
+ *     (end, first token, byte | below << 8 | rest << 16, depth | level << 24): the node's
+ *     subtree is the id range [v, end), its tokens the sorted positions [first token of v,
+ *     of v + 1) into `token_ids`, its parent the last node before it one level up (see run).
+ *     One record holds what a visit reads, so a walk over cold memory meets one cache line
+ *     a node where seven arrays cost seven.
+ *     With `slices`, the cut (pda/index/slices.py): `plain_body` is its automaton, the plain
+ *     body's 8 states (u) and then one per letter slice. The walk carries u down each path
+ *     (a refused byte restarts it at 0), and takes a node's whole subtree as inside when
+ *     below (of its record) has bit u and the pair (u, next) is proven live rest bytes
+ *     deep, or when its letter level L is not 0 and the pair (7 + L, next) is (a slice of
+ *     letters holds every byte below it). Proofs are memoised in `proof` (int16 [n_states,
+ *     states of the automaton]: a DFA state's pairs side by side; zeroed when new, kept by the
+ *     caller across walks; see proof_load()); a pair not yet proven deep enough is searched for only under a
  *     subtree of at least `search_min_nodes` nodes (a search can cost more than walking
- *     a small subtree). Searches take their scratch from a pool (see Scratch).
+ *     a small subtree). Searches take their scratch from a pool (see Scratch) and their
+ *     moves from the opened tables (see Moves).
  *     Returns ([(set index, bytes of int64 nodes ascending, unique)] by set index,
  *     whether any token is inside, (nodes visited, subtrees cut, pairs searched)).
  *     With `mask` a tuple (mask_words, sparse_max), the inside tokens are kept as ranges of
@@ -61,6 +64,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,8 +72,14 @@
 
 #include "buffer_format.h"
 
-/* The plain-body automaton's states (slices.PLAIN_BODY is int8 [8, 256], -1 refused). */
+/* A node's record: int32 (end, first token, byte | below << 8 | rest << 16, depth | letter level << 24). */
+#define RECORD 4
+#define DEPTH_BITS 0xFFFFFF
+/* The plain body's states, the first rows of the cut's automaton (slices.CUT_AUTOMATON, int8, -1 refused). */
 #define U_STATES 8
+/* The cut's automaton has the plain body's states, then one per letter slice (pda/index/slices.py), at most this
+ * many in all: a proof buffer has a row per state. */
+#define CUT_ROWS_MAX 16
 /* Proofs are capped at this many bytes, so that a lower bound fits the int16 encoding. */
 #define MAX_DEPTH 30000
 /* One proof search meets at most this many (u, state) pairs ... */
@@ -121,8 +131,8 @@ static void release_all(Buffers *b)
         PyBuffer_Release(&b->views[--b->held]);
 }
 
-/* Acquire `obj` as a C-contiguous array of `ndim` dimensions whose items are `itemsize`
- * bytes of `kind`; its shape in `shape`. NULL with ValueError set on any mismatch. */
+/* Acquire `obj` as a C-contiguous array of `ndim` dimensions whose items are `itemsize` bytes of `kind`
+ * (itemsize 0: 4 or 8, signed ints only); its shape in `shape`. NULL with ValueError set on any mismatch. */
 static Py_buffer *get_array(Buffers *b, PyObject *obj, const char *name, int kind, Py_ssize_t itemsize,
                             int ndim, int writable, Py_ssize_t *shape)
 {
@@ -134,9 +144,11 @@ static Py_buffer *get_array(Buffers *b, PyObject *obj, const char *name, int kin
         return NULL;
     }
     b->held++;
-    if (view->ndim != ndim || view->itemsize != itemsize || format_kind(view->format) != kind) {
-        PyErr_Format(PyExc_ValueError, "%s must be a %d-D array of %zd-byte %s, got %d-D format '%s'", name, ndim,
-                     itemsize, kind == KIND_INT ? "signed ints" : kind == KIND_UINT ? "unsigned ints" : "bools",
+    int size_ok = itemsize ? view->itemsize == itemsize : view->itemsize == 4 || view->itemsize == 8;
+    if (view->ndim != ndim || !size_ok || format_kind(view->format) != kind) {
+        PyErr_Format(PyExc_ValueError, "%s must be a %d-D array of %s-byte %s, got %d-D format '%s'", name, ndim,
+                     itemsize == 8 ? "8" : itemsize == 4 ? "4" : itemsize == 2 ? "2" : itemsize == 1 ? "1" : "4- or 8",
+                     kind == KIND_INT ? "signed ints" : kind == KIND_UINT ? "unsigned ints" : "bools",
                      view->ndim, view->format ? view->format : "B");
         return NULL;
     }
@@ -158,9 +170,13 @@ static int check_tuple(PyObject *obj, Py_ssize_t n, const char *name)
 /* ------------------------------------------------------------------------------------------ */
 /* Growable output arrays                                                                     */
 
+/* `data` may start as a buffer of the caller's (`fixed`, never freed here), replaced by the heap once outgrown:
+ * most walks' outputs take a few hundred bytes, and a walk after a boundary spent ~1 us of its ~6 in malloc
+ * and free. */
 typedef struct {
     char *data;
     Py_ssize_t len, cap, itemsize;
+    char *fixed;
 } Vec;
 
 static int vec_reserve(Vec *v, Py_ssize_t more)
@@ -170,7 +186,13 @@ static int vec_reserve(Vec *v, Py_ssize_t more)
     Py_ssize_t cap = v->cap ? v->cap : 64;
     while (cap < v->len + more)
         cap *= 2;
-    char *data = realloc(v->data, (size_t)(cap * v->itemsize));
+    char *data;
+    if (v->data != NULL && v->data == v->fixed) {
+        if ((data = malloc((size_t)(cap * v->itemsize))) != NULL)
+            memcpy(data, v->data, (size_t)(v->len * v->itemsize));
+    } else {
+        data = realloc(v->data, (size_t)(cap * v->itemsize));
+    }
     if (data == NULL)
         return -1;
     v->data = data;
@@ -178,41 +200,65 @@ static int vec_reserve(Vec *v, Py_ssize_t more)
     return 0;
 }
 
+static void vec_free(Vec *v)
+{
+    if (v->data != v->fixed)
+        free(v->data);
+}
+
+/* An empty Vec of `itemsize` items starting in `fixed` (`bytes` long; NULL: on the heap from the first item). */
+static Vec vec_in(Py_ssize_t itemsize, void *fixed, size_t bytes)
+{
+    return (Vec){fixed, 0, fixed == NULL ? 0 : (Py_ssize_t)(bytes / (size_t)itemsize), itemsize, fixed};
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* The walk                                                                                   */
 
-/* A level of the walk: the children of one node being visited, with what that node left them (the DFA
- * state, the automaton state, the proof). The walk keeps one per node on the current path, not one per
- * node waiting: a node's next sibling is its own end, so siblings need no frame of their own. */
+/* A level of the walk: what a live node leaves its children (the DFA state and its kinds, the automaton state,
+ * the proof), one per depth of the current path (see run). */
 typedef struct {
     const int32_t *row; /* trans's row of `state`: every child reads its byte's column */
     int32_t state;
-    int32_t stop;   /* the parent's subtree end: the children are the nodes from its first up to here */
-    int16_t proven; /* bytes deep the parent's pair is proven live, -1 for none */
+    int16_t proven; /* bytes deep the pair is proven live, -1 for none */
     int8_t u;
+    uint8_t kind;   /* kinds[state] */
 } Level;
 
-/* One open-addressing set of pair codes (u * n_states + s) for a search, tagged per search. */
+/* Levels a walk keeps on the C stack; a deeper path (the trie deeper than this) moves them to the heap. */
+#define LEVELS_INLINE 160
+
+/* One open-addressing set of pair codes (s * rows + u: the pair's cell in `proof`) for a search, tagged per search. */
 typedef struct {
     int32_t code, tag;
 } Slot;
 #define SLOTS (2 * MAX_PAIRS)
+/* A search's set starts with this many of its slots (8 KB, in L1) and doubles while it is half full: most
+ * searches meet a few dozen pairs, and probing all SLOTS (128 KB) missed the cache on every new pair. */
+#define SLOTS_FIRST 1024
 
 /* A search's scratch: the pair set (tagged per search, so a reused one needs no clearing), the
- * queue and the levels, 176 KB, and the walk's moves per automaton state (made on its first
- * search). Walks take one from a pool and give it back, so that a walk does not allocate and
- * fault in fresh pages for it (docs/limits.md, POOL_MAX); the moves, 10 KB, are here rather
- * than in the Walk, which every call zeroes (most walks never search). */
+ * queue and the levels, 176 KB. Walks take one from a pool and give it back, so that a walk does
+ * not allocate and fault in fresh pages for it (docs/limits.md, POOL_MAX). */
 typedef struct Scratch {
     Slot *slots;
     int32_t *queue;
     int16_t *level;
     int32_t tag;
-    int8_t move_u[U_STATES][256]; /* per automaton state u: its distinct moves (next u, DFA byte class) */
-    int32_t move_c[U_STATES][256];
-    int n_moves[U_STATES];
     struct Scratch *next;
 } Scratch;
+
+/* A search's moves per automaton state u: its distinct moves (next u, DFA byte class), for the tables'
+ * byte classes and the automaton in `plain`. Made on the first search on some tables and kept with the
+ * opened tables for every later walk (working them out, 2,048 bytes read and a set of classes, took a
+ * search's walk ~5 us: 40% of all search time in a JSON Schema replay). */
+typedef struct {
+    int rows;
+    int8_t plain[CUT_ROWS_MAX * 256];
+    int8_t move_u[CUT_ROWS_MAX][256];
+    int32_t move_c[CUT_ROWS_MAX][256];
+    int n_moves[CUT_ROWS_MAX];
+} Moves;
 
 /* At most this many scratches wait in the pool (one per thread walking at once suffices). */
 #define POOL_MAX 8
@@ -278,7 +324,7 @@ typedef struct {
     const int64_t *token_ids;
     Py_ssize_t n_nodes, n_tokens;
     /* walk tables: per-state flags (live, stops, ends_as), or packed (live_bits, candidates,
-     * accept_row, row_bits) read through `info`, the flags of the states met so far */
+     * accept_row, row_bits), read through `kinds` (see Kinds) and `sets_of` (ends_as or accept_row) */
     const int32_t *trans, *byte_class, *ends_as;
     const uint8_t *live, *stops;
     Py_ssize_t n_states, n_classes, n_sets;
@@ -286,14 +332,20 @@ typedef struct {
     const uint64_t *live_bits, *candidates, *row_bits;
     const int32_t *accept_row;
     Py_ssize_t words, n_rows;
-    uint8_t *info;
-    /* the cut: NULL `plain` when off */
+    uint8_t *kinds;
+    const int32_t *sets_of;
+    int own_kinds; /* `kinds` was made for this call (tables passed as a tuple): freed with the walk */
+    /* the cut: NULL `plain` when off; its automaton's states (rows of `plain` and `proof`) */
     const int8_t *plain;
+    int rows;
     int16_t *proof;
     int depth;
     long search_min_nodes; /* a pair is searched for only under a subtree of this many nodes */
-    /* the search's scratch with its moves, made ready on the first search */
-    int moves_ready;
+    /* the search's moves (see Moves): the opened tables' (`moves_slot`, made on their first search), or
+     * this call's own (tables passed as a tuple: `own_moves`); and its scratch, taken on the first search */
+    const Moves *moves;
+    Moves **moves_slot;
+    int own_moves;
     Scratch *scratch;
     long budget;
     /* an opened trie's every token as a packed mask (NULL: not made, see fill_mask) */
@@ -331,10 +383,10 @@ static int fail(Walk *w, const char *message, int64_t at)
     return -1;
 }
 
-/* A node's record: its subtree end, its first token position, and from the record (`at`, rec + 3 * node) its
+/* A node's record: its subtree end, its first token position, and from the record (`at`, rec + RECORD * node) its
  * byte, cut bits and depth below. */
-static inline int32_t node_end(const Walk *w, int64_t v) { return w->rec[3 * v]; }
-static inline int32_t node_tokens(const Walk *w, int64_t v) { return w->rec[3 * v + 1]; }
+static inline int32_t node_end(const Walk *w, int64_t v) { return w->rec[RECORD * v]; }
+static inline int32_t node_tokens(const Walk *w, int64_t v) { return w->rec[RECORD * v + 1]; }
 static inline uint8_t record_byte(const int32_t *at) { return (uint8_t)(at[2] & 0xFF); }
 static inline uint8_t record_below(const int32_t *at) { return (uint8_t)((at[2] >> 8) & 0xFF); }
 static inline int16_t record_rest(const int32_t *at) { return (int16_t)(at[2] >> 16); }
@@ -348,47 +400,47 @@ static inline int meets_candidates(const Walk *w, const uint64_t *row)
     return any != 0;
 }
 
-/* Packed tables' per-state flags in `info`, worked out on a state's first visit. */
-enum { LIVE_KNOWN = 1, LIVE = 2, ENDS_KNOWN = 4, ENDS = 8 };
+/* Kinds: a state's flags as one byte, `kinds[s]`, all the walk reads of a state but its set index:
+ * KNOWN once worked out; LIVE; STOPS (where a lexeme cannot grow into s, may it end before it?); ENDS (a lexeme
+ * ending in s is handed as set sets_of[s], checked against n_sets where read); BAD (its set index can be no set's,
+ * an error where read). Flag tables' kinds are made when they are opened (every state KNOWN). Packed tables' are
+ * worked out on a state's first visit (learn) and kept with the opened tables for every later walk (a walk used to
+ * calloc and fill its own, n_states bytes, on every call): live = any(live_bits[s] & candidates), stops = not live,
+ * ends where s's accept row meets the candidates, bad where that row is outside row_bits. A state's flags never
+ * change once it can be reached (a lazy single's row is written before its id), so threads that work one out at
+ * once store the same byte. */
+enum { KNOWN = 1, LIVE = 2, STOPS = 4, ENDS = 8, BAD = 16 };
 
-/* Whether a state is live: its flag, or (packed tables) whether it has a live candidate terminal. */
-static inline int state_live(Walk *w, int32_t s)
+static inline uint8_t kind_load(const uint8_t *cell)
 {
-    if (!w->packed)
-        return w->live[s];
-    uint8_t info = w->info[s];
-    if (!(info & LIVE_KNOWN)) {
-        info |= LIVE_KNOWN | (meets_candidates(w, w->live_bits + (Py_ssize_t)s * w->words) ? LIVE : 0);
-        w->info[s] = info;
-    }
-    return (info & LIVE) != 0;
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_load_n(cell, __ATOMIC_RELAXED);
+#else
+    return *(volatile const uint8_t *)cell;
+#endif
 }
 
-/* Where a lexeme cannot grow into s, may it end before it? Packed tables are contextual: exactly
- * where s is not live. */
-static inline int state_stops(Walk *w, int32_t s)
+/* A packed state's flags, worked out and stored. */
+static NOINLINE uint8_t learn(Walk *w, int32_t s)
 {
-    return w->packed ? !state_live(w, s) : w->stops[s];
-}
-
-/* The terminal-set index a lexeme ending in s is handed as (-1: none), checked against n_sets
- * by the caller. Packed tables: the state's accept row when that row meets the candidates
- * (the caller maps rows to terminal sets), -2 when the row is outside the rows. */
-static inline int32_t state_ends_as(Walk *w, int32_t s)
-{
-    if (!w->packed)
-        return w->ends_as[s];
+    uint8_t k = KNOWN | (meets_candidates(w, w->live_bits + (Py_ssize_t)s * w->words) ? LIVE : STOPS);
     int32_t row = w->accept_row[s];
-    if (row < 0)
-        return -1;
     if (row >= w->n_rows)
-        return -2;
-    uint8_t info = w->info[s];
-    if (!(info & ENDS_KNOWN)) {
-        info |= ENDS_KNOWN | (meets_candidates(w, w->row_bits + (Py_ssize_t)row * w->words) ? ENDS : 0);
-        w->info[s] = info;
-    }
-    return (info & ENDS) ? row : -1;
+        k |= BAD;
+    else if (row >= 0 && meets_candidates(w, w->row_bits + (Py_ssize_t)row * w->words))
+        k |= ENDS;
+#if defined(__GNUC__) || defined(__clang__)
+    __atomic_store_n(&w->kinds[s], k, __ATOMIC_RELAXED);
+#else
+    *(volatile uint8_t *)&w->kinds[s] = k;
+#endif
+    return k;
+}
+
+static inline uint8_t kind_of(Walk *w, int32_t s)
+{
+    uint8_t k = kind_load(&w->kinds[s]);
+    return k & KNOWN ? k : learn(w, s);
 }
 
 /* Proof values, memoised per (u, state) in `proof` with relaxed atomics: another thread may
@@ -451,42 +503,72 @@ static inline int next_state(Walk *w, int32_t state, int32_t cls, int32_t *out)
     return 0;
 }
 
-/* The walk's scratch from the pool, with per automaton state u its distinct moves (next automaton
- * state, DFA byte class). */
+/* The search's moves (see Moves) for `w`'s tables and automaton: the opened tables' if made (a walk with another
+ * automaton is refused: their proofs are not its), else made here and kept there (another thread's, when it kept
+ * its first), or this call's own. 0, or -1 with the failure recorded. */
 static int prepare_moves(Walk *w)
 {
-    Scratch *sc = w->scratch = scratch_take();
-    if (sc == NULL)
-        return -1;
-    uint8_t *seen = calloc((size_t)w->n_classes * U_STATES, 1); /* seen[c * 8 + v] == u + 1: met for u */
-    if (seen == NULL)
-        return -1;
-    for (int u = 0; u < U_STATES; u++) {
-        int n = 0;
-        for (int b = 0; b < 256; b++) {
-            int v = w->plain[u * 256 + b];
-            if (v < 0)
-                continue;
-            int32_t c = w->byte_class[b];
-            uint8_t *mark = &seen[(Py_ssize_t)c * U_STATES + v];
-            if (*mark == u + 1)
-                continue;
-            *mark = (uint8_t)(u + 1);
-            sc->move_u[u][n] = (int8_t)v;
-            sc->move_c[u][n] = c;
-            n++;
+    Moves *found = w->moves_slot == NULL ? NULL : __atomic_load_n(w->moves_slot, __ATOMIC_ACQUIRE);
+    if (found == NULL) {
+        uint8_t *seen = calloc((size_t)w->n_classes * CUT_ROWS_MAX, 1); /* seen[c * 16 + v] == u + 1: met for u */
+        if ((found = malloc(sizeof(Moves))) == NULL || seen == NULL) {
+            free(seen);
+            free(found);
+            w->no_memory = 1;
+            return -1;
         }
-        sc->n_moves[u] = n;
+        found->rows = w->rows;
+        memcpy(found->plain, w->plain, (size_t)w->rows * 256);
+        for (int u = 0; u < w->rows; u++) {
+            int n = 0;
+            for (int b = 0; b < 256; b++) {
+                int v = w->plain[u * 256 + b];
+                if (v < 0)
+                    continue;
+                int32_t c = w->byte_class[b];
+                uint8_t *mark = &seen[(Py_ssize_t)c * CUT_ROWS_MAX + v];
+                if (*mark == u + 1)
+                    continue;
+                *mark = (uint8_t)(u + 1);
+                found->move_u[u][n] = (int8_t)v;
+                found->move_c[u][n] = c;
+                n++;
+            }
+            found->n_moves[u] = n;
+        }
+        free(seen);
+        Moves *first = NULL;
+        if (w->moves_slot == NULL)
+            w->own_moves = 1;
+        else if (!__atomic_compare_exchange_n(w->moves_slot, &first, found, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            free(found);
+            found = first;
+        }
     }
-    free(seen);
-    w->moves_ready = 1;
+    w->moves = found;
+    if (found->rows != w->rows || memcmp(found->plain, w->plain, (size_t)w->rows * 256) != 0)
+        return fail(w, "these opened tables were searched under another plain-body automaton", 0);
+    if ((w->scratch = scratch_take()) == NULL) {
+        w->no_memory = 1;
+        return -1;
+    }
     return 0;
 }
 
-/* Add a pair code to this search's set: 1 if new, 0 if met before. */
-static inline int meet(Scratch *sc, int32_t code)
+/* A new tag for the pair set (every slot with another tag is empty); the set cleared once every tag is used. */
+static void next_tag(Scratch *sc)
 {
-    uint32_t h = ((uint32_t)code * 2654435761u) & (SLOTS - 1);
+    if (sc->tag == INT32_MAX) {
+        memset(sc->slots, 0, SLOTS * sizeof(Slot));
+        sc->tag = 0;
+    }
+    sc->tag++;
+}
+
+/* Add a pair code to this search's set, its first `mask + 1` slots: 1 if new, 0 if met before. */
+static inline int meet(Scratch *sc, int32_t code, uint32_t mask)
+{
+    uint32_t h = ((uint32_t)code * 2654435761u) & mask;
     for (;;) {
         Slot *slot = &sc->slots[h];
         if (slot->tag != sc->tag) {
@@ -496,7 +578,7 @@ static inline int meet(Scratch *sc, int32_t code)
         }
         if (slot->code == code)
             return 0;
-        h = (h + 1) & (SLOTS - 1);
+        h = (h + 1) & mask;
     }
 }
 
@@ -515,24 +597,20 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
 {
     if (w->budget <= 0)
         return -1;
-    if (!w->moves_ready && prepare_moves(w) < 0) {
-        w->no_memory = 1;
+    if (w->moves == NULL && prepare_moves(w) < 0)
         return -2;
-    }
-    const Py_ssize_t n = w->n_states;
+    const Moves *moves = w->moves;
+    const int rows = w->rows;
     const int depth = w->depth;
     Scratch *sc = w->scratch;
     int32_t *queue = sc->queue;
     int16_t *level_of = sc->level;
-    if (sc->tag == INT32_MAX) { /* every tag used: clear the set once and start over */
-        memset(sc->slots, 0, SLOTS * sizeof(Slot));
-        sc->tag = 0;
-    }
-    sc->tag++;
+    uint32_t mask = SLOTS_FIRST - 1;
+    next_tag(sc);
     Py_ssize_t len = 1, start = 0, stop = 1;
-    queue[0] = (int32_t)(u0 * n + s0);
+    queue[0] = (int32_t)(s0 * rows + u0);
     level_of[0] = 0;
-    meet(sc, queue[0]);
+    meet(sc, queue[0], mask);
     int proven = -1, closed = 0;
     for (int level = 0; proven < 0; level++) {
         if (level >= depth) {
@@ -540,18 +618,18 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
             break;
         }
         for (Py_ssize_t i = start; i < stop && proven < 0; i++) {
-            int v = (int)(queue[i] / n);
-            int32_t t = (int32_t)(queue[i] % n);
-            for (int m = 0; m < sc->n_moves[v]; m++) {
+            int v = (int)(queue[i] % rows);
+            int32_t t = (int32_t)(queue[i] / rows);
+            for (int m = 0; m < moves->n_moves[v]; m++) {
                 int32_t t2;
-                if (next_state(w, t, sc->move_c[v][m], &t2) < 0)
+                if (next_state(w, t, moves->move_c[v][m], &t2) < 0)
                     return -2;
-                if (!state_live(w, t2)) {
+                if (!(kind_of(w, t2) & LIVE)) {
                     proven = level; /* a path of level + 1 bytes kills it */
                     break;
                 }
-                int32_t code = (int32_t)(sc->move_u[v][m] * n + t2);
-                if (meet(sc, code)) {
+                int32_t code = (int32_t)(t2 * rows + moves->move_u[v][m]);
+                if (meet(sc, code, mask)) {
                     if (len == MAX_PAIRS) {
                         proven = level; /* every path of `level` bytes was seen live */
                         break;
@@ -559,6 +637,12 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
                     queue[len] = code;
                     level_of[len] = (int16_t)(level + 1);
                     len++;
+                    if (2 * (uint32_t)len > mask && mask < SLOTS - 1) { /* half full: twice the slots, all again */
+                        mask = 2 * mask + 1;
+                        next_tag(sc);
+                        for (Py_ssize_t j = 0; j < len; j++)
+                            meet(sc, queue[j], mask);
+                    }
                 }
             }
         }
@@ -591,7 +675,7 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
  * searching if `may_search`. */
 static inline int proven_depth(Walk *w, int u, int32_t s, int need, int may_search)
 {
-    int16_t known = proof_load(&w->proof[(Py_ssize_t)u * w->n_states + s]);
+    int16_t known = proof_load(&w->proof[(Py_ssize_t)s * w->rows + u]);
     if (known >= 0)
         return known;
     int bound = known <= -2 ? -2 - known : -1;
@@ -601,7 +685,7 @@ static inline int proven_depth(Walk *w, int u, int32_t s, int need, int may_sear
     if (found == -2)
         return -2;
     if (found >= 0 && found < bound) /* a search cut short proves less than the pair had */
-        proof_store(&w->proof[(Py_ssize_t)u * w->n_states + s], (int16_t)bound);
+        proof_store(&w->proof[(Py_ssize_t)s * w->rows + u], (int16_t)bound);
     return found > bound ? found : bound;
 }
 
@@ -644,11 +728,12 @@ static int scatter(Walk *w, uint32_t *mask, int64_t lo, int64_t hi, int clear)
     return 0;
 }
 
-/* OR the inside tokens (the ranges) into `mask`, `mask_words` words. When they are most of the trie's
- * tokens, ascending and disjoint, and the trie was opened with every token's bit (`all_tokens`), as the
- * trie's tokens but those between the ranges: a walk in a string's body holds ~140k of Qwen2's 151k tokens
- * (the 44-schema replay's dense walks set 22.6M bits one by one, 1.6M this way). */
-static int fill_mask(Walk *w, uint32_t *mask)
+/* OR the inside tokens (the ranges) into `mask`, `mask_words` words (`zeroed`: all of them 0 so far). When they
+ * are most of the trie's tokens, ascending and disjoint, and the trie was opened with every token's bit
+ * (`all_tokens`), as the trie's tokens but those between the ranges: a walk in a string's body holds ~140k of
+ * Qwen2's 151k tokens (the 44-schema replay's dense walks set 22.6M bits one by one, 1.6M this way); into a
+ * zeroed mask directly, else through a copy ORed in. */
+static int fill_mask(Walk *w, uint32_t *mask, int zeroed)
 {
     const int64_t *ranges = (const int64_t *)w->ranges.data;
     Py_ssize_t n = w->ranges.len;
@@ -661,154 +746,197 @@ static int fill_mask(Walk *w, uint32_t *mask)
                 return -1;
         return 0;
     }
-    uint32_t *inside = malloc((size_t)(w->all_words + 1) * sizeof(uint32_t));
+    uint32_t *inside = zeroed ? mask : malloc((size_t)(w->all_words + 1) * sizeof(uint32_t));
     if (inside == NULL) {
         w->no_memory = 1;
         return -1;
     }
     memcpy(inside, w->all_tokens, (size_t)w->all_words * sizeof(uint32_t));
     int64_t from = 0;
-    for (Py_ssize_t r = 0; r <= n; r += 2) {
+    int status = 0;
+    for (Py_ssize_t r = 0; r <= n && status == 0; r += 2) {
         int64_t to = r < n ? ranges[r] : w->n_tokens;
-        if (scatter(w, inside, from, to, 1) < 0) {
-            free(inside);
-            return -1;
-        }
+        status = scatter(w, inside, from, to, 1);
         if (r < n)
             from = ranges[r + 1];
     }
-    for (Py_ssize_t i = 0; i < w->all_words; i++)
-        mask[i] |= inside[i];
-    free(inside);
-    return 0;
-}
-
-static int push2(Vec *nodes, Vec *states, int64_t node, int32_t state, int wide)
-{
-    if (vec_reserve(nodes, 1) < 0 || vec_reserve(states, 1) < 0)
-        return -1;
-    if (wide)
-        ((int64_t *)nodes->data)[nodes->len++] = node;
-    else
-        ((int32_t *)nodes->data)[nodes->len++] = (int32_t)node;
-    ((int32_t *)states->data)[states->len++] = state;
-    return 0;
+    if (inside != mask) {
+        for (Py_ssize_t i = 0; status == 0 && i < w->all_words; i++)
+            mask[i] |= inside[i];
+        free(inside);
+    }
+    return status;
 }
 
 /* The walk from `roots` (already checked to be nodes) at `root_state`; 0, or -1 with w->error or no_memory.
- * Each root is walked as the only child of a level that stops at the root's end; a node then either opens
- * a level for its children (node + 1 onwards) or hands over to its next sibling (its end), and levels
- * close once the next node reaches their stop. */
+ *
+ * Each root's subtree is scanned in preorder, [root, its end): a node's parent is the last node met one level up,
+ * so the state a node steps from is its depth's level (levels[d - 1], d its depth below the root's parent),
+ * written when that parent was found live; a node found live writes its own and goes on to the next node, one
+ * found dead or cut jumps to its end. No stack of open levels is kept: a walk used to push one per node with
+ * children and pop them in a loop, two branches a node that no predictor could learn (a full walk of Qwen2's
+ * trie took 9 ns a node). A node may be at most one level below the deepest level written since its last
+ * ancestor (`top`): corrupt depths fail before a level is read that this walk did not write.
+ * What every node reads is held in locals (the compiler cannot keep the Walk's fields in registers across the
+ * stores to the outputs). */
 static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_state)
 {
-    Vec levels = {NULL, 0, 0, sizeof(Level)};
+    Level fixed_levels[LEVELS_INLINE];
+    Level *levels = fixed_levels;
+    Py_ssize_t cap = LEVELS_INLINE;
     int status = -1;
     int16_t root_proven = -1;
-    const int32_t *rec = w->rec;
-    if (w->plain != NULL) {
+    const int32_t *rec = w->rec, *trans = w->trans, *byte_class = w->byte_class, *sets_of = w->sets_of;
+    const uint8_t *kinds = w->kinds;
+    const int8_t *plain = w->plain;
+    const int rows = w->rows;
+    const int64_t n_nodes = w->n_nodes, n_tokens = w->n_tokens, n_sets = w->n_sets;
+    const Py_ssize_t n_classes = w->n_classes;
+    const uint32_t n_states = (uint32_t)w->n_states;
+    const int keep = w->keep_states;
+    const long search_min_nodes = w->search_min_nodes;
+    Py_ssize_t visited = 0, cut = 0;
+    if (plain != NULL) {
         /* The roots' pair is searched for as any pair is: when what lies below them is big enough. */
         int64_t below = 0;
-        for (Py_ssize_t i = 0; i < n_roots && below < w->search_min_nodes; i++)
-            below += (w->root_records ? w->root_records[6 * i] : node_end(w, roots[i])) - roots[i];
-        int found = proven_depth(w, 0, root_state, w->depth, below >= w->search_min_nodes);
+        for (Py_ssize_t i = 0; i < n_roots && below < search_min_nodes; i++)
+            below += (w->root_records ? w->root_records[2 * RECORD * i] : node_end(w, roots[i])) - roots[i];
+        int found = proven_depth(w, 0, root_state, w->depth, below >= search_min_nodes);
         if (found == -2)
             goto done;
         root_proven = (int16_t)found;
     }
-    if (vec_reserve(&levels, 64) < 0)
-        goto out_of_memory;
+    levels[0] = (Level){trans + (Py_ssize_t)root_state * n_classes, root_state, root_proven, 0, kind_of(w, root_state)};
     for (Py_ssize_t r = 0; r < n_roots; r++) {
         int64_t node = roots[r];
         /* The root's record from the opened trie's copy of the first level when the roots are that level: a
          * walk from the trie's root otherwise met 256 records spread over the trie, most of them dead ends. */
-        const int32_t *root_at = w->root_records ? w->root_records + 6 * r : rec + 3 * node;
-        Level *top = (Level *)levels.data;
-        *top = (Level){w->trans + (Py_ssize_t)root_state * w->n_classes, root_state, root_at[0], root_proven, 0};
-        levels.len = 1;
-        while (levels.len > 0) {
-            const int32_t *at = root_at != NULL ? root_at : rec + 3 * node;
+        const int32_t *root_at = w->root_records ? w->root_records + 2 * RECORD * r : rec + RECORD * node;
+        const int64_t stop = root_at[0];
+        if (stop <= node || stop > n_nodes) {
+            fail(w, "a node's subtree end is outside the trie", node);
+            goto done;
+        }
+        const int64_t root = node, base = (int64_t)(root_at[3] & DEPTH_BITS) - 1; /* the root: depth 1 */
+        Py_ssize_t top = 0; /* the deepest level written on the current path */
+        while (node < stop) {
+            const int32_t *at = root_at != NULL ? root_at : rec + RECORD * node;
             root_at = NULL;
-            const int32_t end = at[0];
-            if (end <= node || end > w->n_nodes) {
-                fail(w, "a node's subtree end is outside the trie", node);
+            const int64_t end = at[0], d = (int64_t)(at[3] & DEPTH_BITS) - base;
+            if (end <= node || end > stop || d < (node == root ? 1 : 2) || d > top + 1) {
+                fail(w, end <= node || end > stop ? "a node's subtree end is outside its parent's"
+                                                  : "a node's depth is not one below its parent's", node);
                 goto done;
             }
-            const uint8_t b = record_byte(at);
-            int32_t next = top->row[w->byte_class[b]];
-            if (next == UNFILLED && w->lazy != NULL && fill_lazy(w, top->state, w->byte_class[b], &next) < 0)
-                goto done;
-            w->visited++;
-            if (next < 0 || next >= w->n_states) {
-                fail(w, "a transition leads outside the DFA's states", top->state);
-                goto done;
-            }
-            int descend = 0;
-            int8_t u = 0;
-            int16_t proven = -1;
-            if (!state_live(w, next)) {
-                int32_t set = state_ends_as(w, top->state);
-                if (set < -1 || set >= w->n_sets) {
-                    fail(w, "a state's terminal set is outside the sets", top->state);
+            const Level *parent = levels + d - 1;
+            const uint32_t meta = (uint32_t)at[2];
+            const uint8_t b = (uint8_t)meta;
+            int32_t next = parent->row[byte_class[b]];
+            visited++;
+            if ((uint32_t)next >= n_states) {
+                if (next == UNFILLED && w->lazy != NULL && fill_lazy(w, parent->state, byte_class[b], &next) < 0)
+                    goto done;
+                if ((uint32_t)next >= n_states) {
+                    fail(w, "a transition leads outside the DFA's states", parent->state);
                     goto done;
                 }
-                if (state_stops(w, next) && set >= 0) {
-                    if (push2(&w->out_nodes, &w->out_states, node, w->keep_states ? top->state : set, !w->keep_states) < 0)
-                        goto out_of_memory;
-                }
-                goto sibling;
             }
-            if (w->plain != NULL) {
-                /* The plain-body cut: see the header and pda/index/slices.py. */
-                int8_t v = w->plain[top->u * 256 + b];
-                u = v >= 0 ? v : 0;
-                proven = (v >= 0 && top->proven > 0) ? (int16_t)(top->proven - 1) : -1;
-                if ((record_below(at) >> u) & 1) {
-                    int need = record_rest(at);
-                    if (need < 0) {
-                        fail(w, "a node's depth below is negative", node);
+            uint8_t k = kind_load(&kinds[next]);
+            if (!(k & KNOWN))
+                k = learn(w, next);
+            top = d - 1;
+            if (!(k & LIVE)) {
+                if (parent->kind & (ENDS | BAD)) {
+                    int32_t set = sets_of[parent->state];
+                    if ((parent->kind & BAD) || set >= n_sets) {
+                        fail(w, "a state's terminal set is outside the sets", parent->state);
                         goto done;
                     }
-                    if (proven < need) {
-                        int found = proven_depth(w, u, next, need, end - node >= w->search_min_nodes);
-                        if (found == -2)
-                            goto done;
-                        if (found > proven)
-                            proven = (int16_t)found;
-                    }
-                    if (proven >= need) {
-                        if (mark_tokens(w, at[1], node_tokens(w, end), node) < 0)
-                            goto done;
-                        w->cut++;
-                        goto sibling;
+                    if (k & STOPS) {
+                        if (vec_reserve(&w->out_nodes, 1) < 0 || vec_reserve(&w->out_states, 1) < 0)
+                            goto out_of_memory;
+                        if (keep)
+                            ((int32_t *)w->out_nodes.data)[w->out_nodes.len++] = (int32_t)node;
+                        else
+                            ((int64_t *)w->out_nodes.data)[w->out_nodes.len++] = node;
+                        ((int32_t *)w->out_states.data)[w->out_states.len++] = keep ? parent->state : set;
                     }
                 }
+                node = end;
+                continue;
             }
-            int64_t lo = at[1], hi = at[4]; /* its tokens: from its first position to the next node's */
-            if (w->keep_states) {
-                if (lo < 0 || lo > hi || hi > w->n_tokens) {
+            int8_t u = 0;
+            int16_t proven = -1;
+            if (plain != NULL) {
+                /* The cut: see the header and pda/index/slices.py. The plain body's state is carried down the
+                 * path with what its pair is proven; a letter slice's pair is looked up. */
+                int8_t v = plain[parent->u * 256 + b];
+                u = v >= 0 ? v : 0;
+                proven = (v >= 0 && parent->proven > 0) ? (int16_t)(parent->proven - 1) : -1;
+                const int need = (int16_t)(meta >> 16);
+                const int letters = (int)((uint32_t)at[3] >> 24);
+                if (need < 0 || letters > rows - U_STATES) {
+                    fail(w, need < 0 ? "a node's depth below is negative" : "a node's letter level is past the slices",
+                         node);
+                    goto done;
+                }
+                int taken = 0;
+                if ((meta >> (8 + u)) & 1) {
+                    if (need == 0) { /* nothing below: its tokens are what the walk would take (no proof read) */
+                        taken = 1;
+                    } else {
+                        if (proven < need) {
+                            int found = proven_depth(w, u, next, need, end - node >= search_min_nodes);
+                            if (found == -2)
+                                goto done;
+                            if (found > proven)
+                                proven = (int16_t)found;
+                        }
+                        taken = proven >= need;
+                    }
+                }
+                if (!taken && letters != 0 && need > 0) {
+                    int found = proven_depth(w, U_STATES - 1 + letters, next, need, end - node >= search_min_nodes);
+                    if (found == -2)
+                        goto done;
+                    taken = found >= need;
+                }
+                if (taken) {
+                    if (mark_tokens(w, at[1], rec[RECORD * end + 1], node) < 0)
+                        goto done;
+                    cut++;
+                    node = end;
+                    continue;
+                }
+            }
+            const int64_t lo = at[1], hi = at[RECORD + 1]; /* its tokens: from its first position to the next node's */
+            if (keep) {
+                if (lo < 0 || lo > hi || hi > n_tokens) {
                     fail(w, "a node's token range is outside the tokens", node);
                     goto done;
                 }
-                if (hi > lo && push2(&w->in_nodes, &w->in_states, node, next, 0) < 0)
-                    goto out_of_memory;
+                if (hi > lo) {
+                    if (vec_reserve(&w->in_nodes, 1) < 0 || vec_reserve(&w->in_states, 1) < 0)
+                        goto out_of_memory;
+                    ((int32_t *)w->in_nodes.data)[w->in_nodes.len++] = (int32_t)node;
+                    ((int32_t *)w->in_states.data)[w->in_states.len++] = next;
+                }
             } else if (mark_tokens(w, lo, hi, node) < 0) {
                 goto done;
             }
-            descend = node + 1 < end;
-        sibling:
-            if (descend) {
-                if (vec_reserve(&levels, 1) < 0)
+            if (d == cap) {
+                Level *grown = levels == fixed_levels ? malloc((size_t)(2 * cap) * sizeof(Level))
+                                                      : realloc(levels, (size_t)(2 * cap) * sizeof(Level));
+                if (grown == NULL)
                     goto out_of_memory;
-                top = (Level *)levels.data + levels.len++;
-                *top = (Level){w->trans + (Py_ssize_t)next * w->n_classes, next, end, proven, u};
-                node++;
-                continue;
+                if (levels == fixed_levels)
+                    memcpy(grown, fixed_levels, sizeof fixed_levels);
+                levels = grown;
+                cap *= 2;
             }
-            node = end;
-            while (levels.len > 0 && node >= top->stop) {
-                levels.len--;
-                top--;
-            }
+            levels[d] = (Level){trans + (Py_ssize_t)next * n_classes, next, proven, u, k};
+            top = d;
+            node++;
         }
     }
     status = 0;
@@ -816,7 +944,10 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
 out_of_memory:
     w->no_memory = 1;
 done:
-    free(levels.data);
+    w->visited += visited;
+    w->cut += cut;
+    if (levels != fixed_levels)
+        free(levels);
     return status;
 }
 
@@ -831,8 +962,8 @@ static int open_records(Walk *w, Buffers *b, PyObject *nodes, PyObject *token_id
     if (!(v = get_array(b, nodes, "nodes", KIND_INT, 4, 2, 0, s)))
         return -1;
     w->rec = v->buf;
-    if (s[1] != 3 || s[0] < 2 || s[0] > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "nodes must be int32 [n + 1, 3] records, between 1 and 2**31 - 2 nodes");
+    if (s[1] != RECORD || s[0] < 2 || s[0] > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "nodes must be int32 [n + 1, 4] records, between 1 and 2**31 - 2 nodes");
         return -1;
     }
     w->n_nodes = s[0] - 1;
@@ -952,6 +1083,7 @@ typedef struct {
     Walk w;
     Buffers b;
     PyObject *lazy; /* the filler `w.lazy` points into, held */
+    Moves *moves;   /* tables: their search's moves, made on their first search (NULL until then) */
 } Opened;
 
 static void Opened_dealloc(Opened *self)
@@ -960,6 +1092,8 @@ static void Opened_dealloc(Opened *self)
     free((void *)self->w.all_tokens);
     free((void *)self->w.first_nodes);
     free((void *)self->w.first_records);
+    free(self->w.kinds);
+    free(self->moves);
     release_all(&self->b);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -992,8 +1126,28 @@ static int trie_arg(Walk *w, Buffers *b, PyObject *arg)
     return open_trie(w, b, arg);
 }
 
-/* The tables argument: opened tables' fields, or the tuple opened into `b` for this call; then packed
- * tables' per-state flags for this walk (`info`, zeroed: each worked out on a state's first visit). */
+/* The tables' kinds (see Kinds) in a new array: flag tables' every state, packed tables' none yet (zeroed, so
+ * that the pages of states no walk meets are never touched); and where set indices are read. -1 with
+ * MemoryError set. */
+static int make_kinds(Walk *w)
+{
+    uint8_t *kinds = calloc((size_t)w->n_states, 1);
+    if (kinds == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (!w->packed) {
+        for (Py_ssize_t s = 0; s < w->n_states; s++)
+            kinds[s] = KNOWN | (w->live[s] ? LIVE : 0) | (w->stops[s] ? STOPS : 0) | (w->ends_as[s] >= 0 ? ENDS : 0)
+                       | (w->ends_as[s] < -1 ? BAD : 0);
+    }
+    w->kinds = kinds;
+    w->sets_of = w->packed ? w->accept_row : w->ends_as;
+    return 0;
+}
+
+/* The tables argument: opened tables' fields (their kinds shared with every walk on them), or the tuple opened
+ * into `b` for this call (kinds made for it). */
 static int tables_arg(Walk *w, Buffers *b, PyObject *arg)
 {
     if (Py_IS_TYPE(arg, &OpenedType) && ((Opened *)arg)->tables) {
@@ -1013,13 +1167,14 @@ static int tables_arg(Walk *w, Buffers *b, PyObject *arg)
         w->words = o->words;
         w->n_rows = o->n_rows;
         w->lazy = o->lazy;
-    } else if (open_tables(w, b, arg) < 0) {
-        return -1;
+        w->kinds = o->kinds;
+        w->sets_of = o->sets_of;
+        w->moves_slot = &((Opened *)arg)->moves;
+        return 0;
     }
-    if (w->packed && (w->info = calloc((size_t)w->n_states, 1)) == NULL) {
-        PyErr_NoMemory();
+    if (open_tables(w, b, arg) < 0 || make_kinds(w) < 0)
         return -1;
-    }
+    w->own_kinds = 1;
     return 0;
 }
 
@@ -1066,11 +1221,11 @@ static int open_first_level(Walk *w)
     Py_ssize_t n = 0;
     if (stop < 1 || stop > w->n_nodes)
         return 0;
-    for (int64_t c = 1; c < stop; c = rec[3 * c], n++)
-        if (rec[3 * c] <= c || rec[3 * c] > stop)
+    for (int64_t c = 1; c < stop; c = rec[RECORD * c], n++)
+        if (rec[RECORD * c] <= c || rec[RECORD * c] > stop)
             return 0;
     int64_t *nodes = malloc((size_t)(n + 1) * sizeof(int64_t));
-    int32_t *records = malloc((size_t)(6 * n + 1) * sizeof(int32_t));
+    int32_t *records = malloc((size_t)(2 * RECORD * n + 1) * sizeof(int32_t));
     if (nodes == NULL || records == NULL) {
         free(nodes);
         free(records);
@@ -1078,9 +1233,9 @@ static int open_first_level(Walk *w)
         return -1;
     }
     Py_ssize_t i = 0;
-    for (int64_t c = 1; c < stop; c = rec[3 * c], i++) {
+    for (int64_t c = 1; c < stop; c = rec[RECORD * c], i++) {
         nodes[i] = c;
-        memcpy(records + 6 * i, rec + 3 * c, 6 * sizeof(int32_t));
+        memcpy(records + 2 * RECORD * i, rec + RECORD * c, 2 * RECORD * sizeof(int32_t));
     }
     w->first_nodes = nodes;
     w->first_records = records;
@@ -1103,11 +1258,13 @@ static PyObject *opened(PyObject *self, PyObject *arg)
     found->b.held = 0;
     found->tables = tables;
     found->lazy = NULL;
+    found->moves = NULL;
     if (tables && PyTuple_GET_SIZE(arg) == 7) {
         found->lazy = PyTuple_GET_ITEM(arg, 6);
         Py_INCREF(found->lazy);
     }
-    if ((tables ? open_tables(&found->w, &found->b, arg) : open_trie(&found->w, &found->b, arg)) < 0
+    if ((tables ? open_tables(&found->w, &found->b, arg) < 0 || make_kinds(&found->w) < 0
+                : open_trie(&found->w, &found->b, arg) < 0)
         || (!tables && (open_all_tokens(&found->w) < 0 || open_first_level(&found->w) < 0))) {
         Py_DECREF(found);
         return NULL;
@@ -1125,21 +1282,26 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
     if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 0), "plain_body", KIND_INT, 1, 2, 0, s)))
         return -1;
     w->plain = v->buf;
-    if (s[0] != U_STATES || s[1] != 256) {
-        PyErr_SetString(PyExc_ValueError, "plain_body must be int8 [8, 256]");
+    if (s[0] < U_STATES || s[0] > CUT_ROWS_MAX || s[1] != 256) {
+        PyErr_Format(PyExc_ValueError, "plain_body must be int8 [8 to %d, 256]", CUT_ROWS_MAX);
         return -1;
     }
-    for (int i = 0; i < U_STATES * 256; i++) {
-        if (w->plain[i] < -1 || w->plain[i] >= U_STATES) {
-            PyErr_SetString(PyExc_ValueError, "plain_body's moves must be -1 or an automaton state");
-            return -1;
-        }
+    w->rows = (int)s[0];
+    int bad = 0; /* branch-free, so that it is vectorised: it runs on every walk with the cut */
+    for (int i = 0; i < U_STATES * 256; i++) /* the plain body's states move among themselves */
+        bad |= (uint8_t)(w->plain[i] + 1) > U_STATES;
+    for (int i = U_STATES * 256; i < w->rows * 256; i++)
+        bad |= (uint8_t)(w->plain[i] + 1) > w->rows;
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "plain_body's moves must be -1 or an automaton state "
+                                          "(one of the plain body's 8 from theirs)");
+        return -1;
     }
     if (!(v = get_array(b, PyTuple_GET_ITEM(slices, 1), "proof", KIND_INT, 2, 2, 1, s)))
         return -1;
     w->proof = v->buf;
-    if (s[0] != U_STATES || s[1] != w->n_states) {
-        PyErr_SetString(PyExc_ValueError, "proof must be int16 [8, rows of trans]");
+    if (s[0] != w->n_states || s[1] != w->rows) {
+        PyErr_SetString(PyExc_ValueError, "proof must be int16 [rows of trans, rows of plain_body]");
         return -1;
     }
     long depth = PyLong_AsLong(PyTuple_GET_ITEM(slices, 2));
@@ -1161,15 +1323,24 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
     return 0;
 }
 
-/* The roots: int64 nodes of the trie other than its root. Sets *sorted when they are ascending
- * with disjoint subtrees (then the walk's output is sorted and unique as it comes). */
-static const int64_t *open_roots(Walk *w, Buffers *b, PyObject *obj, Py_ssize_t *n_roots, int *sorted)
+/* The roots: int64 nodes of the trie other than its root (int32 too, widened into `wide`, when it is given). Sets
+ * *sorted when they are ascending with disjoint subtrees (then the walk's output is sorted and unique as it comes). */
+static const int64_t *open_roots(Walk *w, Buffers *b, PyObject *obj, Py_ssize_t *n_roots, int *sorted, Vec *wide)
 {
     Py_ssize_t s[1];
-    Py_buffer *v = get_array(b, obj, "roots", KIND_INT, 8, 1, 0, s);
+    Py_buffer *v = get_array(b, obj, "roots", KIND_INT, wide != NULL ? 0 : 8, 1, 0, s);
     if (v == NULL)
         return NULL;
     const int64_t *roots = v->buf;
+    if (v->itemsize == 4) { /* int32 nodes (IndexWalks' groups may be), widened */
+        if (vec_reserve(wide, s[0]) < 0) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < s[0]; i++)
+            ((int64_t *)wide->data)[i] = ((const int32_t *)v->buf)[i];
+        roots = (const int64_t *)wide->data;
+    }
     *n_roots = s[0];
     *sorted = 1;
     if (w->first_nodes != NULL && s[0] == w->n_first && memcmp(roots, w->first_nodes, (size_t)s[0] * sizeof(int64_t)) == 0) {
@@ -1270,68 +1441,166 @@ static Py_ssize_t sort_unique(int64_t *values, Py_ssize_t n)
     return kept;
 }
 
-/* The boundary nodes grouped by set, a counting sort (each set's nodes in the walk's order): set k's are
- * (*grouped)[(*bounds)[k] .. (*bounds)[k + 1]), `bounds` n_sets + 1 entries; both malloc'd, for the caller
- * to free. -1 with MemoryError set. */
-static int sort_by_set(const Walk *w, int64_t **grouped, Py_ssize_t **bounds)
+/* A walk's boundary nodes grouped by set: the distinct sets ascending, sets[0 .. n_found), set sets[i]'s nodes at
+ * nodes[bounds[i] .. bounds[i + 1]) in the walk's order. Made in time linear in the boundaries, whatever the number
+ * of sets: each set met is numbered through a small open-addressing table, the few distinct ones sorted, the nodes
+ * placed. (A counting sort over every set cost each walk a pass over all of them, and allocations: a JSON Schema's
+ * shared product has ~250 accept rows, and most walks after a boundary meet none or one.) Arrays of walks with at
+ * most GROUPED_FIXED boundaries are in `fixed`, others in one heap block (`heap`). */
+#define GROUPED_FIXED 64
+typedef struct {
+    int64_t *nodes;
+    int32_t *sets;
+    Py_ssize_t *bounds;
+    Py_ssize_t n_found;
+    void *heap;
+    struct {
+        int64_t nodes[GROUPED_FIXED];
+        int32_t sets[GROUPED_FIXED], number[GROUPED_FIXED], rank[GROUPED_FIXED], table[4 * GROUPED_FIXED];
+        Py_ssize_t bounds[GROUPED_FIXED + 1];
+    } fixed;
+} Grouped;
+
+static inline uint32_t set_hash(int32_t set) { return (uint32_t)set * 2654435761u; }
+
+/* Group `w`'s boundaries (see Grouped); -1 with MemoryError set. Free with grouped_free. */
+static int group_by_set(const Walk *w, Grouped *g)
 {
     const int64_t *nodes = (const int64_t *)w->out_nodes.data;
     const int32_t *sets = (const int32_t *)w->out_states.data;
-    Py_ssize_t n = w->out_nodes.len;
-    Py_ssize_t *at = calloc((size_t)(w->n_sets + 2), sizeof(Py_ssize_t));
-    int64_t *by_set = malloc((size_t)(n + 1) * sizeof(int64_t));
-    if (at == NULL || by_set == NULL) {
-        free(at);
-        free(by_set);
-        PyErr_NoMemory();
-        return -1;
+    const Py_ssize_t n = w->out_nodes.len;
+    Py_ssize_t slots = 4 * GROUPED_FIXED;
+    while (slots < 2 * n)
+        slots *= 2;
+    int32_t *number, *rank, *table;
+    g->heap = NULL;
+    g->n_found = 0;
+    if (n <= GROUPED_FIXED) {
+        g->nodes = g->fixed.nodes;
+        g->sets = g->fixed.sets;
+        g->bounds = g->fixed.bounds;
+        number = g->fixed.number;
+        rank = g->fixed.rank;
+        table = g->fixed.table;
+    } else {
+        char *block = malloc((size_t)n * (sizeof(int64_t) + 3 * sizeof(int32_t) + sizeof(Py_ssize_t))
+                             + sizeof(Py_ssize_t) + (size_t)slots * sizeof(int32_t));
+        if (block == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        g->heap = block;
+        g->nodes = (int64_t *)block;
+        g->bounds = (Py_ssize_t *)(g->nodes + n);
+        g->sets = (int32_t *)(g->bounds + n + 1);
+        number = g->sets + n;
+        rank = number + n;
+        table = rank + n;
     }
+    memset(table, 0xFF, (size_t)slots * sizeof(int32_t)); /* -1: empty */
+    Py_ssize_t found = 0;
+    for (Py_ssize_t i = 0; i < n; i++) { /* number[i]: the order in which set sets[i] was first met */
+        uint32_t h = set_hash(sets[i]) & (uint32_t)(slots - 1);
+        while (table[h] >= 0 && g->sets[table[h]] != sets[i])
+            h = (h + 1) & (uint32_t)(slots - 1);
+        if (table[h] < 0) {
+            table[h] = (int32_t)found;
+            g->sets[found++] = sets[i];
+        }
+        number[i] = table[h];
+    }
+    /* rank[j]: where the j-th set met comes in ascending order (an insertion sort: most walks meet one to three) */
+    for (Py_ssize_t j = 0; j < found; j++)
+        rank[j] = (int32_t)j;
+    for (Py_ssize_t j = 1; j < found; j++) {
+        int32_t r = rank[j];
+        Py_ssize_t i = j;
+        for (; i > 0 && g->sets[rank[i - 1]] > g->sets[r]; i--)
+            rank[i] = rank[i - 1];
+        rank[i] = r;
+    }
+    int32_t *ordered = table; /* the table is done with: the sets ascending, then each met set's rank */
+    for (Py_ssize_t i = 0; i < found; i++)
+        ordered[i] = g->sets[rank[i]];
+    for (Py_ssize_t i = 0; i < found; i++)
+        ordered[found + rank[i]] = (int32_t)i;
+    memcpy(g->sets, ordered, (size_t)found * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i <= found; i++)
+        g->bounds[i] = 0;
     for (Py_ssize_t i = 0; i < n; i++)
-        at[sets[i] + 2]++;
-    for (Py_ssize_t k = 0; k < w->n_sets; k++)
-        at[k + 2] += at[k + 1];
-    for (Py_ssize_t i = 0; i < n; i++) /* at[k + 1]: where set k's next node goes; after this, its end */
-        by_set[at[sets[i] + 1]++] = nodes[i];
-    *grouped = by_set;
-    *bounds = at;
+        g->bounds[ordered[found + number[i]] + 1]++;
+    for (Py_ssize_t i = 0; i < found; i++)
+        g->bounds[i + 1] += g->bounds[i];
+    for (Py_ssize_t i = 0; i < n; i++) /* rank reused: each set's next place */
+        number[i] = ordered[found + number[i]];
+    for (Py_ssize_t i = 0; i < found; i++)
+        rank[i] = (int32_t)g->bounds[i];
+    for (Py_ssize_t i = 0; i < n; i++)
+        g->nodes[rank[number[i]]++] = nodes[i];
+    g->n_found = found;
     return 0;
 }
 
-/* [(set index, bytes of int64 nodes)] from the boundaries in visit order, grouped by set
+static void grouped_free(Grouped *g)
+{
+    free(g->heap);
+}
+
+/* [(set index, bytes of int64 nodes)] from the boundaries in visit order, grouped by set, ascending
  * (each group keeps the walk's ascending order; sorted here when not). */
 static PyObject *boundary_groups(Walk *w, int sorted)
 {
-    int64_t *grouped;
-    Py_ssize_t *bounds;
-    if (sort_by_set(w, &grouped, &bounds) < 0)
+    Grouped g;
+    if (group_by_set(w, &g) < 0)
         return NULL;
-    PyObject *groups = PyList_New(0);
-    for (Py_ssize_t k = 0; groups != NULL && k < w->n_sets; k++) {
-        Py_ssize_t lo = bounds[k], size = bounds[k + 1] - lo;
-        if (size == 0)
-            continue;
+    PyObject *groups = PyList_New(g.n_found);
+    for (Py_ssize_t i = 0; groups != NULL && i < g.n_found; i++) {
+        Py_ssize_t lo = g.bounds[i], size = g.bounds[i + 1] - lo;
         if (!sorted)
-            size = sort_unique(grouped + lo, size);
-        PyObject *item = Py_BuildValue("(nN)", k, PyBytes_FromStringAndSize((char *)(grouped + lo),
-                                                                             size * (Py_ssize_t)sizeof(int64_t)));
-        if (item == NULL || PyList_Append(groups, item) < 0)
+            size = sort_unique(g.nodes + lo, size);
+        PyObject *item = Py_BuildValue("(iN)", g.sets[i], PyBytes_FromStringAndSize((char *)(g.nodes + lo),
+                                                                                   size * (Py_ssize_t)sizeof(int64_t)));
+        if (item == NULL)
             Py_CLEAR(groups);
-        Py_XDECREF(item);
+        else
+            PyList_SET_ITEM(groups, i, item);
     }
-    free(bounds);
-    free(grouped);
+    grouped_free(&g);
     return groups;
 }
 
 static void free_walk(Walk *w)
 {
-    free(w->out_nodes.data);
-    free(w->out_states.data);
-    free(w->in_nodes.data);
-    free(w->in_states.data);
-    free(w->ranges.data);
+    vec_free(&w->out_nodes);
+    vec_free(&w->out_states);
+    vec_free(&w->in_nodes);
+    vec_free(&w->in_states);
+    vec_free(&w->ranges);
     scratch_give(w->scratch);
-    free(w->info);
+    if (w->own_kinds)
+        free(w->kinds);
+    if (w->own_moves)
+        free((void *)w->moves);
+}
+
+/* A walk's first output buffers, on its caller's stack (see Vec). */
+typedef struct {
+    int64_t ranges[128];
+    int64_t nodes[128];
+    int32_t states[128];
+} Fixed;
+
+/* A walk with nothing set, its outputs starting in `fixed`: boundary nodes int64, or int32 with their states
+ * (`keep_states`, walk_states). */
+static void start_walk(Walk *w, Fixed *fixed, int keep_states)
+{
+    memset(w, 0, sizeof *w);
+    w->keep_states = keep_states;
+    w->ranges = vec_in(sizeof(int64_t), fixed->ranges, sizeof fixed->ranges);
+    w->out_nodes = vec_in(keep_states ? sizeof(int32_t) : sizeof(int64_t), fixed->nodes, sizeof fixed->nodes);
+    w->out_states = vec_in(sizeof(int32_t), fixed->states, sizeof fixed->states);
+    w->in_nodes = vec_in(sizeof(int32_t), NULL, 0);
+    w->in_states = vec_in(sizeof(int32_t), NULL, 0);
 }
 
 /* A dense walk's inside tokens as bytes of a packed int32 mask, or None when there are none. */
@@ -1343,7 +1612,7 @@ static PyObject *mask_or_none(Walk *w)
     if (data == NULL)
         return NULL;
     memset(PyBytes_AS_STRING(data), 0, (size_t)w->mask_words * 4);
-    if (fill_mask(w, (uint32_t *)PyBytes_AS_STRING(data)) < 0) {
+    if (fill_mask(w, (uint32_t *)PyBytes_AS_STRING(data), 1) < 0) {
         Py_DECREF(data);
         return walk_error(w);
     }
@@ -1385,29 +1654,55 @@ static void sort_ids(uint32_t *ids, Py_ssize_t n, uint32_t *tmp, int64_t limit)
         memcpy(ids, from, (size_t)n * sizeof(uint32_t));
 }
 
-/* A sparse walk's inside tokens: None, (0, bytes of their int32 ids ascending) when at most `sparse_max`,
- * else (1, bytes of the packed int32 mask). Roots that overlap may give a token twice: ids are made
- * unique, and a count over the bound is checked again on the mask. NULL with an exception on a token
- * id outside the mask. */
-static PyObject *sparse_inside(Walk *w, Py_ssize_t sparse_max)
+/* A sparse walk's inside tokens as bytes (NULL with an exception on a token id outside the mask): their int32
+ * ids ascending when at most `sparse_max` (*dense = 0), else the packed int32 mask (*dense = 1); NULL without an
+ * exception when there are none. Roots that overlap may give a token twice: ids are made unique, and a count over
+ * the bound is checked again on the mask. The ids are written into the bytes object itself. */
+static PyObject *sparse_data(Walk *w, Py_ssize_t sparse_max, int *dense)
 {
+    *dense = w->n_inside > sparse_max;
     if (w->n_inside == 0)
-        Py_RETURN_NONE;
+        return NULL;
     const int64_t *ranges = (const int64_t *)w->ranges.data, limit = (int64_t)w->mask_words * 32;
-    int dense = w->n_inside > sparse_max;
-    Py_ssize_t n = 0, words = dense ? w->mask_words : (Py_ssize_t)w->n_inside;
-    uint32_t *out = calloc((size_t)words + 1, sizeof(uint32_t));
-    if (out == NULL)
-        return PyErr_NoMemory();
-    if (dense && fill_mask(w, out) < 0) {
-        free(out);
-        return walk_error(w);
+    if (*dense) {
+        PyObject *data = PyBytes_FromStringAndSize(NULL, w->mask_words * 4);
+        if (data == NULL)
+            return NULL;
+        uint32_t *mask = (uint32_t *)PyBytes_AS_STRING(data);
+        memset(mask, 0, (size_t)w->mask_words * 4);
+        if (fill_mask(w, mask, 1) < 0) {
+            Py_DECREF(data);
+            return walk_error(w);
+        }
+        Py_ssize_t bits = 0;
+        for (Py_ssize_t i = 0; i < w->mask_words; i++)
+            for (uint32_t m = mask[i]; m; m &= m - 1)
+                bits++;
+        if (bits > sparse_max)
+            return data;
+        PyObject *ids = PyBytes_FromStringAndSize(NULL, bits * 4); /* as ids after all: the repeats made them few */
+        if (ids != NULL) {
+            uint32_t *out = (uint32_t *)PyBytes_AS_STRING(ids);
+            Py_ssize_t n = 0;
+            for (Py_ssize_t i = 0; i < w->mask_words; i++)
+                for (int bit = 0; bit < 32; bit++)
+                    if (mask[i] >> bit & 1u)
+                        out[n++] = (uint32_t)(i * 32 + bit);
+        }
+        Py_DECREF(data);
+        *dense = 0;
+        return ids;
     }
-    for (Py_ssize_t r = 0; !dense && r < w->ranges.len; r += 2) {
+    PyObject *data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)w->n_inside * 4);
+    if (data == NULL)
+        return NULL;
+    uint32_t *out = (uint32_t *)PyBytes_AS_STRING(data), fixed_tmp[256];
+    Py_ssize_t n = 0;
+    for (Py_ssize_t r = 0; r < w->ranges.len; r += 2) {
         for (int64_t p = ranges[r]; p < ranges[r + 1]; p++) {
             int64_t id = w->token_ids[p];
             if (id < 0 || id >= limit) {
-                free(out);
+                Py_DECREF(data);
                 PyErr_Format(PyExc_ValueError, "corrupt walk input: a token id is outside the mask (at %lld)",
                              (long long)p);
                 return NULL;
@@ -1415,42 +1710,31 @@ static PyObject *sparse_inside(Walk *w, Py_ssize_t sparse_max)
             out[n++] = (uint32_t)id;
         }
     }
-    if (dense) { /* as ids after all when the repeats made them few */
-        Py_ssize_t bits = 0;
-        for (Py_ssize_t i = 0; i < words; i++)
-            for (uint32_t m = out[i]; m; m &= m - 1)
-                bits++;
-        if (bits <= sparse_max) {
-            uint32_t *ids = malloc(((size_t)bits + 1) * sizeof(uint32_t));
-            if (ids == NULL) {
-                free(out);
-                return PyErr_NoMemory();
-            }
-            for (Py_ssize_t i = 0; i < words; i++)
-                for (int bit = 0; bit < 32; bit++)
-                    if (out[i] >> bit & 1u)
-                        ids[n++] = (uint32_t)(i * 32 + bit);
-            free(out);
-            out = ids;
-            dense = 0;
-        }
-    } else {
-        uint32_t *tmp = n > INSERTION_MAX ? malloc((size_t)n * sizeof(uint32_t)) : NULL;
-        if (n > INSERTION_MAX && tmp == NULL) {
-            free(out);
-            return PyErr_NoMemory();
-        }
-        sort_ids(out, n, tmp, limit);
-        free(tmp);
-        Py_ssize_t kept = 0;
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (kept == 0 || out[i] != out[kept - 1])
-                out[kept++] = out[i];
-        n = kept;
+    uint32_t *tmp = n <= 256 ? fixed_tmp : malloc((size_t)n * sizeof(uint32_t));
+    if (tmp == NULL) {
+        Py_DECREF(data);
+        return PyErr_NoMemory();
     }
-    PyObject *data = PyBytes_FromStringAndSize((const char *)out, (dense ? words : n) * 4);
-    free(out);
-    return data == NULL ? NULL : Py_BuildValue("(iN)", dense, data);
+    sort_ids(out, n, tmp, limit);
+    if (tmp != fixed_tmp)
+        free(tmp);
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (kept == 0 || out[i] != out[kept - 1])
+            out[kept++] = out[i];
+    if (kept < n && _PyBytes_Resize(&data, kept * 4) < 0)
+        return NULL;
+    return data;
+}
+
+/* `sparse_data` as walk and pack return it: None, or (dense, bytes). */
+static PyObject *sparse_inside(Walk *w, Py_ssize_t sparse_max)
+{
+    int dense;
+    PyObject *data = sparse_data(w, sparse_max, &dense);
+    if (data == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    return Py_BuildValue("(iN)", dense, data);
 }
 
 PyDoc_STRVAR(walk_doc,
@@ -1469,11 +1753,9 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int32_t root_state;
     int sorted, status;
     PyObject *result = NULL, *groups = NULL;
-    memset(&w, 0, sizeof w);
+    Fixed fixed;
+    start_walk(&w, &fixed, 0);
     b.held = 0;
-    w.out_nodes.itemsize = sizeof(int64_t);
-    w.out_states.itemsize = sizeof(int32_t);
-    w.ranges.itemsize = sizeof(int64_t);
     if (nargs != 7) {
         PyErr_SetString(PyExc_TypeError, "walk(trie, tables, n_sets, roots, root_state, mask, slices) takes 7 arguments");
         return NULL;
@@ -1487,7 +1769,7 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "n_sets must be a non-negative count");
         goto done;
     }
-    const int64_t *roots = open_roots(&w, &b, args[3], &n_roots, &sorted);
+    const int64_t *roots = open_roots(&w, &b, args[3], &n_roots, &sorted, NULL);
     if (roots == NULL || parse_state(args[4], w.n_states, &root_state) < 0)
         goto done;
     Py_ssize_t s[1], sparse_max = 0;
@@ -1506,7 +1788,7 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_BEGIN_ALLOW_THREADS
     status = run(&w, roots, n_roots, root_state);
     if (status == 0 && !w.sparse)
-        status = fill_mask(&w, w.mask);
+        status = fill_mask(&w, w.mask, 0);
     Py_END_ALLOW_THREADS
     if (status < 0) {
         walk_error(&w);
@@ -1564,18 +1846,17 @@ static PyObject *walk_states(PyObject *self, PyObject *const *args, Py_ssize_t n
     int32_t root_state;
     int sorted, status;
     PyObject *result = NULL;
-    memset(&w, 0, sizeof w);
+    Fixed fixed;
+    start_walk(&w, &fixed, 1);
     b.held = 0;
-    w.keep_states = 1;
     w.n_sets = INT32_MAX;
-    w.out_nodes.itemsize = w.out_states.itemsize = w.in_nodes.itemsize = w.in_states.itemsize = sizeof(int32_t);
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "walk_states(trie, tables, roots, root_state) takes 4 arguments");
         return NULL;
     }
     if (trie_arg(&w, &b, args[0]) < 0 || tables_arg(&w, &b, args[1]) < 0)
         goto done;
-    const int64_t *roots = open_roots(&w, &b, args[2], &n_roots, &sorted);
+    const int64_t *roots = open_roots(&w, &b, args[2], &n_roots, &sorted, NULL);
     if (roots == NULL || parse_state(args[3], w.n_states, &root_state) < 0)
         goto done;
     Py_BEGIN_ALLOW_THREADS
@@ -1618,9 +1899,9 @@ static PyObject *pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t s[1], sparse_max = 0;
     Py_buffer *v;
     PyObject *result = NULL;
-    memset(&w, 0, sizeof w);
+    Fixed fixed;
+    start_walk(&w, &fixed, 0);
     b.held = 0;
-    w.ranges.itemsize = sizeof(int64_t);
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "pack(trie, nodes, mask_words) takes 3 arguments");
         return NULL;
@@ -1669,6 +1950,8 @@ typedef struct {
     PyObject *tables_of, *best;       /* asked once per live set, once per (live set, accept row) */
     PyObject *classify;               /* None, or what computes a miss in place of the walk (basic lexer mode) */
     PyObject *classification, *group; /* the two types */
+    Py_ssize_t classification_slots[3]; /* where their instances hold inside, tokens, groups */
+    Py_ssize_t group_slots[4];          /* and terminals, nodes, key, after */
     PyObject *tables;                 /* dict live set -> tables_of's answer */
     PyObject *frombuffer, *zeros, *int64, *int32, *empty; /* numpy.frombuffer, numpy.zeros, two dtypes, () */
     Py_ssize_t nbytes;                /* of the classifications recorded here */
@@ -1677,21 +1960,20 @@ typedef struct {
 
 static PyObject *s_after, *s_key, *s_nodes, *s_terminals, *s_inside, *s_tokens, *s_groups;
 
-/* A new instance of a class with __slots__, as object.__new__(type) makes it, with `n` slots set. */
-static PyObject *new_slotted(IndexWalks *self, PyObject *type, PyObject *const *names, PyObject *const *values,
-                             int n)
+/* A new instance of a class with __slots__, as object.__new__(type) makes it, its slots at `offsets` set to
+ * `values` (what setattr would do, without looking each name up: a walk after a boundary set seven). */
+static PyObject *new_slotted(PyObject *type, const Py_ssize_t *offsets, PyObject *const *values, int n)
 {
-    PyObject *obj = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, self->empty, NULL);
+    PyObject *obj = ((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, 0);
     for (int i = 0; obj != NULL && i < n; i++)
-        if (PyObject_SetAttr(obj, names[i], values[i]) < 0)
-            Py_CLEAR(obj);
+        *(PyObject **)((char *)obj + offsets[i]) = Py_NewRef(values[i]);
     return obj;
 }
 
 static PyObject *new_classification(IndexWalks *self, PyObject *inside, PyObject *groups, PyObject *tokens)
 {
-    PyObject *names[3] = {s_inside, s_tokens, s_groups}, *values[3] = {inside, tokens, groups};
-    return new_slotted(self, self->classification, names, values, 3);
+    PyObject *values[3] = {inside, tokens, groups};
+    return new_slotted(self->classification, self->classification_slots, values, 3);
 }
 
 /* A boundary group of int64 `nodes`, whose bytes are `key`, with an empty memo. */
@@ -1700,10 +1982,29 @@ static PyObject *new_group(IndexWalks *self, PyObject *terminals, PyObject *node
     PyObject *after = PyDict_New();
     if (after == NULL)
         return NULL;
-    PyObject *names[4] = {s_terminals, s_nodes, s_key, s_after}, *values[4] = {terminals, nodes, key, after};
-    PyObject *group = new_slotted(self, self->group, names, values, 4);
+    PyObject *values[4] = {terminals, nodes, key, after};
+    PyObject *group = new_slotted(self->group, self->group_slots, values, 4);
     Py_DECREF(after);
     return group;
+}
+
+/* Where instances of `type` hold their __slots__ entry `name` (a writable member holding any object); -1 with
+ * TypeError set when it has none. */
+static Py_ssize_t slot_offset(PyObject *type, PyObject *name)
+{
+    PyObject *descr = PyObject_GetAttr(type, name);
+    Py_ssize_t offset = -1;
+    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY))
+            offset = member->offset;
+    }
+    Py_XDECREF(descr);
+    if (offset < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "types must be (Classification, BoundaryGroup): %R has no slot %R", type, name);
+    }
+    return offset;
 }
 
 /* numpy.frombuffer(data, dtype): a read-only array over a bytes object. */
@@ -1790,105 +2091,90 @@ static PyObject *handed_as(IndexWalks *self, PyObject *tables, Py_ssize_t k)
  * have their nodes merged, ascending and unique), in order of their first set; `bytes` gets their nodes' bytes. */
 static PyObject *handed_groups(IndexWalks *self, Walk *w, PyObject *tables, int sorted, Py_ssize_t *bytes)
 {
-    int64_t *grouped, *merged = NULL;
-    Py_ssize_t *bounds, n_found = 0, n_sets = w->n_sets;
-    PyObject *groups = NULL, *numbers = NULL; /* numbers: terminal set -> its number, in order of first set */
-    /* per set, the next set of the same terminal set (-1: none); per terminal set, its first and last set */
-    Py_ssize_t *next = NULL, *first = NULL, *last = NULL;
-    if (sort_by_set(w, &grouped, &bounds) < 0)
+    if (w->out_nodes.len == 0)
+        return Py_NewRef(self->empty);
+    Grouped g;
+    if (group_by_set(w, &g) < 0)
         return NULL;
-    next = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t));
-    first = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t));
-    last = malloc((size_t)(n_sets + 1) * sizeof(Py_ssize_t));
-    merged = malloc((size_t)(w->out_nodes.len + 1) * sizeof(int64_t));
-    if (next == NULL || first == NULL || last == NULL || merged == NULL) {
+    const Py_ssize_t d = g.n_found;
+    PyObject *groups = NULL, *numbers = NULL; /* numbers: terminal set -> its group's number (with two sets or more) */
+    /* per set found: its terminal set and the next set of its group (-1: none); per group: its first and last set */
+    PyObject *fixed_terminals[GROUPED_FIXED];
+    Py_ssize_t fixed_links[3 * GROUPED_FIXED];
+    PyObject **terminals = d <= GROUPED_FIXED ? fixed_terminals : malloc((size_t)d * sizeof(PyObject *));
+    Py_ssize_t *next = d <= GROUPED_FIXED ? fixed_links : malloc((size_t)(3 * d) * sizeof(Py_ssize_t));
+    Py_ssize_t *first = next + d, *last = first + d, n_groups = 0, got = 0;
+    if (terminals == NULL || next == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if ((numbers = PyDict_New()) == NULL)
+    if (d > 1 && (numbers = PyDict_New()) == NULL)
         goto done;
-    for (Py_ssize_t k = 0; k < n_sets; k++) {
-        if (bounds[k + 1] == bounds[k])
-            continue;
-        next[k] = -1;
-        PyObject *t = handed_as(self, tables, k), *number = NULL;
+    for (Py_ssize_t i = 0; i < d; i++) {
+        next[i] = -1;
+        PyObject *t = handed_as(self, tables, g.sets[i]);
         if (t == NULL)
             goto done;
-        PyObject *known = PyDict_GetItemWithError(numbers, t); /* borrowed */
+        terminals[got++] = t;
+        PyObject *known = numbers == NULL ? NULL : PyDict_GetItemWithError(numbers, t); /* borrowed */
         if (known != NULL) {
-            Py_ssize_t i = PyLong_AsSsize_t(known);
-            next[last[i]] = k;
-            last[i] = k;
-        } else if (PyErr_Occurred() || (number = PyLong_FromSsize_t(n_found)) == NULL
-                   || PyDict_SetItem(numbers, t, number) < 0) {
-            Py_DECREF(t);
-            Py_XDECREF(number);
+            Py_ssize_t j = PyLong_AsSsize_t(known);
+            next[last[j]] = i;
+            last[j] = i;
+            continue;
+        }
+        if (PyErr_Occurred())
             goto done;
-        } else {
-            first[n_found] = last[n_found] = k;
-            n_found++;
+        if (numbers != NULL) {
+            PyObject *number = PyLong_FromSsize_t(n_groups);
+            int failed = number == NULL || PyDict_SetItem(numbers, t, number) < 0;
+            Py_XDECREF(number);
+            if (failed)
+                goto done;
         }
-        Py_DECREF(t);
-        Py_XDECREF(number);
+        first[n_groups] = last[n_groups] = i;
+        n_groups++;
     }
-    if ((groups = PyTuple_New(n_found)) == NULL)
+    if ((groups = PyTuple_New(n_groups)) == NULL)
         goto done;
-    Py_ssize_t i = 0, pos = 0;
-    PyObject *terminals, *number;
-    while (PyDict_Next(numbers, &pos, &terminals, &number)) { /* in insertion order: i is its number */
+    for (Py_ssize_t j = 0; j < n_groups; j++) {
         Py_ssize_t size = 0, parts = 0;
-        for (Py_ssize_t k = first[i]; k >= 0; k = next[k], parts++) {
-            memcpy(merged + size, grouped + bounds[k], (size_t)(bounds[k + 1] - bounds[k]) * sizeof(int64_t));
-            size += bounds[k + 1] - bounds[k];
+        for (Py_ssize_t i = first[j]; i >= 0; i = next[i], parts++)
+            size += g.bounds[i + 1] - g.bounds[i];
+        PyObject *key = PyBytes_FromStringAndSize(NULL, size * (Py_ssize_t)sizeof(int64_t)), *nodes = NULL, *group = NULL;
+        if (key != NULL) {
+            int64_t *merged = (int64_t *)PyBytes_AS_STRING(key);
+            Py_ssize_t at = 0;
+            for (Py_ssize_t i = first[j]; i >= 0; i = next[i]) {
+                memcpy(merged + at, g.nodes + g.bounds[i], (size_t)(g.bounds[i + 1] - g.bounds[i]) * sizeof(int64_t));
+                at += g.bounds[i + 1] - g.bounds[i];
+            }
+            Py_ssize_t kept = parts > 1 || !sorted ? sort_unique(merged, size) : size;
+            if (kept < size)
+                _PyBytes_Resize(&key, kept * (Py_ssize_t)sizeof(int64_t));
+            size = kept;
         }
-        if (parts > 1 || !sorted)
-            size = sort_unique(merged, size);
-        PyObject *key = PyBytes_FromStringAndSize((const char *)merged, size * (Py_ssize_t)sizeof(int64_t));
-        PyObject *nodes = key == NULL ? NULL : array_of(self, key, self->int64);
-        PyObject *group = nodes == NULL ? NULL : new_group(self, terminals, nodes, key);
+        if (key != NULL && (nodes = array_of(self, key, self->int64)) != NULL)
+            group = new_group(self, terminals[first[j]], nodes, key);
         Py_XDECREF(key);
         Py_XDECREF(nodes);
         if (group == NULL) {
             Py_CLEAR(groups);
             goto done;
         }
-        PyTuple_SET_ITEM(groups, i, group);
+        PyTuple_SET_ITEM(groups, j, group);
         *bytes += size * (Py_ssize_t)sizeof(int64_t);
-        i++;
     }
 done:
+    for (Py_ssize_t i = 0; i < got; i++)
+        Py_DECREF(terminals[i]);
     Py_XDECREF(numbers);
-    free(next);
-    free(first);
-    free(last);
-    free(merged);
-    free(bounds);
-    free(grouped);
+    if (terminals != fixed_terminals)
+        free(terminals);
+    if (next != fixed_links)
+        free(next);
+    grouped_free(&g);
     return groups;
-}
-
-/* A group's nodes as int64 roots: the array itself, or an int64 copy of int32 nodes (a new reference). */
-static PyObject *roots_of(IndexWalks *self, PyObject *nodes)
-{
-    Py_buffer view;
-    if (PyObject_GetBuffer(nodes, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return NULL;
-    PyObject *found = NULL;
-    if (is_int32_format(view.format, view.itemsize) && view.ndim == 1) {
-        Py_ssize_t n = view.len / 4;
-        PyObject *wide = PyBytes_FromStringAndSize(NULL, n * 8);
-        if (wide != NULL) {
-            for (Py_ssize_t i = 0; i < n; i++)
-                ((int64_t *)PyBytes_AS_STRING(wide))[i] = ((const int32_t *)view.buf)[i];
-            found = array_of(self, wide, self->int64);
-            Py_DECREF(wide);
-        }
-    } else {
-        Py_INCREF(nodes);
-        found = nodes; /* open_roots checks it is int64 */
-    }
-    PyBuffer_Release(&view);
-    return found;
 }
 
 /* One walk from `roots` (a group's nodes or the trie's first level: int64, or int32 taken as such) on
@@ -1903,14 +2189,12 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
     Py_ssize_t n_roots;
     int32_t root_state;
     int sorted, status;
-    PyObject *roots = NULL, *groups = NULL, *inside = NULL, *result = NULL, *mask = NULL;
-    memset(&w, 0, sizeof w);
+    PyObject *groups = NULL, *inside = NULL, *result = NULL, *mask = NULL;
+    Fixed fixed;
+    int64_t wide_fixed[64];
+    Vec wide = vec_in(sizeof(int64_t), wide_fixed, sizeof wide_fixed);
+    start_walk(&w, &fixed, 0);
     b.held = 0;
-    w.out_nodes.itemsize = sizeof(int64_t);
-    w.out_states.itemsize = sizeof(int32_t);
-    w.ranges.itemsize = sizeof(int64_t);
-    if ((roots = roots_of(self, nodes)) == NULL)
-        goto done;
     if (trie_arg(&w, &b, self->trie) < 0 || tables_arg(&w, &b, PyTuple_GET_ITEM(tables, 0)) < 0)
         goto done;
     w.n_sets = PyLong_AsSsize_t(PyTuple_GET_ITEM(tables, 1));
@@ -1920,7 +2204,7 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
         PyErr_SetString(PyExc_ValueError, "n_sets must be a non-negative count");
         goto done;
     }
-    const int64_t *first = open_roots(&w, &b, roots, &n_roots, &sorted);
+    const int64_t *first = open_roots(&w, &b, nodes, &n_roots, &sorted, &wide);
     if (first == NULL || parse_state(PyTuple_GET_ITEM(tables, 2), w.n_states, &root_state) < 0)
         goto done;
     if (slices != Py_None && open_slices(&w, &b, slices) < 0)
@@ -1955,7 +2239,7 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
         if (mask == NULL || PyObject_GetBuffer(mask, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
             goto done;
         Py_BEGIN_ALLOW_THREADS
-        status = fill_mask(&w, (uint32_t *)view.buf);
+        status = fill_mask(&w, (uint32_t *)view.buf, 1);
         Py_END_ALLOW_THREADS
         *bytes += view.len;
         PyBuffer_Release(&view);
@@ -1966,20 +2250,18 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
         result = new_classification(self, mask, groups, Py_None);
         goto done;
     }
-    if ((inside = sparse_inside(&w, self->sparse_max)) == NULL)
-        goto done;
-    if (inside == Py_None) {
-        result = new_classification(self, Py_None, groups, Py_None);
+    int dense;
+    if ((inside = sparse_data(&w, self->sparse_max, &dense)) == NULL) {
+        if (!PyErr_Occurred())
+            result = new_classification(self, Py_None, groups, Py_None);
         goto done;
     }
-    int dense = PyObject_IsTrue(PyTuple_GET_ITEM(inside, 0));
-    PyObject *data = PyTuple_GET_ITEM(inside, 1);
-    if ((mask = array_of(self, data, self->int32)) == NULL)
+    if ((mask = array_of(self, inside, self->int32)) == NULL)
         goto done;
-    *bytes += PyBytes_GET_SIZE(data);
+    *bytes += PyBytes_GET_SIZE(inside);
     result = dense ? new_classification(self, mask, groups, Py_None) : new_classification(self, Py_None, groups, mask);
 done:
-    Py_XDECREF(roots);
+    vec_free(&wide);
     Py_XDECREF(groups);
     Py_XDECREF(inside);
     Py_XDECREF(mask);
@@ -2187,6 +2469,15 @@ static PyObject *IndexWalks_new(PyTypeObject *type, PyObject *args, PyObject *kw
         PyErr_SetString(PyExc_TypeError, "types must be (Classification, BoundaryGroup)");
         return NULL;
     }
+    PyObject *classification_names[3] = {s_inside, s_tokens, s_groups};
+    PyObject *group_names[4] = {s_terminals, s_nodes, s_key, s_after};
+    Py_ssize_t classification_slots[3], group_slots[4];
+    for (int i = 0; i < 3; i++)
+        if ((classification_slots[i] = slot_offset(PyTuple_GET_ITEM(types, 0), classification_names[i])) < 0)
+            return NULL;
+    for (int i = 0; i < 4; i++)
+        if ((group_slots[i] = slot_offset(PyTuple_GET_ITEM(types, 1), group_names[i])) < 0)
+            return NULL;
     PyObject *numpy = PyImport_ImportModule("numpy");
     if (numpy == NULL)
         return NULL;
@@ -2210,6 +2501,8 @@ static PyObject *IndexWalks_new(PyTypeObject *type, PyObject *args, PyObject *kw
     self->classify = classify;
     self->classification = Py_NewRef(PyTuple_GET_ITEM(types, 0));
     self->group = Py_NewRef(PyTuple_GET_ITEM(types, 1));
+    memcpy(self->classification_slots, classification_slots, sizeof classification_slots);
+    memcpy(self->group_slots, group_slots, sizeof group_slots);
     self->tables = PyDict_New();
     self->frombuffer = PyObject_GetAttrString(numpy, "frombuffer");
     self->zeros = PyObject_GetAttrString(numpy, "zeros");

@@ -13,12 +13,12 @@ Inputs (all C-contiguous numpy arrays; the kernel checks dtypes and shapes up fr
 every index it reads as it goes, so corrupt input raises ValueError, never crashes):
 
 * `TrieArrays` — the vocabulary trie in preorder (`pda.index.trie.TokenTrie`) as one
-  record per node, `nodes` int32 [n + 1, 3]: (end, first token, byte | below << 8 |
-  rest << 16). v's subtree is the node range [v, end), its first child v + 1 (when below
-  end) and a child's next sibling that child's end (while below v's end); the tokens
+  record per node, `nodes` int32 [n + 1, 4]: (end, first token, byte | below << 8 |
+  rest << 16, depth | level << 24). v's subtree is the node range [v, end); the tokens
   ending at v are at sorted positions [first token of v, first token of v + 1) of
-  `token_ids` (int64); `below` and `rest` are the plain-body cut's (0 without one). The
-  last record closes the token positions. A visit reads one record, where the seven
+  `token_ids` (int64); `below`, `rest` and the letter `level` are the cut's (0 without
+  one), `depth` the node's (the root's 0). The last record closes the token positions. A
+  visit reads one record, 16 bytes (never across two cache lines), where the seven
   arrays it replaced cost a cache miss each: small walks over cold memory (most walks
   after a boundary) took 20-33 us, 4-5 us warm;
 * `TableArrays` — the walk tables of one DFA (`pda.index.token_index._WalkTables`):
@@ -31,7 +31,7 @@ every index it reads as it goes, so corrupt input raises ValueError, never crash
   any(live_bits & candidates), stops = not live, ends_as = accept_row where that row
   meets the candidates, else -1 — set indices are accept rows (`n_sets` the number of
   rows), which the caller maps to terminal sets; each worked out on a state's first
-  visit in each walk; and `lazy`, None or the filler of a shared product's lazy singles
+  visit and kept with the opened tables for every later walk; and `lazy`, None or the filler of a shared product's lazy singles
   (`pda.kernels.product.LazyRows.capsule`): an `UNFILLED` (-1) entry of `trans` is filled
   through it (`_product._LAZY_API`, no GIL) when the walk reads it, and a filler's failure
   raises its error (`LimitExceeded`); its rows' flags are written before their ids, so a
@@ -40,14 +40,20 @@ every index it reads as it goes, so corrupt input raises ValueError, never crash
   and arrays checked once, not on every call (a walk after a boundary spent ~1 us of its ~4 in them);
   an opened trie also keeps every token's bit (a walk holding most tokens builds its mask as those
   less the ones outside it) and a copy of its first level's records (a walk from the trie's root
-  reads them there, not from 256 places across the trie);
+  reads them there, not from 256 places across the trie); opened tables keep what walks work out
+  about them: each state's flags (one byte a state, on its first visit) and a search's moves per
+  automaton state (on the first search; the opened tables then take no other cut automaton);
 * `roots` (nodes other than the trie's root; taken as int64), `root_state`, `mask_words`;
-* optionally `SliceArrays`, the plain-body cut (pda/index/slices.py; its per-node `below`
-  and `rest` are in the trie's records): `plain_body` int8 [8, 256], the trie's `depth`, the subtree size under
-  which no proof is searched for (`SEARCH_MIN_NODES`), and a per-table proof buffer `proof`
-  int16 [8, n_states] (`new_proof`: zeros, every pair unknown; a cell holds 1 + what is
-  proven, see `proven_depths`), which the caller keeps across walks: what it holds is only
-  true of the tables, plain-body automaton and depth that filled it.
+* optionally `SliceArrays`, the cut (pda/index/slices.py; its per-node `below`, `rest` and
+  `level` are in the trie's records): `plain_body` int8 [PROOF_ROWS, 256], the cut's automaton
+  (`slices.CUT_AUTOMATON`: the plain body's 8 states, moving among themselves, then one state per
+  letter slice), the trie's `depth`, the subtree size under which no proof is searched for
+  (`SEARCH_MIN_NODES`), and a per-table proof buffer `proof` int16 [n_states, PROOF_ROWS]
+  (`new_proof`: zeros, every pair unknown; a cell holds 1 + what is proven, see
+  `proven_depths`; a DFA state's pairs side by side, so that a walk reading a state's
+  plain-body and letter pairs, and a search meeting its pairs, touch one cache line), which
+  the caller keeps across walks: what it holds is only true of the tables, automaton and
+  depth that filled it.
 
 Outputs: the mask (None when no token is inside) and the boundaries as (set index,
 int64 nodes) pairs, ascending by set index, each set's nodes ascending and unique; node
@@ -56,16 +62,20 @@ which the garbage collector does not track (a `bytearray` costs two tracked obje
 int64 dtype is part of the contract: a boundary group's key is its nodes' bytes, which
 must equal between walks, the shared classifications and the disk cache.
 
-Invariants: the walk visits nodes depth first in preorder, so with roots ascending and
-subtrees disjoint (a trie's first level, a group's nodes) outputs come out sorted;
-otherwise the kernel sorts them. The cut changes nothing in the result, only the nodes
-visited: it takes a node's whole subtree as inside when the plain-body automaton state
-`u` carried down the path (a refused byte restarts it at 0) has every path below the
-node in the plain body (`below[node] >> u & 1`) and the pair (u, DFA state) is proven
-live at least `rest[node]` bytes deep. Proofs are searched breadth-first over (u, state)
-pairs on demand, at most 8,192 pairs a search and 65,536 a walk, and memoised in `proof`
-(a pair's own search is final; other threads may write it concurrently, and every value
-any of them writes is sound). The walk runs without the GIL.
+Invariants: the walk visits nodes depth first in preorder (each root's subtree as one
+scan of its records, a node's parent being the last node met one level up), so with
+roots ascending and subtrees disjoint (a trie's first level, a group's nodes) outputs
+come out sorted; otherwise the kernel sorts them. The cut changes nothing in the result,
+only the nodes visited: it takes a node's whole subtree as inside when the plain-body
+automaton state `u` carried down the path (a refused byte restarts it at 0) has every
+path below the node in the plain body (`below[node] >> u & 1`) and the pair (u, DFA
+state) is proven live at least `rest[node]` bytes deep, or when the node's letter slice
+(`level`, the first of `slices.LETTER_SLICES` holding every byte below it) has its pair
+(that slice's state, DFA state) proven so; a node with nothing below it is taken as it
+is. Proofs are searched breadth-first over (u, state) pairs on demand, at most 8,192
+pairs a search and 65,536 a walk, and memoised in `proof` (a pair's own search is final;
+other threads may write it concurrently, and every value any of them writes is sound).
+The walk runs without the GIL.
 
 With `sparse_max`, a walk that finds at most that many tokens inside returns them as
 `tokens`, their int32 ids ascending, instead of a mask: a walk after a boundary finds a
@@ -127,8 +137,9 @@ from pda.kernels import _walk
 if TYPE_CHECKING:
     from pda.index.trie import TokenTrie
 
-# The plain-body automaton's states: the first dimension of a proof buffer.
-AUTOMATON_STATES = 8
+# The cut's automaton states (`pda.index.slices.CUT_AUTOMATON`: the plain body's 8, then the letter slices' 2): the
+# first dimension of a proof buffer.
+PROOF_ROWS = 10
 # The dtypes arrays are made and read in, passed to numpy as objects and by position: keyword
 # parsing and a dtype looked up from a type took `np.frombuffer` 0.56 us a call, positional 0.29 (numpy 2.4).
 _INT64 = np.dtype(np.int64)
@@ -142,18 +153,24 @@ class TrieArrays(NamedTuple):
     token_ids: np.ndarray
 
     @classmethod
-    def of(cls, trie: TokenTrie, cut: tuple[np.ndarray, np.ndarray] | None = None) -> "TrieArrays":
-        """The records of `trie`, with the plain-body cut's per-node (`below` uint8, `rest` int16) if given."""
+    def of(cls, trie: TokenTrie, cut: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> "TrieArrays":
+        """The records of `trie`, with the cut's per-node (`below` uint8, `rest` int16, letter `level` uint8) if
+        given (`pda.index.slices.PlainBody`)."""
         n = trie.n_nodes
-        nodes = np.zeros((n + 1, 3), dtype=np.int32)
+        if trie.max_depth >= MAX_TRIE_DEPTH:
+            raise ValueError(f"the vocabulary has a token of {trie.max_depth} bytes, over {MAX_TRIE_DEPTH - 1}")
+        nodes = np.zeros((n + 1, 4), dtype=np.int32)
         nodes[:n, 0] = trie.end
         nodes[n, 0] = n
         nodes[:, 1] = trie.token_ptr
         meta = np.asarray(trie.byte, dtype=np.int32)
+        deep = np.asarray(trie.depth, dtype=np.int32)
         if cut is not None:
-            below, rest = cut
+            below, rest, level = cut
             meta = meta | np.asarray(below, dtype=np.int32) << 8 | np.asarray(rest, dtype=np.int32) << 16
+            deep = deep | np.asarray(level, dtype=np.int32) << 24
         nodes[:n, 2] = meta
+        nodes[:n, 3] = deep
         return cls(nodes, np.ascontiguousarray(trie.token_ids, dtype=np.int64))
 
 
@@ -178,6 +195,9 @@ class PackedTableArrays(NamedTuple):
     row_bits: np.ndarray
     lazy: object = None  # the capsule of a shared product's lazy singles' filler (`pda.kernels.product.LazyRows`)
 
+
+# A node's depth takes the low 24 bits of its record's last word (its letter level the high 8).
+MAX_TRIE_DEPTH = 1 << 24
 
 # A pair is searched for only under a subtree of at least this many nodes (what is already
 # proven is used at any size): a search meets ~100-1,000 (u, state) pairs, more than walking a
@@ -226,15 +246,15 @@ def new_proof(n_states: int) -> np.ndarray:
     """An empty proof buffer for a DFA of `n_states` states (every pair unknown).
 
     Zeros: a large buffer's pages are then mapped only where walks write (a table of
-    8,000 states has a 128 KB buffer, of which a walk meets a few pairs).
+    8,000 states has a 160 KB buffer, of which a walk meets a few pairs).
     """
-    return np.zeros((AUTOMATON_STATES, n_states), dtype=np.int16)
+    return np.zeros((n_states, PROOF_ROWS), dtype=np.int16)
 
 
 def proven_depths(proof: np.ndarray) -> np.ndarray:
-    """What a proof buffer says per (u, state): -1 unknown, d >= 0 proven final d bytes deep,
-    v <= -2 proven -2 - v bytes deep so far (a search from the pair may prove more)."""
-    return proof.astype(np.int32) - 1
+    """What a proof buffer says per (u, state) (indexed so, [PROOF_ROWS, n_states]): -1 unknown, d >= 0 proven
+    final d bytes deep, v <= -2 proven -2 - v bytes deep so far (a search from the pair may prove more)."""
+    return (proof.astype(np.int32) - 1).T
 
 
 def walk(trie: TrieArrays | Opened, tables: TableArrays | PackedTableArrays | Opened, n_sets: int, roots: np.ndarray,
