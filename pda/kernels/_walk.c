@@ -1988,15 +1988,16 @@ static PyObject *new_group(IndexWalks *self, PyObject *terminals, PyObject *node
     return group;
 }
 
-/* Where instances of `type` hold their __slots__ entry `name` (a writable member holding any object); -1 with
- * TypeError set when it has none. */
+/* Where instances of `type` hold their entry `name` (a writable object member: a __slots__ entry of a Python
+ * class, or a field of the compose kernel's compiled Classification and BoundaryGroup); -1 with TypeError set
+ * when it has none. */
 static Py_ssize_t slot_offset(PyObject *type, PyObject *name)
 {
     PyObject *descr = PyObject_GetAttr(type, name);
     Py_ssize_t offset = -1;
     if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
         PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type == T_OBJECT_EX && !(member->flags & READONLY))
+        if ((member->type == T_OBJECT_EX || member->type == T_OBJECT) && !(member->flags & READONLY))
             offset = member->offset;
     }
     Py_XDECREF(descr);
