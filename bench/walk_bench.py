@@ -23,6 +23,9 @@ vocabulary trie walks (pda/kernels/_walk.c, `IndexWalks`), without the rest of t
    cold run: a lazy terminal's DFA rows are already filled (their filling is the lexer's
    cost, not the walk's), `tables_of` answers from the record, and the trie and tables are
    warm in memory after the first repeat (the per-repeat totals show the first apart).
+   With `--evict-kib N` an N KiB buffer is read through before each call (untimed): the caches
+   as other work between two walks leaves them (back-to-back calls keep the trie's records,
+   ~5 MB for Qwen2, and the tables in cache, which a server's first document does not).
    The garbage collector is off during a replay. The first repeat checks every result against the recorded one (inside tokens, groups'
    terminals and nodes): a kernel change that alters a result fails the bench.
 
@@ -166,9 +169,10 @@ def same_classification(a: Any, b: Any) -> bool:
             and all(g.terminals == h.terminals and np.array_equal(g.nodes, h.nodes) for g, h in zip(a.groups, b.groups)))
 
 
-def replay(calls: list, recorded: list[Recorded], check: bool) -> tuple[list[int], dict[str, tuple]]:
+def replay(calls: list, recorded: list[Recorded], check: bool, evict: Any = None) -> tuple[list[int], dict[str, tuple]]:
     """The recorded calls again, cold as in the run (see the module docstring): each call's ns, and per kind the
-    summed (walks, visited, cut, searched) the walks objects counted."""
+    summed (walks, visited, cut, searched) the walks objects counted. With `evict` (a numpy array), it is read
+    through before each call, untimed."""
     from pda.kernels._walk import IndexWalks  # the type itself: pda.kernels.walk's name is the recorder's
 
     for _, _, (tables, *_rest), _ in calls:
@@ -188,6 +192,8 @@ def replay(calls: list, recorded: list[Recorded], check: bool) -> tuple[list[int
     copies: dict[int, Any] = {}
     times = []
     for kind, rec, args, found in calls:
+        if evict is not None:
+            evict.sum()
         walks = fresh[id(rec)]
         if kind == "classify":
             start = now_ns()
@@ -222,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--schemas", type=int, default=36, help="JSONSchemaBench schemas, round-robin over categories")
     ap.add_argument("--repeats", type=int, default=5, help="replays of the recorded calls")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--evict-kib", type=int, default=0,
+                    help="read through a buffer this large before each call: the caches as other work leaves them")
     a = ap.parse_args(argv)
 
     cache_dir = tempfile.mkdtemp(prefix="pda-walk-bench-")
@@ -234,12 +242,17 @@ def main(argv: list[str] | None = None) -> int:
         ok, tokens = run_schemas(a.schemas)
         run_s = time.perf_counter() - started
         kinds = [kind for kind, *_ in calls]
+        evict = None
+        if a.evict_kib:
+            import numpy as np
+
+            evict = np.arange(a.evict_kib * 128, dtype=np.uint64)
         per_repeat, counts = [], {}
         for r in range(a.repeats):
             gc.collect()
             gc.disable()  # a collection lands on whichever call allocates next: not the walk's cost
             try:
-                times, counts = replay(calls, recorded, check=r == 0)
+                times, counts = replay(calls, recorded, check=r == 0, evict=evict)
             finally:
                 gc.enable()
             per_repeat.append(times)
@@ -250,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     best = [min(col) for col in zip(*per_repeat)]
     first = per_repeat[0]
     print(f"{machine_description()}; Qwen2 vocabulary; {a.schemas} schemas asked, {ok} replayed to EOS, "
-          f"{tokens:,} tokens; recording run {run_s:.1f} s; {a.repeats} replays")
+          f"{tokens:,} tokens; recording run {run_s:.1f} s; {a.repeats} replays"
+          + (f", {a.evict_kib:,} KiB read through before each call" if a.evict_kib else ""))
     print(f"walks counted by IndexWalks (one replay): {counts['walks']:,}, nodes visited {counts['visited']:,}, "
           f"subtrees cut {counts['cut']:,}, proof pairs searched {counts['searched']:,}")
     print()

@@ -357,6 +357,8 @@ typedef struct {
     const int32_t *first_records;
     Py_ssize_t n_first;
     const int32_t *root_records; /* first_records when this walk's roots are that level, else NULL */
+    /* an opened trie's byte of every node (NULL: not made): a root decided by its byte alone (see run) */
+    const uint8_t *node_bytes;
     /* outputs */
     uint32_t *mask;    /* the caller's words, where a dense walk ORs its inside tokens after the walk */
     Py_ssize_t mask_words;
@@ -365,6 +367,7 @@ typedef struct {
     int64_t n_inside;  /* the tokens those ranges hold */
     Vec out_nodes, out_states, in_nodes, in_states;
     int keep_states;
+    int unsorted; /* a root lay in the subtree of a root before it: the outputs are sorted after (see run) */
     Py_ssize_t visited, cut, searched;
     /* the first failure: a message and the index it is about (no GIL to raise with) */
     const char *error;
@@ -768,6 +771,30 @@ static int fill_mask(Walk *w, uint32_t *mask, int zeroed)
     return status;
 }
 
+/* A node found not live after `parent`'s state (the kinds of its own state `k`): a boundary of the parent's set when
+ * the lexeme may stop there and the parent's state ends one (kept with the parent's state instead under
+ * keep_states), else dead. 0, or -1 with the failure recorded. */
+static inline int reached_dead(Walk *w, const Level *parent, uint8_t k, int64_t node)
+{
+    if (!(parent->kind & (ENDS | BAD)))
+        return 0;
+    int32_t set = w->sets_of[parent->state];
+    if ((parent->kind & BAD) || set >= w->n_sets)
+        return fail(w, "a state's terminal set is outside the sets", parent->state);
+    if (!(k & STOPS))
+        return 0;
+    if (vec_reserve(&w->out_nodes, 1) < 0 || vec_reserve(&w->out_states, 1) < 0) {
+        w->no_memory = 1;
+        return -1;
+    }
+    if (w->keep_states)
+        ((int32_t *)w->out_nodes.data)[w->out_nodes.len++] = (int32_t)node;
+    else
+        ((int64_t *)w->out_nodes.data)[w->out_nodes.len++] = node;
+    ((int32_t *)w->out_states.data)[w->out_states.len++] = w->keep_states ? parent->state : set;
+    return 0;
+}
+
 /* The walk from `roots` (already checked to be nodes) at `root_state`; 0, or -1 with w->error or no_memory.
  *
  * Each root's subtree is scanned in preorder, [root, its end): a node's parent is the last node met one level up,
@@ -786,11 +813,11 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
     Py_ssize_t cap = LEVELS_INLINE;
     int status = -1;
     int16_t root_proven = -1;
-    const int32_t *rec = w->rec, *trans = w->trans, *byte_class = w->byte_class, *sets_of = w->sets_of;
+    const int32_t *rec = w->rec, *trans = w->trans, *byte_class = w->byte_class;
     const uint8_t *kinds = w->kinds;
     const int8_t *plain = w->plain;
     const int rows = w->rows;
-    const int64_t n_nodes = w->n_nodes, n_tokens = w->n_tokens, n_sets = w->n_sets;
+    const int64_t n_nodes = w->n_nodes, n_tokens = w->n_tokens;
     const Py_ssize_t n_classes = w->n_classes;
     const uint32_t n_states = (uint32_t)w->n_states;
     const int keep = w->keep_states;
@@ -807,8 +834,31 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
         root_proven = (int16_t)found;
     }
     levels[0] = (Level){trans + (Py_ssize_t)root_state * n_classes, root_state, root_proven, 0, kind_of(w, root_state)};
+    int64_t past = 0; /* past the subtrees of the roots walked so far */
     for (Py_ssize_t r = 0; r < n_roots; r++) {
         int64_t node = roots[r];
+        if (node < past) /* in a subtree walked already: what it gives may come twice and out of order */
+            w->unsorted = 1;
+        /* A root whose byte kills the lexeme is decided by that byte alone (the opened trie's node_bytes, one
+         * byte a node): its record is not read. Most roots of the walks after a boundary are (80% of the nodes
+         * those walks visit in a JSON Schema replay), and where the trie is not in cache each record is a miss. */
+        if (w->root_records == NULL && w->node_bytes != NULL) {
+            const uint8_t b = w->node_bytes[node];
+            int32_t next = levels[0].row[byte_class[b]];
+            if (next == UNFILLED && w->lazy != NULL && fill_lazy(w, levels[0].state, byte_class[b], &next) < 0)
+                goto done;
+            if ((uint32_t)next >= n_states) {
+                fail(w, "a transition leads outside the DFA's states", levels[0].state);
+                goto done;
+            }
+            const uint8_t k = kind_of(w, next);
+            if (!(k & LIVE)) {
+                visited++;
+                if (reached_dead(w, levels, k, node) < 0)
+                    goto done;
+                continue;
+            }
+        }
         /* The root's record from the opened trie's copy of the first level when the roots are that level: a
          * walk from the trie's root otherwise met 256 records spread over the trie, most of them dead ends. */
         const int32_t *root_at = w->root_records ? w->root_records + 2 * RECORD * r : rec + RECORD * node;
@@ -818,6 +868,8 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
             goto done;
         }
         const int64_t root = node, base = (int64_t)(root_at[3] & DEPTH_BITS) - 1; /* the root: depth 1 */
+        if (stop > past)
+            past = stop;
         Py_ssize_t top = 0; /* the deepest level written on the current path */
         while (node < stop) {
             const int32_t *at = root_at != NULL ? root_at : rec + RECORD * node;
@@ -846,22 +898,8 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                 k = learn(w, next);
             top = d - 1;
             if (!(k & LIVE)) {
-                if (parent->kind & (ENDS | BAD)) {
-                    int32_t set = sets_of[parent->state];
-                    if ((parent->kind & BAD) || set >= n_sets) {
-                        fail(w, "a state's terminal set is outside the sets", parent->state);
-                        goto done;
-                    }
-                    if (k & STOPS) {
-                        if (vec_reserve(&w->out_nodes, 1) < 0 || vec_reserve(&w->out_states, 1) < 0)
-                            goto out_of_memory;
-                        if (keep)
-                            ((int32_t *)w->out_nodes.data)[w->out_nodes.len++] = (int32_t)node;
-                        else
-                            ((int64_t *)w->out_nodes.data)[w->out_nodes.len++] = node;
-                        ((int32_t *)w->out_states.data)[w->out_states.len++] = keep ? parent->state : set;
-                    }
-                }
+                if (reached_dead(w, parent, k, node) < 0)
+                    goto done;
                 node = end;
                 continue;
             }
@@ -1092,6 +1130,7 @@ static void Opened_dealloc(Opened *self)
     free((void *)self->w.all_tokens);
     free((void *)self->w.first_nodes);
     free((void *)self->w.first_records);
+    free((void *)self->w.node_bytes);
     free(self->w.kinds);
     free(self->moves);
     release_all(&self->b);
@@ -1121,6 +1160,7 @@ static int trie_arg(Walk *w, Buffers *b, PyObject *arg)
         w->first_nodes = o->first_nodes;
         w->first_records = o->first_records;
         w->n_first = o->n_first;
+        w->node_bytes = o->node_bytes;
         return 0;
     }
     return open_trie(w, b, arg);
@@ -1211,6 +1251,20 @@ static int open_all_tokens(Walk *w)
     return 0;
 }
 
+/* An opened trie's byte of every node (`node_bytes`, for run: 333 KB for Qwen2). -1 when out of memory. */
+static int open_node_bytes(Walk *w)
+{
+    uint8_t *bytes = malloc((size_t)w->n_nodes + 1);
+    if (bytes == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t v = 0; v < w->n_nodes; v++)
+        bytes[v] = (uint8_t)w->rec[RECORD * v + 2];
+    w->node_bytes = bytes;
+    return 0;
+}
+
 /* An opened trie's first level (node 0's children) with their records, for walks from the trie's root
  * (`root_records`); none when a record of it is corrupt (walks then find it as they would). -1 when out of
  * memory. */
@@ -1265,7 +1319,8 @@ static PyObject *opened(PyObject *self, PyObject *arg)
     }
     if ((tables ? open_tables(&found->w, &found->b, arg) < 0 || make_kinds(&found->w) < 0
                 : open_trie(&found->w, &found->b, arg) < 0)
-        || (!tables && (open_all_tokens(&found->w) < 0 || open_first_level(&found->w) < 0))) {
+        || (!tables && (open_all_tokens(&found->w) < 0 || open_first_level(&found->w) < 0
+                        || open_node_bytes(&found->w) < 0))) {
         Py_DECREF(found);
         return NULL;
     }
@@ -1324,7 +1379,8 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
 }
 
 /* The roots: int64 nodes of the trie other than its root (int32 too, widened into `wide`, when it is given). Sets
- * *sorted when they are ascending with disjoint subtrees (then the walk's output is sorted and unique as it comes). */
+ * *sorted when they are ascending: then the walk's output is sorted and unique as it comes, unless a root lies in
+ * an earlier root's subtree (the walk finds that: `unsorted`). No record is read here (see run). */
 static const int64_t *open_roots(Walk *w, Buffers *b, PyObject *obj, Py_ssize_t *n_roots, int *sorted, Vec *wide)
 {
     Py_ssize_t s[1];
@@ -1352,15 +1408,8 @@ static const int64_t *open_roots(Walk *w, Buffers *b, PyObject *obj, Py_ssize_t 
             PyErr_Format(PyExc_ValueError, "root %lld is not a node of the trie below its root", (long long)roots[i]);
             return NULL;
         }
-        if (i > 0) {
-            int32_t stop = node_end(w, roots[i - 1]);
-            if (stop <= roots[i - 1] || stop > w->n_nodes) {
-                PyErr_Format(PyExc_ValueError, "node %lld's subtree end is outside the trie", (long long)roots[i - 1]);
-                return NULL;
-            }
-            if (roots[i] < stop)
-                *sorted = 0;
-        }
+        if (i > 0 && roots[i] <= roots[i - 1])
+            *sorted = 0;
     }
     return roots;
 }
@@ -1794,7 +1843,7 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         walk_error(&w);
         goto done;
     }
-    if (!(groups = boundary_groups(&w, sorted)))
+    if (!(groups = boundary_groups(&w, sorted && !w.unsorted)))
         goto done;
     PyObject *inside = w.sparse ? sparse_inside(&w, sparse_max) : PyBool_FromLong(w.n_inside > 0);
     if (inside == NULL)
@@ -1861,7 +1910,7 @@ static PyObject *walk_states(PyObject *self, PyObject *const *args, Py_ssize_t n
         goto done;
     Py_BEGIN_ALLOW_THREADS
     status = run(&w, roots, n_roots, root_state);
-    if (status == 0 && !sorted) {
+    if (status == 0 && !(sorted && !w.unsorted)) {
         Py_ssize_t most = w.in_nodes.len > w.out_nodes.len ? w.in_nodes.len : w.out_nodes.len;
         int64_t *scratch = malloc((size_t)(2 * most + 2) * sizeof(int64_t));
         if (scratch == NULL) {
@@ -2222,7 +2271,7 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
     self->visited += w.visited;
     self->cut += w.cut;
     self->searched += w.searched;
-    if ((groups = handed_groups(self, &w, tables, sorted, bytes)) == NULL)
+    if ((groups = handed_groups(self, &w, tables, sorted && !w.unsorted, bytes)) == NULL)
         goto done;
     if (!sparse) {
         if (w.n_inside == 0) {
