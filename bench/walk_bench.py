@@ -3,8 +3,8 @@
 What it measures: the kernel calls a server pays on a new schema's first document for the
 vocabulary trie walks (pda/kernels/_walk.c, `IndexWalks`), without the rest of the step:
 
-* `classify` — a walk from a lexer state (`TokenIndex._walk`): the trie's first level or a
-  node's children at some DFA state, with the plain-body cut, as a Classification;
+* `classify` — a walk from a lexer state (`TokenIndex._walk`): the trie's first level at
+  some DFA state, with the cut (plain body, letter slices), as a Classification;
 * `after_boundary` — a boundary group's suffix classification (called by
   `pda.kernels.compose` on a group's miss): the group's `after` memo was empty, so it is
   found in the index's suffix record or walked (sparse, no cut) and recorded.
@@ -18,25 +18,28 @@ vocabulary trie walks (pda/kernels/_walk.c, `IndexWalks`), without the rest of t
    and live set, and what `tables_of` answered per live set.
 2. **Replay** (`--repeats` times): the calls again in their order, each timed alone, on fresh
    `IndexWalks` objects (empty suffix records and table memos), fresh copies of the groups
-   (empty `after`), every plain-body proof buffer zeroed and every accept-row memo
+   (empty `after`), every proof buffer zeroed and every accept-row memo
    (`handed`) emptied, so each repeat starts where the cold run did. What differs from the
    cold run: a lazy terminal's DFA rows are already filled (their filling is the lexer's
    cost, not the walk's), `tables_of` answers from the record, and the trie and tables are
    warm in memory after the first repeat (the per-repeat totals show the first apart).
-   With `--evict-kib N` an N KiB buffer is read through before each call (untimed): the caches
-   as other work between two walks leaves them (back-to-back calls keep the trie's records,
-   ~5 MB for Qwen2, and the tables in cache, which a server's first document does not).
-   The garbage collector is off during a replay. The first repeat checks every result against the recorded one (inside tokens, groups'
-   terminals and nodes): a kernel change that alters a result fails the bench.
+   With `--evict-kib N` an N KiB buffer is read through before each call (untimed): the
+   caches as other work between two walks leaves them (back-to-back calls keep the trie's
+   records, 5.3 MB for Qwen2, and the tables in cache, which a server's first document
+   does not). The garbage collector is off during a replay. The first repeat checks every
+   result against the recorded one (inside tokens, groups' terminals and nodes): a kernel
+   change that alters a result fails the bench.
 
-Reported: calls, total and per-call time (mean, p50, p90, p99, max) per kind, each call's time the least
-over the repeats (the machine is shared: a repeat's total swings with other processes, a call's minimum much less), the nodes the
-walks visited (and subtrees cut, proof pairs searched), ns per node visited; the slowest calls'
-share; per repeat the total. A walk's time includes building its result objects (what
-`IndexWalks` returns), since that is part of what a miss costs.
+Reported: calls, total and per-call time (mean, p50, p90, p99, max) per kind, each call's
+time the least over the repeats (the machine is shared: a repeat's total swings with other
+processes, a call's minimum much less), the nodes the walks visited (and subtrees cut,
+proof pairs searched), ns per node visited; the slowest calls' share; per repeat the
+total. A walk's time includes building its result objects (what `IndexWalks` returns),
+since that is part of what a miss costs.
 
     python bench/walk_bench.py                       # 36 schemas, 5 repeats
     python bench/walk_bench.py --schemas 12 --repeats 3 --json walks.json
+    python bench/walk_bench.py --repeats 3 --evict-kib 4096
 
 Run one at a time on a shared machine: the numbers are wall-clock.
 """
