@@ -18,7 +18,8 @@ vocabulary trie walks (pda/kernels/_walk.c, `IndexWalks`), without the rest of t
    and live set, and what `tables_of` answered per live set.
 2. **Replay** (`--repeats` times): the calls again in their order, each timed alone, on fresh
    `IndexWalks` objects (empty suffix records and table memos), fresh copies of the groups
-   (empty `after`), every proof buffer zeroed and every accept-row memo
+   (empty `after`), the walk tables opened again (what opened tables keep, per-state flags and
+   search moves, made afresh), every proof buffer zeroed and every accept-row memo
    (`handed`) emptied, so each repeat starts where the cold run did. What differs from the
    cold run: a lazy terminal's DFA rows are already filled (their filling is the lexer's
    cost, not the walk's), `tables_of` answers from the record, and the trie and tables are
@@ -172,11 +173,33 @@ def same_classification(a: Any, b: Any) -> bool:
             and all(g.terminals == h.terminals and np.array_equal(g.nodes, h.nodes) for g, h in zip(a.groups, b.groups)))
 
 
-def replay(calls: list, recorded: list[Recorded], check: bool, evict: Any = None) -> tuple[list[int], dict[str, tuple]]:
+def table_arrays() -> dict[int, Any]:
+    """Every live index's walk tables' arrays by their opened tables' id (`_WalkTables.kernel_tables`), to open them
+    again for a replay."""
+    from pda.index.token_index import _WalkTables
+
+    return {id(t.kernel_tables): t.arrays for t in gc.get_objects() if isinstance(t, _WalkTables)}
+
+
+def replay(calls: list, recorded: list[Recorded], arrays: dict[int, Any], check: bool,
+           evict: Any = None) -> tuple[list[int], dict[str, tuple]]:
     """The recorded calls again, cold as in the run (see the module docstring): each call's ns, and per kind the
-    summed (walks, visited, cut, searched) the walks objects counted. With `evict` (a numpy array), it is read
-    through before each call, untimed."""
+    summed (walks, visited, cut, searched) the walks objects counted. The tables are opened again from their
+    `arrays` (`table_arrays`), so that what opened tables keep is made afresh. With `evict` (a numpy array), it
+    is read through before each call, untimed."""
     from pda.kernels._walk import IndexWalks  # the type itself: pda.kernels.walk's name is the recorder's
+    from pda.kernels.walk import opened
+
+    reopened: dict[int, Any] = {}
+
+    def again(tables: Any) -> Any:
+        """The tables' tuple with its opened tables opened again (once per replay)."""
+        if tables is None:
+            return None
+        found = reopened.get(id(tables[0]))
+        if found is None:
+            found = reopened[id(tables[0])] = opened(arrays[id(tables[0])])
+        return (found, *tables[1:])
 
     for _, _, (tables, *_rest), _ in calls:
         if isinstance(tables, tuple) and isinstance(tables[5], dict):
@@ -191,7 +214,10 @@ def replay(calls: list, recorded: list[Recorded], check: bool, evict: Any = None
     fresh: dict[int, Any] = {}
     for rec in recorded:
         trie, words, most, _, _, best, classify, types = rec.args
-        fresh[id(rec)] = IndexWalks(trie, words, most, {}, rec.tables.__getitem__, best, classify, types)
+        answers = {live: again(tables) for live, tables in rec.tables.items()}
+        fresh[id(rec)] = IndexWalks(trie, words, most, {}, answers.__getitem__, best, classify, types)
+    calls = [(kind, rec, (again(args[0]), *args[1:]) if kind == "classify" else args, found)
+             for kind, rec, args, found in calls]
     copies: dict[int, Any] = {}
     times = []
     for kind, rec, args, found in calls:
@@ -250,12 +276,13 @@ def main(argv: list[str] | None = None) -> int:
             import numpy as np
 
             evict = np.arange(a.evict_kib * 128, dtype=np.uint64)
+        arrays = table_arrays()
         per_repeat, counts = [], {}
         for r in range(a.repeats):
             gc.collect()
             gc.disable()  # a collection lands on whichever call allocates next: not the walk's cost
             try:
-                times, counts = replay(calls, recorded, check=r == 0, evict=evict)
+                times, counts = replay(calls, recorded, arrays, check=r == 0, evict=evict)
             finally:
                 gc.enable()
             per_repeat.append(times)
