@@ -58,9 +58,10 @@
  *
  * Every index read from an array is checked before use (shapes up front, values as
  * the walk reads them): a corrupt table raises ValueError, never reads out of bounds.
- * Every record's end is above its node, which the walk checks, so child and sibling ids
- * only grow and it ends whatever the arrays hold. The walk itself runs without the GIL: buffers
- * are acquired before, result objects built after.
+ * Every record's end is above its node and within its root's subtree, and its depth at most one
+ * below the deepest level written on its path, which the walk checks, so node ids only grow, no
+ * level is read that the walk did not write, and it ends whatever the arrays hold. The walk itself
+ * runs without the GIL: buffers are acquired before, result objects built after.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1114,7 +1115,9 @@ shape:
 /* An opened trie or walk tables (`opened`): the arrays acquired and checked once, for the walks that pass it
  * where the tuple would go. Acquiring a numpy array's buffer costs ~70 ns and the tables' checks a pass
  * over the byte classes: paid once per table here, rather than on every walk (a walk after a boundary
- * visits p50 41 nodes in ~2 us). The buffers are held until the object goes; nothing in it changes. */
+ * visits p50 41 nodes in ~2 us). The buffers are held until the object goes, and the arrays are only read. What
+ * walks work out about opened tables is kept with them for the walks after: each state's kinds (see Kinds) and a
+ * search's moves (see Moves); an opened trie keeps every node's byte, every token's bit and its first level. */
 typedef struct {
     PyObject_HEAD
     int tables; /* 1: walk tables (open_tables's fields of `w`), 0: a trie (open_trie's) */
