@@ -3,8 +3,8 @@
 What it measures: the kernel calls a server pays on a new schema's first document for the
 vocabulary trie walks (pda/kernels/_walk.c, `IndexWalks`), without the rest of the step:
 
-* `classify` — a walk from a lexer state (`TokenIndex._walk`): the trie's first level or a
-  node's children at some DFA state, with the plain-body cut, as a Classification;
+* `classify` — a walk from a lexer state (`TokenIndex._walk`): the trie's first level at
+  some DFA state, with the cut (plain body, letter slices), as a Classification;
 * `after_boundary` — a boundary group's suffix classification (called by
   `pda.kernels.compose` on a group's miss): the group's `after` memo was empty, so it is
   found in the index's suffix record or walked (sparse, no cut) and recorded.
@@ -18,22 +18,29 @@ vocabulary trie walks (pda/kernels/_walk.c, `IndexWalks`), without the rest of t
    and live set, and what `tables_of` answered per live set.
 2. **Replay** (`--repeats` times): the calls again in their order, each timed alone, on fresh
    `IndexWalks` objects (empty suffix records and table memos), fresh copies of the groups
-   (empty `after`), every plain-body proof buffer zeroed and every accept-row memo
+   (empty `after`), the walk tables opened again (what opened tables keep, per-state flags and
+   search moves, made afresh), every proof buffer zeroed and every accept-row memo
    (`handed`) emptied, so each repeat starts where the cold run did. What differs from the
    cold run: a lazy terminal's DFA rows are already filled (their filling is the lexer's
    cost, not the walk's), `tables_of` answers from the record, and the trie and tables are
    warm in memory after the first repeat (the per-repeat totals show the first apart).
-   The garbage collector is off during a replay. The first repeat checks every result against the recorded one (inside tokens, groups'
-   terminals and nodes): a kernel change that alters a result fails the bench.
+   With `--evict-kib N` an N KiB buffer is read through before each call (untimed): the
+   caches as other work between two walks leaves them (back-to-back calls keep the trie's
+   records, 5.3 MB for Qwen2, and the tables in cache, which a server's first document
+   does not). The garbage collector is off during a replay. The first repeat checks every
+   result against the recorded one (inside tokens, groups' terminals and nodes): a kernel
+   change that alters a result fails the bench.
 
-Reported: calls, total and per-call time (mean, p50, p90, p99, max) per kind, each call's time the least
-over the repeats (the machine is shared: a repeat's total swings with other processes, a call's minimum much less), the nodes the
-walks visited (and subtrees cut, proof pairs searched), ns per node visited; the slowest calls'
-share; per repeat the total. A walk's time includes building its result objects (what
-`IndexWalks` returns), since that is part of what a miss costs.
+Reported: calls, total and per-call time (mean, p50, p90, p99, max) per kind, each call's
+time the least over the repeats (the machine is shared: a repeat's total swings with other
+processes, a call's minimum much less), the nodes the walks visited (and subtrees cut,
+proof pairs searched), ns per node visited; the slowest calls' share; per repeat the
+total. A walk's time includes building its result objects (what `IndexWalks` returns),
+since that is part of what a miss costs.
 
     python bench/walk_bench.py                       # 36 schemas, 5 repeats
     python bench/walk_bench.py --schemas 12 --repeats 3 --json walks.json
+    python bench/walk_bench.py --repeats 3 --evict-kib 4096
 
 Run one at a time on a shared machine: the numbers are wall-clock.
 """
@@ -166,10 +173,33 @@ def same_classification(a: Any, b: Any) -> bool:
             and all(g.terminals == h.terminals and np.array_equal(g.nodes, h.nodes) for g, h in zip(a.groups, b.groups)))
 
 
-def replay(calls: list, recorded: list[Recorded], check: bool) -> tuple[list[int], dict[str, tuple]]:
+def table_arrays() -> dict[int, Any]:
+    """Every live index's walk tables' arrays by their opened tables' id (`_WalkTables.kernel_tables`), to open them
+    again for a replay."""
+    from pda.index.token_index import _WalkTables
+
+    return {id(t.kernel_tables): t.arrays for t in gc.get_objects() if isinstance(t, _WalkTables)}
+
+
+def replay(calls: list, recorded: list[Recorded], arrays: dict[int, Any], check: bool,
+           evict: Any = None) -> tuple[list[int], dict[str, tuple]]:
     """The recorded calls again, cold as in the run (see the module docstring): each call's ns, and per kind the
-    summed (walks, visited, cut, searched) the walks objects counted."""
+    summed (walks, visited, cut, searched) the walks objects counted. The tables are opened again from their
+    `arrays` (`table_arrays`), so that what opened tables keep is made afresh. With `evict` (a numpy array), it
+    is read through before each call, untimed."""
     from pda.kernels._walk import IndexWalks  # the type itself: pda.kernels.walk's name is the recorder's
+    from pda.kernels.walk import opened
+
+    reopened: dict[int, Any] = {}
+
+    def again(tables: Any) -> Any:
+        """The tables' tuple with its opened tables opened again (once per replay)."""
+        if tables is None:
+            return None
+        found = reopened.get(id(tables[0]))
+        if found is None:
+            found = reopened[id(tables[0])] = opened(arrays[id(tables[0])])
+        return (found, *tables[1:])
 
     for _, _, (tables, *_rest), _ in calls:
         if isinstance(tables, tuple) and isinstance(tables[5], dict):
@@ -184,10 +214,15 @@ def replay(calls: list, recorded: list[Recorded], check: bool) -> tuple[list[int
     fresh: dict[int, Any] = {}
     for rec in recorded:
         trie, words, most, _, _, best, classify, types = rec.args
-        fresh[id(rec)] = IndexWalks(trie, words, most, {}, rec.tables.__getitem__, best, classify, types)
+        answers = {live: again(tables) for live, tables in rec.tables.items()}
+        fresh[id(rec)] = IndexWalks(trie, words, most, {}, answers.__getitem__, best, classify, types)
+    calls = [(kind, rec, (again(args[0]), *args[1:]) if kind == "classify" else args, found)
+             for kind, rec, args, found in calls]
     copies: dict[int, Any] = {}
     times = []
     for kind, rec, args, found in calls:
+        if evict is not None:
+            evict.sum()
         walks = fresh[id(rec)]
         if kind == "classify":
             start = now_ns()
@@ -222,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--schemas", type=int, default=36, help="JSONSchemaBench schemas, round-robin over categories")
     ap.add_argument("--repeats", type=int, default=5, help="replays of the recorded calls")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--evict-kib", type=int, default=0,
+                    help="read through a buffer this large before each call: the caches as other work leaves them")
     a = ap.parse_args(argv)
 
     cache_dir = tempfile.mkdtemp(prefix="pda-walk-bench-")
@@ -234,12 +271,18 @@ def main(argv: list[str] | None = None) -> int:
         ok, tokens = run_schemas(a.schemas)
         run_s = time.perf_counter() - started
         kinds = [kind for kind, *_ in calls]
+        evict = None
+        if a.evict_kib:
+            import numpy as np
+
+            evict = np.arange(a.evict_kib * 128, dtype=np.uint64)
+        arrays = table_arrays()
         per_repeat, counts = [], {}
         for r in range(a.repeats):
             gc.collect()
             gc.disable()  # a collection lands on whichever call allocates next: not the walk's cost
             try:
-                times, counts = replay(calls, recorded, check=r == 0)
+                times, counts = replay(calls, recorded, arrays, check=r == 0, evict=evict)
             finally:
                 gc.enable()
             per_repeat.append(times)
@@ -250,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     best = [min(col) for col in zip(*per_repeat)]
     first = per_repeat[0]
     print(f"{machine_description()}; Qwen2 vocabulary; {a.schemas} schemas asked, {ok} replayed to EOS, "
-          f"{tokens:,} tokens; recording run {run_s:.1f} s; {a.repeats} replays")
+          f"{tokens:,} tokens; recording run {run_s:.1f} s; {a.repeats} replays"
+          + (f", {a.evict_kib:,} KiB read through before each call" if a.evict_kib else ""))
     print(f"walks counted by IndexWalks (one replay): {counts['walks']:,}, nodes visited {counts['visited']:,}, "
           f"subtrees cut {counts['cut']:,}, proof pairs searched {counts['searched']:,}")
     print()

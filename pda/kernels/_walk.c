@@ -58,9 +58,10 @@
  *
  * Every index read from an array is checked before use (shapes up front, values as
  * the walk reads them): a corrupt table raises ValueError, never reads out of bounds.
- * Every record's end is above its node, which the walk checks, so child and sibling ids
- * only grow and it ends whatever the arrays hold. The walk itself runs without the GIL: buffers
- * are acquired before, result objects built after.
+ * Every record's end is above its node and within its root's subtree, and its depth at most one
+ * below the deepest level written on its path, which the walk checks, so node ids only grow, no
+ * level is read that the walk did not write, and it ends whatever the arrays hold. The walk itself
+ * runs without the GIL: buffers are acquired before, result objects built after.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -254,10 +255,10 @@ typedef struct Scratch {
  * search's walk ~5 us: 40% of all search time in a JSON Schema replay). */
 typedef struct {
     int rows;
-    int8_t plain[CUT_ROWS_MAX * 256];
-    int8_t move_u[CUT_ROWS_MAX][256];
-    int32_t move_c[CUT_ROWS_MAX][256];
-    int n_moves[CUT_ROWS_MAX];
+    int32_t first[CUT_ROWS_MAX + 1]; /* state u's moves: [first[u], first[u + 1]) of move_c and move_u */
+    int32_t *move_c;
+    int8_t *move_u;
+    int8_t plain[];                  /* rows * 256 bytes, then the moves (one allocation, ~3-6 KB) */
 } Moves;
 
 /* At most this many scratches wait in the pool (one per thread walking at once suffices). */
@@ -332,9 +333,10 @@ typedef struct {
     const uint64_t *live_bits, *candidates, *row_bits;
     const int32_t *accept_row;
     Py_ssize_t words, n_rows;
-    uint8_t *kinds;
+    uint8_t **kind_pages; /* see Kinds */
+    Py_ssize_t n_kind_pages;
     const int32_t *sets_of;
-    int own_kinds; /* `kinds` was made for this call (tables passed as a tuple): freed with the walk */
+    int own_kinds; /* the kinds were made for this call (tables passed as a tuple): freed with the walk */
     /* the cut: NULL `plain` when off; its automaton's states (rows of `plain` and `proof`) */
     const int8_t *plain;
     int rows;
@@ -357,6 +359,8 @@ typedef struct {
     const int32_t *first_records;
     Py_ssize_t n_first;
     const int32_t *root_records; /* first_records when this walk's roots are that level, else NULL */
+    /* an opened trie's byte of every node (NULL: not made): a root decided by its byte alone (see run) */
+    const uint8_t *node_bytes;
     /* outputs */
     uint32_t *mask;    /* the caller's words, where a dense walk ORs its inside tokens after the walk */
     Py_ssize_t mask_words;
@@ -365,6 +369,7 @@ typedef struct {
     int64_t n_inside;  /* the tokens those ranges hold */
     Vec out_nodes, out_states, in_nodes, in_states;
     int keep_states;
+    int unsorted; /* a root lay in the subtree of a root before it: the outputs are sorted after (see run) */
     Py_ssize_t visited, cut, searched;
     /* the first failure: a message and the index it is about (no GIL to raise with) */
     const char *error;
@@ -400,27 +405,69 @@ static inline int meets_candidates(const Walk *w, const uint64_t *row)
     return any != 0;
 }
 
-/* Kinds: a state's flags as one byte, `kinds[s]`, all the walk reads of a state but its set index:
- * KNOWN once worked out; LIVE; STOPS (where a lexeme cannot grow into s, may it end before it?); ENDS (a lexeme
- * ending in s is handed as set sets_of[s], checked against n_sets where read); BAD (its set index can be no set's,
- * an error where read). Flag tables' kinds are made when they are opened (every state KNOWN). Packed tables' are
- * worked out on a state's first visit (learn) and kept with the opened tables for every later walk (a walk used to
- * calloc and fill its own, n_states bytes, on every call): live = any(live_bits[s] & candidates), stops = not live,
- * ends where s's accept row meets the candidates, bad where that row is outside row_bits. A state's flags never
- * change once it can be reached (a lazy single's row is written before its id), so threads that work one out at
- * once store the same byte. */
-enum { KNOWN = 1, LIVE = 2, STOPS = 4, ENDS = 8, BAD = 16 };
-
-static inline uint8_t kind_load(const uint8_t *cell)
+/* A pointer some thread makes once and every thread then reads: `published` loads it (NULL: not made yet),
+ * `publish` keeps `fresh` there unless another thread's came first, and returns the one kept (the loser frees its
+ * own). Without the GNU atomics the pool's lock orders them. */
+static inline void *published(void *const *slot)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    return __atomic_load_n(cell, __ATOMIC_RELAXED);
+    return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 #else
-    return *(volatile const uint8_t *)cell;
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    void *found = *slot;
+    PyThread_release_lock(pool_lock);
+    return found;
 #endif
 }
 
-/* A packed state's flags, worked out and stored. */
+static void *publish(void **slot, void *fresh)
+{
+    void *first = NULL;
+#if defined(__GNUC__) || defined(__clang__)
+    if (__atomic_compare_exchange_n(slot, &first, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return fresh;
+#else
+    PyThread_acquire_lock(pool_lock, WAIT_LOCK);
+    first = *slot;
+    if (first == NULL)
+        *slot = fresh;
+    PyThread_release_lock(pool_lock);
+    if (first == NULL)
+        return fresh;
+#endif
+    return first;
+}
+
+/* Kinds: a state's flags as one byte, all the walk reads of a state but its set index: KNOWN once worked out;
+ * LIVE; STOPS (where a lexeme cannot grow into s, may it end before it?); ENDS (a lexeme ending in s is handed as
+ * set sets_of[s], checked against n_sets where read); BAD (its set index can be no set's, an error where read).
+ * Flag tables' kinds are made when they are opened (every state KNOWN). Packed tables' are worked out on a state's
+ * first visit (learn) and kept with the opened tables for every later walk (a walk used to calloc and fill its
+ * own, n_states bytes, on every call): live = any(live_bits[s] & candidates), stops = not live, ends where s's
+ * accept row meets the candidates, bad where that row is outside row_bits. They are kept in pages of KIND_PAGE
+ * states, each made when a state in it is first worked out: an opened table costs what its walks met (a JSON
+ * Schema's shared product has ~80k rows and opens a view of them per candidate set, hundreds a schema). A state's
+ * flags never change once it can be reached (a lazy single's row is written before its id), so threads that work
+ * one out at once store the same byte. */
+enum { KNOWN = 1, LIVE = 2, STOPS = 4, ENDS = 8, BAD = 16 };
+#define KIND_PAGE_BITS 10
+#define KIND_PAGE (1 << KIND_PAGE_BITS)
+
+/* State s's kinds as known so far (0: not worked out). */
+static inline uint8_t kind_load(uint8_t *const *pages, int32_t s)
+{
+    const uint8_t *page = published((void *const *)&pages[s >> KIND_PAGE_BITS]);
+    if (page == NULL)
+        return 0;
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_load_n(&page[s & (KIND_PAGE - 1)], __ATOMIC_RELAXED);
+#else
+    return *(volatile const uint8_t *)&page[s & (KIND_PAGE - 1)];
+#endif
+}
+
+/* A packed state's flags, worked out and stored (its page made first if need be); 0 when out of memory (the
+ * failure recorded). */
 static NOINLINE uint8_t learn(Walk *w, int32_t s)
 {
     uint8_t k = KNOWN | (meets_candidates(w, w->live_bits + (Py_ssize_t)s * w->words) ? LIVE : STOPS);
@@ -429,18 +476,37 @@ static NOINLINE uint8_t learn(Walk *w, int32_t s)
         k |= BAD;
     else if (row >= 0 && meets_candidates(w, w->row_bits + (Py_ssize_t)row * w->words))
         k |= ENDS;
+    uint8_t **slot = &w->kind_pages[s >> KIND_PAGE_BITS];
+    uint8_t *page = published((void *const *)slot);
+    if (page == NULL) {
+        uint8_t *fresh = calloc(KIND_PAGE, 1);
+        if (fresh == NULL) {
+            w->no_memory = 1;
+            return 0;
+        }
+        if ((page = publish((void **)slot, fresh)) != fresh)
+            free(fresh);
+    }
 #if defined(__GNUC__) || defined(__clang__)
-    __atomic_store_n(&w->kinds[s], k, __ATOMIC_RELAXED);
+    __atomic_store_n(&page[s & (KIND_PAGE - 1)], k, __ATOMIC_RELAXED);
 #else
-    *(volatile uint8_t *)&w->kinds[s] = k;
+    *(volatile uint8_t *)&page[s & (KIND_PAGE - 1)] = k;
 #endif
     return k;
 }
 
 static inline uint8_t kind_of(Walk *w, int32_t s)
 {
-    uint8_t k = kind_load(&w->kinds[s]);
+    uint8_t k = kind_load(w->kind_pages, s);
     return k & KNOWN ? k : learn(w, s);
+}
+
+/* Free kinds made by make_kinds (and the pages walks made since). */
+static void free_kinds(uint8_t **pages, Py_ssize_t n_pages)
+{
+    for (Py_ssize_t p = 0; pages != NULL && p < n_pages; p++)
+        free(pages[p]);
+    free(pages);
 }
 
 /* Proof values, memoised per (u, state) in `proof` with relaxed atomics: another thread may
@@ -508,41 +574,57 @@ static inline int next_state(Walk *w, int32_t state, int32_t cls, int32_t *out)
  * its first), or this call's own. 0, or -1 with the failure recorded. */
 static int prepare_moves(Walk *w)
 {
-    Moves *found = w->moves_slot == NULL ? NULL : __atomic_load_n(w->moves_slot, __ATOMIC_ACQUIRE);
+    Moves *found = w->moves_slot == NULL ? NULL : published((void *const *)w->moves_slot);
     if (found == NULL) {
+        const Py_ssize_t cells = (Py_ssize_t)w->rows * 256;
         uint8_t *seen = calloc((size_t)w->n_classes * CUT_ROWS_MAX, 1); /* seen[c * 16 + v] == u + 1: met for u */
-        if ((found = malloc(sizeof(Moves))) == NULL || seen == NULL) {
-            free(seen);
-            free(found);
+        int32_t *move_c = malloc((size_t)cells * sizeof(int32_t));
+        int8_t *move_u = malloc((size_t)cells);
+        int32_t first[CUT_ROWS_MAX + 1], n = 0;
+        if (seen != NULL && move_c != NULL && move_u != NULL) {
+            for (int u = 0; u < w->rows; u++) {
+                first[u] = n;
+                for (int b = 0; b < 256; b++) {
+                    int v = w->plain[u * 256 + b];
+                    if (v < 0)
+                        continue;
+                    int32_t c = w->byte_class[b];
+                    uint8_t *mark = &seen[(Py_ssize_t)c * CUT_ROWS_MAX + v];
+                    if (*mark == u + 1)
+                        continue;
+                    *mark = (uint8_t)(u + 1);
+                    move_u[n] = (int8_t)v;
+                    move_c[n] = c;
+                    n++;
+                }
+            }
+            first[w->rows] = n;
+            /* the block: the header, the automaton, the classes (aligned), the next states */
+            size_t at_c = (sizeof(Moves) + (size_t)cells + 3) & ~(size_t)3;
+            if ((found = malloc(at_c + (size_t)n * (sizeof(int32_t) + 1))) != NULL) {
+                found->rows = w->rows;
+                memcpy(found->first, first, sizeof first);
+                found->move_c = (int32_t *)((char *)found + at_c);
+                found->move_u = (int8_t *)(found->move_c + n);
+                memcpy(found->plain, w->plain, (size_t)cells);
+                memcpy(found->move_c, move_c, (size_t)n * sizeof(int32_t));
+                memcpy(found->move_u, move_u, (size_t)n);
+            }
+        }
+        free(seen);
+        free(move_c);
+        free(move_u);
+        if (found == NULL) {
             w->no_memory = 1;
             return -1;
         }
-        found->rows = w->rows;
-        memcpy(found->plain, w->plain, (size_t)w->rows * 256);
-        for (int u = 0; u < w->rows; u++) {
-            int n = 0;
-            for (int b = 0; b < 256; b++) {
-                int v = w->plain[u * 256 + b];
-                if (v < 0)
-                    continue;
-                int32_t c = w->byte_class[b];
-                uint8_t *mark = &seen[(Py_ssize_t)c * CUT_ROWS_MAX + v];
-                if (*mark == u + 1)
-                    continue;
-                *mark = (uint8_t)(u + 1);
-                found->move_u[u][n] = (int8_t)v;
-                found->move_c[u][n] = c;
-                n++;
-            }
-            found->n_moves[u] = n;
-        }
-        free(seen);
-        Moves *first = NULL;
-        if (w->moves_slot == NULL)
+        if (w->moves_slot == NULL) {
             w->own_moves = 1;
-        else if (!__atomic_compare_exchange_n(w->moves_slot, &first, found, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            free(found);
-            found = first;
+        } else {
+            Moves *kept = publish((void **)w->moves_slot, found);
+            if (kept != found)
+                free(found);
+            found = kept;
         }
     }
     w->moves = found;
@@ -620,15 +702,18 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
         for (Py_ssize_t i = start; i < stop && proven < 0; i++) {
             int v = (int)(queue[i] % rows);
             int32_t t = (int32_t)(queue[i] / rows);
-            for (int m = 0; m < moves->n_moves[v]; m++) {
+            for (int32_t m = moves->first[v]; m < moves->first[v + 1]; m++) {
                 int32_t t2;
-                if (next_state(w, t, moves->move_c[v][m], &t2) < 0)
+                if (next_state(w, t, moves->move_c[m], &t2) < 0)
                     return -2;
-                if (!(kind_of(w, t2) & LIVE)) {
+                const uint8_t k = kind_of(w, t2);
+                if (k == 0) /* out of memory */
+                    return -2;
+                if (!(k & LIVE)) {
                     proven = level; /* a path of level + 1 bytes kills it */
                     break;
                 }
-                int32_t code = (int32_t)(t2 * rows + moves->move_u[v][m]);
+                int32_t code = (int32_t)(t2 * rows + moves->move_u[m]);
                 if (meet(sc, code, mask)) {
                     if (len == MAX_PAIRS) {
                         proven = level; /* every path of `level` bytes was seen live */
@@ -768,6 +853,30 @@ static int fill_mask(Walk *w, uint32_t *mask, int zeroed)
     return status;
 }
 
+/* A node found not live after `parent`'s state (the kinds of its own state `k`): a boundary of the parent's set when
+ * the lexeme may stop there and the parent's state ends one (kept with the parent's state instead under
+ * keep_states), else dead. 0, or -1 with the failure recorded. */
+static inline int reached_dead(Walk *w, const Level *parent, uint8_t k, int64_t node)
+{
+    if (!(parent->kind & (ENDS | BAD)))
+        return 0;
+    int32_t set = w->sets_of[parent->state];
+    if ((parent->kind & BAD) || set >= w->n_sets)
+        return fail(w, "a state's terminal set is outside the sets", parent->state);
+    if (!(k & STOPS))
+        return 0;
+    if (vec_reserve(&w->out_nodes, 1) < 0 || vec_reserve(&w->out_states, 1) < 0) {
+        w->no_memory = 1;
+        return -1;
+    }
+    if (w->keep_states)
+        ((int32_t *)w->out_nodes.data)[w->out_nodes.len++] = (int32_t)node;
+    else
+        ((int64_t *)w->out_nodes.data)[w->out_nodes.len++] = node;
+    ((int32_t *)w->out_states.data)[w->out_states.len++] = w->keep_states ? parent->state : set;
+    return 0;
+}
+
 /* The walk from `roots` (already checked to be nodes) at `root_state`; 0, or -1 with w->error or no_memory.
  *
  * Each root's subtree is scanned in preorder, [root, its end): a node's parent is the last node met one level up,
@@ -786,11 +895,11 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
     Py_ssize_t cap = LEVELS_INLINE;
     int status = -1;
     int16_t root_proven = -1;
-    const int32_t *rec = w->rec, *trans = w->trans, *byte_class = w->byte_class, *sets_of = w->sets_of;
-    const uint8_t *kinds = w->kinds;
+    const int32_t *rec = w->rec, *trans = w->trans, *byte_class = w->byte_class;
+    uint8_t *const *kind_pages = w->kind_pages;
     const int8_t *plain = w->plain;
     const int rows = w->rows;
-    const int64_t n_nodes = w->n_nodes, n_tokens = w->n_tokens, n_sets = w->n_sets;
+    const int64_t n_nodes = w->n_nodes, n_tokens = w->n_tokens;
     const Py_ssize_t n_classes = w->n_classes;
     const uint32_t n_states = (uint32_t)w->n_states;
     const int keep = w->keep_states;
@@ -806,9 +915,37 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
             goto done;
         root_proven = (int16_t)found;
     }
-    levels[0] = (Level){trans + (Py_ssize_t)root_state * n_classes, root_state, root_proven, 0, kind_of(w, root_state)};
+    const uint8_t root_kind = kind_of(w, root_state);
+    if (root_kind == 0)
+        goto done;
+    levels[0] = (Level){trans + (Py_ssize_t)root_state * n_classes, root_state, root_proven, 0, root_kind};
+    int64_t past = 0; /* past the subtrees of the roots walked so far */
     for (Py_ssize_t r = 0; r < n_roots; r++) {
         int64_t node = roots[r];
+        if (node < past) /* in a subtree walked already: what it gives may come twice and out of order */
+            w->unsorted = 1;
+        /* A root whose byte kills the lexeme is decided by that byte alone (the opened trie's node_bytes, one
+         * byte a node): its record is not read. Most roots of the walks after a boundary are (80% of the nodes
+         * those walks visit in a JSON Schema replay), and where the trie is not in cache each record is a miss. */
+        if (w->root_records == NULL && w->node_bytes != NULL) {
+            const uint8_t b = w->node_bytes[node];
+            int32_t next = levels[0].row[byte_class[b]];
+            if (next == UNFILLED && w->lazy != NULL && fill_lazy(w, levels[0].state, byte_class[b], &next) < 0)
+                goto done;
+            if ((uint32_t)next >= n_states) {
+                fail(w, "a transition leads outside the DFA's states", levels[0].state);
+                goto done;
+            }
+            const uint8_t k = kind_of(w, next);
+            if (k == 0)
+                goto done;
+            if (!(k & LIVE)) {
+                visited++;
+                if (reached_dead(w, levels, k, node) < 0)
+                    goto done;
+                continue;
+            }
+        }
         /* The root's record from the opened trie's copy of the first level when the roots are that level: a
          * walk from the trie's root otherwise met 256 records spread over the trie, most of them dead ends. */
         const int32_t *root_at = w->root_records ? w->root_records + 2 * RECORD * r : rec + RECORD * node;
@@ -818,6 +955,8 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
             goto done;
         }
         const int64_t root = node, base = (int64_t)(root_at[3] & DEPTH_BITS) - 1; /* the root: depth 1 */
+        if (stop > past)
+            past = stop;
         Py_ssize_t top = 0; /* the deepest level written on the current path */
         while (node < stop) {
             const int32_t *at = root_at != NULL ? root_at : rec + RECORD * node;
@@ -841,27 +980,13 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                     goto done;
                 }
             }
-            uint8_t k = kind_load(&kinds[next]);
-            if (!(k & KNOWN))
-                k = learn(w, next);
+            uint8_t k = kind_load(kind_pages, next);
+            if (!(k & KNOWN) && (k = learn(w, next)) == 0)
+                goto done;
             top = d - 1;
             if (!(k & LIVE)) {
-                if (parent->kind & (ENDS | BAD)) {
-                    int32_t set = sets_of[parent->state];
-                    if ((parent->kind & BAD) || set >= n_sets) {
-                        fail(w, "a state's terminal set is outside the sets", parent->state);
-                        goto done;
-                    }
-                    if (k & STOPS) {
-                        if (vec_reserve(&w->out_nodes, 1) < 0 || vec_reserve(&w->out_states, 1) < 0)
-                            goto out_of_memory;
-                        if (keep)
-                            ((int32_t *)w->out_nodes.data)[w->out_nodes.len++] = (int32_t)node;
-                        else
-                            ((int64_t *)w->out_nodes.data)[w->out_nodes.len++] = node;
-                        ((int32_t *)w->out_states.data)[w->out_states.len++] = keep ? parent->state : set;
-                    }
-                }
+                if (reached_dead(w, parent, k, node) < 0)
+                    goto done;
                 node = end;
                 continue;
             }
@@ -1076,7 +1201,9 @@ shape:
 /* An opened trie or walk tables (`opened`): the arrays acquired and checked once, for the walks that pass it
  * where the tuple would go. Acquiring a numpy array's buffer costs ~70 ns and the tables' checks a pass
  * over the byte classes: paid once per table here, rather than on every walk (a walk after a boundary
- * visits p50 41 nodes in ~2 us). The buffers are held until the object goes; nothing in it changes. */
+ * visits p50 41 nodes in ~2 us). The buffers are held until the object goes, and the arrays are only read. What
+ * walks work out about opened tables is kept with them for the walks after: each state's kinds (see Kinds) and a
+ * search's moves (see Moves); an opened trie keeps every node's byte, every token's bit and its first level. */
 typedef struct {
     PyObject_HEAD
     int tables; /* 1: walk tables (open_tables's fields of `w`), 0: a trie (open_trie's) */
@@ -1092,7 +1219,8 @@ static void Opened_dealloc(Opened *self)
     free((void *)self->w.all_tokens);
     free((void *)self->w.first_nodes);
     free((void *)self->w.first_records);
-    free(self->w.kinds);
+    free((void *)self->w.node_bytes);
+    free_kinds(self->w.kind_pages, self->w.n_kind_pages);
     free(self->moves);
     release_all(&self->b);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -1121,27 +1249,31 @@ static int trie_arg(Walk *w, Buffers *b, PyObject *arg)
         w->first_nodes = o->first_nodes;
         w->first_records = o->first_records;
         w->n_first = o->n_first;
+        w->node_bytes = o->node_bytes;
         return 0;
     }
     return open_trie(w, b, arg);
 }
 
-/* The tables' kinds (see Kinds) in a new array: flag tables' every state, packed tables' none yet (zeroed, so
- * that the pages of states no walk meets are never touched); and where set indices are read. -1 with
- * MemoryError set. */
+/* The tables' kinds (see Kinds): flag tables' every state, in pages made now; packed tables' none yet (every page
+ * made when first met); and where set indices are read. -1 with MemoryError set. */
 static int make_kinds(Walk *w)
 {
-    uint8_t *kinds = calloc((size_t)w->n_states, 1);
-    if (kinds == NULL) {
+    w->n_kind_pages = (w->n_states + KIND_PAGE - 1) >> KIND_PAGE_BITS;
+    if ((w->kind_pages = calloc((size_t)w->n_kind_pages, sizeof(uint8_t *))) == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    if (!w->packed) {
-        for (Py_ssize_t s = 0; s < w->n_states; s++)
-            kinds[s] = KNOWN | (w->live[s] ? LIVE : 0) | (w->stops[s] ? STOPS : 0) | (w->ends_as[s] >= 0 ? ENDS : 0)
-                       | (w->ends_as[s] < -1 ? BAD : 0);
+    for (Py_ssize_t p = 0; !w->packed && p < w->n_kind_pages; p++) {
+        uint8_t *page = w->kind_pages[p] = calloc(KIND_PAGE, 1);
+        if (page == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t s = p << KIND_PAGE_BITS, i = 0; i < KIND_PAGE && s < w->n_states; s++, i++)
+            page[i] = KNOWN | (w->live[s] ? LIVE : 0) | (w->stops[s] ? STOPS : 0) | (w->ends_as[s] >= 0 ? ENDS : 0)
+                      | (w->ends_as[s] < -1 ? BAD : 0);
     }
-    w->kinds = kinds;
     w->sets_of = w->packed ? w->accept_row : w->ends_as;
     return 0;
 }
@@ -1167,15 +1299,16 @@ static int tables_arg(Walk *w, Buffers *b, PyObject *arg)
         w->words = o->words;
         w->n_rows = o->n_rows;
         w->lazy = o->lazy;
-        w->kinds = o->kinds;
+        w->kind_pages = o->kind_pages;
+        w->n_kind_pages = o->n_kind_pages;
         w->sets_of = o->sets_of;
         w->moves_slot = &((Opened *)arg)->moves;
         return 0;
     }
-    if (open_tables(w, b, arg) < 0 || make_kinds(w) < 0)
+    if (open_tables(w, b, arg) < 0)
         return -1;
     w->own_kinds = 1;
-    return 0;
+    return make_kinds(w);
 }
 
 /* An opened trie's every token as a packed mask (`all_tokens`, for fill_mask), unless an id is negative or
@@ -1208,6 +1341,20 @@ static int open_all_tokens(Walk *w)
     }
     w->all_tokens = all;
     w->all_words = words;
+    return 0;
+}
+
+/* An opened trie's byte of every node (`node_bytes`, for run: 333 KB for Qwen2). -1 when out of memory. */
+static int open_node_bytes(Walk *w)
+{
+    uint8_t *bytes = malloc((size_t)w->n_nodes + 1);
+    if (bytes == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t v = 0; v < w->n_nodes; v++)
+        bytes[v] = (uint8_t)w->rec[RECORD * v + 2];
+    w->node_bytes = bytes;
     return 0;
 }
 
@@ -1265,7 +1412,8 @@ static PyObject *opened(PyObject *self, PyObject *arg)
     }
     if ((tables ? open_tables(&found->w, &found->b, arg) < 0 || make_kinds(&found->w) < 0
                 : open_trie(&found->w, &found->b, arg) < 0)
-        || (!tables && (open_all_tokens(&found->w) < 0 || open_first_level(&found->w) < 0))) {
+        || (!tables && (open_all_tokens(&found->w) < 0 || open_first_level(&found->w) < 0
+                        || open_node_bytes(&found->w) < 0))) {
         Py_DECREF(found);
         return NULL;
     }
@@ -1324,7 +1472,8 @@ static int open_slices(Walk *w, Buffers *b, PyObject *slices)
 }
 
 /* The roots: int64 nodes of the trie other than its root (int32 too, widened into `wide`, when it is given). Sets
- * *sorted when they are ascending with disjoint subtrees (then the walk's output is sorted and unique as it comes). */
+ * *sorted when they are ascending: then the walk's output is sorted and unique as it comes, unless a root lies in
+ * an earlier root's subtree (the walk finds that: `unsorted`). No record is read here (see run). */
 static const int64_t *open_roots(Walk *w, Buffers *b, PyObject *obj, Py_ssize_t *n_roots, int *sorted, Vec *wide)
 {
     Py_ssize_t s[1];
@@ -1352,15 +1501,8 @@ static const int64_t *open_roots(Walk *w, Buffers *b, PyObject *obj, Py_ssize_t 
             PyErr_Format(PyExc_ValueError, "root %lld is not a node of the trie below its root", (long long)roots[i]);
             return NULL;
         }
-        if (i > 0) {
-            int32_t stop = node_end(w, roots[i - 1]);
-            if (stop <= roots[i - 1] || stop > w->n_nodes) {
-                PyErr_Format(PyExc_ValueError, "node %lld's subtree end is outside the trie", (long long)roots[i - 1]);
-                return NULL;
-            }
-            if (roots[i] < stop)
-                *sorted = 0;
-        }
+        if (i > 0 && roots[i] <= roots[i - 1])
+            *sorted = 0;
     }
     return roots;
 }
@@ -1578,7 +1720,7 @@ static void free_walk(Walk *w)
     vec_free(&w->ranges);
     scratch_give(w->scratch);
     if (w->own_kinds)
-        free(w->kinds);
+        free_kinds(w->kind_pages, w->n_kind_pages);
     if (w->own_moves)
         free((void *)w->moves);
 }
@@ -1794,7 +1936,7 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         walk_error(&w);
         goto done;
     }
-    if (!(groups = boundary_groups(&w, sorted)))
+    if (!(groups = boundary_groups(&w, sorted && !w.unsorted)))
         goto done;
     PyObject *inside = w.sparse ? sparse_inside(&w, sparse_max) : PyBool_FromLong(w.n_inside > 0);
     if (inside == NULL)
@@ -1861,7 +2003,7 @@ static PyObject *walk_states(PyObject *self, PyObject *const *args, Py_ssize_t n
         goto done;
     Py_BEGIN_ALLOW_THREADS
     status = run(&w, roots, n_roots, root_state);
-    if (status == 0 && !sorted) {
+    if (status == 0 && !(sorted && !w.unsorted)) {
         Py_ssize_t most = w.in_nodes.len > w.out_nodes.len ? w.in_nodes.len : w.out_nodes.len;
         int64_t *scratch = malloc((size_t)(2 * most + 2) * sizeof(int64_t));
         if (scratch == NULL) {
@@ -2223,7 +2365,7 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
     self->visited += w.visited;
     self->cut += w.cut;
     self->searched += w.searched;
-    if ((groups = handed_groups(self, &w, tables, sorted, bytes)) == NULL)
+    if ((groups = handed_groups(self, &w, tables, sorted && !w.unsorted, bytes)) == NULL)
         goto done;
     if (!sparse) {
         if (w.n_inside == 0) {

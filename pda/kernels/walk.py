@@ -128,6 +128,7 @@ the same group at once both walk and the last one's equal result is kept, as in 
 
 from __future__ import annotations
 
+import mmap
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -196,6 +197,11 @@ class PackedTableArrays(NamedTuple):
     lazy: object = None  # the capsule of a shared product's lazy singles' filler (`pda.kernels.product.LazyRows`)
 
 
+# Proof buffers of at least this many bytes are anonymous memory maps (`new_proof`). `numpy.zeros` of a large
+# buffer came from the heap once glibc's mmap threshold had grown with the frees of larger arrays, and calloc then
+# wrote all of it: a replay of 44 JSON Schemas (json_schema_bench.py, pda) peaked at 458 MiB with them, 408 mapped.
+MAPPED_PROOF_BYTES = 1 << 16
+
 # A node's depth takes the low 24 bits of its record's last word (its letter level the high 8).
 MAX_TRIE_DEPTH = 1 << 24
 
@@ -245,10 +251,14 @@ def opened(arrays: TrieArrays | TableArrays | PackedTableArrays) -> Opened:
 def new_proof(n_states: int) -> np.ndarray:
     """An empty proof buffer for a DFA of `n_states` states (every pair unknown).
 
-    Zeros: a large buffer's pages are then mapped only where walks write (a table of
-    8,000 states has a 160 KB buffer, of which a walk meets a few pairs).
+    Zeros, and from `MAPPED_PROOF_BYTES` on an anonymous memory map, whose pages are mapped only
+    where walks write: a candidate set's view of a JSON Schema's shared product has ~80k states,
+    a 1.6 MB buffer of which walks meet a few hundred pairs.
     """
-    return np.zeros((n_states, PROOF_ROWS), dtype=np.int16)
+    size = n_states * PROOF_ROWS * 2
+    if size < MAPPED_PROOF_BYTES:
+        return np.zeros((n_states, PROOF_ROWS), dtype=np.int16)
+    return np.frombuffer(mmap.mmap(-1, size), dtype=np.int16).reshape(n_states, PROOF_ROWS)
 
 
 def proven_depths(proof: np.ndarray) -> np.ndarray:
