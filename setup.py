@@ -35,22 +35,26 @@ class BuildExt(build_ext):
             ) from error
 
 
-# The header the kernels that read numpy buffers share (a change rebuilds them).
+# The headers kernels share (a change rebuilds the kernels that include them): the layout of the numpy buffers
+# they read, the ExtendedMask object's layout, the sort of token ids.
 BUFFER_FORMAT = "pda/kernels/buffer_format.h"
+EXTENDED_MASK = "pda/kernels/extended_mask.h"
+SORT_IDS = "pda/kernels/sort_ids.h"
 
 setup(
     ext_modules=[
-        Extension("pda.kernels._walk", ["pda/kernels/_walk.c"], depends=[BUFFER_FORMAT]),
+        Extension("pda.kernels._walk", ["pda/kernels/_walk.c"], depends=[BUFFER_FORMAT, SORT_IDS]),
         Extension("pda.kernels._partition", ["pda/kernels/_partition.c"]),
         Extension("pda.kernels._product", ["pda/kernels/_product.c"], depends=[BUFFER_FORMAT]),
         Extension("pda.kernels._subsets", ["pda/kernels/_subsets.c"]),
         Extension("pda.kernels._earley", ["pda/kernels/_earley.c"]),
         Extension("pda.kernels._tables", ["pda/kernels/_tables.c"], depends=[BUFFER_FORMAT]),
         Extension("pda.kernels._trie", ["pda/kernels/_trie.c"]),
-        Extension("pda.kernels._compose", ["pda/kernels/_compose.c"], depends=[BUFFER_FORMAT]),
+        Extension("pda.kernels._compose", ["pda/kernels/_compose.c"],
+                  depends=[BUFFER_FORMAT, EXTENDED_MASK, SORT_IDS]),
         Extension("pda.kernels._indent", ["pda/kernels/_indent.c"]),
         Extension("pda.kernels._derive", ["pda/kernels/_derive.c"]),
-        Extension("pda._rows", ["pda/_rows.c"], depends=[BUFFER_FORMAT], optional=True),
+        Extension("pda._rows", ["pda/_rows.c"], depends=[BUFFER_FORMAT, EXTENDED_MASK], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -51,6 +51,7 @@
 
 #include "buffer_format.h"
 #include "extended_mask.h"
+#include "sort_ids.h"
 
 typedef struct {
     PyObject_HEAD
@@ -548,41 +549,6 @@ static uint64_t hash_words(const uint32_t *words, Py_ssize_t n)
     return h;
 }
 
-/* Sorts n ids ascending: insertion sort for a few, else a bottom-up merge sort through `tmp` (room for n). The
- * ids noted while composing come as a few ascending runs (one per group), qsort's callback cost more than the
- * comparisons. */
-static void sort_ids(int32_t *a, int32_t *tmp, Py_ssize_t n)
-{
-    if (n <= 32) {
-        for (Py_ssize_t i = 1; i < n; i++) {
-            int32_t x = a[i];
-            Py_ssize_t j = i;
-            for (; j > 0 && a[j - 1] > x; j--)
-                a[j] = a[j - 1];
-            a[j] = x;
-        }
-        return;
-    }
-    int32_t *src = a, *dst = tmp;
-    for (Py_ssize_t width = 1; width < n; width *= 2) {
-        for (Py_ssize_t lo = 0; lo < n; lo += 2 * width) {
-            Py_ssize_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
-            Py_ssize_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                dst[k++] = src[i] <= src[j] ? src[i++] : src[j++];
-            while (i < mid)
-                dst[k++] = src[i++];
-            while (j < hi)
-                dst[k++] = src[j++];
-        }
-        int32_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != a)
-        memcpy(a, src, (size_t)n * sizeof(int32_t));
-}
-
 /* The bits set in x. */
 static inline int popcount32(uint32_t x)
 {
@@ -642,7 +608,7 @@ static PyObject *result_of(Acc *acc, const uint32_t *base, PyObject *base_obj)
         return NULL;
     memcpy(mask->ids, acc->added, (size_t)acc->n_added * sizeof(int32_t));
     if (!acc->ored) /* noted in the order set: groups' ids interleave */
-        sort_ids(mask->ids, acc->added, acc->n_added);
+        sort_ids((uint32_t *)mask->ids, acc->n_added, (uint32_t *)acc->added, (int64_t)acc->n * 32);
     return (PyObject *)mask;
 }
 

@@ -72,6 +72,7 @@
 #include <string.h>
 
 #include "buffer_format.h"
+#include "sort_ids.h"
 
 /* A node's record: int32 (end, first token, byte | below << 8 | rest << 16, depth | letter level << 24). */
 #define RECORD 4
@@ -1759,41 +1760,6 @@ static PyObject *mask_or_none(Walk *w)
         return walk_error(w);
     }
     return data;
-}
-
-/* Ids at or below this count are sorted by insertion (a sparse walk's p50 is 3 tokens), more by radix. */
-#define INSERTION_MAX 32
-
-/* Sort token ids ascending in place: by insertion when few, else least significant byte first
- * over the bytes `limit` (one past the largest id) needs, through `tmp` (n entries). qsort's
- * merge sort and its call per comparison were a tenth of a walk after a boundary. */
-static void sort_ids(uint32_t *ids, Py_ssize_t n, uint32_t *tmp, int64_t limit)
-{
-    if (n <= INSERTION_MAX) {
-        for (Py_ssize_t i = 1; i < n; i++) {
-            uint32_t v = ids[i];
-            Py_ssize_t j = i;
-            for (; j > 0 && ids[j - 1] > v; j--)
-                ids[j] = ids[j - 1];
-            ids[j] = v;
-        }
-        return;
-    }
-    uint32_t *from = ids, *to = tmp;
-    for (int shift = 0; shift < 32 && (limit - 1) >> shift > 0; shift += 8) {
-        Py_ssize_t count[257] = {0};
-        for (Py_ssize_t i = 0; i < n; i++)
-            count[((from[i] >> shift) & 0xFF) + 1]++;
-        for (int d = 0; d < 256; d++)
-            count[d + 1] += count[d];
-        for (Py_ssize_t i = 0; i < n; i++)
-            to[count[(from[i] >> shift) & 0xFF]++] = from[i];
-        uint32_t *swap = from;
-        from = to;
-        to = swap;
-    }
-    if (from != ids)
-        memcpy(ids, from, (size_t)n * sizeof(uint32_t));
 }
 
 /* A sparse walk's inside tokens as bytes (NULL with an exception on a token id outside the mask): their int32
