@@ -365,7 +365,9 @@ def memory_census() -> dict[str, Any]:
     import pda.index.token_index as ti
     import pda.lexer.lexer as pl
     import pda.lexer.terminals as pp
+    from pda.kernels.walk import MAPPED_PROOF_BYTES
 
+    rss_before = _rss_mib()
     seen: set[int] = set()
 
     def nbytes(a: Any) -> int:
@@ -406,31 +408,35 @@ def memory_census() -> dict[str, Any]:
     out["masks kept for the next request MiB (`recent_masks`, all grammars)"] = budgets["recent_masks"]["bytes"] / 2**20
     out["parser nodes alive (interned, all grammars)"] = f"{sum(c.recognizer.parser.core.stats()['nodes'] for c in compiled):,}"
     walk_b = 0
+    mapped_b = 0
     lex_b = 0
     lex_rows = 0
     for c in compiled:
         for wt in list(c.index._walk_tables.values()):
-            for name in ("trans", "byte_class", "live", "stops", "ends_as"):
-                walk_b += nbytes(getattr(wt, name, None))
-            proof = getattr(wt, "_proof", None)  # (depth, the kernel's int16 proof buffer)
-            if proof is not None:
-                walk_b += nbytes(proof[1])
-        for arrays in list(c.index._trans_with_sink.values()):
-            for a in arrays if isinstance(arrays, tuple) else (arrays,):
+            # What exists, read off the slots: the properties `trans`, `live`, `stops` and `ends_as` would build a
+            # shared product's rows and flags (a copy of its rows, a pass over every state) for the census.
+            for a in (wt._trans, wt.byte_class, *wt.arrays[:6], *(wt._flags or ())[:3]):
                 walk_b += nbytes(a)
+            proof = wt._proof  # (depth, the kernel's int16 proof buffer)
+            if proof is not None:
+                if proof[1].nbytes >= MAPPED_PROOF_BYTES:
+                    mapped_b += nbytes(proof[1])
+                else:
+                    walk_b += nbytes(proof[1])
         tabs = list(c.lexer._tables.values()) + ([c.lexer._all] if c.lexer._all is not None else [])
         for t in tabs:
             lex_b += nbytes(t.trans)
             if isinstance(t.rows, (list, tuple)) and id(t.rows) not in seen:
                 seen.add(id(t.rows))
                 lex_rows += t.n_states * (56 + 8 * (t.trans.shape[1] if t.n_states else 0))
-    out["walk tables MiB (per candidate set)"] = walk_b / 2**20
+    out["walk tables MiB (per candidate set; numpy bytes allocated, a lazily filled array's in full)"] = walk_b / 2**20
+    out["walk proof buffers MiB mapped (anonymous maps: pages count in RSS only once touched)"] = mapped_b / 2**20
     out["lexer tables MiB (numpy) + rows as Python lists/tuples (estimate)"] = (
         f"{lex_b / 2**20:.1f} + {lex_rows / 2**20:.1f}")
     out["terminal + all-terminal DFAs MiB (module memos, 256 MiB each at most)"] = (pp._memory.nbytes + pl._combined.nbytes) / 2**20
     out["terminal DFAs memoised"] = len(pp._memory)
     out["gc-tracked objects"] = len(gc.get_objects())
-    out["RSS MiB at census"] = _rss_mib()
+    out["RSS MiB before the census, after it"] = f"{rss_before:.1f}, {_rss_mib():.1f}"
     return out
 
 
