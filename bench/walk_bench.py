@@ -57,7 +57,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, NamedTuple
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -75,20 +76,36 @@ class Recorded:
     tables: dict[int, Any] = field(default_factory=dict)  # tables_of's answer per live set
 
 
+class Snapshot(NamedTuple):
+    """A classification as a call returned it (its caller may change it after: a walk on a terminal's own DFA has
+    its groups' terminals renamed, `TokenIndex._fresh_walk`)."""
+
+    inside: Any
+    tokens: Any
+    groups: tuple
+
+
+def snapshot(found: Any) -> Snapshot:
+    """What `same_classification` compares of `found`, copied now."""
+    return Snapshot(None if found.inside is None else found.inside.copy(), found.tokens,
+                    tuple(SimpleNamespace(terminals=g.terminals, nodes=g.nodes) for g in found.groups))
+
+
 class RecordingWalks:
-    """An `IndexWalks` that appends each call (kind, its recorded index, inputs, result) to `calls`."""
+    """An `IndexWalks` that appends each call (kind, its recorded index, inputs, a snapshot of its result) to
+    `calls`."""
 
     def __init__(self, real: Any, recorded: Recorded, calls: list) -> None:
         self._real, self._recorded, self._calls = real, recorded, calls
 
     def __call__(self, group: Any, live: int) -> Any:
         found = self._real(group, live)
-        self._calls.append(("after_boundary", self._recorded, (group, live), found))
+        self._calls.append(("after_boundary", self._recorded, (group, live), snapshot(found)))
         return found
 
     def classify(self, tables: tuple, roots: Any, slices: Any) -> Any:
         found = self._real.classify(tables, roots, slices)
-        self._calls.append(("classify", self._recorded, (tables, roots, slices), found))
+        self._calls.append(("classify", self._recorded, (tables, roots, slices), snapshot(found)))
         return found
 
     @property
