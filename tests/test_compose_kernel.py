@@ -232,7 +232,8 @@ def test_errors_name_what_is_wrong_and_leak_nothing() -> None:
 
 
 def test_the_root_is_copied_then_ored_into() -> None:
-    """acc's old words are gone (the root's inside, or zeros, first); the root's inside itself is not written."""
+    """A dense result is in acc, its old words gone (the root's inside, or zeros, first, also where ids noted
+    before an OR or past sparse_max made the words); the root's inside itself is not written."""
 
     def no_miss(g: BoundaryGroup, live: int) -> Classification:
         raise AssertionError("every group here has its memo")
@@ -245,7 +246,41 @@ def test_the_root_is_copied_then_ored_into() -> None:
     assert acc.tolist() == (base | 0b100).tolist() and base.tolist() == list(range(WORDS))
     acc[:] = -1
     assert compose.compose(acc, Classification(None, ()), node, 0, no_miss, 0) is None
-    assert acc.tolist() == [0] * WORDS
+    # ids first (noted without the words), then a mask ORed in, then ids past sparse_max: each way to the words
+    ids = BoundaryGroup(1)
+    ids.after[0] = Classification(None, (), np.array([3, 64, 3, 70], dtype=np.int32))
+    for groups, sparse_max, want in (((ids, group), 4, np.zeros(WORDS, np.int32) | 0b100),
+                                     ((ids,), 1, np.zeros(WORDS, np.int32))):
+        want = want.copy()
+        for t in (3, 64, 70):
+            want[t >> 5] |= 1 << (t & 31)
+        acc[:] = -1
+        assert compose.compose(acc, Classification(None, groups), node, 0, no_miss, sparse_max) == \
+            compose.fingerprint(want)
+        assert acc.tolist() == want.tolist()
+
+
+def test_ids_noted_before_the_words_are_made_are_counted_once() -> None:
+    """Repeated ids (from overlapping groups) count once against sparse_max, whether the words were made or not:
+    three distinct ids under a bound of 3 stay an ExtendedMask however often they repeat."""
+
+    def no_miss(g: BoundaryGroup, live: int) -> Classification:
+        raise AssertionError("every group here has its memo")
+
+    node = Node(allowed=0)
+    groups = []
+    for ids in ([5, 9], [9, 5, 40], [40, 40, 5]):
+        group = BoundaryGroup(1)
+        group.after[0] = Classification(None, (), np.array(ids, dtype=np.int32))
+        groups.append(group)
+    base = np.zeros(WORDS, dtype=np.int32)
+    base[0] = 1 << 5  # id 5 is the root's own
+    acc = np.empty(WORDS, dtype=np.int32)
+    for sparse_max, form in ((3, ExtendedMask), (2, ExtendedMask), (1, int)):
+        found = compose.compose(acc, Classification(base, tuple(groups)), node, 0, no_miss, sparse_max)
+        assert type(found) is form
+        if form is ExtendedMask:
+            assert np.frombuffer(found.ids, dtype=np.int32).tolist() == [9, 40]
 
 
 def test_the_objects_hold_what_their_constructors_promise() -> None:

@@ -14,8 +14,8 @@
  *
  * compose(acc, root, node, ignore, after_boundary, sparse_max) -> mask or int
  *     acc: a writable, C-contiguous int32 buffer; root: the Classification at the state, whose
- *     inside (None, or an int32 buffer of acc's length that is not acc) is copied into acc first
- *     (None: acc is zeroed). From (node, root.groups), for each group: after =
+ *     inside is None or an int32 buffer of acc's length that is not acc: copied into acc (None: acc
+ *     zeroed) when the mask's words are first needed, never when only a few ids are added (see Acc). From (node, root.groups), for each group: after =
  *     node.probe(group.terminals) when group.terminals & node.allowed, else node; None skips the
  *     group. Then live = after.allowed | ignore and sub = group.after[live], or, when the group
  *     has no entry for live, after_boundary(group, live) (which walks and records it).
@@ -213,10 +213,18 @@ static ExtendedMaskObject *new_extended(PyObject *base, Py_ssize_t n)
     return self;
 }
 
-static int compare_ids(const void *a, const void *b)
+/* Sorts n non-negative ids below `limit` ascending (sort_ids.h, through a scratch buffer made here when the sort
+ * needs one). -1 with MemoryError set. */
+static int sort_in_place(int32_t *ids, Py_ssize_t n, int64_t limit)
 {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
+    uint32_t *tmp = NULL;
+    if (n > SORT_IDS_INSERTION_MAX && (tmp = PyMem_Malloc((size_t)n * sizeof(uint32_t))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    sort_ids((uint32_t *)ids, n, tmp, limit);
+    PyMem_Free(tmp);
+    return 0;
 }
 
 /* Whether `obj` is None or a C-contiguous int32 buffer (a TypeError naming `what` if not). */
@@ -269,17 +277,24 @@ static PyObject *ExtendedMask_new(PyTypeObject *type, PyObject *args, PyObject *
         memcpy(all, more, (size_t)inherited * sizeof(int32_t));
     memcpy(all + inherited, view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
-    qsort(all, (size_t)n, sizeof(int32_t), compare_ids);
-    Py_ssize_t kept = 0;
+    int64_t limit = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (all[i] < 0) {
             PyMem_Free(all);
             PyErr_Format(PyExc_ValueError, "token id %d is negative", all[i]);
             return NULL;
         }
+        if (all[i] >= limit)
+            limit = (int64_t)all[i] + 1;
+    }
+    if (sort_in_place(all, n, limit) < 0) {
+        PyMem_Free(all);
+        return NULL;
+    }
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
         if (kept == 0 || all[kept - 1] != all[i])
             all[kept++] = all[i];
-    }
     ExtendedMaskObject *self = new_extended(base, kept);
     if (self != NULL)
         memcpy(self->ids, all, (size_t)kept * sizeof(int32_t));
@@ -335,14 +350,46 @@ static PyTypeObject ExtendedMaskType = {
 
 /* The mask being composed: its words, and the token ids set in it that its root's inside did not have, in the
  * order set, while they are at most `max` and only ids were set (a suffix's inside mask ORed in makes `ored`:
- * then what was added is read off the words at the end). */
+ * then what was added is read off the words at the end).
+ * The words are made only when needed (`ready`): until an inside mask is ORed in or more than `max` ids are
+ * noted, the ids not in the root's inside (`base`, NULL: none) are noted in `added` as they come, repeats
+ * included, and the words are never written: most compositions add a few ids (an ExtendedMask), and copying
+ * the root's 19 KB inside for each was most of a miss's memory traffic. make_ready then writes the words and
+ * notes those ids again as set_tokens would have. */
 typedef struct {
     int32_t *words;
     Py_ssize_t n;
     int32_t *added;
     Py_ssize_t n_added, cap, max;
     int ored, overflow;
+    const uint32_t *base;
+    int ready;
 } Acc;
+
+/* The words made: the root's inside (zeros without one) with the ids noted so far set, those that were new noted
+ * again in order, repeats dropped, as set_tokens notes them (at most `max`, else overflow). */
+static void make_ready(Acc *acc)
+{
+    if (acc->base != NULL)
+        memcpy(acc->words, acc->base, (size_t)acc->n * 4);
+    else
+        memset(acc->words, 0, (size_t)acc->n * 4);
+    acc->ready = 1;
+    Py_ssize_t noted = acc->n_added;
+    acc->n_added = 0;
+    for (Py_ssize_t i = 0; i < noted; i++) {
+        int32_t t = acc->added[i];
+        int32_t bit = (int32_t)(1u << (t & 31));
+        if (acc->words[t >> 5] & bit)
+            continue;
+        acc->words[t >> 5] |= bit;
+        if (acc->n_added == acc->max) {
+            acc->overflow = 1;
+            continue;
+        }
+        acc->added[acc->n_added++] = t;
+    }
+}
 
 /* acc |= mask (an int32 buffer of acc's length; `what` names it in the error). */
 static int or_into(Acc *acc, PyObject *mask, const char *what)
@@ -356,6 +403,8 @@ static int or_into(Acc *acc, PyObject *mask, const char *what)
         return -1;
     }
     const int32_t *src = (const int32_t *)view.buf;
+    if (!acc->ready)
+        make_ready(acc);
     for (Py_ssize_t i = 0; i < acc->n; i++)
         acc->words[i] |= src[i];
     acc->ored = 1;
@@ -382,15 +431,23 @@ static int set_tokens(Acc *acc, PyObject *tokens)
             PyBuffer_Release(&view);
             return -1;
         }
-        int32_t bit = (int32_t)(1u << (t & 31));
-        if (acc->words[t >> 5] & bit)
-            continue;
-        acc->words[t >> 5] |= bit;
-        if (acc->ored || acc->overflow)
-            continue;
-        if (acc->n_added == acc->max) { /* past `max`: the mask will be dense, its ids are not needed */
-            acc->overflow = 1;
-            continue;
+        if (!acc->ready) {
+            if (acc->base != NULL && acc->base[t >> 5] >> (t & 31) & 1u)
+                continue;
+            if (acc->n_added == acc->max) /* repeats may make these fewer: counted exactly on the words */
+                make_ready(acc);
+        }
+        if (acc->ready) {
+            int32_t bit = (int32_t)(1u << (t & 31));
+            if (acc->words[t >> 5] & bit)
+                continue;
+            acc->words[t >> 5] |= bit;
+            if (acc->ored || acc->overflow)
+                continue;
+            if (acc->n_added == acc->max) { /* past `max`: the mask will be dense, its ids are not needed */
+                acc->overflow = 1;
+                continue;
+            }
         }
         if (acc->n_added == acc->cap) {
             Py_ssize_t cap = acc->cap ? 2 * acc->cap : 64;
@@ -597,6 +654,20 @@ static int added_from_words(Acc *acc, const uint32_t *base)
  * it: from the ids noted while composing, or, where an inside mask was ORed in, read off the words. */
 static PyObject *result_of(Acc *acc, const uint32_t *base, PyObject *base_obj)
 {
+    if (!acc->ready) { /* only ids, none in base, at most max with repeats: sorted, repeats dropped */
+        if (acc->n_added == 0)
+            return Py_NewRef(base_obj);
+        if (sort_in_place(acc->added, acc->n_added, (int64_t)acc->n * 32) < 0)
+            return NULL;
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t i = 0; i < acc->n_added; i++)
+            if (kept == 0 || acc->added[kept - 1] != acc->added[i])
+                acc->added[kept++] = acc->added[i];
+        ExtendedMaskObject *mask = new_extended(base_obj, kept);
+        if (mask != NULL)
+            memcpy(mask->ids, acc->added, (size_t)kept * sizeof(int32_t));
+        return (PyObject *)mask;
+    }
     if (acc->ored && !acc->overflow && added_from_words(acc, base) < 0)
         return NULL;
     if (acc->overflow)
@@ -639,7 +710,7 @@ static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_buffer view, base_view = {0};
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
-    Acc acc = {(int32_t *)view.buf, view.len / 4, NULL, 0, 0, sparse_max < 0 ? 0 : sparse_max, 0, 0};
+    Acc acc = {(int32_t *)view.buf, view.len / 4, NULL, 0, 0, sparse_max < 0 ? 0 : sparse_max, 0, 0, NULL, 0};
     Py_ssize_t n = acc.n;
     const uint32_t *base = NULL;
     PyObject *result = NULL;
@@ -661,10 +732,8 @@ static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             goto release;
         }
         base = (const uint32_t *)base_view.buf;
-        memcpy(acc.words, base, (size_t)n * 4);
-    } else {
-        memset(acc.words, 0, (size_t)n * 4);
     }
+    acc.base = base; /* the words are made when first needed (see Acc) */
     Stack stack = {NULL, 0, 0};
     int failed = push(&stack, node, groups) < 0;
     while (!failed && stack.n) {

@@ -27,8 +27,8 @@ the old generations read them all (a 44-schema replay: ~20% of its mask time in 
 
 `compose(acc, root, node, ignore, after_boundary, sparse_max)` is the mask at a lexer state
 for parser `node`: `root`, the index's `Classification` there, gives its inside tokens (its
-`inside` mask, copied into the int32 scratch buffer `acc`, which must not be it; None: zeros)
-and its boundary groups. For each group, the node after its terminals
+`inside` mask; None: none) and its boundary groups; `acc` is an int32 scratch buffer of the
+mask's length (not `root.inside`), written only where the result is dense (below). For each group, the node after its terminals
 (`node.probe(group.terminals)` when `group.terminals & node.allowed`, else `node` itself; a
 probe that returns None drops the group), then the group's suffix classification under that
 node's live set `after.allowed | ignore`: read from the group's memo `group.after`, or made
@@ -42,6 +42,11 @@ so on. The result by what the groups added to `root.inside`:
   step masks add p50 66 tokens, p99 803, to their state's (Qwen2: 4,748 words), so no 19 KB
   mask is made, kept and faulted in per step (a first document's masks were ~45 MB of them);
 * more: `fingerprint(acc)`, `acc` holding the mask (the caller keeps it, equal ones once).
+
+`acc` is written only when needed: while the groups add ids only, those not in `root.inside`
+are noted as they come and `acc` is left as it was; an inside mask ORed in, or more than
+`sparse_max` ids, copy `root.inside` into it first. Copying the 19 KB root mask for every
+composition, most of which end as an `ExtendedMask`, was the bulk of a miss's memory traffic.
 
 It is the loop `pda.masks` ran in Python, ~4 us a group of attribute reads, int
 operations and a 19 KB numpy OR; in C the probes and misses still call back into
