@@ -145,17 +145,23 @@ def test_a_start_that_is_entered_again_is_split_off() -> None:
     assert [accepts(t) for t in (b"", b"a", b"ab", b"aaa", b"b", b"ba")] == [False, True, True, True, False, False]
 
 
-def test_counted_json_strings_are_composed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The shape composition is for (JSON Schema's maxLength) does take it, and ambiguous repeats do not."""
+def _record_taken(monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:
+    """Wrap `compose.<name>` so that each call appends whether it composed (returned something) to the list."""
     taken: list[bool] = []
-    real = compose.repeat
+    real = getattr(compose, name)
 
-    def recorded(x, lo, hi):
-        found = real(x, lo, hi)
+    def recorded(*args):
+        found = real(*args)
         taken.append(found is not None)
         return found
 
-    monkeypatch.setattr(compose, "repeat", recorded)
+    monkeypatch.setattr(compose, name, recorded)
+    return taken
+
+
+def test_counted_json_strings_are_composed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shape composition is for (JSON Schema's maxLength) does take it, and ambiguous repeats do not."""
+    taken = _record_taken(monkeypatch, "repeat")
     build_lexer_dfa([TerminalDef("T", rf'"{JSON_CHAR}{{3,255}}"')])
     build_lexer_dfa([TerminalDef("U", r"(?:a+){16}")])  # a+ reads at its end what its start reads
     assert taken == [True, False]
@@ -206,17 +212,9 @@ def _random_automaton(rng: random.Random) -> TerminalAutomaton:
 def _automaton_both_ways(a: TerminalAutomaton, monkeypatch: pytest.MonkeyPatch) -> tuple[LexerDFA, LexerDFA, bool]:
     """The automaton's DFA composed (whatever its edges per label) and through the NFA; whether it was composed."""
     terminal = TerminalDef("A", a.describe(), automaton=a)
-    taken: list[bool] = []
-    real = compose.automaton
-
-    def recorded(graph, leaf, max_states):
-        found = real(graph, leaf, max_states)
-        taken.append(found is not None)
-        return found
-
     with monkeypatch.context() as m:
         m.setattr(compose, "AUTOMATON_EDGES_PER_LABEL", 0)
-        m.setattr(compose, "automaton", recorded)
+        taken = _record_taken(m, "automaton")
         fast = build_lexer_dfa([terminal])
     with monkeypatch.context() as m:
         m.setattr(compose, "worth_composing", lambda node: False)

@@ -5,13 +5,12 @@ plain-Python oracles (`pda.reference.reference_explore`, `reference_reachable`, 
 from __future__ import annotations
 
 import random
-from typing import NamedTuple
 
 import numpy as np
 import pytest
 
 from pda.kernels import product as product_kernel
-from pda.kernels.product import classes, explore, fill_rows, reachable
+from pda.kernels.product import TerminalArrays, classes, explore, fill_rows, reachable
 from pda.reference import reference_explore, reference_reachable
 from pda.regex.utf8 import distinct_rows
 
@@ -166,18 +165,7 @@ def test_classes_are_the_numpy_grouping() -> None:
         assert rep.tolist() == want_rep.tolist()
 
 
-class _Arrays(NamedTuple):
-    """The arrays of a one-terminal DFA that `combine` reads, laid out as a caller may hand them."""
-
-    trans: np.ndarray
-    byte_class: np.ndarray
-    accept: np.ndarray
-    live: np.ndarray
-    start: int
-    dead: int
-
-
-def _random_lexer_dfas(rng: random.Random) -> list[_Arrays]:
+def _random_lexer_dfas(rng: random.Random) -> list[TerminalArrays]:
     """Up to 6 random one-terminal DFAs (`_random_dfas`' tables and classes), each with random accept and live
     columns and its last state dead, some flag columns strided."""
     out = []
@@ -186,7 +174,7 @@ def _random_lexer_dfas(rng: random.Random) -> list[_Arrays]:
         accepting = [rng.random() < 0.4 for _ in range(n - 1)] + [False]
         flags = np.array([[a, a or (q < n - 1 and rng.random() < 0.5)] for q, a in enumerate(accepting)])
         accept, live = flags[:, :1], flags[:, 1:]  # views two bytes apart: strided
-        out.append(_Arrays(table, byte_class, accept, live, rng.randrange(n), n - 1))
+        out.append(TerminalArrays(table, byte_class, accept, live, rng.randrange(n), n - 1))
     return out
 
 
@@ -196,7 +184,7 @@ def test_combine_reads_any_layout_as_its_contiguous_copy() -> None:
     for _ in range(500):
         dfas = _random_lexer_dfas(rng)
         ids = np.array(sorted(rng.sample(range(130), len(dfas))), dtype=np.int32)
-        copies = [_Arrays(*(np.ascontiguousarray(a) for a in d[:4]), d.start, d.dead) for d in dfas]
+        copies = [TerminalArrays(*(np.ascontiguousarray(a) for a in d[:4]), d.start, d.dead) for d in dfas]
         got, want = (product_kernel.combine(x, ids, 3, 10_000) for x in (dfas, copies))
         assert (got is None) == (want is None)
         if got is not None:
@@ -204,9 +192,9 @@ def test_combine_reads_any_layout_as_its_contiguous_copy() -> None:
             assert got[0] == want[0] == len(got[2])
 
 
-def _one_state(**changed: object) -> list[_Arrays]:
+def _one_state(**changed: object) -> list[TerminalArrays]:
     """Two one-state DFAs over one class, with `changed` fields in the first."""
-    plain = _Arrays(np.zeros((1, 1), np.int32), np.zeros(256, np.int32), np.zeros((1, 1), bool), np.ones((1, 1), bool), 0, 0)
+    plain = TerminalArrays(np.zeros((1, 1), np.int32), np.zeros(256, np.int32), np.zeros((1, 1), bool), np.ones((1, 1), bool), 0, 0)
     return [plain._replace(**changed), plain]
 
 
@@ -222,7 +210,7 @@ def _one_state(**changed: object) -> list[_Arrays]:
     _one_state(start=1),  # no such state
     _one_state(dead=-1),
 ])
-def test_combine_bad_input_raises_value_error(dfas: list[_Arrays]) -> None:
+def test_combine_bad_input_raises_value_error(dfas: list[TerminalArrays]) -> None:
     with pytest.raises(ValueError):
         product_kernel.combine(dfas, np.array([0, 1], dtype=np.int32), 1, 100)
 

@@ -110,6 +110,19 @@ def classes(byte_classes: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]
     return np.frombuffer(byte_class, dtype=np.int32), np.frombuffer(rep, dtype=np.int32)
 
 
+class TerminalArrays(NamedTuple):
+    """The arrays of a one-terminal DFA that `combine` reads (a `pda.regex.dfa.LexerDFA` has the same fields):
+    `trans` int32 [n, k] over the byte classes `byte_class` (int32 [256]), `accept` and `live` bool [n, w]
+    columns, the `start` state and the `dead` one."""
+
+    trans: np.ndarray
+    byte_class: np.ndarray
+    accept: np.ndarray
+    live: np.ndarray
+    start: int
+    dead: int
+
+
 def combine(dfas: Sequence[Any], ids: np.ndarray, words: int, max_states: int) -> tuple | None:
     """The whole product of one-terminal DFAs (`pda.regex.dfa.LexerDFA`s; DFA j is terminal `ids[j]`, int32),
     as `pda.regex.product.combine` lays it out: (n_states, byte_class, trans, comp_ptr, comp_term, comp_state,

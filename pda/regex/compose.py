@@ -57,7 +57,7 @@ import numpy as np
 from pda.errors import LimitExceeded
 from pda.kernels import product as product_kernel
 from pda.kernels.partition import coaccessible
-from pda.kernels.product import explore
+from pda.kernels.product import TerminalArrays, explore
 from pda.kernels.trie import string_trie
 from pda.regex.automaton import Graph
 from pda.regex.syntax import Alt, Chars, Guard, Node, Repeat, Seq
@@ -197,30 +197,20 @@ def composed(node: Node | Graph, leaf: Callable[[Node], Classed], max_states: in
     return leaf(node)
 
 
-class _Label(NamedTuple):
+def _label(part: Classed) -> TerminalArrays:
     """A label's DFA as the product kernel reads a one-terminal DFA: complete (its dead state last), over the
-    byte classes `byte_class`, with accepting and live columns."""
-
-    trans: np.ndarray
-    byte_class: np.ndarray
-    accept: np.ndarray
-    live: np.ndarray
-    start: int
-    dead: int
-
-    @classmethod
-    def of(cls, part: Classed) -> "_Label":
-        t, acc, classes = part
-        m = len(t)
-        trans = np.empty((m + 1, t.shape[1]), dtype=np.int32)
-        _shifted(t, 0, trans[:m])
-        trans[:m][t < 0] = m
-        trans[m] = m
-        accept = np.zeros((m + 1, 1), dtype=bool)
-        accept[:m, 0] = acc
-        live = np.zeros((m + 1, 1), dtype=bool)
-        live[:m, 0] = coaccessible(t, acc)
-        return cls(trans, classes, accept, live, 0, m)
+    byte classes of `part`, with accepting and live columns."""
+    t, acc, classes = part
+    m = len(t)
+    trans = np.empty((m + 1, t.shape[1]), dtype=np.int32)
+    _shifted(t, 0, trans[:m])
+    trans[:m][t < 0] = m
+    trans[m] = m
+    accept = np.zeros((m + 1, 1), dtype=bool)
+    accept[:m, 0] = acc
+    live = np.zeros((m + 1, 1), dtype=bool)
+    live[:m, 0] = coaccessible(t, acc)
+    return TerminalArrays(trans, classes, accept, live, 0, m)
 
 
 class _Dispatch(NamedTuple):
@@ -242,7 +232,7 @@ class _Dispatch(NamedTuple):
         return len(self.trans) - 1
 
 
-def _dispatch(labels: list[_Label], max_states: int) -> _Dispatch | None:
+def _dispatch(labels: list[TerminalArrays], max_states: int) -> _Dispatch | None:
     """The product of the labels' DFAs (`pda.kernels.product.combine`), or None unless their words are a prefix
     code that tells them apart: wherever a word ends, its label alone is live and reads nothing more; and the
     start neither accepts nor is entered again."""
@@ -297,7 +287,7 @@ def automaton(graph: Graph, leaf: Callable[[Node], Classed], max_states: int) ->
             if r not in position:
                 position[r] = len(order)
                 order.append(r)
-    parts: list[_Label | None] = [None] * len(nodes)
+    parts: list[TerminalArrays | None] = [None] * len(nodes)
     dispatches: dict[tuple[int, ...], _Dispatch] = {}
     by_kind: dict[tuple[int, ...], list[int]] = {}  # a state's labels (in index order) -> those states' positions
     for j, q in enumerate(order):
@@ -310,7 +300,7 @@ def automaton(graph: Graph, leaf: Callable[[Node], Classed], max_states: int) ->
                 part = composed(nodes[i], leaf, max_states)
                 if part is None:
                     return None
-                parts[i] = _Label.of(part)
+                parts[i] = _label(part)
         found = _dispatch([parts[i] for i in kind], max_states)
         if found is None:
             return None
