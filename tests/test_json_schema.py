@@ -371,11 +371,14 @@ def test_range_set_operations_match_code_point_sets() -> None:
         assert er.complement(a)[-1] == (max(points(a), default=-1) + 1, er.MAX_CP)
 
 
-@pytest.mark.parametrize("lo,hi", [(0, 0), (5, 123), (99, 1000), (7, None), (0, None)])
+@pytest.mark.parametrize("lo,hi", [(0, 0), (5, 123), (99, 1000), (7, None), (0, None), (2, 10**20 - 1),
+                                   (11, 10**20 - 1), (100, 10**5), (0, 2**31 - 1), (10, 99)])
 def test_decimal_ranges_match_re(lo: int, hi: int | None) -> None:
+    """Every numeral up to 2,000 and either side of each power of ten up to 10**21 (where runs of whole
+    widths are one counted class, `[1-9][0-9]{a,b}`)."""
     r = er.decimal_range_regex(lo, hi)
-    for v in range(0, 2000):
-        assert bool(re.fullmatch(r, str(v))) == (v >= lo and (hi is None or v <= hi))
+    for v in [*range(0, 2000), *(10**k + d for k in range(3, 22) for d in (-1, 0, 1))]:
+        assert bool(re.fullmatch(r, str(v))) == (v >= lo and (hi is None or v <= hi)), v
 
 
 @pytest.mark.parametrize("positive,negative,lo,hi", [
