@@ -698,3 +698,29 @@ def test_allof_of_object_branches_agrees_with_jsonschema() -> None:
                 assert got == validator.is_valid(x), (schema, x)
         exact += not caught
     assert exact > 80
+
+
+@pytest.mark.parametrize("pattern", ["^(?:a|bc)(?:x|1\\.2)$", "^(?:01$|07$)", "(?:^a|b$)", "^(?:a|b)x|y$",
+                                     "^(?:(?:1|2[0-5])\\.){2}(?:1|2[0-5]|[3-9]x)$", "(?:a|b)(?:1|2)"])
+@pytest.mark.parametrize("lo,hi", [(0, None), (0, 8), (3, 4), (5, 5), (0, 2)])
+def test_pattern_bodies_match_re(pattern: str, lo: int, hi: int | None) -> None:
+    """`ecma_pattern_body` against `re` (search semantics) and the length bounds, whichever way it writes a
+    branch: as written when no anchor is left inside it (and the bounds bind nothing), multiplied out when
+    one is (`^(?:01$|07$)`) or the bounds bind some of its strings; None only when it cannot be exact."""
+    try:
+        found = er.ecma_pattern_body(pattern, min_len=lo, max_len=hi)
+    except RegexError:
+        # An anchor inside a branch with bounds: refused here, the caller builds the automaton instead.
+        assert (lo, hi) != (0, None) and "$|" in pattern
+        return
+    if found is None:
+        assert (lo, hi) != (0, None) or not any(re.search(pattern, t) for t in ("a", "01", "ax", "1.1.1"))
+        return
+    body = re.compile(f'"{found.body}"')
+    rng = random.Random(1)
+    texts = ["".join(t) for n in range(5) for t in itertools.product("ab1.2x07y", repeat=n)]
+    texts += ["".join(rng.choice("ab1.2x07y") for _ in range(rng.randint(5, 9))) for _ in range(2000)]
+    texts += ["1.1.1", "25.2.3x", "2.1.1", "1.2", "bc1.2", "ax", "07", "01"]
+    for t in texts:
+        want = bool(re.search(pattern, t)) and lo <= len(t) and (hi is None or len(t) <= hi)
+        assert bool(body.fullmatch(json.dumps(t))) == want, (t, found.body)
