@@ -228,17 +228,22 @@ def python_pattern_body(pattern: str, *, search: bool, source: str | None = None
             # regex the size of the pattern (the `ipv4` format's last octet, five ways, wrote its prefix five times).
             whole = expanded == [None] or len(expanded) > 1 and _anchor_free(anchored(b)[0])
             branches += [b] if whole else expanded  # type: ignore[list-item]
-    outs: list[tuple[str, int, int | None]] = []
+    # Branches by their anchors: those open at the same ends share one `(?:ANY_UNIT)*` a side
+    # (o21840's `^dev|alpha|beta|rc|RC|stable$` wrote the 270-character unit ten times; grouped, four).
+    by_ends: dict[tuple[bool, bool], list[tuple[str, int, int | None]]] = {}
     for b in branches:
         body, start, end = anchored(b) if search else (b, True, True)
         text, lo, hi = r.seq(body)
-        if text is None:
+        if text is not None:
+            by_ends.setdefault((start, end), []).append((text, lo, hi))
+    outs: list[tuple[str, int, int | None]] = []
+    for (start, end), found in by_ends.items():
+        if start and end:
+            outs += found
             continue
-        if not start:
-            text, hi = f"(?:{ANY_UNIT})*" + text, None
-        if not end:
-            text, hi = text + f"(?:{ANY_UNIT})*", None
-        outs.append((text, lo, hi))
+        text = found[0][0] if len(found) == 1 else "(?:" + "|".join(t for t, _, _ in found) + ")"
+        text = ("" if start else f"(?:{ANY_UNIT})*") + text + ("" if end else f"(?:{ANY_UNIT})*")
+        outs.append((text, min(lo for _, lo, _ in found), None))
     if not outs:
         return None
     his = [o[2] for o in outs]
