@@ -371,11 +371,14 @@ def test_range_set_operations_match_code_point_sets() -> None:
         assert er.complement(a)[-1] == (max(points(a), default=-1) + 1, er.MAX_CP)
 
 
-@pytest.mark.parametrize("lo,hi", [(0, 0), (5, 123), (99, 1000), (7, None), (0, None)])
+@pytest.mark.parametrize("lo,hi", [(0, 0), (5, 123), (99, 1000), (7, None), (0, None), (2, 10**20 - 1),
+                                   (11, 10**20 - 1), (100, 10**5), (0, 2**31 - 1), (10, 99)])
 def test_decimal_ranges_match_re(lo: int, hi: int | None) -> None:
+    """Every numeral up to 2,000 and either side of each power of ten up to 10**21 (where runs of whole
+    widths are one counted class, `[1-9][0-9]{a,b}`)."""
     r = er.decimal_range_regex(lo, hi)
-    for v in range(0, 2000):
-        assert bool(re.fullmatch(r, str(v))) == (v >= lo and (hi is None or v <= hi))
+    for v in [*range(0, 2000), *(10**k + d for k in range(3, 22) for d in (-1, 0, 1))]:
+        assert bool(re.fullmatch(r, str(v))) == (v >= lo and (hi is None or v <= hi)), v
 
 
 @pytest.mark.parametrize("positive,negative,lo,hi", [
@@ -695,3 +698,29 @@ def test_allof_of_object_branches_agrees_with_jsonschema() -> None:
                 assert got == validator.is_valid(x), (schema, x)
         exact += not caught
     assert exact > 80
+
+
+@pytest.mark.parametrize("pattern", ["^(?:a|bc)(?:x|1\\.2)$", "^(?:01$|07$)", "(?:^a|b$)", "^(?:a|b)x|y$",
+                                     "^(?:(?:1|2[0-5])\\.){2}(?:1|2[0-5]|[3-9]x)$", "(?:a|b)(?:1|2)", "^a|b1|x.|2$|^07$"])
+@pytest.mark.parametrize("lo,hi", [(0, None), (0, 8), (3, 4), (5, 5), (0, 2)])
+def test_pattern_bodies_match_re(pattern: str, lo: int, hi: int | None) -> None:
+    """`ecma_pattern_body` against `re` (search semantics) and the length bounds, whichever way it writes a
+    branch: as written when no anchor is left inside it (and the bounds bind nothing), multiplied out when
+    one is (`^(?:01$|07$)`) or the bounds bind some of its strings; None only when it cannot be exact."""
+    try:
+        found = er.ecma_pattern_body(pattern, min_len=lo, max_len=hi)
+    except RegexError:
+        # An anchor inside a branch with bounds: refused here, the caller builds the automaton instead.
+        assert (lo, hi) != (0, None) and "$|" in pattern
+        return
+    if found is None:
+        assert (lo, hi) != (0, None) or not any(re.search(pattern, t) for t in ("a", "01", "ax", "1.1.1"))
+        return
+    body = re.compile(f'"{found.body}"')
+    rng = random.Random(1)
+    texts = ["".join(t) for n in range(5) for t in itertools.product("ab1.2x07y", repeat=n)]
+    texts += ["".join(rng.choice("ab1.2x07y") for _ in range(rng.randint(5, 9))) for _ in range(2000)]
+    texts += ["1.1.1", "25.2.3x", "2.1.1", "1.2", "bc1.2", "ax", "07", "01"]
+    for t in texts:
+        want = bool(re.search(pattern, t)) and lo <= len(t) and (hi is None or len(t) <= hi)
+        assert bool(body.fullmatch(json.dumps(t))) == want, (t, found.body)

@@ -86,3 +86,81 @@ def test_counting_by_levels_is_the_product_with_a_counter(monkeypatch: pytest.Mo
             except automata.AutomatonTooLarge:
                 found.append(None)
         assert found[0] == found[1]
+
+
+def _reference_determinise(nfa: "automata._NFA", start: int, end: int) -> "automata._DFA":
+    """The subset construction over whole epsilon-closures, breadth first (the empty set a state like any)."""
+    classes, edges = automata._classes(nfa)
+
+    def closure(states: set[int]) -> frozenset[int]:
+        seen, stack = set(states), list(states)
+        while stack:
+            for t in nfa.eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    def successors(cur: frozenset[int]) -> list[frozenset[int]]:
+        return [closure({dst for s in cur for cs, dst in edges[s] if c in cs}) for c in range(len(classes))]
+
+    order, trans = automata.explore_rows(closure({start}), successors)
+    return automata._DFA(classes, trans, [end in st for st in order])
+
+
+def test_the_compiled_subset_construction_gives_the_reference_minimal_dfa(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`automata._determinise` (the lexer's subset kernel, states named by their important NFA states) against a
+    search over whole closures: other states maybe, the same minimal DFA, numbering included."""
+    rng = random.Random(7)
+    atoms = ["a", "b", "[a-c]", "[^a]", ".", "\\d", "x"]
+    monkeypatch.setattr(automata, "MAX_PATTERN_DFA_STATES", 1_000)  # the reference's search is slow past it
+    checked = 0
+    for _ in range(200):
+        def piece(depth: int = 0) -> str:
+            r = rng.random()
+            if depth < 2 and r < 0.25:
+                return "(?:" + "|".join(piece(depth + 1) for _ in range(rng.randint(2, 3))) + ")"
+            item = rng.choice(atoms) if depth >= 2 or r < 0.7 else "(?:" + piece(depth + 1) + ")"
+            return item + rng.choice(["", "", "*", "+", "?", "{2,4}", "{0,3}"])
+        patterns = ["".join(piece() for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(1, 3))]
+        patterns = [rng.choice(["", "^"]) + p + rng.choice(["", "$"]) for p in patterns]
+        nfa = automata._NFA()
+        ends = [automata._pattern_nfa(nfa, p) for p in patterns]
+        for s, e in ends:
+            try:
+                want = _reference_determinise(nfa, s, e)
+            except automata.AutomatonTooLarge:
+                continue  # the kernel's states are never more: it may build what the reference refuses
+            built = automata._determinise(nfa, s, e)
+            assert built.classes == want.classes
+            got = automata._minimise(automata._product([built], [True], 0, None))
+            ref = automata._minimise(automata._product([want], [True], 0, None))
+            assert (got.trans, got.accept) == (ref.trans, ref.accept), patterns
+            checked += 1
+    assert checked > 200
+
+
+def test_edge_labels_group_each_row_by_target() -> None:
+    """`automata._edge_labels` (one numpy grouping) against grouping each row in a dict: the same pairs, labels
+    and order, with one word of classes and with more than 64 (the bytes path), and pairs without a unit left out."""
+    rng = random.Random(5)
+
+    def unit(ranges: tuple) -> str | None:
+        return None if len(ranges) == 2 else "|".join(f"{lo}-{hi}" for lo, hi in ranges)
+
+    for _ in range(400):
+        n, k = rng.randint(1, 30), rng.choice([1, 2, 5, 63, 64, 65, 130])
+        classes = [((2 * c, 2 * c),) for c in range(k)]
+        targets = rng.sample(range(n), min(n, rng.randint(1, 4)))
+        trans = [[rng.choice(targets) for _ in range(k)] for _ in range(n)]
+        want: dict[tuple[int, int], str] = {}
+        for q, row in enumerate(trans):
+            by_target: dict[int, list[int]] = {}
+            for c, t in enumerate(row):
+                by_target.setdefault(t, []).append(c)
+            for t, cs in by_target.items():
+                label = unit(tuple(r for c in cs for r in classes[c]))
+                if label is not None:
+                    want[(q, t)] = label
+        got = automata._edge_labels(automata._DFA(classes, trans, [False] * n), unit)
+        assert list(got.items()) == list(want.items())

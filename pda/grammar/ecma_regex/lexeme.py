@@ -224,18 +224,26 @@ def python_pattern_body(pattern: str, *, search: bool, source: str | None = None
         branches = []
         for b in top_branches(items):
             expanded = expand_branches(inline_groups(b))
-            branches += [b] if expanded == [None] else expanded  # type: ignore[list-item]
-    outs: list[tuple[str, int, int | None]] = []
+            # Multiplied out only where a branch carries an anchor of its own: else the branch as written, one
+            # regex the size of the pattern (the `ipv4` format's last octet, five ways, wrote its prefix five times).
+            whole = expanded == [None] or len(expanded) > 1 and _anchor_free(anchored(b)[0])
+            branches += [b] if whole else expanded  # type: ignore[list-item]
+    # Branches by their anchors: those open at the same ends share one `(?:ANY_UNIT)*` a side
+    # (o21840's `^dev|alpha|beta|rc|RC|stable$` wrote the 270-character unit ten times; grouped, four).
+    by_ends: dict[tuple[bool, bool], list[tuple[str, int, int | None]]] = {}
     for b in branches:
         body, start, end = anchored(b) if search else (b, True, True)
         text, lo, hi = r.seq(body)
-        if text is None:
+        if text is not None:
+            by_ends.setdefault((start, end), []).append((text, lo, hi))
+    outs: list[tuple[str, int, int | None]] = []
+    for (start, end), found in by_ends.items():
+        if start and end:
+            outs += found
             continue
-        if not start:
-            text, hi = f"(?:{ANY_UNIT})*" + text, None
-        if not end:
-            text, hi = text + f"(?:{ANY_UNIT})*", None
-        outs.append((text, lo, hi))
+        text = found[0][0] if len(found) == 1 else "(?:" + "|".join(t for t, _, _ in found) + ")"
+        text = ("" if start else f"(?:{ANY_UNIT})*") + text + ("" if end else f"(?:{ANY_UNIT})*")
+        outs.append((text, min(lo for _, lo, _ in found), None))
     if not outs:
         return None
     his = [o[2] for o in outs]
@@ -309,6 +317,14 @@ def _ecma_pattern_body(pattern: str, min_len: int, max_len: int | None) -> Patte
     any_unit = (C.MAX_REPEAT, (0, C.MAXREPEAT, [(C.IN, [(C.RANGE, (0, MAX_CP))])]))
     for branch in top_branches(items):
         body, start, end = anchored(branch)
+        if start and end and _anchor_free(body):
+            # Lengths the branch's strings all have already bound nothing: the branch as written.
+            text, a, b = r.seq(body)
+            if text is None:
+                continue
+            if a >= min_len and b is not None and (max_len is None or b <= max_len):
+                outs.append((text, a, b))
+                continue
         for pieces in expand_branches(([] if start else [any_unit]) + inline_groups(body)
                                        + ([] if end else [any_unit])):
             if pieces is None:
@@ -351,6 +367,24 @@ def _ecma_pattern_body(pattern: str, min_len: int, max_len: int | None) -> Patte
     his = [o[2] for o in outs]
     text = outs[0][0] if len(outs) == 1 else "(?:" + "|".join(o[0] for o in outs) + ")"
     return PatternInfo(text, min(o[1] for o in outs), None if None in his else max(his))  # type: ignore[type-var]
+
+
+def _anchor_free(items: list) -> bool:
+    """Whether no anchor (`^`, `$`, `\\b`...) is left anywhere in a parsed sequence."""
+    stack = list(items)
+    while stack:
+        op, av = stack.pop()
+        if op is C.AT:
+            return False
+        if op is C.SUBPATTERN:
+            stack += av[3]
+        elif op is C.BRANCH:
+            stack += [item for alt in av[1] for item in alt]
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+            stack += av[2]
+        elif op in (C.ASSERT, C.ASSERT_NOT):
+            stack += av[1]
+    return True
 
 
 def top_branches(items: list) -> list[list]:

@@ -117,13 +117,30 @@ def decimal_range_regex(lo: int, hi: int | None) -> str:
     width0 = len(str(lo))
     finite_hi = 10**width0 - 1 if hi is None else hi
     alts: list[str] = []
+    full: list[int] = []  # a run of widths whose every numeral is in range: one counted class for all
     for width in range(width0, len(str(finite_hi)) + 1):
         wlo = max(lo, 10 ** (width - 1) if width > 1 else 0)
         whi = min(finite_hi, 10**width - 1)
+        if width > 1 and (wlo, whi) == (10 ** (width - 1), 10**width - 1):
+            full.append(width - 1)
+            continue
+        alts += _full_widths(full)
+        full = []
         alts += [_digit_seq_regex(s) for s in digit_range_alternatives(wlo, whi, width)]
+    alts += _full_widths(full)
     if hi is None:
         alts.append(f"[1-9][0-9]{{{width0},}}")
     # Longer numerals first: a backtracking matcher tries alternatives in order.
     alts.reverse()
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
+
+
+def _full_widths(counts: list[int]) -> list[str]:
+    """The numerals of every width 1 + c for c in `counts` (consecutive, at least 1) as one alternative:
+    `[1-9][0-9]{a,b}`, not one alternative a width (an integer bound of 20 digits wrote 18; the regex
+    path's NFA holds each copy of `[0-9]`, ~190 there, ~20 here)."""
+    if not counts:
+        return []
+    a, b = counts[0], counts[-1]
+    return ["[1-9][0-9]" + ("" if a == b == 1 else f"{{{a}}}" if a == b else f"{{{a},{b}}}")]
