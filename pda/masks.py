@@ -44,6 +44,7 @@ from typing import Literal
 
 import numpy as np
 
+from pda.arrays import packed_ids
 from pda.index.token_index import TokenIndex
 from pda.kernels.compose import ExtendedMask, compose
 from pda.lru import budget_ring, register_budget
@@ -86,7 +87,7 @@ class StepMasks:
         self._empty = np.zeros(index.mask_words, dtype=np.int32)
         self._sparse_max = index.mask_words // EXTENDED_MAX_SHARE
         # The EOS ids, added where the text can end (`_step`).
-        self._eos_ids = np.flatnonzero(np.unpackbits(eos_mask.view(np.uint8), bitorder="little")).astype(np.int32)
+        self._eos_ids = packed_ids(eos_mask)
         self._after_boundary = index.after_boundary  # bound once: `compose` calls it on a group's miss
         # Equal dense masks are stored once, under their fingerprint; each is freed with the last state that uses it.
         self._masks: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()

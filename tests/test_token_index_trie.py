@@ -12,7 +12,7 @@ import random
 
 import numpy as np
 
-from pda.arrays import stable_order
+from pda.arrays import packed_ids, stable_order
 from pda.kernels.trie import string_trie
 
 
@@ -85,3 +85,13 @@ def test_stable_order_is_a_stable_argsort() -> None:
     for values in (rng.integers(0, 40, 10_000), rng.integers(0, 2**20, 1000), np.array([], dtype=np.int64),
                    rng.integers(-5, 5, 100)):
         assert np.array_equal(stable_order(values), np.argsort(values, kind="stable"))
+
+
+def test_packed_ids_are_the_set_bits_of_a_packed_mask() -> None:
+    rng = np.random.default_rng(5)
+    for n_words, density in ((4748, 0.0), (4748, 1e-4), (300, 0.3), (1, 1.0), (0, 0.0), (64, 1.0)):
+        bits = rng.random(32 * n_words) < density
+        words = np.packbits(bits, bitorder="little").view(np.int32)
+        found = packed_ids(words)
+        assert found.dtype == np.int32
+        assert found.tolist() == np.flatnonzero(bits).tolist()
