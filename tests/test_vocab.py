@@ -63,7 +63,7 @@ def test_byte_level_decode_every_byte_and_rejects_outside_alphabet() -> None:
 
 def test_from_tokens_specials_eos_and_errors() -> None:
     v = Vocabulary.from_tokens(["a", b"\xe2\x82", None, "</s>", "€"], eos_ids=[3], special_ids=[])
-    assert v.tokens == [b"a", b"\xe2\x82", None, None, "€".encode()]
+    assert v.tokens == (b"a", b"\xe2\x82", None, None, "€".encode())
     assert v.eos_ids == {3} and v.special_ids == {3}
     assert v.size == len(v) == 5
     assert v.token_bytes(1) == b"\xe2\x82"
@@ -108,7 +108,7 @@ def test_content_hash_is_stable_and_sensitive() -> None:
 def test_with_size_pads_and_refuses_to_shrink() -> None:
     v = Vocabulary.from_tokens(["a", "b", None], eos_ids=[2])
     w = v.with_size(8)
-    assert w.size == 8 and w.tokens[:3] == v.tokens and w.tokens[3:] == [None] * 5
+    assert w.size == 8 and w.tokens[:3] == v.tokens and w.tokens[3:] == (None,) * 5
     assert w.eos_ids == v.eos_ids and w.special_ids == v.special_ids
     assert v.size == 3  # the original is untouched
     assert v.with_size(3) is v
@@ -129,7 +129,7 @@ def test_plain_bpe_without_decoder_is_utf8() -> None:
 
     tok = tokenizers.Tokenizer(BPE({"a": 0, "b": 1, "ab": 2, "北": 3}, [("a", "b")]))
     v = Vocabulary.from_hf(tok)  # a bare tokenizers.Tokenizer is accepted
-    assert v.tokens == [b"a", b"b", b"ab", "北".encode()]
+    assert v.tokens == (b"a", b"b", b"ab", "北".encode())
     assert v.eos_ids == frozenset()
     assert v.encode("ab北a") == [2, 3, 0]
 
@@ -219,7 +219,7 @@ def test_qwen_hf_equals_tiktoken_for_every_id(qwen) -> None:
     assert hf.content_hash == tt.content_hash
     assert all(t is not None for t in hf.tokens[:151643])
     assert len(set(hf.tokens[:151643])) == 151643  # byte strings are distinct, as BPE ranks require
-    assert hf.tokens[:3] == [b"!", b'"', b"#"] and hf.tokens[220] == b" "
+    assert hf.tokens[:3] == (b"!", b'"', b"#") and hf.tokens[220] == b" "
 
 
 def test_qwen_specials_excluded(qwen) -> None:
@@ -318,7 +318,7 @@ def test_tiktoken_errors(tmp_path: Path) -> None:
     with pytest.raises(VocabularyError, match=r"already the text token"):
         Vocabulary.from_tiktoken(bad, special_tokens={"<|eot|>": 1})
     v = Vocabulary.from_tiktoken(bad, special_tokens={"<|eot|>": 3}, eos_ids=[3])
-    assert v.tokens == [b"!", b'"', None, None] and v.eos_ids == {3}
+    assert v.tokens == (b"!", b'"', None, None) and v.eos_ids == {3}
     pytest.importorskip("tiktoken")
     with pytest.raises(VocabularyError, match="neither a tiktoken rank file nor a known encoding"):
         Vocabulary.from_tiktoken("no-such-encoding")
