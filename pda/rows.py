@@ -83,8 +83,8 @@ def numpy_scatter_row(bitmask: Any, row: int, words: np.ndarray, bits: np.ndarra
 
 
 def numpy_write_rows(bitmask: Any, rows: list[int], sources: list[RowSource | None], threads: int) -> None:
-    """`numpy_copy_row(bitmask, rows[i], sources[i])` for every source not None, after checking every row is
-    inside and none appears twice (from this thread, whatever `threads` says)."""
+    """`numpy_copy_row(bitmask, rows[i], sources[i])` for every source not None (from this thread, whatever
+    `threads` says), every row and source checked before any row is written."""
     if not 1 <= threads <= MAX_ROW_THREADS:
         raise ValueError(f"threads must be 1 to {MAX_ROW_THREADS}, got {threads}")
     _check_layout(bitmask)
@@ -95,9 +95,11 @@ def numpy_write_rows(bitmask: Any, rows: list[int], sources: list[RowSource | No
         if row in seen:
             raise ValueError(f"row {row} appears twice in one batch")
         seen.add(row)
-    for row, source in zip(rows, sources):
-        if source is not None:
-            numpy_copy_row(bitmask, row, source)
+    written = [(row, source) for row, source in zip(rows, sources) if source is not None]
+    staged = np.empty((len(written), bitmask.shape[1]), dtype=np.int32)
+    for k, (_, source) in enumerate(written):
+        numpy_copy_row(staged, k, source)
+    bitmask[[row for row, _ in written]] = staged
 
 
 def numpy_same_words(a: np.ndarray, b: np.ndarray) -> bool:
