@@ -454,36 +454,41 @@ def fill_bitmasks(
         raise ValueError(f"threads must be 1 to {MAX_ROW_THREADS}, got {threads}")
     if type(bitmask) is not np.ndarray:
         bitmask = _numpy_view(bitmask)
-    if not (type(bitmask) is np.ndarray and bitmask.dtype == np.int32 and bitmask.ndim == 2
-            and bitmask.flags.c_contiguous and bitmask.flags.writeable):
+    if type(bitmask) is not np.ndarray or bitmask.dtype != np.int32 or bitmask.ndim != 2:
         _fill_each(matchers, bitmask, rows)
         return
     n_rows = bitmask.shape[0]
     direct_rows: list[int] = []
     sources: list[RowSource | None] = []
     general: list[tuple[Matcher, int]] = []
+    add_row, add_source = direct_rows.append, sources.append
     for matcher, row in zip(matchers, rows):
         if type(row) is not int:
             row = _as_int(row, "row")
         if type(matcher) is not Matcher or not 0 <= row < n_rows or matcher._stop is not None:
             general.append((matcher, row))  # a subclass fills its own rows; a row outside raises there
             continue
-        direct_rows.append(row)
+        add_row(row)
         if matcher._terminated or matcher.error is not None:
-            sources.append(matcher._eos_mask)
+            add_source(matcher._eos_mask)
             continue
         node, q = matcher._history[-1]
         try:
-            sources.append(matcher.compiled.masks.row_source(node, q))
+            add_source(matcher.compiled.masks.row_source(node, q))
         except LimitExceeded as exc:
             matcher.error = exc
-            sources.append(matcher._eos_mask)
+            add_source(matcher._eos_mask)
     if general:
         _check_distinct(direct_rows + [row for _, row in general])
-    threads = max(1, min(threads, len(direct_rows) * bitmask.shape[1] * 4 // ROW_THREAD_MIN_BYTES))
-    write_rows(bitmask, direct_rows, sources, threads)
-    _fill_each([m for m, _ in general], bitmask, [row for _, row in general])
-
+    if threads > 1:
+        threads = max(1, min(threads, len(direct_rows) * bitmask.shape[1] * 4 // ROW_THREAD_MIN_BYTES))
+    try:
+        write_rows(bitmask, direct_rows, sources, threads)
+    except BitmaskLayoutError:  # strided or read-only: every row through `fill_bitmask` (masks found above stay memoised)
+        _fill_each(matchers, bitmask, rows)
+        return
+    if general:
+        _fill_each([m for m, _ in general], bitmask, [row for _, row in general])
 
 # `fill_bitmasks` starts a thread per this many bytes of rows to write, up to its `threads`. Measured with
 # `python bench/batch_bench.py` and a stand-alone split of 8 to 1,024 Qwen2 rows (19 KB each) on 2 cores: two
