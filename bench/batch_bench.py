@@ -117,8 +117,9 @@ def _documents(workload: str, batch: int, seed: int) -> list[dict[str, Any]]:
 
 
 # How a step's rows are filled: a loop of `fill_bitmask` calls, one `pda.fill_bitmasks` call, `--threads` pool
-# threads each calling `fill_bitmask` on its share (what vLLM does), or one `fill_bitmasks(..., threads=N)` call.
-MODES = ("loop", "batch", "pool", "native")
+# threads each calling `fill_bitmask` on its share (what vLLM does), one `fill_bitmasks(..., threads=N)` call (which
+# starts a thread per `ROW_THREAD_MIN_BYTES` of rows), or that call made to split every batch over N threads.
+MODES = ("loop", "batch", "pool", "native", "split")
 
 
 # Warm passes a worker runs; its warm figure is their median (a shared machine's load moves single passes 2x).
@@ -147,6 +148,8 @@ def run_worker(items: list[dict[str, Any]], mode: str, threads: int) -> dict[str
     tokens = [tokenizer.encode(item["text"], add_special_tokens=False) + [tokenizer.eos_token_id] for item in items]
     words = (QWEN2_LOGITS_SIZE + 31) // 32
     pool = ThreadPoolExecutor(threads) if mode == "pool" else None
+    if mode == "split":
+        pda.matcher.ROW_THREAD_MIN_BYTES = 1
     passes = []
     for _ in range(1 + WARM_PASSES):
         matchers = [pda.Matcher(c) for c in grammars]
@@ -161,7 +164,7 @@ def run_worker(items: list[dict[str, Any]], mode: str, threads: int) -> dict[str
             t0 = now_ns()
             if mode == "batch":
                 pda.fill_bitmasks([matchers[i] for i in active], bitmask, active)
-            elif mode == "native":
+            elif mode in ("native", "split"):
                 pda.fill_bitmasks([matchers[i] for i in active], bitmask, active, threads=threads)
             elif pool is None:
                 for i in active:
@@ -196,7 +199,8 @@ def run_isolated(items_file: Path, mode: str, threads: int) -> dict[str, Any]:
 
 
 LABELS = {"loop": "1 (`fill_bitmask` loop)", "batch": "1 (`fill_bitmasks`)",
-          "pool": "{} (pool, `fill_bitmask` each)", "native": "{} (`fill_bitmasks(threads={})`)"}
+          "pool": "{} (pool, `fill_bitmask` each)", "native": "{} (`fill_bitmasks(threads={})`)",
+          "split": "{} (`fill_bitmasks(threads={})`, always split)"}
 
 
 def format_table(results: list[dict[str, Any]], batch: int, workload: str) -> str:

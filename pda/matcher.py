@@ -36,7 +36,8 @@ from pda.errors import LimitExceeded, TokenRejected
 from pda.parser.earley import Node
 from pda.rows import MAX_ROW_THREADS, BitmaskLayoutError, RowSource, copy_row, write_rows
 
-_BITMASK_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
+_INT32 = np.dtype(np.int32)
+_BITMASK_DTYPES = (_INT32, np.dtype(np.uint32))
 
 
 class BitmaskRowError(IndexError, ValueError):
@@ -454,7 +455,7 @@ def fill_bitmasks(
         raise ValueError(f"threads must be 1 to {MAX_ROW_THREADS}, got {threads}")
     if type(bitmask) is not np.ndarray:
         bitmask = _numpy_view(bitmask)
-    if type(bitmask) is not np.ndarray or bitmask.dtype != np.int32 or bitmask.ndim != 2:
+    if type(bitmask) is not np.ndarray or bitmask.dtype != _INT32 or bitmask.ndim != 2:
         _fill_each(matchers, bitmask, rows)
         return
     n_rows = bitmask.shape[0]
