@@ -13,9 +13,9 @@
  * caller can take its general path.
  *
  * `write_rows` writes a whole batch's rows in one call: every source is checked and its
- * buffer acquired first, then the rows are written, from `threads` threads (started for
- * the call, joined before it returns; each takes the rows in a contiguous band of row
- * numbers, so a row is written by one thread) with the GIL released meanwhile.
+ * buffer acquired first (a row appearing twice is refused), then the rows are written,
+ * from `threads` threads (started for the call, joined before it returns; each takes a
+ * contiguous share of the rows) with the GIL released meanwhile.
  *
  * The GIL: the helper threads never touch Python objects, so it is released only to let
  * the caller's other Python threads run during a threaded (long) write. A one-row or
@@ -191,39 +191,39 @@ static void run_job(const RowJob *job, Py_ssize_t width)
             dst[job->ids[i] >> 5] |= (int32_t)(1u << (job->ids[i] & 31));
 }
 
-/* The jobs one thread writes: those whose row lies in [row_lo, row_hi), in call order. */
+/* The jobs one thread writes: jobs[lo:hi]. */
 typedef struct {
     const RowJob *jobs;
-    Py_ssize_t n_jobs, width, row_lo, row_hi;
-} RowBand;
+    Py_ssize_t lo, hi, width;
+} RowShare;
 
-static void *run_band(void *arg)
+static void *run_share(void *arg)
 {
-    const RowBand *band = (const RowBand *)arg;
-    for (Py_ssize_t i = 0; i < band->n_jobs; i++)
-        if (band->jobs[i].row >= band->row_lo && band->jobs[i].row < band->row_hi)
-            run_job(&band->jobs[i], band->width);
+    const RowShare *share = (const RowShare *)arg;
+    for (Py_ssize_t i = share->lo; i < share->hi; i++)
+        run_job(&share->jobs[i], share->width);
     return NULL;
 }
 
-/* Write every job, from `threads` threads over bands of row numbers (the caller's thread takes the first band; a
- * thread that cannot be started leaves its band to the caller's). Runs without the GIL. */
-static void run_jobs(const RowJob *jobs, Py_ssize_t n_jobs, Py_ssize_t width, Py_ssize_t n_rows, int threads)
+/* Write every job, split in `threads` contiguous shares (the caller's thread takes the first; a thread that cannot
+ * be started leaves its share to the caller's). Touches no Python object, so it may run without the GIL; the rows
+ * are distinct, so no two threads write the same words. */
+static void run_jobs(const RowJob *jobs, Py_ssize_t n_jobs, Py_ssize_t width, int threads)
 {
-    RowBand bands[MAX_ROW_THREADS];
+    RowShare shares[MAX_ROW_THREADS];
     pthread_t ids[MAX_ROW_THREADS];
     int started[MAX_ROW_THREADS] = {0};
     for (int t = 0; t < threads; t++) {
-        bands[t] = (RowBand){jobs, n_jobs, width, n_rows * t / threads, n_rows * (t + 1) / threads};
+        shares[t] = (RowShare){jobs, n_jobs * t / threads, n_jobs * (t + 1) / threads, width};
         if (t > 0)
-            started[t] = pthread_create(&ids[t], NULL, run_band, &bands[t]) == 0;
+            started[t] = pthread_create(&ids[t], NULL, run_share, &shares[t]) == 0;
     }
-    run_band(&bands[0]);
+    run_share(&shares[0]);
     for (int t = 1; t < threads; t++) {
         if (started[t])
             pthread_join(ids[t], NULL);
         else
-            run_band(&bands[t]);
+            run_share(&shares[t]);
     }
 }
 
@@ -299,8 +299,8 @@ PyDoc_STRVAR(write_rows_doc,
 "Write sources[i] into row rows[i] of `bitmask` for every i whose source is not None: an int32 mask or an\n"
 "ExtendedMask as copy_row writes it, or a (words, bits, lo, hi) tuple as scatter_row writes it. Everything is\n"
 "checked before any row is written; the rows are then written from `threads` threads (at most\n"
-MAX_ROW_THREADS_TEXT "; each writes a contiguous band of row numbers; the GIL released when more than one).\n"
-"`rows` and `sources` are lists of equal length; a row appears at most once.");
+MAX_ROW_THREADS_TEXT ", each a contiguous share of the rows; the GIL released when more than one). `rows` and\n"
+"`sources` are lists of equal length; ValueError when a row appears twice.");
 
 static PyObject *write_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -382,10 +382,10 @@ static PyObject *write_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
         threads = n_jobs ? n_jobs : 1;
     if (threads > 1) {
         Py_BEGIN_ALLOW_THREADS
-        run_jobs(jobs, n_jobs, width, n_rows, (int)threads);
+        run_jobs(jobs, n_jobs, width, (int)threads);
         Py_END_ALLOW_THREADS
     } else {
-        run_jobs(jobs, n_jobs, width, n_rows, 1);
+        run_jobs(jobs, n_jobs, width, 1);
     }
     Py_INCREF(Py_None);
     result = Py_None;

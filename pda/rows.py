@@ -5,7 +5,7 @@ shared mask, or one extended by a few token ids, `pda.kernels.compose.ExtendedMa
 or, for a finite-set state, a zero row with a few precomputed words set (a
 `(words, bits, lo, hi)` tuple, as `scatter_row` takes them). `copy_row` writes one
 source into one row; `write_rows` a batch's sources into their rows in one call,
-the copies made without the interpreter lock, optionally from several threads. The
+optionally from several threads (then without the interpreter lock). The
 compiled helper `pda._rows` (pda/_rows.c, built at install where a C compiler is
 present) does either in one call, about 0.2 µs a row on the Qwen2 width; the numpy
 versions here have the same semantics and serve when it was not built (`NATIVE`
@@ -14,7 +14,8 @@ says which; they write from the calling thread, under the lock).
 Semantics: the destination is row `row` of a C-contiguous 2-D int32 array; words
 past the row's width are dropped, words past the source are zero. Any other
 layout raises `BitmaskLayoutError` (a `TypeError`), after which the caller takes
-its general path.
+its general path. `write_rows` checks every row (inside the bitmask, none twice) and
+every source before it writes any row.
 
 `same_words(a, b)` says whether two int32 masks are equal word for word: the step
 masks' dedupe confirms every candidate so, and comparing two 19 KB rows through
