@@ -11,8 +11,9 @@
   `pda.kernels._indent` (pda/kernels/_indent.c, an indenter state's probe) and
   `pda.kernels._derive` (pda/kernels/_derive.c, lazy terminal DFAs by derivatives) are required:
   without a C compiler and Python's headers the install fails, saying so.
-* `pda._rows` (pda/_rows.c, see pda/rows.py) is `optional=True`: where it cannot be
-  built pda uses the numpy row writers, which give the same results more slowly.
+* `pda._rows` (pda/_rows.c, see pda/rows.py; POSIX threads for `fill_bitmasks(threads=N)`)
+  is `optional=True`: where it cannot be built pda uses the numpy row writers, which give
+  the same results more slowly (from one thread).
 """
 
 from setuptools import Extension, setup
@@ -54,7 +55,8 @@ setup(
                   depends=[BUFFER_FORMAT, EXTENDED_MASK, SORT_IDS]),
         Extension("pda.kernels._indent", ["pda/kernels/_indent.c"]),
         Extension("pda.kernels._derive", ["pda/kernels/_derive.c"]),
-        Extension("pda._rows", ["pda/_rows.c"], depends=[BUFFER_FORMAT, EXTENDED_MASK], optional=True),
+        Extension("pda._rows", ["pda/_rows.c"], depends=[BUFFER_FORMAT, EXTENDED_MASK],
+                  extra_compile_args=["-pthread"], extra_link_args=["-pthread"], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},
 )

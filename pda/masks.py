@@ -1,6 +1,7 @@
 """Serve-time masks: a step's allowed-token mask, composed from the token index and memoised on the parser node.
 
-Hot path: `write_row` runs on every `Matcher.fill_bitmask`, `step_mask` on every
+Hot path: `row_source` runs on every row a step fills (`write_row` on every
+`Matcher.fill_bitmask`, `pda.fill_bitmasks` for each of its rows), `step_mask` on every
 other mask read, and `_compute_mask` on every cache miss of a step. Compile-time
 work (the index's walks, the warm-up, the disk snapshot) is in `pda.compiler`.
 
@@ -30,6 +31,15 @@ Invariants:
   `fingerprint`, confirmed word for word): a mask is composed in a spare buffer,
   which is kept as the mask when it is new and dense, and goes back to the spares
   otherwise.
+* Threads: every method here runs under the interpreter lock, so each dict read or
+  write and each `_spare` pop or append is atomic. A composition owns the spare it
+  popped until it keeps it or appends it back, so two threads composing at once use
+  two buffers; two threads missing on the same (node, q) both compute it and store
+  equal masks, one replacing the other (callers holding either still hold a correct
+  one); `_last_kept`/`_unweighed` may then be off by a mask, which only shifts when
+  `_recent` drops a node. Rows are copied without the lock (`pda.rows`) only from
+  memoised masks and plain rows, which nothing writes to, each held by the writer until
+  its copy ends.
 * Parser nodes are interned weakly, so a node's masks die with the last matcher
   holding it; the nodes of the most recently computed masks (of every grammar) are
   kept alive for the next request, up to the `recent_masks` budget (their masks'
@@ -49,7 +59,7 @@ from pda.index.token_index import TokenIndex
 from pda.kernels.compose import ExtendedMask, compose
 from pda.lru import budget_ring, register_budget
 from pda.parser.earley import Node
-from pda.rows import copy_row, same_words, scatter_row
+from pda.rows import RowSource, copy_row, same_words
 from pda.scanner import Scanner
 from pda.trie.lookup import FiniteSetLookup, PlainRows
 
@@ -106,10 +116,16 @@ class StepMasks:
     def write_row(self, bitmask: np.ndarray, row: int, node: Node, q: int) -> None:
         """Write the step mask at (node, q) into row `row` of `bitmask` (hot path: every `fill_bitmask`).
 
-        A plain finite-set state's row is zeroed and its packed words scattered from
-        `plain_rows` (nothing computed, allocated or memoised per state); any other
-        state's memoised mask is copied. Raises what `pda.rows` raises for a layout or
-        row it does not take.
+        Writes `row_source(node, q)`; raises what `pda.rows` raises for a layout or row it does not take.
+        """
+        copy_row(bitmask, row, self.row_source(node, q))
+
+    def row_source(self, node: Node, q: int) -> RowSource:
+        """What `write_row` writes at (node, q), for `pda.rows` (hot path: every row a step fills).
+
+        A plain finite-set state's row is its `plain_rows` words, scattered into a zero
+        row (nothing computed, allocated or memoised per state); any other state's is
+        its memoised mask, computed on a miss.
         """
         plain = self._plain
         if plain is not None:
@@ -119,10 +135,9 @@ class StepMasks:
             if rows:
                 lo = rows.lo[q]
                 if lo >= 0:
-                    scatter_row(bitmask, row, rows.words, rows.bits, lo, rows.hi[q])
-                    return
+                    return rows.words, rows.bits, lo, rows.hi[q]
         mask = node.cache.get(self._steps + q)  # `_step`'s memo, read here to save a call
-        copy_row(bitmask, row, mask if mask is not None else self._step(node, q))
+        return mask if mask is not None else self._step(node, q)
 
     def write_text_row(self, bitmask: np.ndarray, row: int, node: Node, q: int) -> None:
         """Write the text mask at (node, q) into row `row` of `bitmask` (a matcher with its own stop ids)."""

@@ -1,16 +1,21 @@
-"""Writing one token-mask row into a caller's packed int32 bitmask: the last stage of every step.
+"""Writing token-mask rows into a caller's packed int32 bitmask: the last stage of every step.
 
-A step's mask is either a memoised packed row (`copy_row`: a shared mask, or one
-extended by a few token ids, `pda.kernels.compose.ExtendedMask`) or, for a
-finite-set state, a zero row with a few precomputed words set (`scatter_row`). The compiled
-helper `pda._rows` (pda/_rows.c, built at install where a C compiler is present)
-does either in one call, about 0.2 µs on the Qwen2 width; the numpy versions here
-have the same semantics and serve when it was not built (`NATIVE` says which).
+A step's mask, its row source (`RowSource`), is either a memoised packed row (a
+shared mask, or one extended by a few token ids, `pda.kernels.compose.ExtendedMask`)
+or, for a finite-set state, a zero row with a few precomputed words set (a
+`(words, bits, lo, hi)` tuple, as `scatter_row` takes them). `copy_row` writes one
+source into one row; `write_rows` a batch's sources into their rows in one call,
+optionally from several threads (then without the interpreter lock). The
+compiled helper `pda._rows` (pda/_rows.c, built at install where a C compiler is
+present) does either in one call, about 0.2 µs a row on the Qwen2 width; the numpy
+versions here have the same semantics and serve when it was not built (`NATIVE`
+says which; they write from the calling thread, under the lock).
 
 Semantics: the destination is row `row` of a C-contiguous 2-D int32 array; words
 past the row's width are dropped, words past the source are zero. Any other
 layout raises `BitmaskLayoutError` (a `TypeError`), after which the caller takes
-its general path.
+its general path. `write_rows` checks every row (inside the bitmask, none twice) and
+every source before it writes any row.
 
 `same_words(a, b)` says whether two int32 masks are equal word for word: the step
 masks' dedupe confirms every candidate so, and comparing two 19 KB rows through
@@ -19,7 +24,7 @@ masks' dedupe confirms every candidate so, and comparing two 19 KB rows through
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -32,18 +37,29 @@ class NumpyBitmaskLayoutError(TypeError):
     """The bitmask is not a C-contiguous 2-D int32 array (numpy row writers)."""
 
 
-def _row(bitmask: Any, row: int) -> np.ndarray:
+def _check_layout(bitmask: Any) -> None:
     if (type(bitmask) is not np.ndarray or bitmask.dtype != _INT32 or bitmask.ndim != 2
             or not bitmask.flags.c_contiguous or not bitmask.flags.writeable):
         raise NumpyBitmaskLayoutError("bitmask must be a writable C-contiguous 2-D int32 array")
+
+
+def _row(bitmask: Any, row: int) -> np.ndarray:
+    _check_layout(bitmask)
     if not 0 <= row < len(bitmask):
         raise IndexError(f"row {row} is outside a bitmask of {len(bitmask)} rows")
     return bitmask[row]
 
 
-def numpy_copy_row(bitmask: Any, row: int, mask: np.ndarray | ExtendedMask) -> None:
+# What a row is written from: a packed mask, an extended one, or a plain finite-set state's (words, bits, lo, hi).
+RowSource = Union[np.ndarray, ExtendedMask, tuple[np.ndarray, np.ndarray, int, int]]
+
+
+def numpy_copy_row(bitmask: Any, row: int, mask: RowSource) -> None:
     """Copy `mask` into row `row`: truncated to the row's width, zero past its end (an `ExtendedMask`: its base
-    so, then its ids' bits)."""
+    so, then its ids' bits; a tuple: as `numpy_scatter_row`)."""
+    if type(mask) is tuple:
+        numpy_scatter_row(bitmask, row, *mask)
+        return
     out = _row(bitmask, row)
     words = mask.base if type(mask) is ExtendedMask else mask
     n = 0 if words is None else min(len(out), len(words))
@@ -67,18 +83,40 @@ def numpy_scatter_row(bitmask: Any, row: int, words: np.ndarray, bits: np.ndarra
     out[where[keep]] = values[keep]
 
 
+def numpy_write_rows(bitmask: Any, rows: list[int], sources: list[RowSource | None], threads: int) -> None:
+    """`numpy_copy_row(bitmask, rows[i], sources[i])` for every source not None (from this thread, whatever
+    `threads` says), every row and source checked before any row is written."""
+    if not 1 <= threads <= MAX_ROW_THREADS:
+        raise ValueError(f"threads must be 1 to {MAX_ROW_THREADS}, got {threads}")
+    _check_layout(bitmask)
+    seen: set[int] = set()
+    for row in rows:
+        if not 0 <= row < len(bitmask):
+            raise IndexError(f"row {row} is outside a bitmask of {len(bitmask)} rows")
+        if row in seen:
+            raise ValueError(f"row {row} appears twice in one batch")
+        seen.add(row)
+    written = [(row, source) for row, source in zip(rows, sources) if source is not None]
+    staged = np.empty((len(written), bitmask.shape[1]), dtype=np.int32)
+    for k, (_, source) in enumerate(written):
+        numpy_copy_row(staged, k, source)
+    bitmask[[row for row, _ in written]] = staged
+
+
 def numpy_same_words(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two int32 masks hold the same words."""
     return a.tobytes() == b.tobytes()
 
 
-copy_row: Callable[[Any, int, np.ndarray | ExtendedMask], None]
+copy_row: Callable[[Any, int, RowSource], None]
+write_rows: Callable[[Any, list[int], list[RowSource | None], int], None]
 scatter_row: Callable[[Any, int, np.ndarray, np.ndarray, int, int], None]
 same_words: Callable[[np.ndarray, np.ndarray], bool]
 try:
-    from pda._rows import BitmaskLayoutError, copy_row, same_words, scatter_row
+    from pda._rows import MAX_ROW_THREADS, BitmaskLayoutError, copy_row, same_words, scatter_row, write_rows
     NATIVE = True
 except ImportError:  # built without a C compiler: the numpy versions, same results
     BitmaskLayoutError = NumpyBitmaskLayoutError
-    copy_row, scatter_row, same_words = numpy_copy_row, numpy_scatter_row, numpy_same_words
+    MAX_ROW_THREADS = 64
+    copy_row, scatter_row, same_words, write_rows = numpy_copy_row, numpy_scatter_row, numpy_same_words, numpy_write_rows
     NATIVE = False

@@ -343,7 +343,6 @@ def test_fill_bitmask_rows_equal_dense_masks(writers: str, tmp_path: Path, monke
     if writers == "numpy":  # the writers a build without a C compiler serves with
         for module in (pda.matcher, pda.masks):  # the matcher writes EOS-only rows, the masks' owner the others
             monkeypatch.setattr(module, "copy_row", rows_module.numpy_copy_row)
-        monkeypatch.setattr(pda.masks, "scatter_row", rows_module.numpy_scatter_row)
         monkeypatch.setattr(pda.matcher, "BitmaskLayoutError", rows_module.NumpyBitmaskLayoutError)
     values = identifier_values(1000, seed=4)
     fast = compile_fast(json_like_grammar(values), synthetic_vocabulary(values), tmp_path)
