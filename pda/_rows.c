@@ -84,56 +84,6 @@ static int as_index(PyObject *obj, Py_ssize_t *out)
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-PyDoc_STRVAR(scatter_row_doc,
-"scatter_row(bitmask, row, words, bits, lo, hi)\n--\n\n"
-"Zero row `row` of `bitmask`, then set word words[i] to bits[i] for lo <= i < hi\n"
-"(int64 `words`, int32 `bits`); words past the row's width are dropped.");
-
-static PyObject *scatter_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    Py_buffer out, words_buf, bits_buf;
-    int32_t *dst;
-    Py_ssize_t row, lo, hi, width, i;
-    PyObject *result = NULL;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "scatter_row(bitmask, row, words, bits, lo, hi) takes 6 arguments");
-        return NULL;
-    }
-    if (as_index(args[1], &row) < 0 || as_index(args[4], &lo) < 0 || as_index(args[5], &hi) < 0)
-        return NULL;
-    if (open_row(args[0], row, &out, &dst, &width) < 0)
-        return NULL;
-    if (open_source(args[2], &words_buf, 8, "words") < 0) {
-        PyBuffer_Release(&out);
-        return NULL;
-    }
-    if (open_source(args[3], &bits_buf, 4, "bits") < 0) {
-        PyBuffer_Release(&words_buf);
-        PyBuffer_Release(&out);
-        return NULL;
-    }
-    if (lo < 0 || hi < lo || hi > words_buf.len / 8 || hi > bits_buf.len / 4) {
-        PyErr_Format(PyExc_IndexError, "range %zd:%zd is outside the %zd packed words", lo, hi, words_buf.len / 8);
-        goto done;
-    }
-    {
-        const int64_t *words = (const int64_t *)words_buf.buf;
-        const int32_t *bits = (const int32_t *)bits_buf.buf;
-        memset(dst, 0, (size_t)width * 4);
-        for (i = lo; i < hi; i++) {
-            if (words[i] >= 0 && words[i] < width)
-                dst[words[i]] = bits[i];
-        }
-    }
-    Py_INCREF(Py_None);
-    result = Py_None;
-done:
-    PyBuffer_Release(&bits_buf);
-    PyBuffer_Release(&words_buf);
-    PyBuffer_Release(&out);
-    return result;
-}
-
 PyDoc_STRVAR(same_words_doc,
 "same_words(a, b)\n--\n\n"
 "Whether two int32 masks hold the same words (one memcmp; no copy of either).");
@@ -270,7 +220,8 @@ static int open_job(PyObject *source, RowJob *job, Py_buffer *held, Py_ssize_t *
 PyDoc_STRVAR(copy_row_doc,
 "copy_row(bitmask, row, source)\n--\n\n"
 "Write `source` into row `row` of `bitmask`: an int32 mask truncated to the row's width, zero past its end;\n"
-"an ExtendedMask as its base so, then its ids' bits; a (words, bits, lo, hi) tuple as scatter_row writes it.");
+"an ExtendedMask as its base so, then its ids' bits; a (words, bits, lo, hi) tuple (int64 `words`, int32 `bits`)\n"
+"as a zero row with word words[i] set to bits[i] for lo <= i < hi (words past the row's width dropped).");
 
 static PyObject *copy_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -297,7 +248,7 @@ static PyObject *copy_row(PyObject *self, PyObject *const *args, Py_ssize_t narg
 PyDoc_STRVAR(write_rows_doc,
 "write_rows(bitmask, rows, sources, threads)\n--\n\n"
 "Write sources[i] into row rows[i] of `bitmask` for every i whose source is not None: an int32 mask or an\n"
-"ExtendedMask as copy_row writes it, or a (words, bits, lo, hi) tuple as scatter_row writes it. Everything is\n"
+"ExtendedMask or a (words, bits, lo, hi) tuple as copy_row writes them. Everything is\n"
 "checked before any row is written; the rows are then written from `threads` threads (at most\n"
 MAX_ROW_THREADS_TEXT ", each a contiguous share of the rows; the GIL released when more than one). `rows` and\n"
 "`sources` are lists of equal length; ValueError when a row appears twice.");
@@ -406,7 +357,6 @@ done:
 static PyMethodDef rows_methods[] = {
     {"write_rows", (PyCFunction)(void (*)(void))write_rows, METH_FASTCALL, write_rows_doc},
     {"copy_row", (PyCFunction)(void (*)(void))copy_row, METH_FASTCALL, copy_row_doc},
-    {"scatter_row", (PyCFunction)(void (*)(void))scatter_row, METH_FASTCALL, scatter_row_doc},
     {"same_words", (PyCFunction)(void (*)(void))same_words, METH_FASTCALL, same_words_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -3,7 +3,7 @@
 A step's mask, its row source (`RowSource`), is either a memoised packed row (a
 shared mask, or one extended by a few token ids, `pda.kernels.compose.ExtendedMask`)
 or, for a finite-set state, a zero row with a few precomputed words set (a
-`(words, bits, lo, hi)` tuple, as `scatter_row` takes them). `copy_row` writes one
+`(words, bits, lo, hi)` tuple: word `words[i]` set to `bits[i]` for lo <= i < hi). `copy_row` writes one
 source into one row; `write_rows` a batch's sources into their rows in one call,
 optionally from several threads (then without the interpreter lock). The
 compiled helper `pda._rows` (pda/_rows.c, built at install where a C compiler is
@@ -110,13 +110,12 @@ def numpy_same_words(a: np.ndarray, b: np.ndarray) -> bool:
 
 copy_row: Callable[[Any, int, RowSource], None]
 write_rows: Callable[[Any, list[int], list[RowSource | None], int], None]
-scatter_row: Callable[[Any, int, np.ndarray, np.ndarray, int, int], None]
 same_words: Callable[[np.ndarray, np.ndarray], bool]
 try:
-    from pda._rows import MAX_ROW_THREADS, BitmaskLayoutError, copy_row, same_words, scatter_row, write_rows
+    from pda._rows import MAX_ROW_THREADS, BitmaskLayoutError, copy_row, same_words, write_rows
     NATIVE = True
 except ImportError:  # built without a C compiler: the numpy versions, same results
     BitmaskLayoutError = NumpyBitmaskLayoutError
     MAX_ROW_THREADS = 64
-    copy_row, scatter_row, same_words, write_rows = numpy_copy_row, numpy_scatter_row, numpy_same_words, numpy_write_rows
+    copy_row, same_words, write_rows = numpy_copy_row, numpy_same_words, numpy_write_rows
     NATIVE = False

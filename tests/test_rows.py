@@ -17,13 +17,13 @@ import pytest
 from pda import rows
 from pda.kernels.compose import ExtendedMask
 
-WRITERS = [pytest.param(SimpleNamespace(copy_row=rows.numpy_copy_row, scatter_row=rows.numpy_scatter_row,
+WRITERS = [pytest.param(SimpleNamespace(copy_row=rows.numpy_copy_row,
                                         same_words=rows.numpy_same_words, error=rows.NumpyBitmaskLayoutError),
                         id="numpy")]
 try:
     from pda import _rows
 
-    WRITERS.append(pytest.param(SimpleNamespace(copy_row=_rows.copy_row, scatter_row=_rows.scatter_row,
+    WRITERS.append(pytest.param(SimpleNamespace(copy_row=_rows.copy_row,
                                                 same_words=_rows.same_words, error=_rows.BitmaskLayoutError),
                                 id="native"))
 except ImportError:
@@ -76,7 +76,7 @@ def test_copy_row_writes_an_extended_mask_as_its_base_with_its_ids(writer: Simpl
 
 
 @pytest.mark.parametrize("writer", WRITERS)
-def test_scatter_row_equals_reference(writer: SimpleNamespace) -> None:
+def test_scattered_rows_equal_reference(writer: SimpleNamespace) -> None:
     rng = np.random.default_rng(1)
     for trial in range(200):
         n = int(rng.integers(0, 40))
@@ -86,7 +86,7 @@ def test_scatter_row_equals_reference(writer: SimpleNamespace) -> None:
         hi = int(rng.integers(lo, n + 1))
         width = int(rng.integers(1, 130))
         bitmask = np.full((2, width), -1, dtype=np.int32)
-        writer.scatter_row(bitmask, trial % 2, words, bits, lo, hi)
+        writer.copy_row(bitmask, trial % 2, (words, bits, lo, hi))
         assert np.array_equal(bitmask[trial % 2], reference_scatter(width, words, bits, lo, hi))
         assert (bitmask[1 - trial % 2] == -1).all()
 
@@ -104,7 +104,7 @@ def test_layouts_the_writers_refuse(writer: SimpleNamespace) -> None:
         with pytest.raises(writer.error):
             writer.copy_row(bad, 0, mask)
         with pytest.raises(writer.error):
-            writer.scatter_row(bad, 0, words, bits, 0, 4)
+            writer.copy_row(bad, 0, (words, bits, 0, 4))
     assert issubclass(writer.error, TypeError)
     good = np.zeros((2, 8), dtype=np.int32)
     for row in (-1, 2):
@@ -112,7 +112,7 @@ def test_layouts_the_writers_refuse(writer: SimpleNamespace) -> None:
             writer.copy_row(good, row, mask)
     for lo, hi in ((-1, 2), (3, 2), (0, 5)):
         with pytest.raises(IndexError, match="outside the 4 packed words"):
-            writer.scatter_row(good, 0, words, bits, lo, hi)
+            writer.copy_row(good, 0, (words, bits, lo, hi))
     assert not good.any()
 
 
