@@ -16,7 +16,10 @@ rows are filled, per mode (`--modes`, all by default):
   per `ROW_THREAD_MIN_BYTES` (8 MiB, ~440 Qwen2 rows) up to N, without the GIL when
   more than one: a batch of 8 or 64 rows is copied from one thread;
 * split: the same call made to split every batch over N threads (what native
-  threads cost on small batches).
+  threads cost on small batches);
+* llg-loop, llg-par: llguidance (where installed) on the same documents, one
+  `fill_next_token_bitmask` a row, or one `fill_next_token_bitmask_par` call over an
+  `LLExecutor` of N native threads.
 
 Each mode runs in a fresh subprocess with an empty `PDA_CACHE_DIR`, so all pay the
 same first visits (the cold pass); `WARM_PASSES` passes over the same documents (new
@@ -96,6 +99,25 @@ loop,batch,pool`, 3 runs alternating with this tree's, 8 schema documents), warm
 pool 11.40/10.65/17.73 -> 10.73/34.34/16.65; cold loop 40.1/60.6/45.4 -> 42.1/40.7/41.2: no change
 beyond the noise. (At 17aacb0, a quiet machine: loop 76.7 cold and 1.89 warm, pool 160.8 and 28.2.)
 
+With llguidance in the same run (`--modes loop,batch,pool,llg-loop,llg-par`, 8 schema documents, at
+612c7b2 + this mode, load ~2.5): neither engine's 2 threads reach 1.6x on 8 rows:
+
+| threads | pass | µs a row | speed-up vs its best 1 thread | rate vs pda's best 1 thread |
+|---|---|---|---|---|
+| 1 (`fill_bitmask` loop) | cold | 36.85 | 0.93x | 0.93x |
+| 1 (`fill_bitmask` loop) | warm | 1.69 | 1.00x | 1.00x |
+| 1 (`fill_bitmasks`) | cold | 34.37 | 1.00x | 1.00x |
+| 1 (`fill_bitmasks`) | warm | 1.91 | 0.88x | 0.88x |
+| 2 (pool, `fill_bitmask` each) | cold | 103.84 | 0.33x | 0.33x |
+| 2 (pool, `fill_bitmask` each) | warm | 28.10 | 0.06x | 0.06x |
+| llguidance, 1 (`fill_next_token_bitmask` loop) | cold | 28.73 | 1.00x | 1.20x |
+| llguidance, 1 (`fill_next_token_bitmask` loop) | warm | 25.01 | 1.00x | 0.07x |
+| llguidance, 2 (`fill_next_token_bitmask_par`, LLExecutor(2)) | cold | 24.32 | 1.18x | 1.41x |
+| llguidance, 2 (`fill_next_token_bitmask_par`, LLExecutor(2)) | warm | 26.43 | 0.95x | 0.06x |
+
+llguidance computes every row (it keeps no masks across matchers), so its warm rows cost what
+its cold ones do; pda's warm rows are memo copies, ~15x faster than llguidance's two threads.
+
 What the numbers say (the floor, "8 matchers filled from 2 threads >= 1.6x the single-thread
 rate", is not met here, by any mode, cold or warm):
 
@@ -123,6 +145,7 @@ rate", is not met here, by any mode, cold or warm):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import resource
@@ -175,7 +198,10 @@ def _documents(workload: str, batch: int, seed: int) -> list[dict[str, Any]]:
 # How a step's rows are filled: a loop of `fill_bitmask` calls, one `pda.fill_bitmasks` call, `--threads` pool
 # threads each calling `fill_bitmask` on its share (what vLLM does), one `fill_bitmasks(..., threads=N)` call (which
 # starts a thread per `ROW_THREAD_MIN_BYTES` of rows), or that call made to split every batch over N threads.
-MODES = ("loop", "batch", "pool", "native", "split")
+MODES = ("loop", "batch", "pool", "native", "split", "llg-loop", "llg-par")
+# The peer on the same documents (optional `bench` extra): llguidance's `fill_next_token_bitmask` a row, and its
+# `fill_next_token_bitmask_par` over an `LLExecutor` of `--threads` native threads (its batch API).
+PEER_MODES = ("llg-loop", "llg-par")
 
 
 # Warm passes a worker runs; its warm figure is their median (a shared machine's load moves single passes 2x).
@@ -189,6 +215,8 @@ def run_worker(items: list[dict[str, Any]], mode: str, threads: int) -> dict[str
 
     import pda
 
+    if mode in PEER_MODES:
+        return _run_llguidance(items, mode, threads)
     tokenizer = load_qwen2_tokenizer()
     vocab = pda.Vocabulary.from_hf(tokenizer)
     grammars = []
@@ -245,6 +273,63 @@ def run_worker(items: list[dict[str, Any]], mode: str, threads: int) -> dict[str
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def _run_llguidance(items: list[dict[str, Any]], mode: str, threads: int) -> dict[str, Any]:
+    """`run_worker` for llguidance: the same documents, passes and timing; JSON Schema through its own compiler
+    (flexible whitespace, its default), any JSON as `%json {}`. It keeps no masks between matchers, so its warm
+    passes differ from its cold one only by what its lexer caches per grammar."""
+    import llguidance
+    import llguidance.hf
+    import llguidance.numpy
+    import numpy as np
+
+    tokenizer = load_qwen2_tokenizer()
+    lltok = llguidance.hf.from_tokenizer(tokenizer, n_vocab=QWEN2_LOGITS_SIZE)
+    grammars, compiled_ms = [], []
+    for item in items:
+        t0 = now_ns()
+        if item["schema"] is None:
+            grammar = llguidance.grammar_from("lark", "start: %json {}")
+        else:
+            grammar = llguidance.grammar_from("json_schema", json.dumps(item["schema"]))
+        probe = llguidance.LLMatcher(lltok, grammar, log_level=0)
+        if probe.is_error():
+            raise SystemExit(f"llguidance rejects a schema: {probe.get_error()[:200]}")
+        grammars.append(grammar)
+        compiled_ms.append((now_ns() - t0) / 1e6)
+    tokens = [tokenizer.encode(item["text"], add_special_tokens=False) + [tokenizer.eos_token_id] for item in items]
+    words = (QWEN2_LOGITS_SIZE + 31) // 32
+    executor = llguidance.LLExecutor(threads) if mode == "llg-par" else None
+    passes = []
+    for _ in range(1 + WARM_PASSES):
+        matchers = [llguidance.LLMatcher(lltok, g, log_level=0) for g in grammars]
+        bitmask = np.zeros((len(items), words), dtype=np.int32)
+        position = [0] * len(items)
+        fill_ns = masks = 0
+        while True:
+            active = [i for i in range(len(items)) if position[i] < len(tokens[i])]
+            if not active:
+                break
+            t0 = now_ns()
+            if executor is None:
+                for i in active:
+                    llguidance.numpy.fill_next_token_bitmask(matchers[i], bitmask, i)
+            else:
+                llguidance.numpy.fill_next_token_bitmask_par(executor, [(matchers[i], i) for i in active], bitmask)
+            fill_ns += now_ns() - t0
+            masks += len(active)
+            for i in active:
+                token = tokens[i][position[i]]
+                if not bitmask[i, token >> 5] >> (token & 31) & 1:
+                    raise AssertionError(f"llguidance, document {i}: token {position[i]} refused")
+                if token != tokenizer.eos_token_id:
+                    matchers[i].consume_token(token)
+                position[i] += 1
+        passes.append({"fill_s": fill_ns / 1e9, "masks": masks})
+    passes = [passes[0], sorted(passes[1:], key=lambda p: p["fill_s"])[WARM_PASSES // 2]]
+    return {"mode": mode, "threads": 1 if mode == "llg-loop" else threads, "compile_ms": compiled_ms,
+            "passes": passes, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
 def run_isolated(items_file: Path, mode: str, threads: int) -> dict[str, Any]:
     """`run_worker` in a fresh interpreter with an empty disk cache."""
     result, failure = run_cold_worker(Path(__file__).resolve(), ["--worker", mode, "--threads", str(threads),
@@ -256,22 +341,39 @@ def run_isolated(items_file: Path, mode: str, threads: int) -> dict[str, Any]:
 
 LABELS = {"loop": "1 (`fill_bitmask` loop)", "batch": "1 (`fill_bitmasks`)",
           "pool": "{} (pool, `fill_bitmask` each)", "native": "{} (`fill_bitmasks(threads={})`)",
-          "split": "{} (`fill_bitmasks(threads={})`, always split)"}
+          "split": "{} (`fill_bitmasks(threads={})`, always split)",
+          "llg-loop": "llguidance, 1 (`fill_next_token_bitmask` loop)",
+          "llg-par": "llguidance, {} (`fill_next_token_bitmask_par`, LLExecutor({}))"}
+
+
+def _best_single(results: list[dict[str, Any]]) -> list[float] | None:
+    """The faster single-thread rate (masks/s) of these results, per pass; None without a single-thread one."""
+    single = [r for r in results if r["threads"] == 1]
+    if not single:
+        return None
+    return [max(r["passes"][k]["masks"] / r["passes"][k]["fill_s"] for r in single) for k in range(2)]
 
 
 def format_table(results: list[dict[str, Any]], batch: int, workload: str) -> str:
-    """One row per mode and pass; the speed-up is over the faster single-thread mode of the same pass."""
-    single = [r for r in results if r["threads"] == 1]
-    best = [max(r["passes"][k]["masks"] / r["passes"][k]["fill_s"] for r in single) for k in range(2)]
+    """One row per mode and pass. The speed-up is over the faster single-thread mode of the same engine and pass
+    (the floor's ratio); the last column is the rate over pda's best single thread (engines against each other)."""
+    pda_results = [r for r in results if r["mode"] not in PEER_MODES]
+    peer_results = [r for r in results if r["mode"] in PEER_MODES]
+    pda_best = _best_single(pda_results)
     lines = [f"{machine_description()}; {batch} documents ({workload}), Qwen2; fills timed, accepts not", "",
-             "| threads | pass | masks | fill wall s | masks/s | µs a row | speed-up vs best 1 thread | peak RSS MiB |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        label = LABELS[r["mode"]].format(r["threads"], r["threads"])
-        for name, p, base_rate in zip(("cold", "warm"), r["passes"], best):
-            rate = p["masks"] / p["fill_s"]
-            lines.append(f"| {label} | {name} | {p['masks']} | {p['fill_s']:.3f} | {rate:,.0f} | {1e6 / rate:.2f} | "
-                         f"{rate / base_rate:.2f}x | {r['peak_rss_mib']:.0f} |")
+             "| threads | pass | masks | fill wall s | masks/s | µs a row | speed-up vs its best 1 thread "
+             "| rate vs pda's best 1 thread | peak RSS MiB |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for group in (pda_results, peer_results):
+        best = _best_single(group)
+        for r in group:
+            label = LABELS[r["mode"]].format(r["threads"], r["threads"])
+            for k, (name, p) in enumerate(zip(("cold", "warm"), r["passes"])):
+                rate = p["masks"] / p["fill_s"]
+                own = f"{rate / best[k]:.2f}x" if best else "-"
+                versus = f"{rate / pda_best[k]:.2f}x" if pda_best else "-"
+                lines.append(f"| {label} | {name} | {p['masks']} | {p['fill_s']:.3f} | {rate:,.0f} | {1e6 / rate:.2f} "
+                             f"| {own} | {versus} | {r['peak_rss_mib']:.0f} |")
     return "\n".join(lines)
 
 
@@ -282,7 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    ap.add_argument("--modes", help=f"comma-separated, of {', '.join(MODES)} (default: all; llguidance's where "
+                                    "it is installed)")
     ap.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
     ap.add_argument("--items-file", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--result-file", type=Path, help=argparse.SUPPRESS)
@@ -294,7 +397,10 @@ def main(argv: list[str] | None = None) -> int:
     if not SCHEMAS.is_dir():
         print(f"needs the JSONSchemaBench corpus at {SCHEMAS}", file=sys.stderr)
         return 2
-    modes = args.modes.split(",")
+    if args.modes is None:
+        modes = [m for m in MODES if m not in PEER_MODES or importlib.util.find_spec("llguidance") is not None]
+    else:
+        modes = args.modes.split(",")
     if not set(modes) <= set(MODES) or not {"loop", "batch"} & set(modes):
         ap.error(f"--modes takes {', '.join(MODES)}, at least one of loop and batch (the single-thread rate)")
     items = _documents(args.workload, args.batch, args.seed)
