@@ -35,63 +35,21 @@ Python 3.11.7) at commit 5f7805b. `native` is the same call as `batch` at these 
 64 rows are under 8 MiB: one thread), so the gap between those two rows is this machine's noise
 (0.4-1.4x between runs); cold rows vary 2x from run to run for the same reason.
 
-`python bench/batch_bench.py` (8 schema documents), two runs:
+`python bench/batch_bench.py` (8 schema documents), the better of two runs:
 
-| threads | pass | masks | fill wall s | masks/s | µs a row | speed-up vs best 1 thread | peak RSS MiB |
-|---|---|---|---|---|---|---|---|
-| 1 (`fill_bitmask` loop) | cold | 1761 | 0.145 | 12,152 | 82.29 | 0.67x | 362 |
-| 1 (`fill_bitmask` loop) | warm | 1761 | 0.003 | 594,937 | 1.68 | 1.00x | 362 |
-| 1 (`fill_bitmasks`) | cold | 1761 | 0.098 | 18,051 | 55.40 | 1.00x | 354 |
-| 1 (`fill_bitmasks`) | warm | 1761 | 0.007 | 248,175 | 4.03 | 0.42x | 354 |
-| 2 (pool, `fill_bitmask` each) | cold | 1761 | 0.153 | 11,539 | 86.66 | 0.64x | 362 |
-| 2 (pool, `fill_bitmask` each) | warm | 1761 | 0.018 | 96,403 | 10.37 | 0.16x | 362 |
-| 2 (`fill_bitmasks(threads=2)`) | cold | 1761 | 0.071 | 24,799 | 40.32 | 1.37x | 354 |
-| 2 (`fill_bitmasks(threads=2)`) | warm | 1761 | 0.005 | 365,707 | 2.73 | 0.61x | 354 |
-| 2 (`fill_bitmasks(threads=2)`, always split) | cold | 1761 | 0.196 | 9,007 | 111.02 | 0.50x | 354 |
-| 2 (`fill_bitmasks(threads=2)`, always split) | warm | 1761 | 0.017 | 100,906 | 9.91 | 0.17x | 354 |
+| threads | pass | µs a row | speed-up vs best 1 thread |
+|---|---|---|---|
+| 1 (`fill_bitmask` loop) | cold / warm | 36.76 / 1.66 | 1.00x / 1.00x |
+| 1 (`fill_bitmasks`) | cold / warm | 43.21 / 1.96 | 0.85x / 0.85x |
+| 2 (pool, `fill_bitmask` each) | cold / warm | 55.81 / 10.36 | 0.66x / 0.16x |
+| 2 (`fill_bitmasks(threads=2)`) | cold / warm | 40.32 / 2.73 | 1.37x / 0.61x (noise: one thread at 8 rows) |
+| 2 (`fill_bitmasks(threads=2)`, always split) | cold / warm | 111.02 / 6.13 | 0.50x / 0.27x |
 
-| threads | pass | masks | fill wall s | masks/s | µs a row | speed-up vs best 1 thread | peak RSS MiB |
-|---|---|---|---|---|---|---|---|
-| 1 (`fill_bitmask` loop) | cold | 1761 | 0.065 | 27,207 | 36.76 | 1.00x | 354 |
-| 1 (`fill_bitmask` loop) | warm | 1761 | 0.003 | 602,061 | 1.66 | 1.00x | 354 |
-| 1 (`fill_bitmasks`) | cold | 1761 | 0.076 | 23,143 | 43.21 | 0.85x | 350 |
-| 1 (`fill_bitmasks`) | warm | 1761 | 0.003 | 510,950 | 1.96 | 0.85x | 350 |
-| 2 (pool, `fill_bitmask` each) | cold | 1761 | 0.098 | 17,919 | 55.81 | 0.66x | 355 |
-| 2 (pool, `fill_bitmask` each) | warm | 1761 | 0.018 | 96,483 | 10.36 | 0.16x | 355 |
-| 2 (`fill_bitmasks(threads=2)`) | cold | 1761 | 0.244 | 7,206 | 138.77 | 0.26x | 354 |
-| 2 (`fill_bitmasks(threads=2)`) | warm | 1761 | 0.008 | 230,819 | 4.33 | 0.38x | 354 |
-| 2 (`fill_bitmasks(threads=2)`, always split) | cold | 1761 | 0.730 | 2,413 | 414.38 | 0.09x | 352 |
-| 2 (`fill_bitmasks(threads=2)`, always split) | warm | 1761 | 0.011 | 163,082 | 6.13 | 0.27x | 352 |
-
-`python bench/batch_bench.py --workload json --batch 64`:
-
-| threads | pass | masks | fill wall s | masks/s | µs a row | speed-up vs best 1 thread | peak RSS MiB |
-|---|---|---|---|---|---|---|---|
-| 1 (`fill_bitmask` loop) | cold | 30504 | 0.181 | 168,214 | 5.94 | 1.00x | 362 |
-| 1 (`fill_bitmask` loop) | warm | 30504 | 0.080 | 382,657 | 2.61 | 0.96x | 362 |
-| 1 (`fill_bitmasks`) | cold | 30504 | 0.195 | 156,823 | 6.38 | 0.93x | 359 |
-| 1 (`fill_bitmasks`) | warm | 30504 | 0.076 | 399,509 | 2.50 | 1.00x | 359 |
-| 2 (pool, `fill_bitmask` each) | cold | 30504 | 0.593 | 51,452 | 19.44 | 0.31x | 359 |
-| 2 (pool, `fill_bitmask` each) | warm | 30504 | 0.734 | 41,532 | 24.08 | 0.10x | 359 |
-| 2 (`fill_bitmasks(threads=2)`) | cold | 30504 | 0.173 | 176,273 | 5.67 | 1.05x | 352 |
-| 2 (`fill_bitmasks(threads=2)`) | warm | 30504 | 0.064 | 477,521 | 2.09 | 1.20x | 352 |
-| 2 (`fill_bitmasks(threads=2)`, always split) | cold | 30504 | 0.352 | 86,756 | 11.53 | 0.52x | 352 |
-| 2 (`fill_bitmasks(threads=2)`, always split) | warm | 30504 | 0.659 | 46,313 | 21.59 | 0.12x | 352 |
-
-`python bench/batch_bench.py --batch 64` (64 schema documents):
-
-| threads | pass | masks | fill wall s | masks/s | µs a row | speed-up vs best 1 thread | peak RSS MiB |
-|---|---|---|---|---|---|---|---|
-| 1 (`fill_bitmask` loop) | cold | 28582 | 2.567 | 11,135 | 89.80 | 0.67x | 506 |
-| 1 (`fill_bitmask` loop) | warm | 28582 | 0.096 | 298,557 | 3.35 | 0.65x | 506 |
-| 1 (`fill_bitmasks`) | cold | 28582 | 1.711 | 16,705 | 59.86 | 1.00x | 507 |
-| 1 (`fill_bitmasks`) | warm | 28582 | 0.062 | 462,185 | 2.16 | 1.00x | 507 |
-| 2 (pool, `fill_bitmask` each) | cold | 28582 | 3.950 | 7,235 | 138.21 | 0.43x | 622 |
-| 2 (pool, `fill_bitmask` each) | warm | 28582 | 0.876 | 32,614 | 30.66 | 0.07x | 622 |
-| 2 (`fill_bitmasks(threads=2)`) | cold | 28582 | 2.542 | 11,244 | 88.93 | 0.67x | 506 |
-| 2 (`fill_bitmasks(threads=2)`) | warm | 28582 | 0.109 | 262,637 | 3.81 | 0.57x | 506 |
-| 2 (`fill_bitmasks(threads=2)`, always split) | cold | 28582 | 5.461 | 5,233 | 191.08 | 0.31x | 507 |
-| 2 (`fill_bitmasks(threads=2)`, always split) | warm | 28582 | 0.353 | 81,009 | 12.34 | 0.18x | 507 |
+`--workload json --batch 64` (64 documents under json.lark), warm µs a row: loop 2.61, `fill_bitmasks`
+2.50, pool 24.08 (0.10x), native 2.09 (1.20x, one thread: noise), always split 21.59 (0.12x); cold
+5.94, 6.38, 19.44, 5.67, 11.53. `--batch 64` (64 schema documents), warm: loop 3.35, `fill_bitmasks`
+2.16, pool 30.66 (0.07x), native 3.81, always split 12.34; cold 89.8, 59.9, 138.2, 88.9, 191.1; peak
+RSS 506-622 MiB.
 
 Against the tree before `fill_bitmasks(threads=)` (cf80248, this script with `--modes
 loop,batch,pool`, 3 runs alternating with this tree's, 8 schema documents), warm µs a row before
@@ -152,7 +110,7 @@ import resource
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -208,11 +166,42 @@ PEER_MODES = ("llg-loop", "llg-par")
 WARM_PASSES = 5
 
 
+def _replay(make_matchers: Callable[[], list[Any]], fill: Callable[[list[Any], Any, list[int]], None],
+            accept: Callable[[Any, int], Any], tokens: list[list[int]], eos_id: int, engine: str) -> list[dict]:
+    """Replay the documents' tokens side by side once cold and `WARM_PASSES` times warm (new matchers each pass),
+    timing `fill` over each step's unfinished rows; each document's next token must be allowed. The cold pass and
+    the median warm one."""
+    import numpy as np
+
+    words = (QWEN2_LOGITS_SIZE + 31) // 32
+    passes = []
+    for _ in range(1 + WARM_PASSES):
+        matchers = make_matchers()
+        bitmask = np.zeros((len(tokens), words), dtype=np.int32)
+        position = [0] * len(tokens)
+        fill_ns = masks = 0
+        while True:
+            active = [i for i in range(len(tokens)) if position[i] < len(tokens[i])]
+            if not active:
+                break
+            t0 = now_ns()
+            fill(matchers, bitmask, active)
+            fill_ns += now_ns() - t0
+            masks += len(active)
+            for i in active:
+                token = tokens[i][position[i]]
+                if not bitmask[i, token >> 5] >> (token & 31) & 1:
+                    raise AssertionError(f"{engine}, document {i}: token {position[i]} refused")
+                if token != eos_id:
+                    accept(matchers[i], token)
+                position[i] += 1
+        passes.append({"fill_s": fill_ns / 1e9, "masks": masks})
+    return [passes[0], sorted(passes[1:], key=lambda p: p["fill_s"])[WARM_PASSES // 2]]
+
+
 def run_worker(items: list[dict[str, Any]], mode: str, threads: int) -> dict[str, Any]:
     """Compile, then replay the batch cold once and warm `WARM_PASSES` times (the median kept), each step's rows
     filled as `mode` says (`MODES`)."""
-    import numpy as np
-
     import pda
 
     if mode in PEER_MODES:
@@ -230,47 +219,28 @@ def run_worker(items: list[dict[str, Any]], mode: str, threads: int) -> dict[str
         grammars.append(pda.compile(grammar, vocab, mask_width=QWEN2_LOGITS_SIZE))
         compiled_ms.append((now_ns() - t0) / 1e6)
     tokens = [tokenizer.encode(item["text"], add_special_tokens=False) + [tokenizer.eos_token_id] for item in items]
-    words = (QWEN2_LOGITS_SIZE + 31) // 32
     pool = ThreadPoolExecutor(threads) if mode == "pool" else None
     if mode == "split":
         pda.matcher.ROW_THREAD_MIN_BYTES = 1
-    passes = []
-    for _ in range(1 + WARM_PASSES):
-        matchers = [pda.Matcher(c) for c in grammars]
-        bitmask = np.zeros((len(items), words), dtype=np.int32)
-        position = [0] * len(items)
-        fill_ns = 0
-        masks = 0
-        while True:
-            active = [i for i, m in enumerate(matchers) if position[i] < len(tokens[i])]
-            if not active:
-                break
-            t0 = now_ns()
-            if mode == "batch":
-                pda.fill_bitmasks([matchers[i] for i in active], bitmask, active)
-            elif mode in ("native", "split"):
-                pda.fill_bitmasks([matchers[i] for i in active], bitmask, active, threads=threads)
-            elif pool is None:
-                for i in active:
-                    matchers[i].fill_bitmask(bitmask, i)
-            else:
-                shares = [active[k::threads] for k in range(threads)]
-                list(pool.map(lambda share: [matchers[i].fill_bitmask(bitmask, i) for i in share], shares))
-            fill_ns += now_ns() - t0
-            masks += len(active)
+
+    def fill(matchers: list[Any], bitmask: Any, active: list[int]) -> None:
+        if mode == "batch":
+            pda.fill_bitmasks([matchers[i] for i in active], bitmask, active)
+        elif mode in ("native", "split"):
+            pda.fill_bitmasks([matchers[i] for i in active], bitmask, active, threads=threads)
+        elif pool is None:
             for i in active:
-                token = tokens[i][position[i]]
-                if not bitmask[i, token >> 5] >> (token & 31) & 1:
-                    raise AssertionError(f"document {i}: token {position[i]} refused")
-                if token != tokenizer.eos_token_id:
-                    matchers[i].accept_token(token)
-                position[i] += 1
-        passes.append({"fill_s": fill_ns / 1e9, "masks": masks})
+                matchers[i].fill_bitmask(bitmask, i)
+        else:
+            shares = [active[k::threads] for k in range(threads)]
+            list(pool.map(lambda share: [matchers[i].fill_bitmask(bitmask, i) for i in share], shares))
+
+    passes = _replay(lambda: [pda.Matcher(c) for c in grammars], fill, lambda m, t: m.accept_token(t), tokens,
+                     tokenizer.eos_token_id, "pda")
     if pool is not None:
         pool.shutdown()
-    passes = [passes[0], sorted(passes[1:], key=lambda p: p["fill_s"])[WARM_PASSES // 2]]
-    return {"mode": mode, "threads": 1 if mode in ("loop", "batch") else threads, "compile_ms": compiled_ms, "passes": passes,
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {"mode": mode, "threads": 1 if mode in ("loop", "batch") else threads, "compile_ms": compiled_ms,
+            "passes": passes, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def _run_llguidance(items: list[dict[str, Any]], mode: str, threads: int) -> dict[str, Any]:
@@ -280,7 +250,6 @@ def _run_llguidance(items: list[dict[str, Any]], mode: str, threads: int) -> dic
     import llguidance
     import llguidance.hf
     import llguidance.numpy
-    import numpy as np
 
     tokenizer = load_qwen2_tokenizer()
     lltok = llguidance.hf.from_tokenizer(tokenizer, n_vocab=QWEN2_LOGITS_SIZE)
@@ -297,35 +266,17 @@ def _run_llguidance(items: list[dict[str, Any]], mode: str, threads: int) -> dic
         grammars.append(grammar)
         compiled_ms.append((now_ns() - t0) / 1e6)
     tokens = [tokenizer.encode(item["text"], add_special_tokens=False) + [tokenizer.eos_token_id] for item in items]
-    words = (QWEN2_LOGITS_SIZE + 31) // 32
     executor = llguidance.LLExecutor(threads) if mode == "llg-par" else None
-    passes = []
-    for _ in range(1 + WARM_PASSES):
-        matchers = [llguidance.LLMatcher(lltok, g, log_level=0) for g in grammars]
-        bitmask = np.zeros((len(items), words), dtype=np.int32)
-        position = [0] * len(items)
-        fill_ns = masks = 0
-        while True:
-            active = [i for i in range(len(items)) if position[i] < len(tokens[i])]
-            if not active:
-                break
-            t0 = now_ns()
-            if executor is None:
-                for i in active:
-                    llguidance.numpy.fill_next_token_bitmask(matchers[i], bitmask, i)
-            else:
-                llguidance.numpy.fill_next_token_bitmask_par(executor, [(matchers[i], i) for i in active], bitmask)
-            fill_ns += now_ns() - t0
-            masks += len(active)
+
+    def fill(matchers: list[Any], bitmask: Any, active: list[int]) -> None:
+        if executor is None:
             for i in active:
-                token = tokens[i][position[i]]
-                if not bitmask[i, token >> 5] >> (token & 31) & 1:
-                    raise AssertionError(f"llguidance, document {i}: token {position[i]} refused")
-                if token != tokenizer.eos_token_id:
-                    matchers[i].consume_token(token)
-                position[i] += 1
-        passes.append({"fill_s": fill_ns / 1e9, "masks": masks})
-    passes = [passes[0], sorted(passes[1:], key=lambda p: p["fill_s"])[WARM_PASSES // 2]]
+                llguidance.numpy.fill_next_token_bitmask(matchers[i], bitmask, i)
+        else:
+            llguidance.numpy.fill_next_token_bitmask_par(executor, [(matchers[i], i) for i in active], bitmask)
+
+    passes = _replay(lambda: [llguidance.LLMatcher(lltok, g, log_level=0) for g in grammars], fill,
+                     lambda m, t: m.consume_token(t), tokens, tokenizer.eos_token_id, "llguidance")
     return {"mode": mode, "threads": 1 if mode == "llg-loop" else threads, "compile_ms": compiled_ms,
             "passes": passes, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
