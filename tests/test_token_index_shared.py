@@ -247,6 +247,28 @@ def test_store_is_bounded_by_bytes() -> None:
         pda.set_memory_budget("token_walks", default)
 
 
+def test_equal_inside_masks_are_kept_once_and_dead_ones_are_swept() -> None:
+    """`same_inside` hands back the mask an earlier walk made when the words are equal (not one that merely
+    shares its fingerprint's slot), lets a mask no walk holds die, and forgets dead masks, so what it keeps
+    stays within twice the live masks (or the sweep's floor)."""
+    store = token_index.SharedClassifications()
+    first = np.arange(64, dtype=np.int32)
+    assert store.same_inside(first) is first
+    again = first.copy()
+    assert store.same_inside(again) is first
+    other = first[::-1].copy()
+    assert store.same_inside(other) is other
+    held = [store.same_inside(np.full(64, k, dtype=np.int32)) for k in range(3 * token_index.INSIDES_SWEEP_MIN)]
+    del held
+    dead = weakref.ref(other)
+    del other
+    assert dead() is None
+    for k in range(3 * token_index.INSIDES_SWEEP_MIN):
+        store.same_inside(np.full(64, -k - 1, dtype=np.int32))  # each dies at once
+    assert len(store._insides) <= token_index.INSIDES_SWEEP_MIN + 1
+    assert store.same_inside(first.copy()) is first
+
+
 def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Walks from the trie's root over a vocabulary of `DISK_MIN_TOKENS` tokens or more are written to disk
     (and looked up there once another process wrote some); boundary groups' suffix walks never are, nor any

@@ -81,6 +81,8 @@ SPARSE_INSIDE_SHARE = 4
 # Ranked states and content digests kept per index (`TokenIndex._ranked_components`, `_content_digest`; one
 # lists up to all of a grammar's terminals), cleared when full.
 SIGNATURES_KEPT = 1024
+# `SharedClassifications._insides` is swept of dead masks' entries when it reaches this many, or twice the live.
+INSIDES_SWEEP_MIN = 256
 # `TokenIndex._content_tag`'s mixing constants (64-bit FNV prime; an odd constant spreading small state numbers).
 _TAG_PRIME = 0x100000001B3
 _STATE_MIX = 0x9E3779B97F4A7C15
@@ -176,7 +178,7 @@ class _WalkTables:
         live, accept = np.asarray(dfa.live, dtype=bool), np.asarray(dfa.accept, dtype=bool)
         # one column, a terminal's own: read it as it is (`any` over it cost ~2 us a table, thousands of key literals)
         live = np.ascontiguousarray(live[:, 0] if live.shape[1] == 1 else live.any(axis=1))
-        ends_as = np.where(accept[:, 0] if accept.shape[1] == 1 else accept.any(axis=1), 0, -1).astype(np.int32)
+        ends_as = (accept[:, 0] if accept.shape[1] == 1 else accept.any(axis=1)).astype(np.int32) - 1  # 0 or -1
         self._flags = (live, ~live, ends_as, [1])
         self._source = self._proof = self._rows = self._handed = None
         self.n_sets = 1
@@ -280,15 +282,26 @@ class SharedClassifications:
         self._kernel_trie: tuple[kernel.TrieArrays, kernel.Opened] | None = None
         # Root walks' inside masks by content (`fingerprint`, confirmed word for word), each while a walk holds it:
         # of a 44-schema replay's 2,693, 1,449 differ (a value's start under many candidate sets, a string's body).
-        self._insides: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+        # Weak references in a plain dict, the dead ones swept when it has doubled since the last sweep: a
+        # `WeakValueDictionary`'s store is Python code (a keyed reference and its callback), ~1 us more a mask.
+        self._insides: dict[int, weakref.ref] = {}
+        self._sweep_at = INSIDES_SWEEP_MIN
 
     def same_inside(self, inside: np.ndarray) -> np.ndarray:
         """`inside`, or an equal mask a walk made before (then `inside` is freed: its memory goes to the next)."""
         key = fingerprint(inside)
-        found = self._insides.get(key)
-        if found is not None and same_words(found, inside):
-            return found
-        self._insides[key] = inside
+        insides = self._insides
+        ref = insides.get(key)
+        if ref is not None:
+            found = ref()
+            if found is not None and same_words(found, inside):
+                return found
+        elif len(insides) >= self._sweep_at:
+            for k, r in list(insides.items()):  # a copy taken at once: another thread may store meanwhile
+                if r() is None:
+                    insides.pop(k, None)
+            self._sweep_at = max(INSIDES_SWEEP_MIN, 2 * len(insides))
+        insides[key] = weakref.ref(inside)
         return inside
 
     def kernel_trie(self, trie: TokenTrie, plain: PlainBody) -> tuple[kernel.TrieArrays, kernel.Opened]:
@@ -560,10 +573,10 @@ class TokenIndex:
         if found is None:  # every view of the all-terminal DFA reads its components (`Lexer.components`)
             found = self._all_components = self.lexer.components(live_set)
         ptr, terminals, states = found
-        lo, hi = int(ptr[q]), int(ptr[q + 1])
-        i = lo if hi - lo == 1 else lo + int(terminals[lo:hi].searchsorted(j))
+        lo, hi = ptr.item(q), ptr.item(q + 1)  # Python ints: numpy's scalars and searchsorted cost ~1 us more here
+        i = lo if hi - lo == 1 else lo + terminals[lo:hi].tolist().index(j)
         digest, priority = self._rank(j)
-        return ((digest, priority, int(states[i])),), [j]
+        return ((digest, priority, states.item(i)),), [j]
 
     def _ranked_components(self, q: int, live_set: int) -> tuple[tuple, list[int], int, dict[int, int]]:
         """State q of the all-terminal DFA as the signature of every terminal live there, (content, order),
