@@ -35,6 +35,7 @@ terminal's own DFA, so its tables are shared too.
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -81,6 +82,9 @@ SPARSE_INSIDE_SHARE = 4
 # Ranked states and content digests kept per index (`TokenIndex._ranked_components`, `_content_digest`; one
 # lists up to all of a grammar's terminals), cleared when full.
 SIGNATURES_KEPT = 1024
+# A signature of the all-terminal DFA's state where at most this many terminals are live is made from theirs
+# alone (`TokenIndex._few_components`), not picked from the state's every component ranked (`_ranked_components`).
+FEW_LIVE_MAX = 16
 # `SharedClassifications._insides` is swept of dead masks' entries when it reaches this many, or twice the live.
 INSIDES_SWEEP_MIN = 256
 # `TokenIndex._content_tag`'s mixing constants (64-bit FNV prime; an odd constant spreading small state numbers).
@@ -469,7 +473,7 @@ class TokenIndex:
         self._tags: set[str] | frozenset[str] = frozenset()  # `_disk_tags`, never read yet
         self._tags_read = -DISK_TAGS_RECHECK_SECONDS
         self._own_tables: dict[int, _WalkTables] = {}
-        # The components of the all-terminal DFA's states (`_one_component`), read once from the lexer.
+        # The components of the all-terminal DFA's states (`_few_components`), read once from the lexer.
         self._all_components: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         # The terminals whose DFA is live at its start (an indenter-only terminal is not), as a bitmask.
         self._live_at_start = sum(1 << j for j, d in enumerate(lexer.dfas)
@@ -553,8 +557,8 @@ class TokenIndex:
             key = lexer.tables(live_set).key(q)
         if key and key[0] == "all":  # a view of the all-terminal DFA: the live ones of its state's components
             _, state, kept = key
-            if kept and not kept & (kept - 1):  # one live (2,182 of 3,005 such keys in a JSON Schema replay): no sort
-                return self._one_component(state, kept.bit_length() - 1, live_set)
+            if kept.bit_count() <= FEW_LIVE_MAX:  # most: one live (2,220 of 3,043 in a 44-schema replay), or a few
+                return self._few_components(state, kept, live_set)
             content, order, every, where = self._ranked_components(state, live_set)
             kept &= every
             if kept != every:  # a few of the state's components live: their positions looked up, not all filtered
@@ -565,18 +569,23 @@ class TokenIndex:
         entries = sorted((rank(j), s, j) for j, s in key)
         return tuple((digest, priority, s) for (digest, priority), s, _ in entries), [e[2] for e in entries]
 
-    def _one_component(self, q: int, j: int, live_set: int) -> tuple[tuple, list[int]]:
-        """The signature at state q of the all-terminal DFA where terminal j alone is live: its own state read off
-        q's components (ascending ids; j is there: a state's live bits are its components'), without
-        `_ranked_components`' sort and tables of the state's every one; most such states have j alone."""
+    def _few_components(self, q: int, kept: int, live_set: int) -> tuple[tuple, list[int]]:
+        """The signature at state q of the all-terminal DFA where the terminals `kept` are live, a few of them: their
+        own states read off q's components (ascending ids; a state's live bits are its components'), sorted by
+        themselves. `_ranked_components` would rank the state's every component first (a JSON Schema's value
+        start has ~130, of which ~7 are live under a candidate set: 70 us a state, ~14 us a pick after)."""
         found = self._all_components
         if found is None:  # every view of the all-terminal DFA reads its components (`Lexer.components`)
             found = self._all_components = self.lexer.components(live_set)
         ptr, terminals, states = found
-        lo, hi = ptr.item(q), ptr.item(q + 1)  # Python ints: numpy's scalars and searchsorted cost ~1 us more here
-        i = lo if hi - lo == 1 else lo + terminals[lo:hi].tolist().index(j)
-        digest, priority = self._rank(j)
-        return ((digest, priority, states.item(i)),), [j]
+        lo, hi = ptr.item(q), ptr.item(q + 1)  # Python ints: numpy's scalars cost ~1 us more here
+        rank, names, entries = self._rank, terminals[lo:hi].tolist(), []
+        for j in iter_bits(kept):
+            i = bisect_left(names, j)
+            if i < len(names) and names[i] == j:
+                entries.append((rank(j), states.item(lo + i), j))
+        entries.sort()
+        return tuple((digest, priority, s) for (digest, priority), s, _ in entries), [e[2] for e in entries]
 
     def _ranked_components(self, q: int, live_set: int) -> tuple[tuple, list[int], int, dict[int, int]]:
         """State q of the all-terminal DFA as the signature of every terminal live there, (content, order),
