@@ -247,6 +247,54 @@ def test_store_is_bounded_by_bytes() -> None:
         pda.set_memory_budget("token_walks", default)
 
 
+def test_signatures_from_few_live_terminals_equal_those_picked_from_the_ranked_state(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state of the all-terminal DFA where a few terminals are live gets its signature from theirs alone
+    (`FEW_LIVE_MAX`); it must be the one picked from the state's every component ranked, for any subset."""
+    keywords = [f"k{i}" for i in range(24)]
+    text = "start: (" + " | ".join(f'"{k}"' for k in keywords) + " | NAME | NUMBER)+\n" + \
+        "NAME: /[a-z][a-z0-9]*/\nNUMBER: /[0-9]+/\n%ignore \" \"\n"
+    compiled = compile_lark(text, vocabulary())
+    index, lexer = compiled.index, compiled.lexer
+    every = (1 << len(lexer.dfas)) - 1
+    ptr, terminals, _ = lexer.components(every)
+    rng = random.Random(11)
+    checked = 0
+    for q in range(len(ptr) - 1):
+        names = terminals[ptr[q] : ptr[q + 1]].tolist()
+        for _ in range(6):
+            kept = sum(1 << j for j in rng.sample(names, rng.randint(0, len(names))))
+            key = ("all", q, kept)
+            monkeypatch.setattr(token_index, "FEW_LIVE_MAX", -1)
+            ranked = index._signature(q, every, key)
+            monkeypatch.setattr(token_index, "FEW_LIVE_MAX", len(lexer.dfas))
+            assert index._signature(q, every, key) == ranked, f"state {q}, live {kept:b}"
+            checked += len(names) > 1
+    assert checked > 20
+
+
+def test_equal_inside_masks_are_kept_once_and_dead_ones_are_swept() -> None:
+    """`same_inside` hands back the mask an earlier walk made when the words are equal (not one that merely
+    shares its fingerprint's slot), lets a mask no walk holds die, and forgets dead masks, so what it keeps
+    stays within twice the live masks (or the sweep's floor)."""
+    store = token_index.SharedClassifications()
+    first = np.arange(64, dtype=np.int32)
+    assert store.same_inside(first) is first
+    again = first.copy()
+    assert store.same_inside(again) is first
+    other = first[::-1].copy()
+    assert store.same_inside(other) is other
+    held = [store.same_inside(np.full(64, k, dtype=np.int32)) for k in range(3 * token_index.INSIDES_SWEEP_MIN)]
+    del held
+    dead = weakref.ref(other)
+    del other
+    assert dead() is None
+    for k in range(3 * token_index.INSIDES_SWEEP_MIN):
+        store.same_inside(np.full(64, -k - 1, dtype=np.int32))  # each dies at once
+    assert len(store._insides) <= token_index.INSIDES_SWEEP_MIN + 1
+    assert store.same_inside(first.copy()) is first
+
+
 def test_only_root_walks_over_a_large_vocabulary_touch_the_disk(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Walks from the trie's root over a vocabulary of `DISK_MIN_TOKENS` tokens or more are written to disk
     (and looked up there once another process wrote some); boundary groups' suffix walks never are, nor any

@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import time
 import weakref
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -81,6 +82,11 @@ SPARSE_INSIDE_SHARE = 4
 # Ranked states and content digests kept per index (`TokenIndex._ranked_components`, `_content_digest`; one
 # lists up to all of a grammar's terminals), cleared when full.
 SIGNATURES_KEPT = 1024
+# A signature of the all-terminal DFA's state where at most this many terminals are live is made from theirs
+# alone (`TokenIndex._few_components`), not picked from the state's every component ranked (`_ranked_components`).
+FEW_LIVE_MAX = 16
+# `SharedClassifications._insides` is swept of dead masks' entries when it reaches this many, or twice the live.
+INSIDES_SWEEP_MIN = 256
 # `TokenIndex._content_tag`'s mixing constants (64-bit FNV prime; an odd constant spreading small state numbers).
 _TAG_PRIME = 0x100000001B3
 _STATE_MIX = 0x9E3779B97F4A7C15
@@ -176,7 +182,7 @@ class _WalkTables:
         live, accept = np.asarray(dfa.live, dtype=bool), np.asarray(dfa.accept, dtype=bool)
         # one column, a terminal's own: read it as it is (`any` over it cost ~2 us a table, thousands of key literals)
         live = np.ascontiguousarray(live[:, 0] if live.shape[1] == 1 else live.any(axis=1))
-        ends_as = np.where(accept[:, 0] if accept.shape[1] == 1 else accept.any(axis=1), 0, -1).astype(np.int32)
+        ends_as = (accept[:, 0] if accept.shape[1] == 1 else accept.any(axis=1)).astype(np.int32) - 1  # 0 or -1
         self._flags = (live, ~live, ends_as, [1])
         self._source = self._proof = self._rows = self._handed = None
         self.n_sets = 1
@@ -280,15 +286,26 @@ class SharedClassifications:
         self._kernel_trie: tuple[kernel.TrieArrays, kernel.Opened] | None = None
         # Root walks' inside masks by content (`fingerprint`, confirmed word for word), each while a walk holds it:
         # of a 44-schema replay's 2,693, 1,449 differ (a value's start under many candidate sets, a string's body).
-        self._insides: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+        # Weak references in a plain dict, the dead ones swept when it has doubled since the last sweep: a
+        # `WeakValueDictionary`'s store is Python code (a keyed reference and its callback), ~1 us more a mask.
+        self._insides: dict[int, weakref.ref] = {}
+        self._sweep_at = INSIDES_SWEEP_MIN
 
     def same_inside(self, inside: np.ndarray) -> np.ndarray:
         """`inside`, or an equal mask a walk made before (then `inside` is freed: its memory goes to the next)."""
         key = fingerprint(inside)
-        found = self._insides.get(key)
-        if found is not None and same_words(found, inside):
-            return found
-        self._insides[key] = inside
+        insides = self._insides
+        ref = insides.get(key)
+        if ref is not None:
+            found = ref()
+            if found is not None and same_words(found, inside):
+                return found
+        elif len(insides) >= self._sweep_at:
+            for k, r in list(insides.items()):  # a copy taken at once: another thread may store meanwhile
+                if r() is None:
+                    insides.pop(k, None)
+            self._sweep_at = max(INSIDES_SWEEP_MIN, 2 * len(insides))
+        insides[key] = weakref.ref(inside)
         return inside
 
     def kernel_trie(self, trie: TokenTrie, plain: PlainBody) -> tuple[kernel.TrieArrays, kernel.Opened]:
@@ -456,7 +473,7 @@ class TokenIndex:
         self._tags: set[str] | frozenset[str] = frozenset()  # `_disk_tags`, never read yet
         self._tags_read = -DISK_TAGS_RECHECK_SECONDS
         self._own_tables: dict[int, _WalkTables] = {}
-        # The components of the all-terminal DFA's states (`_one_component`), read once from the lexer.
+        # The components of the all-terminal DFA's states (`_few_components`), read once from the lexer.
         self._all_components: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         # The terminals whose DFA is live at its start (an indenter-only terminal is not), as a bitmask.
         self._live_at_start = sum(1 << j for j, d in enumerate(lexer.dfas)
@@ -540,11 +557,11 @@ class TokenIndex:
             key = lexer.tables(live_set).key(q)
         if key and key[0] == "all":  # a view of the all-terminal DFA: the live ones of its state's components
             _, state, kept = key
-            if kept and not kept & (kept - 1):  # one live (2,182 of 3,005 such keys in a JSON Schema replay): no sort
-                return self._one_component(state, kept.bit_length() - 1, live_set)
+            if kept.bit_count() <= FEW_LIVE_MAX:  # most: one live (2,220 of 3,043 in a 44-schema replay), or a few
+                return self._few_components(state, kept, live_set)
             content, order, every, where = self._ranked_components(state, live_set)
             kept &= every
-            if kept != every:  # a few of the state's components live: their positions looked up, not all filtered
+            if kept != every:  # some of the state's components live: their positions looked up, not all filtered
                 picked = sorted(where[j] for j in iter_bits(kept))
                 content, order = tuple(content[i] for i in picked), [order[i] for i in picked]
             return content, order
@@ -552,18 +569,23 @@ class TokenIndex:
         entries = sorted((rank(j), s, j) for j, s in key)
         return tuple((digest, priority, s) for (digest, priority), s, _ in entries), [e[2] for e in entries]
 
-    def _one_component(self, q: int, j: int, live_set: int) -> tuple[tuple, list[int]]:
-        """The signature at state q of the all-terminal DFA where terminal j alone is live: its own state read off
-        q's components (ascending ids; j is there: a state's live bits are its components'), without
-        `_ranked_components`' sort and tables of the state's every one; most such states have j alone."""
+    def _few_components(self, q: int, kept: int, live_set: int) -> tuple[tuple, list[int]]:
+        """The signature at state q of the all-terminal DFA where the terminals `kept` are live, a few of them: their
+        own states read off q's components (ascending ids; a state's live bits are its components'), sorted by
+        themselves. `_ranked_components` would rank the state's every component first (44 JSON Schemas' first
+        documents: ~130 components at such a state, ~6.5 live where more than one is)."""
         found = self._all_components
         if found is None:  # every view of the all-terminal DFA reads its components (`Lexer.components`)
             found = self._all_components = self.lexer.components(live_set)
         ptr, terminals, states = found
-        lo, hi = int(ptr[q]), int(ptr[q + 1])
-        i = lo if hi - lo == 1 else lo + int(terminals[lo:hi].searchsorted(j))
-        digest, priority = self._rank(j)
-        return ((digest, priority, int(states[i])),), [j]
+        lo, hi = ptr.item(q), ptr.item(q + 1)  # Python ints: numpy's scalars cost ~1 us more here
+        rank, names, entries = self._rank, terminals[lo:hi].tolist(), []
+        for j in iter_bits(kept):
+            i = bisect_left(names, j)
+            if i < len(names) and names[i] == j:
+                entries.append((rank(j), states.item(lo + i), j))
+        entries.sort()
+        return tuple((digest, priority, s) for (digest, priority), s, _ in entries), [e[2] for e in entries]
 
     def _ranked_components(self, q: int, live_set: int) -> tuple[tuple, list[int], int, dict[int, int]]:
         """State q of the all-terminal DFA as the signature of every terminal live there, (content, order),
