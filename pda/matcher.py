@@ -34,7 +34,7 @@ import numpy as np
 from pda.compiler import CompiledGrammar
 from pda.errors import LimitExceeded, TokenRejected
 from pda.parser.earley import Node
-from pda.rows import MAX_ROW_THREADS, BitmaskLayoutError, RowSource, copy_row, write_rows
+from pda.rows import MAX_ROW_THREADS, BitmaskLayoutError, RowSource, check_distinct, copy_row, write_rows
 
 _INT32 = np.dtype(np.int32)
 _BITMASK_DTYPES = (_INT32, np.dtype(np.uint32))
@@ -481,7 +481,7 @@ def fill_bitmasks(
             matcher.error = exc
             add_source(matcher._eos_mask)
     if general:
-        _check_distinct(direct_rows + [row for _, row in general])
+        check_distinct(direct_rows + [row for _, row in general])
     if threads > 1:
         threads = max(1, min(threads, len(direct_rows) * bitmask.shape[1] * 4 // ROW_THREAD_MIN_BYTES))
     try:
@@ -500,18 +500,9 @@ def fill_bitmasks(
 ROW_THREAD_MIN_BYTES = 8 << 20
 
 
-def _check_distinct(rows: list[int]) -> None:
-    """ValueError naming the first row that appears twice."""
-    seen: set[int] = set()
-    for row in rows:
-        if row in seen:
-            raise ValueError(f"row {row} appears twice in one batch")
-        seen.add(row)
-
-
 def _fill_each(matchers: Sequence[Matcher], bitmask: Any, rows: Sequence[int]) -> None:
     """`fill_bitmask` on each (matcher, row), after checking no row appears twice."""
     rows = [row if type(row) is int else _as_int(row, "row") for row in rows]
-    _check_distinct(rows)
+    check_distinct(rows)
     for matcher, row in zip(matchers, rows):
         matcher.fill_bitmask(bitmask, row)

@@ -83,19 +83,25 @@ def numpy_scatter_row(bitmask: Any, row: int, words: np.ndarray, bits: np.ndarra
     out[where[keep]] = values[keep]
 
 
+def check_distinct(rows: list[int]) -> None:
+    """ValueError naming the first row that appears twice in one batch (its rows are written at once)."""
+    seen: set[int] = set()
+    for row in rows:
+        if row in seen:
+            raise ValueError(f"row {row} appears twice in one batch")
+        seen.add(row)
+
+
 def numpy_write_rows(bitmask: Any, rows: list[int], sources: list[RowSource | None], threads: int) -> None:
     """`numpy_copy_row(bitmask, rows[i], sources[i])` for every source not None (from this thread, whatever
     `threads` says), every row and source checked before any row is written."""
     if not 1 <= threads <= MAX_ROW_THREADS:
         raise ValueError(f"threads must be 1 to {MAX_ROW_THREADS}, got {threads}")
     _check_layout(bitmask)
-    seen: set[int] = set()
     for row in rows:
         if not 0 <= row < len(bitmask):
             raise IndexError(f"row {row} is outside a bitmask of {len(bitmask)} rows")
-        if row in seen:
-            raise ValueError(f"row {row} appears twice in one batch")
-        seen.add(row)
+    check_distinct(rows)
     written = [(row, source) for row, source in zip(rows, sources) if source is not None]
     staged = np.empty((len(written), bitmask.shape[1]), dtype=np.int32)
     for k, (_, source) in enumerate(written):
