@@ -7,7 +7,7 @@ names its rules and terminals with, the nesting and step budgets (`enter`/`leave
 around every subschema visited, `MAX_NESTING`, `MAX_STEPS`), the two ways to
 report a keyword the grammar cannot express exactly (`unsupported`, which raises
 or warns by `on_unsupported`; `approximate`, which always warns), and the facts
-parts record for the lowering's later checks (long-string heads, whether some
+parts record for the lowering's later checks (long strings, whether some
 object is bound to schema order).
 """
 
@@ -44,11 +44,9 @@ class Context:
         if options.whitespace != "compact":
             ws_regex = r"[ \t\n\r]+" if options.whitespace == "any" else rf"[ \t\n\r]{{1,{options.max_whitespace}}}"
             self.ws = [self.builder.optional(self.builder.fixed_terminal("WS", ws_regex))]
-        # Whether long strings may be counted in chunk terminals (`strings.long_string`); the
-        # lowering turns it off and starts again when a chunk head would compete with another string.
-        self.chunking = True
-        self.heads: set[str] = set()  # chunk head terminals (a long string's opening quote and first chunk)
-        self.chunked: set[str] = set()  # every terminal of a chunked string
+        # The rules reserved for long strings by length bounds: defined once the whole lowering is known
+        # (`strings.define_long_strings`), as chunks unless a chunk head would compete with another string.
+        self.long_strings: dict[tuple[int, int | None], str] = {}
         self.order_bound = False  # whether some object only takes its declared properties in schema order
         # Subschemas being lowered, flattened or negated inside one another, and entered in all.
         self.depth = 0

@@ -40,7 +40,7 @@ from pda.grammar.json_schema.normalise import Normaliser
 from pda.grammar.json_schema.numbers import any_number_regex, lower_number, number_literal_regex
 from pda.grammar.json_schema.options import Options
 from pda.grammar.json_schema.refs import References
-from pda.grammar.json_schema.strings import competing_heads, lower_string, string_set
+from pda.grammar.json_schema.strings import define_long_strings, lower_string, string_set
 from pda.grammar.json_schema.validate import validate
 
 # Per schema (canonical JSON): the exact grammar that decides values against it, and whether
@@ -52,11 +52,9 @@ _EMPTY = "\x00empty"  # `exactly_one`'s answer for a oneOf that no instance sati
 class Lowering:
     """One schema's lowering: rules and terminals accumulate in `ctx.builder` as subschemas are visited."""
 
-    def __init__(self, refs: References, options: Options, checkers: Checkers | None = None, *,
-                 chunking: bool = True) -> None:
+    def __init__(self, refs: References, options: Options, checkers: Checkers | None = None) -> None:
         self.refs = refs
         self.ctx = Context(options)
-        self.ctx.chunking = chunking
         self.builder = self.ctx.builder
         self.normal = Normaliser(self.ctx, refs, self.values_verdicts)
         self.containers = Containers(self.ctx, self.normal, self.value)
@@ -151,7 +149,7 @@ class Lowering:
         abandoned attempt leaves as it was, its warnings dropped; a kept one's warnings are
         emitted (they name what its parts approximate)."""
         builder = {k: v.copy() if isinstance(v, (dict, list, set)) else v for k, v in vars(self.builder).items()}
-        saved = (dict(self.memo), set(self.used), self._any, set(self.ctx.heads), set(self.ctx.chunked),
+        saved = (dict(self.memo), set(self.used), self._any, dict(self.ctx.long_strings),
                  self.ctx.order_bound, self.ctx.steps)
         out: str | None = None
         with warnings.catch_warnings(record=True) as caught:
@@ -166,7 +164,7 @@ class Lowering:
         if out is None:
             vars(self.builder).update(builder)
             self.memo, self.used, self._any = saved[0], saved[1], saved[2]
-            self.ctx.heads, self.ctx.chunked, self.ctx.order_bound, self.ctx.steps = saved[3:]
+            self.ctx.long_strings, self.ctx.order_bound, self.ctx.steps = saved[3:]
             return None
         for w in caught:
             warnings.warn(w.message, w.category, stacklevel=2)
@@ -308,6 +306,7 @@ class Lowering:
                 with warnings.catch_warnings():
                     warnings.simplefilter("error", JsonSchemaWarning)
                     checker.top = checker.value(schema, path)
+                define_long_strings(checker.ctx, checker.top, check=False)
                 checker.unlink()
                 from pda.grammar.grammar import Grammar
 
@@ -332,10 +331,12 @@ class Lowering:
         return None if order_bound and not all(verdicts) else verdicts
 
     def build(self) -> None:
-        """Lower the root schema (rules and terminals accumulate in the builder), then `unlink`."""
+        """Lower the root schema (rules and terminals accumulate in the builder), define its long
+        strings, then `unlink`."""
         top = self.top = self.value(self.refs.root, ())
         if top is None:
             raise GrammarError("the schema accepts no JSON value")
+        define_long_strings(self.ctx, top)
         for name, alts in self.builder.rules.items():
             if not alts:
                 raise GrammarError(f"internal: rule {name} has no alternatives")
@@ -376,11 +377,6 @@ def lower(schema: dict[str, Any] | bool | str, options: Options) -> Lowering:
     # Bounds and multiples are exact decimals: enough precision for every integer a schema
     # may hold (`MAX_NUMBER_DIGITS`) divided by the smallest float.
     with decimal.localcontext(decimal.Context(prec=4 * limits.MAX_NUMBER_DIGITS)):
-        refs = References(schema)
-        lowering = Lowering(refs, options)
+        lowering = Lowering(References(schema), options)
         lowering.build()
-        if lowering.ctx.heads and competing_heads(lowering.ctx, lowering.top or ""):
-            # Another string can be lexed where a long one starts: count in one terminal.
-            lowering = Lowering(refs, options, chunking=False)
-            lowering.build()
         return lowering

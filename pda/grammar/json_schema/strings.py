@@ -8,8 +8,9 @@ a string terminal at its closing quote. Patterns and formats go through
 `pda.grammar.ecma_regex` (one pattern directly as a regex; several, negated ones or
 lengths a pattern cannot absorb as an automaton terminal, `pattern_set_automaton`,
 which is then a string terminal like a regex that starts with a quote). A string whose length bounds exceed
-`LONG_STRING_UNITS` is counted in chunk terminals (`long_string`), which the
-lowering undoes when a chunk head could compete with another string terminal
+`LONG_STRING_UNITS` is a rule reserved for its bounds, defined once the lowering is
+whole (`define_long_strings`): counted in chunk terminals (`long_string`), or one
+terminal when a chunk head could compete with another string terminal
 (`competing_heads`). A set of string values is one terminal (`string_set`), a
 literal alternation the finite-set engine compiles as a trie where it can.
 """
@@ -133,14 +134,32 @@ def literal_pattern(text: str) -> str:
     return "".join("\\" + c if c in "^$\\.*+?()[]{}|/" else c for c in text)
 
 def any_string(ctx: Context, lo: int, hi: int | None) -> str | None:
-    """Any string of lo..hi code points: one terminal, or chunks when the count is long."""
-    if ctx.chunking and max(lo, hi or 0) > limits.LONG_STRING_UNITS:
-        return long_string(ctx, lo, hi)
+    """Any string of lo..hi code points: one terminal, or, when the count is long, a rule reserved
+    for it (one per length bounds) that `define_long_strings` defines after the lowering."""
+    if max(lo, hi or 0) > limits.LONG_STRING_UNITS:
+        name = ctx.long_strings.get((lo, hi))
+        if name is None:
+            name = ctx.long_strings[(lo, hi)] = ctx.builder.reserve()
+        return name
+    return _string_terminal(ctx, lo, hi)
+
+
+def _string_terminal(ctx: Context, lo: int, hi: int | None) -> str:
     count = "*" if (lo, hi) == (0, None) else f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
     return ctx.builder.terminal(f'"(?:{er.ANY_UNIT}){count}"', "STR")
 
-def long_string(ctx: Context, lo: int, hi: int | None) -> str | None:
-    """A string of lo..hi code points as chunks of `STRING_CHUNK` units and a tail.
+
+def define_long_strings(ctx: Context, top: str | None, *, check: bool = True) -> None:
+    """Define the rules `any_string` reserved for long strings: counted in chunks (`long_string`), or
+    each one terminal when (`check`) a chunk head could compete with another string terminal
+    (`competing_heads`). Decided once the lowering is whole, so it is lowered once either way."""
+    chunks = not (check and competing_heads(ctx, top or ""))
+    for (lo, hi), name in ctx.long_strings.items():
+        ctx.builder.define(name, long_string(ctx, lo, hi) if chunks else [[_string_terminal(ctx, lo, hi)]])
+
+
+def long_string(ctx: Context, lo: int, hi: int | None) -> list[list[str]]:
+    """The alternatives of a string of lo..hi code points as chunks of `STRING_CHUNK` units and a tail.
 
     A count of thousands inside one terminal makes a DFA of thousands of states
     per unit; here the count is split: a head terminal (the opening quote and
@@ -155,13 +174,9 @@ def long_string(ctx: Context, lo: int, hi: int | None) -> str | None:
     unit = f"(?:{er.ANY_UNIT})"
     head = ctx.builder.terminal(f'"{unit}{{{b}}}', "HEAD")
     chunk = ctx.builder.terminal(f"{unit}{{{b}}}", "CHUNK")
-    ctx.heads.add(head)
-    ctx.chunked.update({head, chunk})
 
     def tail(x: int, y: int, opening: bool) -> str:
-        name = ctx.builder.terminal(('"' if opening else "") + f'{unit}{{{x},{y}}}"', "TAIL")
-        ctx.chunked.add(name)
-        return name
+        return ctx.builder.terminal(('"' if opening else "") + f'{unit}{{{x},{y}}}"', "TAIL")
 
     def pieces(c_lo: int, c_hi: int | None, t_lo: int, t_hi: int) -> list[str] | None:
         """Strings of c_lo..c_hi whole chunks followed by t_lo..t_hi more units."""
@@ -177,7 +192,6 @@ def long_string(ctx: Context, lo: int, hi: int | None) -> str | None:
                 tail(t_lo, t_hi, False)]
 
     c_lo, r_lo = divmod(lo, b)
-    alts: list[list[str]] = []
     if hi is None:
         options = [pieces(c_lo, c_lo, r_lo, b - 1), pieces(c_lo + 1, None, 0, b - 1)]
     else:
@@ -187,24 +201,28 @@ def long_string(ctx: Context, lo: int, hi: int | None) -> str | None:
         else:
             options = [pieces(c_lo, c_lo, r_lo, b - 1), pieces(c_lo + 1, c_hi - 1, 0, b - 1),
                        pieces(c_hi, c_hi, 0, r_hi)]
-    alts = [o for o in options if o is not None]
-    return ctx.builder.rule(alts)
+    return [list(o) for o in dict.fromkeys(tuple(o) for o in options if o is not None)]
+
 
 def competing_heads(ctx: Context, top: str) -> bool:
     """Whether a chunk head can be a lexer candidate beside another string terminal
     that is still alive after a chunk (greedy lexing would then follow that one).
 
-    Checked on LL(1)-style start sets (FIRST of each rule suffix, FOLLOW of its
-    left side when the suffix is nullable), which over-approximate the
-    candidates at every parser position. Only heads and string terminals are
-    asked about, so the sets hold just those, as bits of an int.
+    Asked before the long strings are defined: each rule reserved for one (`ctx.long_strings`)
+    stands for its chunk head, which is what every one of its alternatives can begin with
+    (a head, or a tail terminal that is no rival: it is not a string lexeme alone), and inside
+    them no string terminal can be a candidate. Checked on LL(1)-style start sets (FIRST of
+    each rule suffix, FOLLOW of its left side when the suffix is nullable), which
+    over-approximate the candidates at every parser position. Only heads and string
+    terminals are asked about, so the sets hold just those, as bits of an int.
     """
-    if not ctx.heads:
+    long_rules = set(ctx.long_strings.values())
+    if not long_rules:
         return False
-    strings = {t for t, (regex, _) in ctx.builder.terminals.items() if t not in ctx.chunked and _is_string(ctx, t, regex)}
-    bit = {t: 1 << i for i, t in enumerate(sorted(ctx.heads | strings))}
-    heads = sum(bit[t] for t in ctx.heads)
-    rules = dict(ctx.builder.rules)
+    strings = {t for t, (regex, _) in ctx.builder.terminals.items() if _is_string(ctx, t, regex)}
+    bit = {t: 1 << i for i, t in enumerate(sorted(long_rules | strings))}
+    heads = sum(bit[t] for t in long_rules)
+    rules = {n: alts for n, alts in ctx.builder.rules.items() if n not in long_rules}
     rules["start"] = [[*ctx.ws, top, *ctx.ws]]
     first, nullable = _first_sets(rules, bit, set(ctx.ws))
     follow = _follow_sets(rules, first, nullable)
