@@ -213,22 +213,31 @@ def competing_heads(ctx: Context, top: str) -> bool:
     (a head, or a tail terminal that is no rival: it is not a string lexeme alone), and inside
     them no string terminal can be a candidate. Checked on LL(1)-style start sets (FIRST of
     each rule suffix, FOLLOW of its left side when the suffix is nullable), which
-    over-approximate the candidates at every parser position. Only heads and string
-    terminals are asked about, so the sets hold just those, as bits of an int.
+    over-approximate the candidates at every parser position. Only heads and the string
+    terminals that may match more than a chunk (`_may_be_wide`) are asked about, so the sets
+    hold just those, as bits of an int; none such, no rival (most schemas: no sets at all).
     """
     long_rules = set(ctx.long_strings.values())
     if not long_rules:
         return False
-    strings = {t for t, (regex, _) in ctx.builder.terminals.items() if _is_string(ctx, t, regex)}
-    bit = {t: 1 << i for i, t in enumerate(sorted(long_rules | strings))}
+    strings = [t for t, (regex, _) in ctx.builder.terminals.items()
+               if _may_be_wide(ctx, t, regex) and _is_string(ctx, t, regex)]
+    if not strings:
+        return False
+    bit = {t: 1 << i for i, t in enumerate(sorted(long_rules.union(strings)))}
     heads = sum(bit[t] for t in long_rules)
     rules = {n: alts for n, alts in ctx.builder.rules.items() if n not in long_rules}
     rules["start"] = [[*ctx.ws, top, *ctx.ws]]
     first, nullable = _first_sets(rules, bit, set(ctx.ws))
     follow = _follow_sets(rules, first, nullable)
+    # Where a head can begin: a suffix holding one of these, or a nullable one after a rule it can follow.
+    hot = {sym for sym, f in first.items() if f & heads}
     rival: dict[str, bool] = {}
     for n, alts in rules.items():
+        cold = not follow[n] & heads
         for a in alts:
+            if cold and hot.isdisjoint(a):
+                continue
             # Backwards: `f` is FIRST of the suffix from here, with FOLLOW(n) when it is nullable.
             f = follow[n]
             for sym in reversed(a):
@@ -241,6 +250,13 @@ def competing_heads(ctx: Context, top: str) -> bool:
                             if rival[t]:
                                 return True
     return False
+
+
+def _may_be_wide(ctx: Context, name: str, regex: str) -> bool:
+    """Whether a terminal may match more than `STRING_CHUNK` characters, cheaply over-approximated: an
+    automaton may; a regex without repetition (`*`, `+`, `{`) matches at most its own length."""
+    return (ctx.builder.automaton(name) is not None or len(regex) > limits.STRING_CHUNK
+            or "*" in regex or "+" in regex or "{" in regex)
 
 
 def _first_sets(rules: dict[str, list[list[str]]], bit: dict[str, int],
