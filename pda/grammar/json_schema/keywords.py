@@ -70,8 +70,17 @@ def pointer(path: tuple[str, ...]) -> str:
 _CANON = json.JSONEncoder(sort_keys=True, ensure_ascii=True, check_circular=False)
 
 
-def canon(schema: Any) -> str:
-    """A schema's canonical JSON: equal schemas, equal texts (the key of every memo over schemas)."""
+def canon(value: Any) -> str:
+    """A JSON value's canonical JSON: equal values, equal texts."""
+    return _CANON.encode(value)
+
+
+def schema_key(schema: Any) -> str:
+    """The key of every memo over schemas: `canon` of the schema without its own annotations, which
+    no instance depends on (a root's `$defs` can be most of the document, and every subschema
+    lowered is keyed again: dropping them shortens the texts encoded, never merges two languages)."""
+    if isinstance(schema, dict) and not ANNOTATIONS.isdisjoint(schema):
+        schema = {k: v for k, v in schema.items() if k not in ANNOTATIONS}
     return _CANON.encode(schema)
 
 

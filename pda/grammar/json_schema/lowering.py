@@ -34,7 +34,7 @@ from pda.grammar.json_schema.containers import Containers
 from pda.grammar.json_schema.context import Context, JsonSchemaWarning
 from pda.grammar.json_schema.instances import direct_verdicts
 from pda.grammar.json_schema.keywords import (
-    ANNOTATIONS, KEYWORD_TYPE, MORE_ANY_OF, SCALAR_CHECKS, TYPES, UNSUPPORTED, canon, json_type, pointer,
+    ANNOTATIONS, KEYWORD_TYPE, MORE_ANY_OF, SCALAR_CHECKS, TYPES, UNSUPPORTED, canon, json_type, pointer, schema_key,
 )
 from pda.grammar.json_schema.normalise import Normaliser
 from pda.grammar.json_schema.numbers import any_number_regex, lower_number, number_literal_regex
@@ -80,7 +80,7 @@ class Lowering:
             return None
         if not isinstance(schema, dict):
             raise GrammarError(f"schema at {pointer(path)} must be an object or a boolean")
-        key = canon(schema)
+        key = schema_key(schema)
         if key in self.memo:
             name = self.memo[key]
             if name is not None and not self.builder.rules.get(name):
@@ -297,7 +297,7 @@ class Lowering:
         schema's own exact lowering (memoised per schema), or directly where the schema's
         keywords allow (`instances`); None when that lowering approximates something, or
         refuses a value where the refusal may be the documented property-order restriction."""
-        key = canon(schema)
+        key = schema_key(schema)
         if key not in self.checkers:
             checker = Lowering(self.refs, Options("compact", 1, "raise", "any", exact=True), self.checkers)
             checker.ctx.depth, checker.ctx.steps = self.ctx.depth, self.ctx.steps
