@@ -227,9 +227,12 @@ def explore_rows(start: Hashable, successors: Callable[[Hashable], list[Hashable
     return order, trans
 
 
-def _determinise(nfa: _NFA, start: int, end: int) -> _DFA:
-    """The subset construction of the NFA from `start` (accepting at `end`), by the compiled kernel
-    (`pda.kernels.subsets`, the lexer's): a complete DFA, its dead state (no NFA state left) last.
+def _determinise(nfa: _NFA, ends: Sequence[tuple[int, int]]) -> list[_DFA]:
+    """The subset construction of the NFA from each `(start, end)` (accepting at `end`), by the compiled
+    kernel (`pda.kernels.subsets`, the lexer's): complete DFAs, each with its dead state (no NFA state
+    left) last, all over the classes of the whole NFA. The classes and the NFA's arrays are built once
+    for all (a key set's patterns and names share one NFA: built per pattern, they cost the square of
+    its size).
 
     The kernel names a DFA state by its closure's states with an edge or `end`, so two closures
     differing only in pass-through states are one state here; the states and numbering may differ
@@ -243,7 +246,6 @@ def _determinise(nfa: _NFA, start: int, end: int) -> _DFA:
         return np.concatenate(([0], np.cumsum(np.array(lengths, dtype=np.int64))))
 
     final_term = np.full(m, -1, dtype=np.int64)
-    final_term[end] = 0
     arrays = NFAArrays(
         eps_ptr=ptr([len(e) for e in nfa.eps]), eps_dst=np.array([t for e in nfa.eps for t in e], dtype=np.int64),
         edge_ptr=ptr([len(out) for out in edges]), atom_ptr=ptr([len(cs) for cs, _ in flat]),
@@ -251,14 +253,21 @@ def _determinise(nfa: _NFA, start: int, end: int) -> _DFA:
         edge_dst=np.array([t for _, t in flat], dtype=np.int64), final_term=final_term,
         owner=np.full(m, -1, dtype=np.int64), lazy=np.zeros(1, dtype=bool),
     )
-    found = subsets_determinise(arrays, start, len(classes), 1, MAX_PATTERN_DFA_STATES)
-    if found is None:
-        raise AutomatonTooLarge
-    trans, accept = found
-    dead = len(trans)
-    table = np.where(trans < 0, dead, trans)
-    rows = np.vstack([table, np.full((1, len(classes)), dead, dtype=np.int64)]).tolist()
-    return _DFA(classes, rows, [*accept[:, 0].tolist(), False])
+    dfas = []
+    for start, end in ends:
+        final_term[end] = 0  # the arrays' own: only this pattern's end accepts
+        try:
+            found = subsets_determinise(arrays, start, len(classes), 1, MAX_PATTERN_DFA_STATES)
+        finally:
+            final_term[end] = -1
+        if found is None:
+            raise AutomatonTooLarge
+        trans, accept = found
+        dead = len(trans)
+        table = np.where(trans < 0, dead, trans)
+        rows = np.vstack([table, np.full((1, len(classes)), dead, dtype=np.int64)]).tolist()
+        dfas.append(_DFA(classes, rows, [*accept[:, 0].tolist(), False]))
+    return dfas
 
 
 def _product(dfas: list[_DFA], wanted: list[bool], lo: int, hi: int | None) -> _DFA:
@@ -452,7 +461,7 @@ def _pattern_set_automaton(positive: Sequence[str], negative: Sequence[str], min
     try:
         ends = [_pattern_nfa(nfa, p) for p in [*positive, *negative]]
         # Every DFA is over the classes of the whole NFA, so they share one partition.
-        dfas = [_determinise(nfa, s, e) for s, e in ends]
+        dfas = _determinise(nfa, ends)
         free = _minimise(_product(dfas, wanted, 0, None))
         if _accepts_everything(free):
             return ANY_STRING_BODY
