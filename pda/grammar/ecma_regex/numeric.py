@@ -57,7 +57,10 @@ def _digit_seq_regex(seq: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
-def _hex_class(digits: list[int]) -> str:
+@functools.lru_cache(maxsize=1024)
+def _hex_class(digits: tuple[int, ...]) -> str:
+    """A class of the hex digits `digits` in either case; memoised: a Unicode-wide class asks for
+    the same few digit sets at hundreds of places of its trie."""
     ranges: list[tuple[int, int]] = []
     for d in digits:
         ch = "0123456789abcdef"[d]
@@ -80,7 +83,7 @@ def hex_set_regex(ranges: Ranges, width: int = 4) -> str | None:
     if not ranges:
         return None
     if width == 1:
-        return _hex_class([d for d in range(16) if any(lo <= d <= hi for lo, hi in ranges)])
+        return _hex_class(tuple(d for d in range(16) if any(lo <= d <= hi for lo, hi in ranges)))
     unit = 16 ** (width - 1)
     full: list[int] = []
     partial: dict[str, list[int]] = {}
@@ -96,8 +99,8 @@ def hex_set_regex(ranges: Ranges, width: int = 4) -> str | None:
     alts = []
     if full:
         any_digit = "[0-9A-Fa-f]" + ("" if width == 2 else f"{{{width - 1}}}")
-        alts.append(_hex_class(full) + any_digit)
-    alts += [_hex_class(ds) + rest for rest, ds in partial.items()]
+        alts.append(_hex_class(tuple(full)) + any_digit)
+    alts += [_hex_class(tuple(ds)) + rest for rest, ds in partial.items()]
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 

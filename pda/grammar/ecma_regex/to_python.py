@@ -44,6 +44,8 @@ def char_class(ranges: Ranges) -> str:
 
 
 _QUANT = re.compile(r"\{(\d+)(,(\d*))?\}")
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+_LOW_SURROGATE_ESCAPE = re.compile(r"\\u([dD][c-fC-F][0-9a-fA-F]{2})")
 # The class escapes and their ECMA code points (`\d` and `\w` are ASCII, `\s` ECMA's white space).
 _CLASS_ESCAPES: dict[str, Ranges] = {
     "d": ASCII_DIGIT, "D": complement(ASCII_DIGIT), "w": ASCII_WORD,
@@ -79,10 +81,10 @@ def ecma_to_python(pattern: str) -> str:
             if end < 0:
                 raise RegexError(f"pattern {pattern!r}: unterminated \\u{{...}} at offset {j}")
             return py_char(int(pattern[j + 3:end], 16)), end + 1, None
-        if c == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", pattern[j + 2:j + 6]):
+        if c == "u" and _HEX4.fullmatch(pattern, j + 2, j + 6):
             hi = int(pattern[j + 2:j + 6], 16)
             # A surrogate pair written as two \u escapes is one code point.
-            m = re.fullmatch(r"\\u([dD][c-fC-F][0-9a-fA-F]{2})", pattern[j + 6:j + 12])
+            m = _LOW_SURROGATE_ESCAPE.fullmatch(pattern, j + 6, j + 12)
             if 0xD800 <= hi <= 0xDBFF and m:
                 cp = 0x10000 + ((hi - 0xD800) << 10) + (int(m.group(1), 16) - 0xDC00)
                 return py_char(cp), j + 12, None
