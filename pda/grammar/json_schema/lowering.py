@@ -83,7 +83,7 @@ class Lowering:
         key = schema_key(schema)
         if key in self.memo:
             name = self.memo[key]
-            if name is not None and not self.builder.rules.get(name):
+            if name is not None and self.builder.rules.get(name) == []:
                 self.used.add(name)  # a recursive use of a schema still being lowered
             return name
         if len(self.memo) >= limits.MAX_SUBSCHEMAS:
@@ -102,6 +102,11 @@ class Lowering:
             self.builder.discard(name)
             self.memo[key] = None
             return None
+        if name not in self.used:
+            # No recursive use named it: the schema's symbol is its body's, with no unit rule between.
+            self.builder.discard(name)
+            self.memo[key] = body
+            return body
         self.builder.define(name, [[body]])
         return name
 
@@ -138,8 +143,17 @@ class Lowering:
                                          "against several branches is accepted)"
                                          + ("" if self.ctx.exact else "; exact only with exact=True"))
                 alts = [self.value(b, path + (comb, str(i))) for i, b in enumerate(branches)]
-                return self.builder.rule([[a] for a in alts if a is not None])
+                return self.union(alts)
         return self.typed(base, path)
+
+    def union(self, symbols: list[str | None]) -> str | None:
+        """The symbol for any one of `symbols` (None ones left out): the one symbol itself when it is
+        the only one (a terminal included: no unit rule for the parser to step through), else a rule of
+        one alternative each; None when there is none."""
+        present = [s for s in symbols if s is not None]
+        if len(present) == 1:
+            return present[0]
+        return self.builder.rule([[s] for s in present])
 
     def exactly_one(self, rest: dict[str, Any], branches: list[Any], path: tuple[str, ...]) -> str | None:
         """`rest` with an overlapping `oneOf: branches`, exactly (`Normaliser.exactly_one`), or None
@@ -158,7 +172,7 @@ class Lowering:
                 parts = self.normal.exactly_one(rest, branches, path)
                 if parts is not None:
                     alts = [self.value(b, path + ("oneOf",)) for b in parts]
-                    out = self.builder.rule([[a] for a in alts if a is not None]) or _EMPTY
+                    out = self.union(alts) or _EMPTY
             except GrammarError:
                 out = None
         if out is None:
@@ -202,7 +216,7 @@ class Lowering:
                 sym = self.containers.object(schema, path)
             if sym is not None:
                 alts.append([sym])
-        return self.builder.rule(alts)
+        return self.union([a[0] for a in alts])
 
     # ---------------------------------------------------------------- enum
 
@@ -237,7 +251,7 @@ class Lowering:
                 alts.append([self.const(v)])
         if strings:
             alts.append([string_set(self.ctx, strings)])
-        return self.builder.rule(alts)
+        return self.union([a[0] for a in alts])
 
     def const(self, v: Any) -> str:
         """The symbol for exactly the JSON value `v` (every spelling of a number under `exact`)."""
