@@ -9,6 +9,7 @@ ASCII-only Python regex text, the form every regex this package produces takes.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from pda.errors import RegexError
@@ -53,12 +54,14 @@ _CLASS_ESCAPES: dict[str, Ranges] = {
 }
 
 
+@functools.lru_cache(maxsize=512)
 def ecma_to_python(pattern: str) -> str:
     """Rewrite an ECMA-262 regex (``u`` flag semantics) into Python `re` syntax.
 
     The result means the same thing under plain `re.search` (no flags). Constructs
     a DFA cannot express (back-references, look-around, ``\\b``) are kept; the
-    lexeme renderer rejects them with `RegexError`.
+    lexeme renderer rejects them with `RegexError`. Memoised: a pattern is read a character
+    at a time, and asked for again by each declared name it is matched against.
     """
     out: list[str] = []
     i, n = 0, len(pattern)
