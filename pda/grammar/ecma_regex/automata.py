@@ -118,27 +118,46 @@ class _NFA:
         if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
             lo, hi, sub = av
             start = end = self.state()
-            for _ in range(lo):
-                s, e = yield self._seq(r, list(sub))
+            copies = lo + (1 if hi is C.MAXREPEAT else hi - lo)
+            blocks: list[tuple[int, int]] = []
+            if copies:
+                # The body once, then copies of its states (`x{1,500}`: its class is read once, not 500 times).
+                first = len(self.eps)
+                blocks.append((yield self._seq(r, list(sub))))
+                blocks += self._copies(first, *blocks[0], copies - 1)
+            for s, e in blocks[:lo]:
                 self.eps[end].append(s)
                 end = e
+            last = self.state()
             if hi is C.MAXREPEAT:
-                s, e = yield self._seq(r, list(sub))
+                s, e = blocks[lo]
                 self.eps[end].append(s)
                 self.eps[e].append(s)
-                last = self.state()
                 self.eps[end].append(last)
                 self.eps[e].append(last)
                 return start, last
-            last = self.state()
-            for _ in range(hi - lo):
-                s, e = yield self._seq(r, list(sub))
+            for s, e in blocks[lo:]:
                 self.eps[end].append(s)
                 self.eps[end].append(last)
                 end = e
             self.eps[end].append(last)
             return start, last
         raise r.fail(unsupported_construct(op, av))
+
+    def _copies(self, first: int, s: int, e: int, n: int) -> list[tuple[int, int]]:
+        """`n` copies of the states from `first` on (a body just built, linked only inside: its entry `s`
+        and exit `e`), each at an offset; their (entry, exit) pairs."""
+        eps, edges = self.eps[first:], self.edges[first:]
+        size = len(eps)
+        out = []
+        for _ in range(n):
+            off = len(self.eps) - first
+            if len(self.eps) + size - 1 > 20 * MAX_PATTERN_DFA_STATES:  # as `state` would, one at a time
+                raise AutomatonTooLarge
+            self.eps += [[t + off for t in out_eps] for out_eps in eps]
+            self.edges += [[(label, t + off) for label, t in out_edges] for out_edges in edges]
+            out.append((s + off, e + off))
+        return out
 
 
 def _pattern_nfa(nfa: _NFA, pattern: str) -> tuple[int, int]:
