@@ -394,40 +394,31 @@ def _terminal_automaton(d: _DFA, unit: Callable[[Ranges], str | None], quoted: b
 
 def _edge_labels(d: _DFA, unit: Callable[[Ranges], str | None]) -> dict[tuple[int, int], str]:
     """Per pair of states (q, t) with a class from q to t, `unit` of those classes' union (pairs whose
-    union has no unit left out), in the order of q, then of each target's first class. One numpy
-    grouping of the (state, class) steps, and `unit` called once per distinct set of classes: pairs
-    share them (o79409's 845 states and 3,070 edges have ~30)."""
-    n, k = len(d.trans), len(d.classes)
-    if n == 0 or k == 0:
-        return {}
-    table = np.array(d.trans, dtype=np.int64).reshape(n, k)
-    order = np.argsort((np.arange(n, dtype=np.int64)[:, None] * n + table).ravel(), kind="stable")
-    pair = order // k * n + table.ravel()[order]  # each step's (q, t), grouped; classes ascending within a group
-    starts = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
-    group = np.cumsum(np.concatenate(([False], pair[1:] != pair[:-1])))
-    members = np.zeros((len(starts), k), dtype=bool)
-    members[group, order % k] = True
-    # A group's classes as one key: its bit row packed into 8-byte words, as one uint64 when one word holds it
-    # (a 1-D unique; `np.unique(axis=0)` sorts rows as opaque records, ~3x as long), else as the row's bytes.
-    packed = np.packbits(members, axis=1)
-    if packed.shape[1] <= 8:
-        words = np.zeros((len(starts), 8), dtype=np.uint8)
-        words[:, : packed.shape[1]] = packed
-        _, first_of, which = np.unique(words.view(np.uint64).ravel(), return_index=True, return_inverse=True)
-    else:
-        seen: dict[bytes, int] = {}
-        which = np.array([seen.setdefault(row.tobytes(), len(seen)) for row in packed], dtype=np.int64)
-        first_of = np.unique(which, return_index=True)[1]
-    texts = [unit(normalize([r for c in np.flatnonzero(members[g]).tolist() for r in d.classes[c]]))
-             for g in first_of.tolist()]
-    # Groups in the order of their source state, then of their first class (the order a row meets its targets).
-    first = order[starts] % k
-    source = pair[starts] // n
-    ranked = np.lexsort((first, source))
-    targets = pair[starts] % n
-    label_ids = which.reshape(-1)
-    return {(q, t): texts[j] for q, t, j in zip(source[ranked].tolist(), targets[ranked].tolist(),
-                                                   label_ids[ranked].tolist()) if texts[j] is not None}
+    union has no unit left out), in the order of q, then of each target's first class. A row's shape
+    (which classes share a target) is grouped once for every row of that shape, and `unit` called once
+    per distinct set of classes: rows share them (o79409's 845 states and 3,070 edges have ~30 sets)."""
+    texts: dict[tuple[int, ...], str | None] = {}
+    shapes: dict[tuple[int, ...], list[tuple[int, str]]] = {}  # shape -> (first class, label) per target
+    out: dict[tuple[int, int], str] = {}
+    for q, row in enumerate(d.trans):
+        first: dict[int, int] = {}
+        shape = tuple([first.setdefault(t, c) for c, t in enumerate(row)])  # each class's target's first class
+        groups = shapes.get(shape)
+        if groups is None:
+            by_first: dict[int, list[int]] = {}
+            for c, f in enumerate(shape):
+                by_first.setdefault(f, []).append(c)
+            groups = shapes[shape] = []
+            for f, cs in by_first.items():
+                key = tuple(cs)
+                if key not in texts:
+                    texts[key] = unit(normalize([r for c in cs for r in d.classes[c]]))
+                text = texts[key]
+                if text is not None:
+                    groups.append((f, text))
+        for f, text in groups:
+            out[(q, row[f])] = text
+    return out
 
 
 def _closure(states: set[int], edges: dict[int, set[int]]) -> set[int]:
