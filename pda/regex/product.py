@@ -259,8 +259,11 @@ class SharedProduct:
         singles = np.flatnonzero(tables.live)
         term = tables.owner[singles].astype(np.int32)
         rows = FIRST_SINGLE + singles
-        self.live_bits[: self.hi] = packed_rows(rows, term, self.hi, self.words)
-        self.accept_bits[: self.hi] = _bits(rows, term, tables.accept[singles], self.hi, self.words)
+        # A live single's rows hold its one terminal's bit: written in place, no [hi, words] temporary.
+        bit = np.left_shift(np.uint64(1), (term & 63).astype(np.uint64))
+        self.live_bits[rows, term >> 6] = bit
+        accepts = tables.accept[singles]
+        self.accept_bits[rows[accepts], term[accepts] >> 6] = bit[accepts]
         # Components (CSR over rows, with room to append): a live single is its own one.
         self._ptr = np.zeros(capacity + 1, dtype=np.int64)
         self._ptr[FIRST_SINGLE + 1 : self.lazy_lo + 1] = np.cumsum(tables.live)
@@ -277,8 +280,10 @@ class SharedProduct:
         self._own_states = tables.n_states.tolist()
         self._filled = [False] * len(dfas)
         # Each state's accept row (an index into `accept_rows`, the distinct accept masks), -1: none; `_row_ids`
-        # numbers the masks by their bytes (little-endian words, as a row of `accept_bits` holds them).
-        self.accept_row = np.full(capacity, -1, dtype=np.int32)
+        # numbers the masks by their bytes (little-endian words, as a row of `accept_bits` holds them). Written
+        # below `hi` here (a lazy single's when made), a mixed row's when it is added (`describe`).
+        self.accept_row = np.empty(capacity, dtype=np.int32)
+        self.accept_row[: self.hi] = -1
         self.accept_rows: list[int] = []
         self._row_ids: dict[bytes, int] = {}
         accepting = singles[tables.accept[singles]]
