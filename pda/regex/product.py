@@ -200,6 +200,8 @@ START_ROW = 0  # no state: a candidate set's START is read from its own start ro
 DEAD = 1  # nothing live; every transition from it (and from START_ROW) leads back to it
 FIRST_SINGLE = 2
 
+UNKNOWN = 2  # a `live_flags` entry not worked out yet (0: nothing live, 1: something live)
+
 
 class _NoStates:
     """A lazy terminal in `_Tables`: no eager states (its singles are rows of its own, see `SharedProduct`)."""
@@ -299,6 +301,9 @@ class SharedProduct:
         self.rows: dict[int, tuple[int, ...]] = {}  # the byte loop's rows (`LexerTables.row`), never START_ROW's
         self._keys: dict[int, tuple] = {}
         self.bits_at: dict[int, int] = {}  # `LexerTables.live_at`/`accept_at`'s memo, shared by every set's view
+        # Per row, whether something is live there (`UNKNOWN` until a view's `live_flag` works it out), shared by
+        # every set's view: one byte a row here, not one a row per view (o79409: 183 views of 80k rows).
+        self.live_flags = bytearray([UNKNOWN]) * self.n_states
         self._grower = Grower(self.trans, FIRST_SINGLE, self.hi, DEAD, self.mixed_base)
         self._lock = threading.Lock()
 
@@ -363,6 +368,7 @@ class SharedProduct:
         self._term[self._n_comps : need] = term
         self._state[self._n_comps : need] = state
         self._n_comps = need
+        self.live_flags.extend(bytes([UNKNOWN]) * m)
         self.n_states = end
 
     def _mask_id(self, mask: int) -> int:
