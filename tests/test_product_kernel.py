@@ -227,3 +227,71 @@ def test_classes_bad_input_raises_value_error() -> None:
         classes([np.zeros(255, np.int32)])
     with pytest.raises(ValueError):
         classes([np.full(256, -1, np.int32)])
+
+
+def describe_reference(live_bits: np.ndarray, accept_bits: np.ndarray, first: int, ptr: np.ndarray, ids: np.ndarray,
+                       lo: int, term: np.ndarray, state: np.ndarray, masks: list[int]) -> tuple[list, list, list]:
+    """What `describe` writes, in plain Python: per new row its live and accept masks (ORs of its singles') and
+    accept row id (masks numbered in row order after `masks`), and each single's (terminal, own state)."""
+    as_int = lambda row: int.from_bytes(row.tobytes(), "little")  # noqa: E731
+    masks, rows = list(masks), []
+    for i in range(len(ptr) - 1):
+        singles = ids[ptr[i] : ptr[i + 1]].tolist()
+        live = accept = 0
+        for s in singles:
+            live, accept = live | as_int(live_bits[s]), accept | as_int(accept_bits[s])
+        if accept and accept not in masks:
+            masks.append(accept)
+        rows.append((live, accept, masks.index(accept) if accept else -1))
+    return rows, masks, [(int(term[s - lo]), int(state[s - lo])) for s in ids.tolist()]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_describe_is_the_plain_python_or_of_its_singles(seed: int) -> None:
+    """A grow's new rows described by the kernel: bit rows, accept row ids (new masks interned in row order, known
+    ones found) and components equal the plain-Python reading, over two words of terminals."""
+    rng = random.Random(seed)
+    lo, n_singles, words, m = 2, 40, 2, rng.randint(0, 12)
+    cap = lo + n_singles + m + 3
+    live_bits = np.zeros((cap, words), dtype="<u8")
+    accept_bits = np.zeros((cap, words), dtype="<u8")
+    term = np.array([rng.randrange(64 * words) for _ in range(n_singles)], dtype=np.int32)
+    state = np.array([rng.randrange(1000) for _ in range(n_singles)], dtype=np.int32)
+    for s in range(n_singles):
+        t = int(term[s])
+        live_bits[lo + s, t >> 6] = np.uint64(1 << (t & 63))
+        if rng.random() < 0.4:
+            accept_bits[lo + s, t >> 6] = np.uint64(1 << (t & 63))
+    counts = [rng.randint(2, 5) for _ in range(m)]
+    ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    ids = np.array([s for c in counts for s in sorted(rng.sample(range(lo, lo + n_singles), c))], dtype=np.int32)
+    first = lo + n_singles + 1
+    known = {(1 << 100).to_bytes(8 * words, "little"): 0}  # a mask interned before: ids go on from 1
+    accept_rows = [1 << 100]
+    expected, masks, comps = describe_reference(live_bits, accept_bits, first, ptr, ids, lo, term, state,
+                                                accept_rows)
+    accept_row = np.full(cap, -1, dtype=np.int32)
+    got_term, got_state = product_kernel.describe(live_bits, accept_bits, accept_row, first, ptr, ids, lo, term,
+                                                  state, None, known, accept_rows)
+    as_int = lambda row: int.from_bytes(row.tobytes(), "little")  # noqa: E731
+    got = [(as_int(live_bits[first + i]), as_int(accept_bits[first + i]), int(accept_row[first + i]))
+           for i in range(m)]
+    assert got == expected and accept_rows == masks
+    assert list(zip(got_term.tolist(), got_state.tolist())) == comps
+    assert all(known[mask.to_bytes(8 * words, "little")] == i for i, mask in enumerate(accept_rows))
+
+
+@pytest.mark.parametrize("ids, ptr", [
+    ([2, 99], [0, 2]),  # 99 is no single's row
+    ([2, 3], [0, 3]),  # ptr past the ids
+    ([2, 3], [0, 2, 1]),  # ptr not ascending
+    ([1, 3], [0, 2]),  # below the singles
+])
+def test_describe_bad_input_raises_value_error(ids: list[int], ptr: list[int]) -> None:
+    words, cap = 1, 16
+    live_bits, accept_bits = np.zeros((cap, words), dtype="<u8"), np.zeros((cap, words), dtype="<u8")
+    term, state = np.arange(4, dtype=np.int32), np.zeros(4, dtype=np.int32)
+    with pytest.raises(ValueError):
+        product_kernel.describe(live_bits, accept_bits, np.full(cap, -1, dtype=np.int32), 10,
+                                np.array(ptr, dtype=np.int64), np.array(ids, dtype=np.int32), 2, term, state, None, {},
+                                [])

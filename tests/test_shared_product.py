@@ -203,3 +203,22 @@ def test_restricted_views_count_their_own_states(sets: list[int]) -> None:
     every = own_tables((1 << len(PATTERNS)) - 1)
     for candidates in sets:
         assert every.restrict(candidates).own_states() == own_tables(candidates).n_states
+
+
+def test_views_share_the_rows_flags_and_keep_their_own_start() -> None:
+    """Every view of one shared table reads one `live_flags` (a row's flag does not depend on the set), worked out
+    as read; START's flag is each view's own: a set that can lex nothing is dead at START beside a live one."""
+    shared = SharedProduct(DFAS, 10_000)
+    nothing = 1 << (len(PATTERNS) - 1)  # [^\x00-\U0010ffff]: matches nothing
+    live_set, dead_set = 0b1011, nothing
+    live_view = SharedTables(live_set, shared, shared.start(list(iter_bits(live_set))))
+    dead_view = SharedTables(dead_set, shared, shared.start(list(iter_bits(dead_set))))
+    assert live_view.live_flags is dead_view.live_flags is shared.live_flags
+    assert live_view.live_flag(START) == 1 and dead_view.live_flag(START) == 0
+    assert dead_view.own_states() == own_tables(dead_set).own_states() == 1
+    q = live_view.row(START)[live_view.cls[ord("a")]]
+    assert live_view.live_flag(q) == (1 if live_view.live_at(q) else 0) == own_tables(live_set).live_flag(
+        own_tables(live_set).row(START)[own_tables(live_set).cls[ord("a")]])
+    assert shared.live_flags[q] == live_view.live_flag(q)  # kept where every view reads it
+    later = SharedTables(0b110, shared, shared.start([1, 2]))  # a set grown after: the flags cover its rows
+    assert len(shared.live_flags) == shared.n_states == later.n_states

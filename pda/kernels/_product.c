@@ -55,6 +55,12 @@
  *     it writes the caller's table, and two grows of one grower must not interleave.
  *     With `lazy` (a lazy_rows capsule over the same table), a single's UNFILLED entry is
  *     filled as it is read; a filler's failure raises (LimitExceeded) and spends the grower.
+ * describe(live_bits, accept_bits, accept_row, first, ptr, ids, lo, term, state, lazy, row_ids, accept_rows)
+ *     -> (term, state) int32 bytes: the rest of a grow's new states, written where the shared
+ *     product keeps them, so that a candidate set costs two calls and no numpy pass over a few
+ *     rows: each new row's live/accept bits (the ORs of its singles' rows), its accept row id
+ *     (interned in the dict `row_ids`, row bytes -> id, new masks appended to `accept_rows`
+ *     as ints, in row order) and its components (each single's terminal and own state).
  *
  * lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, lo, hi, terms) -> capsule
  *     The filler of a shared table's lazy singles: terminals whose DFA is a lazy one
@@ -1179,6 +1185,147 @@ static PyObject *grow(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* describe(live_bits, accept_bits, accept_row, first, ptr, ids, lo, term, state, lazy, row_ids, accept_rows)
+ *     -> (term bytes, state bytes): what a grow added, written where the shared product keeps it.
+ * New state i (row first + i) has the singles ids[ptr[i]:ptr[i+1]] (rows of the table): its live and accept bit
+ * rows are the ORs of theirs (a single's rows hold its one terminal's bit), its components each single's
+ * terminal and own state (`term`/`state` int32 over the eager singles' rows [lo, lo + len(term)); a made lazy
+ * single's from `lazy`), and its accept row the id of its accept bits in `row_ids` (dict: the row's bytes ->
+ * id), a new mask appended to `accept_rows` as an int and given the next id; -1 where it accepts nothing. New
+ * rows are numbered in row order, so ids are given as states are first met. The rows' bits must be zero. */
+static PyObject *describe(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer lb, ab, rv, pv, iv, tv, sv;
+    Py_buffer *views[7] = {&lb, &ab, &rv, &pv, &iv, &tv, &sv};
+    int held = 0;
+    PyObject *result = NULL, *terms = NULL, *states = NULL;
+    LazyRows *lazy = NULL;
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "describe(live_bits, accept_bits, accept_row, first, ptr, ids, lo, term, "
+                                         "state, lazy, row_ids, accept_rows) takes 12 arguments");
+        return NULL;
+    }
+    int64_t first = PyLong_AsLongLong(args[3]), lo = PyLong_AsLongLong(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (args[9] != Py_None && (lazy = PyCapsule_GetPointer(args[9], LAZY_ROWS_CAPSULE)) == NULL)
+        return NULL;
+    if (!PyDict_CheckExact(args[10]) || !PyList_CheckExact(args[11])) {
+        PyErr_SetString(PyExc_TypeError, "describe needs row_ids a dict and accept_rows a list");
+        return NULL;
+    }
+    if (get_buffer(args[0], &lb, PyBUF_ND | PyBUF_WRITABLE, "QL", 8, "live_bits") < 0)
+        return NULL;
+    held = 1;
+    if (get_buffer(args[1], &ab, PyBUF_ND | PyBUF_WRITABLE, "QL", 8, "accept_bits") < 0)
+        goto release;
+    held = 2;
+    if (get_buffer(args[2], &rv, PyBUF_ND | PyBUF_WRITABLE, "iil", 4, "accept_row") < 0)
+        goto release;
+    held = 3;
+    if (get_buffer(args[4], &pv, PyBUF_ND, "qlL", 8, "ptr") < 0)
+        goto release;
+    held = 4;
+    if (get_buffer(args[5], &iv, PyBUF_ND, "iil", 4, "ids") < 0)
+        goto release;
+    held = 5;
+    if (get_buffer(args[7], &tv, PyBUF_ND, "iil", 4, "term") < 0)
+        goto release;
+    held = 6;
+    if (get_buffer(args[8], &sv, PyBUF_ND, "iil", 4, "state") < 0)
+        goto release;
+    held = 7;
+    int64_t cap = lb.ndim == 2 ? lb.shape[0] : -1, words = lb.ndim == 2 ? lb.shape[1] : -1;
+    int64_t m = pv.len / 8 - 1, n_ids = iv.len / 4, n_eager = tv.len / 4;
+    const int64_t *ptr = pv.buf;
+    const int32_t *ids = iv.buf, *own_term = tv.buf, *own_state = sv.buf;
+    uint64_t *live_bits = lb.buf, *accept_bits = ab.buf;
+    int32_t *accept_row = rv.buf;
+    if (cap < 0 || words < 1 || ab.ndim != 2 || ab.shape[0] != cap || ab.shape[1] != words || rv.len / 4 != cap
+        || m < 0 || first < 0 || first + m > cap || lo < 0 || sv.len != tv.len || ptr[0] != 0 || ptr[m] != n_ids) {
+        PyErr_SetString(PyExc_ValueError, "describe needs bit rows [cap, words] and cap accept rows holding the new "
+                                          "rows, ptr a CSR index of ids, and one state per eager single");
+        goto release;
+    }
+    for (int64_t i = 0; i < m; i++)
+        if (ptr[i + 1] < ptr[i]) {
+            PyErr_SetString(PyExc_ValueError, "ptr is not ascending");
+            goto release;
+        }
+    terms = PyBytes_FromStringAndSize(NULL, n_ids * 4);
+    states = PyBytes_FromStringAndSize(NULL, n_ids * 4);
+    if (terms == NULL || states == NULL)
+        goto release;
+    int32_t *term_out = (int32_t *)PyBytes_AS_STRING(terms), *state_out = (int32_t *)PyBytes_AS_STRING(states);
+    for (int64_t x = 0; x < n_ids; x++) {
+        int64_t s = ids[x];
+        if (s >= lo && s < lo + n_eager) {
+            term_out[x] = own_term[s - lo];
+            state_out[x] = own_state[s - lo];
+        } else if (lazy != NULL && s >= lazy->lo && s < lazy->lo + __atomic_load_n(&lazy->used, __ATOMIC_ACQUIRE)) {
+            term_out[x] = lazy->terms[lazy->owner[s - lazy->lo]].term;
+            state_out[x] = lazy->state[s - lazy->lo];
+        } else {
+            PyErr_Format(PyExc_ValueError, "ids hold %lld, not a single's row", (long long)s);
+            goto release;
+        }
+        if (s >= cap || term_out[x] < 0 || term_out[x] >= 64 * words) {
+            PyErr_Format(PyExc_ValueError, "single %lld is past the rows or its terminal past the words", (long long)s);
+            goto release;
+        }
+    }
+    for (int64_t i = 0; i < m; i++) {
+        uint64_t *live = live_bits + (first + i) * words, *accept = accept_bits + (first + i) * words;
+        int any = 0;
+        for (int64_t x = ptr[i]; x < ptr[i + 1]; x++) {
+            const uint64_t *from_live = live_bits + (int64_t)ids[x] * words;
+            const uint64_t *from_accept = accept_bits + (int64_t)ids[x] * words;
+            for (int64_t w = 0; w < words; w++) {
+                live[w] |= from_live[w];
+                accept[w] |= from_accept[w];
+                any |= from_accept[w] != 0;
+            }
+        }
+        if (!any) {
+            accept_row[first + i] = -1;
+            continue;
+        }
+        PyObject *key = PyBytes_FromStringAndSize((const char *)accept, (Py_ssize_t)(words * 8));
+        if (key == NULL)
+            goto release;
+        PyObject *id = PyDict_GetItemWithError(args[10], key); /* borrowed */
+        if (id == NULL && !PyErr_Occurred()) {
+            PyObject *mask = _PyLong_FromByteArray((const unsigned char *)accept, (size_t)(words * 8), 1, 0);
+            id = PyLong_FromSsize_t(PyList_GET_SIZE(args[11]));
+            int failed = mask == NULL || id == NULL || PyList_Append(args[11], mask) < 0
+                         || PyDict_SetItem(args[10], key, id) < 0;
+            Py_XDECREF(mask);
+            Py_XDECREF(id); /* the dict holds it */
+            if (failed) {
+                Py_DECREF(key);
+                goto release;
+            }
+        }
+        Py_DECREF(key);
+        if (id == NULL)
+            goto release;
+        long value = PyLong_AsLong(id);
+        if (value < 0 || value > INT32_MAX) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "row_ids holds an id that is not an int32 row id");
+            goto release;
+        }
+        accept_row[first + i] = (int32_t)value;
+    }
+    result = PyTuple_Pack(2, terms, states);
+release:
+    Py_XDECREF(terms);
+    Py_XDECREF(states);
+    for (int i = 0; i < held; i++)
+        PyBuffer_Release(views[i]);
+    return result;
+}
+
 /* fill_rows(out, trans, classes, live, offset, dead): one terminal's DFA as rows of a shared table,
  * out[s, c] = offset + trans[s, classes[c]] where that state is live, else dead; one pass, no temporary
  * (numpy's gather then take cost ~52 ms for a 76,004-state DFA over 158 classes). */
@@ -1784,6 +1931,9 @@ static PyMethodDef product_methods[] = {
      "grower() -> capsule: the interned mixed states of one growing product (see the module source)."},
     {"grow", (PyCFunction)(void (*)(void))grow, METH_FASTCALL,
      "grow(grower, trans, lo, hi, dead, mixed_base, start, lazy=None) -> (start row, first new row, ptr, ids) or None."},
+    {"describe", (PyCFunction)(void (*)(void))describe, METH_FASTCALL,
+     "describe(live_bits, accept_bits, accept_row, first, ptr, ids, lo, term, state, lazy, row_ids, accept_rows) -> "
+     "(term, state): a grow's new states' bits, accept rows and components."},
     {"lazy_rows", (PyCFunction)(void (*)(void))lazy_rows, METH_FASTCALL,
      "lazy_rows(trans, rep, live_bits, accept_bits, accept_row, dead, lo, hi, terms) -> capsule: a filler of lazy "
      "singles."},

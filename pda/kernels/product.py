@@ -45,6 +45,9 @@ all-terminal product took ~50 numpy calls around the search, ~0.5-1 ms of a cold
 among the mixed states found so far and explores only what is new, writing the new
 states' rows into the table itself.
 
+`describe` writes the rest of what a grow added (the new states' bit rows, accept row ids and components), so
+a new candidate set costs a few compiled calls rather than ~50 numpy calls on a few rows (~90 us a set).
+
 `LazyRows` fills a shared table's lazy singles: terminals whose DFA is a lazy one
 (`pda.kernels.derive.Lazy`) get their states' rows from one range [lo, hi), in the order
 first reached (a map per terminal, state -> row). A row is made (its entries `UNFILLED`,
@@ -156,6 +159,20 @@ def fill_rows(out: np.ndarray, trans: np.ndarray, classes: np.ndarray, live: np.
     `offset` + trans[s, classes[c]] where that state is `live`, else `dead` (one compiled pass)."""
     _product.fill_rows(out, np.ascontiguousarray(trans, dtype=np.int32), np.ascontiguousarray(classes, dtype=np.int32),
                        np.ascontiguousarray(live, dtype=bool), int(offset), int(dead))
+
+
+def describe(live_bits: np.ndarray, accept_bits: np.ndarray, accept_row: np.ndarray, first: int, ptr: np.ndarray,
+             ids: np.ndarray, lo: int, term: np.ndarray, state: np.ndarray, lazy: LazyRows | None,
+             row_ids: dict[bytes, int], accept_rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The rest of what a grow added, written where a shared product keeps it (one compiled pass; see the module
+    docstring): new state i (row first + i, its singles `ids[ptr[i]:ptr[i + 1]]`) gets its live and accept bit
+    rows (the ORs of its singles', which must be zero before) and its accept row id, the id of its accept bits'
+    bytes in `row_ids`, a new mask appended to `accept_rows` (an int) with the next id, -1 where it accepts nothing.
+    Returns the components (terminal, own state) int32 per single of `ids`: an eager single's from `term`/`state`
+    (indexed by row - lo), a made lazy single's from `lazy`."""
+    terms, states = _product.describe(live_bits, accept_bits, accept_row, int(first), ptr, ids, int(lo), term, state,
+                                      None if lazy is None else lazy.capsule, row_ids, accept_rows)
+    return np.frombuffer(terms, dtype=np.int32), np.frombuffer(states, dtype=np.int32)
 
 
 class Grown(NamedTuple):

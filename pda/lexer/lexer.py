@@ -55,10 +55,9 @@ from pda.regex import release_parses
 from pda.kernels.product import UNFILLED
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, dfa_digest
 from pda.regex.lazy import LazyDFA
-from pda.regex.product import Product, SharedProduct, combine, packed_rows
+from pda.regex.product import UNKNOWN, Product, SharedProduct, combine, packed_rows
 
 START = 0  # the state of every candidate set's DFA where no lexeme is in progress
-UNKNOWN = 2  # a restricted view's `live_flags` entry not worked out yet (`LexerTables.live_flag`)
 # Above this size the all-terminal DFA is not built; candidate sets are grown in the lexer's shared product.
 ALL_TERMINALS_MAX_STATES = 20_000
 # Nor above this size unless its terminals' own DFAs are as big (`all_terminals_limit`). An explore costs ~1-2.5 us
@@ -467,7 +466,7 @@ class SharedTables(LexerTables):
     they are, and the walk starts at `resolve(START)`.
     """
 
-    __slots__ = ("shared",)
+    __slots__ = ("shared", "_start_flag")
 
     def __init__(self, candidates: int, shared: SharedProduct, start: int) -> None:
         n = shared.n_states
@@ -479,9 +478,14 @@ class SharedTables(LexerTables):
         self._components = TerminalComponents(*shared.components(n))
         self._keys = {}
         self._bits_at = shared.bits_at
-        flags = bytearray([UNKNOWN]) * n
-        flags[START] = 1 if self.live_at(start) else 0
-        self._live_flags = flags
+        # The shared rows' flags, shared by every view (a row's live bits need no masking); START's is the view's
+        # own, which `live_flag` answers (no transition reads `live_flags[START]`: no transition leads to START).
+        self._live_flags = shared.live_flags
+        self._start_flag = 1 if self.live_at(start) else 0
+
+    def live_flag(self, q: int) -> int:
+        """`live_flags[q]` (START: the start row's), worked out and kept in the shared flags where `UNKNOWN`."""
+        return self._start_flag if q == START else LexerTables.live_flag(self, q)
 
     def row(self, q: int) -> tuple[int, ...] | LazyRow:
         """State q's transitions by byte class (START: the start row's), built on first read and kept in the

@@ -39,10 +39,9 @@ from pda.arrays import distinct
 from pda.cache import Invalid, take
 from pda.errors import LimitExceeded
 from pda.kernels import product as product_kernel
-from pda.kernels.product import Grower, Grown, LazyRows, classes, fill_rows, reachable
+from pda.kernels.product import Grower, Grown, LazyRows, classes, describe, fill_rows, reachable
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.lazy import LazyDFA
-from pda.regex.utf8 import distinct_rows
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,6 +200,8 @@ START_ROW = 0  # no state: a candidate set's START is read from its own start ro
 DEAD = 1  # nothing live; every transition from it (and from START_ROW) leads back to it
 FIRST_SINGLE = 2
 
+UNKNOWN = 2  # a `live_flags` entry not worked out yet (0: nothing live, 1: something live)
+
 
 class _NoStates:
     """A lazy terminal in `_Tables`: no eager states (its singles are rows of its own, see `SharedProduct`)."""
@@ -254,43 +255,55 @@ class SharedProduct:
         capacity = self.mixed_base + max_states
         self.trans = np.zeros((capacity, len(self._rep)), dtype=np.int32)
         self.trans[[START_ROW, DEAD]] = DEAD
-        self._filled = np.zeros(len(dfas), dtype=bool)
         self.words = _words(len(dfas) - 1)
         self.live_bits = np.zeros((capacity, self.words), dtype="<u8")
         self.accept_bits = np.zeros((capacity, self.words), dtype="<u8")
         singles = np.flatnonzero(tables.live)
         term = tables.owner[singles].astype(np.int32)
         rows = FIRST_SINGLE + singles
-        self.live_bits[: self.hi] = packed_rows(rows, term, self.hi, self.words)
-        self.accept_bits[: self.hi] = _bits(rows, term, tables.accept[singles], self.hi, self.words)
+        # A live single's rows hold its one terminal's bit: written in place, no [hi, words] temporary.
+        bit = np.left_shift(np.uint64(1), (term & 63).astype(np.uint64))
+        self.live_bits[rows, term >> 6] = bit
+        accepts = tables.accept[singles]
+        self.accept_bits[rows[accepts], term[accepts] >> 6] = bit[accepts]
         # Components (CSR over rows, with room to append): a live single is its own one.
         self._ptr = np.zeros(capacity + 1, dtype=np.int64)
         self._ptr[FIRST_SINGLE + 1 : self.lazy_lo + 1] = np.cumsum(tables.live)
         self._ptr[self.lazy_lo + 1 : self.hi + 1] = self._ptr[self.lazy_lo]  # lazy singles: none in the CSR
         self._term, self._state = term, (singles - tables.offsets[term]).astype(np.int32)
         self._n_comps = len(term)
-        # Each state's accept row (an index into `accept_rows`, the distinct accept masks), -1: none.
-        self.accept_row = np.full(capacity, -1, dtype=np.int32)
+        # Every eager single's terminal and own state, by row - FIRST_SINGLE (what `describe` reads).
+        self._single_term = tables.owner.astype(np.int32)
+        self._single_state = (np.arange(len(tables.owner)) - tables.offsets[tables.owner]).astype(np.int32)
+        # Per terminal, as Python values (`start` reads a set's terminals one by one): its start's row, or None
+        # where it is not live (lazy terminals: their own start, `LazyRows.start`), and its states.
+        self._start_rows = [None if isinstance(d, LazyDFA) or not tables.live[int(tables.offsets[j]) + d.start]
+                            else FIRST_SINGLE + int(tables.offsets[j]) + d.start for j, d in enumerate(dfas)]
+        self._own_states = tables.n_states.tolist()
+        self._filled = [False] * len(dfas)
+        # Each state's accept row (an index into `accept_rows`, the distinct accept masks), -1: none; `_row_ids`
+        # numbers the masks by their bytes (little-endian words, as a row of `accept_bits` holds them). Written
+        # below `hi` here (a lazy single's when made), a mixed row's when it is added (`describe`).
+        self.accept_row = np.empty(capacity, dtype=np.int32)
+        self.accept_row[: self.hi] = -1
         self.accept_rows: list[int] = []
-        self._row_ids: dict[int, int] = {}
+        self._row_ids: dict[bytes, int] = {}
         accepting = singles[tables.accept[singles]]
-        for j in distinct(tables.owner[accepting]).tolist():
-            self._row_ids[1 << j] = len(self.accept_rows)
-            self.accept_rows.append(1 << j)
-        self.accept_row[FIRST_SINGLE + accepting] = [self._row_ids[1 << j] for j in tables.owner[accepting].tolist()]
-        for j in self.lazy_terms:
-            if 1 << j not in self._row_ids:
-                self._row_ids[1 << j] = len(self.accept_rows)
-                self.accept_rows.append(1 << j)
+        for j in [*distinct(tables.owner[accepting]).tolist(), *self.lazy_terms]:
+            self._mask_id(1 << j)
+        self.accept_row[FIRST_SINGLE + accepting] = [self._mask_id(1 << j) for j in tables.owner[accepting].tolist()]
         self._lazy = None if not self.lazy_terms else LazyRows(
             self.trans, self._rep, self.live_bits, self.accept_bits, self.accept_row, DEAD, self.lazy_lo,
-            self.mixed_base, [(dfas[j].core, j, self._row_ids[1 << j], dfas[j].max_states) for j in self.lazy_terms])
+            self.mixed_base, [(dfas[j].core, j, self._mask_id(1 << j), dfas[j].max_states) for j in self.lazy_terms])
         self._lazy_index = {j: i for i, j in enumerate(self.lazy_terms)}  # position in the filler's `terms`
         self._row_bits = np.zeros((0, self.words), dtype="<u8")
         self.n_states = self.hi
         self.rows: dict[int, tuple[int, ...]] = {}  # the byte loop's rows (`LexerTables.row`), never START_ROW's
         self._keys: dict[int, tuple] = {}
         self.bits_at: dict[int, int] = {}  # `LexerTables.live_at`/`accept_at`'s memo, shared by every set's view
+        # Per row, whether something is live there (`UNKNOWN` until a view's `live_flag` works it out), shared by
+        # every set's view: one byte a row here, not one a row per view (o79409: 183 views of 80k rows).
+        self.live_flags = bytearray([UNKNOWN]) * self.n_states
         self._grower = Grower(self.trans, FIRST_SINGLE, self.hi, DEAD, self.mixed_base)
         self._lock = threading.Lock()
 
@@ -299,20 +312,20 @@ class SharedProduct:
 
         Raises `LimitExceeded` when that DFA has more than `max_states` states, or the table is full.
         """
-        tables = self._tables
+        filled, start_rows, lazy_index = self._filled, self._start_rows, self._lazy_index
         with self._lock:
             starts = []
             for j in terminals:
-                i = self._lazy_index.get(j)
+                i = lazy_index.get(j)
                 if i is not None:
                     s = self._lazy.start(i)
                     if s != DEAD:
                         starts.append(s)
                     continue
-                if not self._filled[j]:
+                if not filled[j]:
                     self._fill(j)
-                s = FIRST_SINGLE + int(tables.offsets[j]) + self._dfas[j].start
-                if tables.live[s - FIRST_SINGLE]:
+                s = start_rows[j]
+                if s is not None:
                     starts.append(s)
             if len(starts) < 2:
                 return starts[0] if starts else DEAD
@@ -322,7 +335,8 @@ class SharedProduct:
                 raise LimitExceeded(f"the lexer's shared product DFA exceeds max_states={self.max_states} mixed states")
             self._append(grown)
             # With a lazy terminal the set's DFA is not known whole: each lazy DFA bounds its own states.
-            bound = sum(int(tables.n_states[j]) for j in terminals) + self.n_states - self.mixed_base
+            own = self._own_states
+            bound = sum(own[j] for j in terminals) + self.n_states - self.mixed_base
             if (bound > self.max_states and not any(j in self._lazy_index for j in terminals)
                     and len(self._reachable(grown.start)) > self.max_states):
                 raise LimitExceeded(f"combined lexer DFA of {len(terminals)} terminals exceeds "
@@ -341,11 +355,10 @@ class SharedProduct:
         first, m = grown.first, len(grown.ptr) - 1
         if m == 0:
             return
-        term, state, accept = self._singles(grown.ids.astype(np.int64))
-        rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(grown.ptr))  # the new states' own numbers, from 0
+        term, state = describe(self.live_bits, self.accept_bits, self.accept_row, first, grown.ptr, grown.ids,
+                               FIRST_SINGLE, self._single_term, self._single_state, self._lazy, self._row_ids,
+                               self.accept_rows)
         end = first + m
-        self.live_bits[first:end] = packed_rows(rows, term, m, self.words)
-        self.accept_bits[first:end] = _bits(rows, term, accept, m, self.words)
         self._ptr[first + 1 : end + 1] = self._ptr[first] + grown.ptr[1:]
         need = self._n_comps + len(term)
         if need > len(self._term):  # room for the new components, doubling
@@ -355,24 +368,17 @@ class SharedProduct:
         self._term[self._n_comps : need] = term
         self._state[self._n_comps : need] = state
         self._n_comps = need
-        self._intern_accept_rows(first, end)
+        self.live_flags.extend(bytes([UNKNOWN]) * m)
         self.n_states = end
 
-    def _singles(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Single rows `ids` as (terminal int32, own state int32, accepting bool)."""
-        tables = self._tables
-        lazy = ids >= self.lazy_lo
-        flat = np.where(lazy, 0, ids - FIRST_SINGLE)
-        owner = tables.owner[flat] if len(tables.owner) else np.zeros(len(ids), dtype=np.int64)
-        term = owner.astype(np.int32)
-        state = (flat - tables.offsets[owner]).astype(np.int32)
-        accept = tables.accept[flat] if len(tables.accept) else np.zeros(len(ids), dtype=bool)
-        if lazy.any():
-            accept = accept.copy()
-            for k in np.flatnonzero(lazy).tolist():
-                j, s = self._lazy.owner(int(ids[k]))
-                term[k], state[k], accept[k] = j, s, self._dfas[j].accept(s)
-        return term, state, accept
+    def _mask_id(self, mask: int) -> int:
+        """The id of an accept mask in `accept_rows`, appended if new (`describe` interns a grow's the same way)."""
+        key = mask.to_bytes(8 * self.words, "little")
+        found = self._row_ids.get(key)
+        if found is None:
+            found = self._row_ids[key] = len(self.accept_rows)
+            self.accept_rows.append(mask)
+        return found
 
     def is_lazy(self, q: int) -> bool:
         """Whether row q is a lazy terminal's single (whose entries may be `UNFILLED`)."""
@@ -385,26 +391,6 @@ class SharedProduct:
     def lazy_filler(self) -> LazyRows | None:
         """The filler of the lazy singles (what the walk kernel is handed), or None without a lazy terminal."""
         return self._lazy
-
-    def _intern_accept_rows(self, first: int, end: int) -> None:
-        """`accept_row` of rows [first, end): each distinct accept mask among them read as an int once, not per
-        row (a grow adds hundreds of rows with a few masks), new masks numbered in order of first row."""
-        accepting = np.flatnonzero(self.accept_bits[first:end].any(axis=1))
-        if len(accepting) == 0:
-            return
-        order, inverse = distinct_rows(self.accept_bits[first + accepting])
-        order = np.sort(order)  # the distinct masks by their first row, so new ones are numbered as met
-        ids = np.empty(len(order), dtype=np.int32)
-        number = np.empty(len(order), dtype=np.int64)
-        number[inverse[order]] = np.arange(len(order))
-        for i, bits in enumerate(self.accept_bits[first + accepting[order]]):
-            mask = int.from_bytes(bits.tobytes(), "little")
-            row = self._row_ids.get(mask)
-            if row is None:
-                row = self._row_ids[mask] = len(self.accept_rows)
-                self.accept_rows.append(mask)
-            ids[i] = row
-        self.accept_row[first + accepting] = ids[number[inverse]]
 
     def _reachable(self, start: int) -> np.ndarray:
         """The live states reachable from row `start` (the set's DFA but its dead state)."""
