@@ -130,3 +130,27 @@ def test_alternative_groups_equal_counting_every_symbol_first() -> None:
             assert groups == _merging(_candidates_counting_first(ir, keep))
             merging += bool(groups)
     assert merging >= 10
+
+
+def test_literal_tables_kernel_refuses_what_is_not_a_literal() -> None:
+    """`pda.kernels.trie.literal_tables` takes non-empty bytes only (a clear error, never a crash)."""
+    from pda.kernels import _trie
+    from pda.kernels.trie import literal_tables
+
+    for bad in (b"", "abc", None, bytearray(b"ab")):
+        with pytest.raises(TypeError):
+            _trie.literal(bad)
+    byte_class, trans = literal_tables(b"abca")
+    assert byte_class.dtype == np.int32 and trans.dtype == np.int32 and not trans.flags.writeable
+    assert trans.shape == (6, 4) and byte_class[ord("c")] == 2 and byte_class[ord("z")] == 3
+
+
+def test_literal_terminals_share_one_dfa_by_their_text() -> None:
+    """A literal's DFA is memoised by its text: terminals spelling it differently (an escape, a neutral flag)
+    get the same DFA object, and it accepts exactly the literal."""
+    from pda.grammar.ir import TerminalDef
+    from pda.lexer.terminals import terminal_dfa
+
+    a = terminal_dfa(TerminalDef("A", pattern='"a\\-b"'))
+    b = terminal_dfa(TerminalDef("B", pattern='"a-b"', flags="s"))
+    assert a is b and a.accepts(b'"a-b"') and not a.accepts(b'"a-b') and not a.accepts(b'"a\\-b"')
