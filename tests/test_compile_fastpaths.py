@@ -54,8 +54,8 @@ def _literal_dfa_by_numpy(data: bytes) -> tuple[np.ndarray, ...]:
 
 
 def test_literal_dfa_tables_are_the_numpy_ones() -> None:
-    """`literal_dfa` writes its tables as C int arrays; they equal (values, dtypes, digest) the numpy-built
-    ones, for short, long, repetitive and all-256-byte literals."""
+    """`literal_dfa` writes its tables as C int arrays; they equal (values, dtypes) the numpy-built ones, for
+    short, long, repetitive and all-256-byte literals, and its digest names the literal's bytes."""
     from pda.regex.dfa import dfa_digest, literal_dfa
 
     rng = random.Random(7)
@@ -68,11 +68,14 @@ def test_literal_dfa_tables_are_the_numpy_ones() -> None:
             assert got.dtype == want.dtype and got.shape == want.shape and not got.flags.writeable
             np.testing.assert_array_equal(got, want)
         assert (dfa.n_states, dfa.start, dfa.dead, dfa.names) == (len(data) + 2, 0, len(data) + 1, ("K",))
-        digest = dfa_digest(dfa)
+        # Its digest names its bytes (the tables are a function of them), never a table hash's value.
+        assert dfa_digest(dfa) == dfa_digest(literal_dfa(data, name="other")) == hashlib.sha256(
+            b"literal\0" + data).hexdigest()[:32]
         h = hashlib.sha256()
         for array in (trans, byte_class, accept, live):
             h.update(array.tobytes())
-        assert digest == h.hexdigest()[:32]
+        assert dfa_digest(dfa) != h.hexdigest()[:32]
+    assert len({dfa_digest(literal_dfa(data)) for data in cases}) == len(set(cases))
 
 
 def test_eos_mask_of_an_impossible_width_is_a_value_error() -> None:

@@ -144,14 +144,20 @@ _digests: dict[int, tuple[weakref.ref, str]] = {}
 
 
 def dfa_digest(dfa: LexerDFA) -> str:
-    """A content hash of one DFA, its state numbering included (memoised per DFA object)."""
+    """A content hash of one DFA, its state numbering included (memoised per DFA object). A literal's chain
+    (`literal_dfa`), a function of its bytes, is named by a hash of them instead: the lexer digests hundreds of
+    keys per JSON Schema, and hashing their tables cost ~2.5 us each."""
     found = _digests.get(id(dfa))
     if found is not None and found[0]() is dfa:
         return found[1]
     h = hashlib.sha256()
     for array in (dfa.trans, dfa.byte_class, dfa.accept, dfa.live):
         h.update(np.ascontiguousarray(array))  # its buffer, not a copy (a contiguous array is itself)
-    digest = h.hexdigest()[:32]
+    return _named(dfa, h.hexdigest()[:32])
+
+
+def _named(dfa: LexerDFA, digest: str) -> str:
+    """Record `digest` as the DFA's (for as long as the object lives)."""
     key = id(dfa)
     _digests[key] = (weakref.ref(dfa, lambda _, key=key: _digests.pop(key, None)), digest)
     return digest
@@ -407,13 +413,16 @@ def literal_dfa(data: bytes, *, name: str = "<literal>") -> LexerDFA:
     come from one compiled call (`pda.kernels.trie.literal_tables`, read-only int32
     arrays over its bytes), the accepting and live columns, which depend only on the
     length, are shared read-only arrays (`_literal_columns`). Minimal: state i accepts
-    exactly `data[i:]`, and those suffixes differ in length.
+    exactly `data[i:]`, and those suffixes differ in length. Its `dfa_digest` is a hash of `data`.
     """
     n = len(data)
     byte_class, trans = literal_tables(data)
     accept, live = _literal_columns(n)
-    return LexerDFA(n_states=n + 2, start=0, dead=n + 1, byte_class=byte_class, trans=trans, accept=accept,
-                    live=live, names=(name,))
+    dfa = LexerDFA(n_states=n + 2, start=0, dead=n + 1, byte_class=byte_class, trans=trans, accept=accept,
+                   live=live, names=(name,))
+    # Its digest names the bytes (the tables are a function of them), apart from every table hash by the prefix.
+    _named(dfa, hashlib.sha256(b"literal\0" + data).hexdigest()[:32])
+    return dfa
 
 
 @functools.lru_cache(maxsize=256)
