@@ -157,3 +157,30 @@ def test_literal_terminals_share_one_dfa_by_their_text() -> None:
     a = terminal_dfa(TerminalDef("A", pattern='"a\\-b"'))
     b = terminal_dfa(TerminalDef("B", pattern='"a-b"', flags="s"))
     assert a is b and a.accepts(b'"a-b"') and not a.accepts(b'"a-b') and not a.accepts(b'"a\\-b"')
+
+
+def test_a_terminal_dfa_on_disk_with_other_than_one_accepting_column_is_a_miss(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lexer reads a terminal DFA's accepting column 0: an entry (hash-valid) holding two columns is refused
+    by the terminal cache and the DFA rebuilt, never handed on."""
+    from pda import cache
+    from pda.grammar.ir import TerminalDef
+    from pda.lexer import terminals
+    from pda.lru import ByteLRU
+    from pda.regex.dfa import compile_regex
+
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PDA_CACHE", "1")
+    monkeypatch.setattr(terminals, "_memory", ByteLRU(terminals.TERMINAL_DFAS_MAX_BYTES))
+    pattern = "[a-c]+x"
+    wrong = compile_regex("[a-c]+x|y")
+    meta, arrays = wrong.to_arrays()
+    arrays["accept"] = np.repeat(arrays["accept"], 2, axis=1)
+    arrays["live"] = np.repeat(arrays["live"], 2, axis=1)
+    key = {"pattern_sha256": hashlib.sha256(pattern.encode()).hexdigest(), "flags": "", "lazy": False}
+    cache.store("dfa", key, meta, arrays)
+    cache.flush()
+    assert cache.load("dfa", key, lambda m, a: a)["accept"].shape[1] == 2  # the entry is there and readable
+    dfa = terminals.terminal_dfa(TerminalDef("T", pattern=pattern))
+    assert dfa.accept.shape[1] == 1 and dfa.accepts(b"abx") and not dfa.accepts(b"y")

@@ -83,7 +83,7 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
     disk_key = ({"automaton_sha256": automaton} if automaton is not None else
                 {"pattern_sha256": hashlib.sha256(t.pattern.encode("utf-8", "surrogatepass")).hexdigest()})
     disk_key.update(flags=t.flags, lazy=t.lazy)
-    dfa = cache.load("dfa", disk_key, LexerDFA.from_arrays)
+    dfa = cache.load("dfa", disk_key, _one_terminal_dfa)
     if dfa is None:
         start = time.perf_counter()
         if automaton is not None:
@@ -114,6 +114,15 @@ def _counted(t: TerminalDef) -> bool:
     counts = (int(n) for m in _COUNTS.finditer(t.pattern) for n in m.groups() if n)
     return any(n >= LAZY_MIN_COUNT for n in counts) and has_count(translate(t.pattern, t.flags, name=t.name),
                                                                     LAZY_MIN_COUNT)
+
+
+def _one_terminal_dfa(meta: dict, arrays: dict) -> LexerDFA:
+    """A terminal's DFA read back from the disk cache (`LexerDFA.from_arrays`), refused (`cache.Invalid`) unless it
+    has the one accepting column every terminal's DFA has (the lexer reads `accept[start, 0]`)."""
+    dfa = LexerDFA.from_arrays(meta, arrays)
+    if dfa.accept.shape[1] != 1:
+        raise cache.Invalid("a terminal's DFA has one accepting column")
+    return dfa
 
 
 def _literal_terminal(t: TerminalDef, strings: list[str], max_states: int) -> LexerDFA | None:
