@@ -54,8 +54,8 @@ def _literal_dfa_by_numpy(data: bytes) -> tuple[np.ndarray, ...]:
 
 
 def test_literal_dfa_tables_are_the_numpy_ones() -> None:
-    """`literal_dfa` writes its tables as C int arrays; they equal (values, dtypes, digest) the numpy-built
-    ones, for short, long, repetitive and all-256-byte literals."""
+    """`literal_dfa` writes its tables as C int arrays; they equal (values, dtypes) the numpy-built ones, for
+    short, long, repetitive and all-256-byte literals, and its digest names the literal's bytes."""
     from pda.regex.dfa import dfa_digest, literal_dfa
 
     rng = random.Random(7)
@@ -68,11 +68,14 @@ def test_literal_dfa_tables_are_the_numpy_ones() -> None:
             assert got.dtype == want.dtype and got.shape == want.shape and not got.flags.writeable
             np.testing.assert_array_equal(got, want)
         assert (dfa.n_states, dfa.start, dfa.dead, dfa.names) == (len(data) + 2, 0, len(data) + 1, ("K",))
-        digest = dfa_digest(dfa)
+        # Its digest names its bytes (the tables are a function of them), never a table hash's value.
+        assert dfa_digest(dfa) == dfa_digest(literal_dfa(data, name="other")) == hashlib.sha256(
+            b"literal\0" + data).hexdigest()[:32]
         h = hashlib.sha256()
         for array in (trans, byte_class, accept, live):
             h.update(array.tobytes())
-        assert digest == h.hexdigest()[:32]
+        assert dfa_digest(dfa) != h.hexdigest()[:32]
+    assert len({dfa_digest(literal_dfa(data)) for data in cases}) == len(set(cases))
 
 
 def test_eos_mask_of_an_impossible_width_is_a_value_error() -> None:
@@ -130,3 +133,54 @@ def test_alternative_groups_equal_counting_every_symbol_first() -> None:
             assert groups == _merging(_candidates_counting_first(ir, keep))
             merging += bool(groups)
     assert merging >= 10
+
+
+def test_literal_tables_kernel_refuses_what_is_not_a_literal() -> None:
+    """`pda.kernels.trie.literal_tables` takes non-empty bytes only (a clear error, never a crash)."""
+    from pda.kernels import _trie
+    from pda.kernels.trie import literal_tables
+
+    for bad in (b"", "abc", None, bytearray(b"ab")):
+        with pytest.raises(TypeError):
+            _trie.literal(bad)
+    byte_class, trans = literal_tables(b"abca")
+    assert byte_class.dtype == np.int32 and trans.dtype == np.int32 and not trans.flags.writeable
+    assert trans.shape == (6, 4) and byte_class[ord("c")] == 2 and byte_class[ord("z")] == 3
+
+
+def test_literal_terminals_share_one_dfa_by_their_text() -> None:
+    """A literal's DFA is memoised by its text: terminals spelling it differently (an escape, a neutral flag)
+    get the same DFA object, and it accepts exactly the literal."""
+    from pda.grammar.ir import TerminalDef
+    from pda.lexer.terminals import terminal_dfa
+
+    a = terminal_dfa(TerminalDef("A", pattern='"a\\-b"'))
+    b = terminal_dfa(TerminalDef("B", pattern='"a-b"', flags="s"))
+    assert a is b and a.accepts(b'"a-b"') and not a.accepts(b'"a-b') and not a.accepts(b'"a\\-b"')
+
+
+def test_a_terminal_dfa_on_disk_with_other_than_one_accepting_column_is_a_miss(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lexer reads a terminal DFA's accepting column 0: an entry (hash-valid) holding two columns is refused
+    by the terminal cache and the DFA rebuilt, never handed on."""
+    from pda import cache
+    from pda.grammar.ir import TerminalDef
+    from pda.lexer import terminals
+    from pda.lru import ByteLRU
+    from pda.regex.dfa import compile_regex
+
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PDA_CACHE", "1")
+    monkeypatch.setattr(terminals, "_memory", ByteLRU(terminals.TERMINAL_DFAS_MAX_BYTES))
+    pattern = "[a-c]+x"
+    wrong = compile_regex("[a-c]+x|y")
+    meta, arrays = wrong.to_arrays()
+    arrays["accept"] = np.repeat(arrays["accept"], 2, axis=1)
+    arrays["live"] = np.repeat(arrays["live"], 2, axis=1)
+    key = {"pattern_sha256": hashlib.sha256(pattern.encode()).hexdigest(), "flags": "", "lazy": False}
+    cache.store("dfa", key, meta, arrays)
+    cache.flush()
+    assert cache.load("dfa", key, lambda m, a: a)["accept"].shape[1] == 2  # the entry is there and readable
+    dfa = terminals.terminal_dfa(TerminalDef("T", pattern=pattern))
+    assert dfa.accept.shape[1] == 1 and dfa.accepts(b"abx") and not dfa.accepts(b"y")

@@ -394,6 +394,29 @@ def test_utf8_sequences_spell_exactly_the_code_points() -> None:
             assert sum(len(seq) == len(data) and all(a <= x <= b for x, (a, b) in zip(data, seq)) for seq in seqs) == 1
 
 
+def test_utf8_sequences_of_ascii_sets_are_their_ranges() -> None:
+    """An ASCII set's sequences (a shortcut) are what the general splitting gives for the same ranges followed by a
+    non-ASCII one, less that one's: each range one one-byte sequence, in order."""
+    rng = random.Random(5)
+    for _ in range(200):
+        cuts = sorted(rng.sample(range(0x80), rng.choice([2, 4, 8, 16])))
+        ranges = tuple((a, b) for a, b in zip(cuts[::2], cuts[1::2]))
+        with_wide = utf8_sequences(ranges + ((0x100, 0x3FF),))
+        assert utf8_sequences(ranges) == with_wide[: len(ranges)] == tuple(((a, b),) for a, b in ranges)
+    assert utf8_sequences(()) == ()
+
+
+def test_equal_sets_share_terms_and_byte_classes_see_each_set_once() -> None:
+    """A pattern repeating one class as distinct nodes (a JSON string's hex escapes) gives the DFA of the same
+    pattern written once, state for state."""
+    repeated = compile_lazy("(?:[0-9A-Fa-f][0-9A-Fa-f]|x[0-9A-Fa-f]){1,3}z")
+    once = compile_lazy("(?:[0-9A-Fa-f]{2}|x[0-9A-Fa-f]){1,3}z")
+    assert repeated.byte_class.tolist() == once.byte_class.tolist()
+    for data in (b"", b"0a", b"x1", b"0ax1z", b"0a0a0az", b"0a0a0a0az", b"xz", b"x1x2x3z", b"g1z"):
+        assert repeated.accepts(data) == once.accepts(data) == (re.fullmatch(
+            "(?:[0-9A-Fa-f][0-9A-Fa-f]|x[0-9A-Fa-f]){1,3}z", data.decode()) is not None)
+
+
 def test_lazy_dfa_type() -> None:
     dfa = compile_lazy("ab")
     assert isinstance(dfa, LazyDFA) and dfa.start == 0

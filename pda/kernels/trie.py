@@ -8,6 +8,9 @@ bytes past the prefix it shares with the one before, so every subtree is an id r
 The kernel runs without the GIL in time about linear in the total bytes and replaces a numpy
 construction that took 0.2 s (plus 0.15 s of sorting in Python) for Qwen2's 151k tokens;
 tests/test_token_index_trie.py checks it against a plain reading of the strings.
+
+`literal_tables(data)` is the one-string case as a DFA's tables (`pda.regex.dfa.literal_dfa`, a JSON
+Schema key's chain of states), checked against numpy-built tables in tests/test_compile_fastpaths.py.
 """
 
 from __future__ import annotations
@@ -42,3 +45,11 @@ def string_trie(strings: Sequence[bytes]) -> StringTrie:
         np.frombuffer(end, dtype=np.int32), np.frombuffer(end_node, dtype=np.int32),
         np.frombuffer(child_ptr, dtype=np.int64), np.frombuffer(child_ids, dtype=np.int64),
     )
+
+
+def literal_tables(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The chain DFA of one non-empty byte string of n bytes: (byte_class int32 [256], trans int32 [n + 2, k + 1]),
+    read-only. The k distinct bytes of `data` are classes 0..k-1 in byte order, every other byte class k; state i
+    reads data[i] to i + 1, everything else to the dead state n + 1 (which reads only itself)."""
+    k, byte_class, trans = _trie.literal(data)
+    return np.frombuffer(byte_class, dtype=np.int32), np.frombuffer(trans, dtype=np.int32).reshape(len(data) + 2, k + 1)

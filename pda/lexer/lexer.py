@@ -660,7 +660,7 @@ class Lexer:
                 raise GrammarError(f"%ignore names an unknown terminal {name!r}")
             self.ignore |= 1 << index[name]
         empty = [t.name for t, d in zip(ir.terminals, self.dfas)
-                 if (d.accept(d.start) if isinstance(d, LazyDFA) else d.accept[d.start].any())]
+                 if (d.accept(d.start) if isinstance(d, LazyDFA) else d.accept[d.start, 0])]  # one terminal each
         if empty:
             raise GrammarError(
                 "terminals that match the empty string cannot be lexed: " + ", ".join(empty), terminal=empty[0]

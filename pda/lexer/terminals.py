@@ -9,10 +9,10 @@ anything else goes through regex → NFA → DFA. A terminal given as an
 automaton (`TerminalDef.automaton`) always takes the NFA path, from its automaton
 (its `pattern` only describes it). Results are cached in
 memory (a byte-bounded LRU shared by every grammar), by the pattern (or the
-automaton's digest), its flags and laziness, and on disk when building one took at least `DISK_MIN_SECONDS` (a
-JSON Schema has hundreds of key literals: each is built in ~20 µs, less than a
-disk-cache round trip, and writing them made up most of a cold compile's disk time;
-a few literals are never looked up there either).
+automaton's digest), its flags and laziness (literals by their text alone), and on disk when building one took
+at least `DISK_MIN_SECONDS` (a JSON Schema has hundreds of key literals: each is built in a few µs, less than a
+disk-cache round trip, and writing them made up most of a cold compile's disk time; literals are never looked
+up there either).
 
 A regex terminal with a repeat counted at least `LAZY_MIN_COUNT` times (a JSON Schema
 `maxLength`, `.{n}`), or whose eager DFA passes `max_states`, is built lazily instead
@@ -59,12 +59,16 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
                  lazy: bool = True) -> LexerDFA | LazyDFA:
     """One terminal's DFA, cached by (pattern or automaton, flags, lazy): minimal and whole, or (when `lazy`
     allows and the terminal has a large count or passes `max_states` eagerly) a `LazyDFA`."""
+    # Literals (a JSON Schema's keys: most terminals) are never lazy, and are memoised by their text alone.
+    strings = None if t.automaton is not None else literal_alternatives(t.pattern, t.flags)
+    if strings is not None:
+        found = _literal_terminal(t, strings, max_states)
+        if found is not None:
+            return found
     automaton = None if t.automaton is None else t.automaton.digest
     language = ("automaton", automaton) if automaton is not None else t.pattern
     key = hashlib.sha256(repr((language, t.flags, t.lazy)).encode()).hexdigest()[:32]
     lazy_key = f"{key}-lazy{LAZY_MIN_COUNT}-{max_states}"  # the lazy DFA, or False: built eagerly
-    # Literals (a JSON Schema's keys: most terminals) are never lazy: no memo entry says so.
-    strings = None if automaton is not None else literal_alternatives(t.pattern, t.flags)
     if lazy and automaton is None and strings is None:
         chosen = _memory.get(lazy_key)
         if chosen is None:
@@ -75,31 +79,29 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
     dfa = _memory.get(key)
     if dfa is not None:
         return dfa
-    dfa = None if strings is None else _literal_dfa(t, strings, max_states)
+    # The pattern by its hash: an enum's can be megabytes, and the key is in every file's header.
+    disk_key = ({"automaton_sha256": automaton} if automaton is not None else
+                {"pattern_sha256": hashlib.sha256(t.pattern.encode("utf-8", "surrogatepass")).hexdigest()})
+    disk_key.update(flags=t.flags, lazy=t.lazy)
+    dfa = cache.load("dfa", disk_key, _one_terminal_dfa)
     if dfa is None:
-        # The pattern by its hash: an enum's can be megabytes, and the key is in every file's header.
-        disk_key = ({"automaton_sha256": automaton} if automaton is not None else
-                    {"pattern_sha256": hashlib.sha256(t.pattern.encode("utf-8", "surrogatepass")).hexdigest()})
-        disk_key.update(flags=t.flags, lazy=t.lazy)
-        dfa = cache.load("dfa", disk_key, LexerDFA.from_arrays)
-        if dfa is None:
-            start = time.perf_counter()
-            if automaton is not None:
-                dfa = build_lexer_dfa([t], max_states=max_states)
-            else:
-                try:
-                    # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
-                    dfa = finite_set_dfa(t, max_states=max_states) or compile_regex(
-                        t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
-                    )
-                except LimitExceeded:
-                    if not lazy:
-                        raise
-                    dfa = lazy_terminal(t, max_states=max_states)
-                    _memory.put(lazy_key, dfa, LAZY_DFA_BYTES)
-                    return dfa
-            if time.perf_counter() - start >= DISK_MIN_SECONDS:
-                cache.store("dfa", disk_key, *dfa.to_arrays())
+        start = time.perf_counter()
+        if automaton is not None:
+            dfa = build_lexer_dfa([t], max_states=max_states)
+        else:
+            try:
+                # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
+                dfa = finite_set_dfa(t, max_states=max_states) or compile_regex(
+                    t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
+                )
+            except LimitExceeded:
+                if not lazy:
+                    raise
+                dfa = lazy_terminal(t, max_states=max_states)
+                _memory.put(lazy_key, dfa, LAZY_DFA_BYTES)
+                return dfa
+        if time.perf_counter() - start >= DISK_MIN_SECONDS:
+            cache.store("dfa", disk_key, *dfa.to_arrays())
     _memory.put(key, dfa, dfa.nbytes)
     return dfa
 
@@ -114,18 +116,41 @@ def _counted(t: TerminalDef) -> bool:
                                                                     LAZY_MIN_COUNT)
 
 
-def _literal_dfa(t: TerminalDef, strings: list[str], max_states: int) -> LexerDFA | None:
-    """The terminal's DFA when its pattern, the alternation of `strings`, is one plain literal (valid UTF-8), or
-    fewer than `FINITE_SET_MIN_CHOICES` ASCII literals (`literal_set_dfa`: the regex path's DFA), else None."""
+def _one_terminal_dfa(meta: dict, arrays: dict) -> LexerDFA:
+    """A terminal's DFA read back from the disk cache (`LexerDFA.from_arrays`), refused (`cache.Invalid`) unless it
+    has the one accepting column every terminal's DFA has (the lexer reads `accept[start, 0]`)."""
+    dfa = LexerDFA.from_arrays(meta, arrays)
+    if dfa.accept.shape[1] != 1:
+        raise cache.Invalid("a terminal's DFA has one accepting column")
+    return dfa
+
+
+def _literal_terminal(t: TerminalDef, strings: list[str], max_states: int) -> LexerDFA | None:
+    """The DFA of a terminal whose pattern is the alternation of `strings`, memoised by the strings (their DFA does
+    not depend on the terminal's flags or laziness), or None when it takes the general path: not one plain
+    literal (valid UTF-8) nor fewer than `FINITE_SET_MIN_CHOICES` ASCII literals of a terminal that is not lazy.
+
+    One literal is a chain (`literal_dfa`), a few ASCII ones the regex path's DFA built directly (`literal_set_dfa`).
+    A JSON Schema has hundreds of key literals: no digest of the pattern is taken, nor is the disk cache asked."""
     distinct = set(strings)
     if len(distinct) == 1:
         (only,) = distinct
         if not only:
             return None
-        try:
-            return literal_dfa(only.encode("utf-8"), name=t.name)
-        except UnicodeEncodeError:
-            return None
+        key = ("literal", only)
+        found = _memory.get(key)
+        if found is None:
+            try:
+                found = literal_dfa(only.encode("utf-8"), name=t.name)
+            except UnicodeEncodeError:
+                return None
+            _memory.put(key, found, found.nbytes + len(only))
+        return found
     if t.lazy or len(distinct) >= FINITE_SET_MIN_CHOICES or not all(s.isascii() for s in distinct):
         return None
-    return literal_set_dfa([s.encode("ascii") for s in distinct], name=t.name, max_states=max_states)
+    key = ("literals", *sorted(distinct))
+    found = _memory.get(key)
+    if found is None:
+        found = literal_set_dfa([s.encode("ascii") for s in key[1:]], name=t.name, max_states=max_states)
+        _memory.put(key, found, found.nbytes + sum(map(len, distinct)))
+    return found

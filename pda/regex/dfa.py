@@ -25,7 +25,6 @@ import functools
 import hashlib
 import random
 import weakref
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +37,7 @@ from pda.grammar.ir import TerminalDef
 from pda.regex import charset as cs
 from pda.regex import compose, utf8
 from pda.kernels.partition import coaccessible, coarsest_partition, column_groups, row_groups
+from pda.kernels.trie import literal_tables
 from pda.regex.automaton import NFA, Graph, determinise
 from pda.lru import budget_cache, register_budget
 from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, structure_key, translate
@@ -144,14 +144,20 @@ _digests: dict[int, tuple[weakref.ref, str]] = {}
 
 
 def dfa_digest(dfa: LexerDFA) -> str:
-    """A content hash of one DFA, its state numbering included (memoised per DFA object)."""
+    """A content hash of one DFA, its state numbering included (memoised per DFA object). A literal's chain
+    (`literal_dfa`), a function of its bytes, is named by a hash of them instead: the lexer digests hundreds of
+    keys per JSON Schema, and hashing their tables cost ~2.5 us each."""
     found = _digests.get(id(dfa))
     if found is not None and found[0]() is dfa:
         return found[1]
     h = hashlib.sha256()
     for array in (dfa.trans, dfa.byte_class, dfa.accept, dfa.live):
-        h.update(np.ascontiguousarray(array).tobytes())
-    digest = h.hexdigest()[:32]
+        h.update(np.ascontiguousarray(array))  # its buffer, not a copy (a contiguous array is itself)
+    return _named(dfa, h.hexdigest()[:32])
+
+
+def _named(dfa: LexerDFA, digest: str) -> str:
+    """Record `digest` as the DFA's (for as long as the object lives)."""
     key = id(dfa)
     _digests[key] = (weakref.ref(dfa, lambda _, key=key: _digests.pop(key, None)), digest)
     return digest
@@ -403,29 +409,20 @@ def literal_dfa(data: bytes, *, name: str = "<literal>") -> LexerDFA:
     """The minimal DFA of one non-empty byte string, built directly (a chain of states).
 
     JSON Schema grammars have hundreds of single-literal key terminals; through the
-    regex path each costs ~2 ms, this ~10 µs. The transition table is written as a C int
-    array (`array`) and viewed once by numpy; the byte classes are the translation table
-    widened by one numpy cast (a list of 256 ints into an `array` cost 7 µs of ~26); the
-    accepting and live columns, which depend only on the length, are shared read-only
-    arrays (`_literal_columns`). Minimal: state i accepts exactly `data[i:]`, and those
-    suffixes differ in length.
+    regex path each costs ~2 ms, this a few µs: the byte classes and transition table
+    come from one compiled call (`pda.kernels.trie.literal_tables`, read-only int32
+    arrays over its bytes), the accepting and live columns, which depend only on the
+    length, are shared read-only arrays (`_literal_columns`). Minimal: state i accepts
+    exactly `data[i:]`, and those suffixes differ in length. Its `dfa_digest` is a hash of `data`.
     """
     n = len(data)
-    used = sorted(set(data))
-    k = len(used)
-    table = bytearray([min(k, 255)]) * 256  # byte -> class (k == 256 only when the loop sets every entry)
-    for c, b in enumerate(used):
-        table[b] = c
-    dead, width = n + 1, k + 1
-    trans = array("i", [dead]) * ((n + 2) * width)
-    for i, c in enumerate(data.translate(table)):
-        trans[i * width + c] = i + 1
+    byte_class, trans = literal_tables(data)
     accept, live = _literal_columns(n)
-    return LexerDFA(
-        n_states=n + 2, start=0, dead=dead, byte_class=_freeze(np.frombuffer(table, dtype=np.uint8).astype(np.intc)),
-        trans=_freeze(np.frombuffer(trans, dtype=np.intc).reshape(n + 2, width)), accept=accept, live=live,
-        names=(name,),
-    )
+    dfa = LexerDFA(n_states=n + 2, start=0, dead=n + 1, byte_class=byte_class, trans=trans, accept=accept,
+                   live=live, names=(name,))
+    # Its digest names the bytes (the tables are a function of them), apart from every table hash by the prefix.
+    _named(dfa, hashlib.sha256(b"literal\0" + data).hexdigest()[:32])
+    return dfa
 
 
 @functools.lru_cache(maxsize=256)

@@ -170,12 +170,16 @@ def ir_term(arena: Arena, node: Node, byte_mode: bool) -> int:
     return drive(_term(arena, node, byte_mode, {}))
 
 
-def _term(arena: Arena, node: Node, byte_mode: bool, memo: dict[int, int]) -> Generator[Any, int, int]:
+def _term(arena: Arena, node: Node, byte_mode: bool, memo: dict[Any, int]) -> Generator[Any, int, int]:
+    """The term of `node`; `memo` holds the terms made so far by node identity, and a set's by its code points (a
+    JSON string's escapes repeat one hex-digit class hundreds of times, as distinct nodes)."""
     found = memo.get(id(node))
     if found is not None:
         return found
     if isinstance(node, Chars):
-        t = _bytes_term(arena, node.chars) if byte_mode else chars_term(arena, node.chars)
+        t = memo.get(node.chars)
+        if t is None:
+            t = memo[node.chars] = _bytes_term(arena, node.chars) if byte_mode else chars_term(arena, node.chars)
     elif isinstance(node, (Seq, Alt)):
         parts = []
         for item in node.items:
@@ -223,22 +227,25 @@ def has_count(node: Node, least: int) -> bool:
 
 def byte_classes(node: Node, byte_mode: bool) -> np.ndarray:
     """int32 [256]: bytes in the same byte sets of the tree's terms (`_term`'s BYTES), numbered by lowest byte."""
-    masks: set[int] = set()
+    sets: set[cs.CharSet] = set()  # each distinct set once (a JSON string's escapes repeat one class)
     stack = [node]
     while stack:
         node = stack.pop()
         if isinstance(node, Chars):
-            if byte_mode:
-                masks.add(_mask(node.chars))
-            else:
-                for seq in utf8_sequences(node.chars):
-                    masks.update(_mask((r,)) for r in seq)
+            sets.add(node.chars)
         elif isinstance(node, (Seq, Alt)):
             stack.extend(node.items)
         elif isinstance(node, (Repeat, FirstMatch)):
             stack.append(node.item)
         elif isinstance(node, Guard):
             stack += [node.look, node.body]
+    masks: set[int] = set()
+    for chars in sets:
+        if byte_mode:
+            masks.add(_mask(chars))
+        else:
+            for seq in utf8_sequences(chars):
+                masks.update(_mask((r,)) for r in seq)
     # Every set's 256 bits in one array (a Unicode class's UTF-8 has hundreds of byte ranges: one numpy call
     # per set cost ~3 ms of o79409's 10 KB string).
     packed = np.frombuffer(b"".join(mask.to_bytes(32, "little") for mask in masks) or bytes(32), dtype=np.uint8)
@@ -294,6 +301,8 @@ def utf8_sequences(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[tuple[int
     is split until, within a piece, every continuation byte but the first varying one spans its whole
     block, so the piece's encodings are a product of byte ranges.
     """
+    if not ranges or ranges[-1][1] < 0x80:  # ASCII (ranges ascend): each range is its own one-byte sequence
+        return tuple(((lo, hi),) for lo, hi in ranges)
     out: list[tuple[tuple[int, int], ...]] = []
     pieces: list[tuple[int, int]] = []
     for lo, hi in ranges:
