@@ -244,3 +244,24 @@ def test_a_matcher_outlives_its_dropped_compiled_grammar() -> None:
     finally:
         for name, max_bytes in budgets.items():
             pda.set_memory_budget(name, max_bytes)
+
+
+def test_a_core_never_stepped_is_freed_without_the_collector() -> None:
+    """A root enters its core's arena when first stepped: a parser dropped before (a grammar built and a
+    text refused before its first lexeme ended) leaves no cycle for the collector."""
+    tables = pda.Grammar.load("json").recognizer.tables
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        parser = EarleyParser(tables)
+        assert parser.root.allowed
+        del parser
+        assert gc.collect() == 0
+        parser = EarleyParser(tables)
+        parser.root.advance(parser.root.allowed)
+        del parser
+        assert gc.collect() > 0  # a stepped core and its nodes are a cycle: the collector frees them
+    finally:
+        if enabled:
+            gc.enable()

@@ -30,7 +30,8 @@
  *   core's scratch buffers are never seen half-used by another thread or a finaliser.
  *   Python objects (the new node, its allowed int) are made after it; neither is
  *   tracked, so no collection runs then, and only a sweep removes nodes.
- * - The core's arena owns its nodes (one reference each); a node holds a reference to
+ * - The core's arena owns its nodes (one reference each; a root from its first step on,
+ *   so that a core never stepped is freed by reference counting); a node holds a reference to
  *   its core (a node a matcher holds keeps the core alive), its `allowed` int, its
  *   cache dict and its memo's terminal sets. Its origins, its Leo memo's origins and
  *   its advance memo's results, and the probe memo's nodes, are borrowed pointers into
@@ -112,7 +113,8 @@ struct NodeObject {
     PyObject *allowed; /* int */
     int accepting;
     int interned;
-    int marked; /* by `sweep`, 0 between sweeps */
+    int marked;   /* by `sweep`, 0 between sweeps */
+    int in_arena; /* a root enters the arena when first stepped */
     PyObject *first_terms, *first_next; /* the advance memo's first entry: terminals -> node or None (borrowed) */
     MemoEntry *memo; /* its later entries; NULL until used */
     int32_t memo_cap, memo_n;
@@ -444,9 +446,11 @@ static void remove_node(CoreObject *c, NodeObject *x)
 
 /* ---------------------------------------------------------------- the arena */
 
-/* Give the arena a reference to new node x; 0, or -1 on memory failure (x untouched). */
+/* Give the arena a reference to node x; 0, or -1 on memory failure (x untouched). */
 static int arena_add(CoreObject *c, NodeObject *x)
 {
+    if (x->in_arena)
+        return 0;
     if (c->n_arena == c->cap_arena) {
         int64_t cap = c->cap_arena ? 2 * c->cap_arena : 256;
         NodeObject **grown = realloc(c->arena, sizeof(NodeObject *) * (size_t)cap);
@@ -457,6 +461,7 @@ static int arena_add(CoreObject *c, NodeObject *x)
     }
     Py_INCREF(x);
     c->arena[c->n_arena++] = x;
+    x->in_arena = 1;
     return 0;
 }
 
@@ -948,8 +953,8 @@ static int32_t kernel_prediction(CoreObject *c, const Item *items, int32_t n)
 }
 
 /* A new node over kernel items[0:n] (hash h; the array is taken over) with prediction `pred`
- * (-1: memory failed), in the arena; a new reference (the caller's), or NULL with an exception. */
-static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h, int32_t pred)
+ * (-1: memory failed), in the arena if `owned`; a new reference (the caller's), or NULL with an exception. */
+static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h, int32_t pred, int owned)
 {
     int32_t T = c->T, i, W = c->W;
     uint64_t *allowed = malloc(sizeof(uint64_t) * (size_t)(W ? W : 1));
@@ -967,7 +972,7 @@ static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h, i
     x->items = items;
     x->hash = h;
     x->accepting = c->preds[pred].accepting;
-    x->interned = x->marked = 0;
+    x->interned = x->marked = x->in_arena = 0;
     x->first_terms = x->first_next = NULL;
     x->memo = NULL;
     x->memo_cap = x->memo_n = 0;
@@ -983,7 +988,7 @@ static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h, i
     x->allowed = words_to_int(allowed, W);
     free(allowed);
     x->cache = NULL; /* made when first read: most nodes are probes, whose masks are never asked */
-    if (!x->allowed || arena_add(c, x) < 0) {
+    if (!x->allowed || (owned && arena_add(c, x) < 0)) {
         Py_DECREF(x);
         return PyErr_Occurred() ? NULL : (NodeObject *)PyErr_NoMemory();
     }
@@ -1026,6 +1031,8 @@ static PyObject *advance_node(CoreObject *c, NodeObject *x, const uint64_t *term
         PyErr_SetString(PyExc_RuntimeError, "an Earley step ran inside another (re-entrant call)");
         return NULL;
     }
+    if (arena_add(c, x) < 0) /* a root, stepped for the first time: new nodes will point to it */
+        return PyErr_NoMemory();
     if (c->n_arena >= c->sweep_at && sweep(c, x) < 0)
         return NULL;
     c->busy = 1;
@@ -1040,7 +1047,7 @@ static PyObject *advance_node(CoreObject *c, NodeObject *x, const uint64_t *term
         Py_INCREF(found);
         return (PyObject *)found;
     }
-    found = new_node(c, items, n, h, kernel_prediction(c, items, n));
+    found = new_node(c, items, n, h, kernel_prediction(c, items, n), 1);
     if (!found)
         return NULL;
     if (insert_node(c, found) < 0) {
@@ -1597,8 +1604,9 @@ static PyObject *Core_root(CoreObject *c, PyObject *seed)
     items = malloc(sizeof(Item));
     if (!items)
         return PyErr_NoMemory();
-    /* the root's kernel is empty and it is not interned; its prediction is the seed's */
-    return (PyObject *)new_node(c, items, 0, hash_items(items, 0), prediction_for(c, &s, 1));
+    /* the root's kernel is empty and it is not interned; its prediction is the seed's. It enters the arena
+     * when first stepped: a core whose root was never stepped is freed by reference counting alone. */
+    return (PyObject *)new_node(c, items, 0, hash_items(items, 0), prediction_for(c, &s, 1), 0);
 }
 
 static PyObject *Core_stats(CoreObject *c, PyObject *unused)
