@@ -104,7 +104,7 @@ STAGES: list[tuple[str, str, list[str]]] = [
     ("product DFAs", "lexer tables per candidate set",
      ["pda.lexer.lexer:LexerTables.__init__", "pda.lexer.lexer:LexerTables.restrict",
       "pda.lexer.lexer:LexerTables.basic", "pda.lexer.lexer:Lexer.tables"]),
-    ("product DFAs", "DFA digests (sha256)", ["pda.lexer.lexer:_dfas_digest", "pda.regex.dfa:dfa_digest"]),
+    ("product DFAs", "DFA digests (sha256)", ["pda.lexer.lexer:_dfas_digest"]),
     ("token index", "walk tables (per set / terminal)",
      ["pda.index.token_index:_WalkTables.of_candidates", "pda.index.token_index:_WalkTables.of_terminal"]),
     ("token index", "walks from a lexer state (IndexWalks.classify: kernel walk, grouping, objects, in C)",

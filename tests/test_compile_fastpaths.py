@@ -56,7 +56,7 @@ def _literal_dfa_by_numpy(data: bytes) -> tuple[np.ndarray, ...]:
 def test_literal_dfa_tables_are_the_numpy_ones() -> None:
     """`literal_dfa` writes its tables as C int arrays; they equal (values, dtypes) the numpy-built ones, for
     short, long, repetitive and all-256-byte literals, and its digest names the literal's bytes."""
-    from pda.regex.dfa import dfa_digest, literal_dfa
+    from pda.regex.dfa import literal_dfa
 
     rng = random.Random(7)
     cases = [b"a", b"aaaa", b'"name"', bytes(range(256)), bytes(range(255, -1, -1)) * 2, "ключ".encode()]
@@ -69,13 +69,13 @@ def test_literal_dfa_tables_are_the_numpy_ones() -> None:
             np.testing.assert_array_equal(got, want)
         assert (dfa.n_states, dfa.start, dfa.dead, dfa.names) == (len(data) + 2, 0, len(data) + 1, ("K",))
         # Its digest names its bytes (the tables are a function of them), never a table hash's value.
-        assert dfa_digest(dfa) == dfa_digest(literal_dfa(data, name="other")) == hashlib.sha256(
+        assert dfa.digest == literal_dfa(data, name="other").digest == hashlib.sha256(
             b"literal\0" + data).hexdigest()[:32]
         h = hashlib.sha256()
         for array in (trans, byte_class, accept, live):
             h.update(array.tobytes())
-        assert dfa_digest(dfa) != h.hexdigest()[:32]
-    assert len({dfa_digest(literal_dfa(data)) for data in cases}) == len(set(cases))
+        assert dfa.digest != h.hexdigest()[:32]
+    assert len({literal_dfa(data).digest for data in cases}) == len(set(cases))
 
 
 def test_eos_mask_of_an_impossible_width_is_a_value_error() -> None:

@@ -27,7 +27,7 @@ from pda.regex import (
 )
 from pda.regex import charset as cs
 from pda.regex import syntax
-from pda.regex.dfa import dfa_digest, literal_set_dfa
+from pda.regex.dfa import literal_set_dfa
 from pda.regex.finite_set import FINITE_SET_MIN_CHOICES
 from pda.regex.literals import alternation_pattern
 
@@ -381,10 +381,10 @@ def test_few_literals_terminal_dfa_is_the_regex_paths(strings: list[str]) -> Non
 
     pattern = alternation_pattern(strings)
     slow = compile_regex(pattern)
-    assert dfa_digest(terminal_dfa(TerminalDef("SET", pattern))) == dfa_digest(slow)
+    assert terminal_dfa(TerminalDef("SET", pattern)).digest == slow.digest
     if all(s.isascii() for s in strings):
         fast = literal_set_dfa([s.encode() for s in strings])
-        assert dfa_digest(fast) == dfa_digest(slow)
+        assert fast.digest == slow.digest
         assert_minimal(fast)
     else:
         with pytest.raises(ValueError):

@@ -50,7 +50,7 @@ from pda.index.slices import CUT_AUTOMATON, PlainBody, plain_body
 from pda.index.trie import TokenTrie
 from pda.kernels import walk as kernel
 from pda.kernels.compose import BoundaryGroup, Classification, fingerprint
-from pda.lexer.lexer import START, Lexer, LexerTables, SharedTables, terminal_digest
+from pda.lexer.lexer import START, Lexer, LexerTables, SharedTables
 from pda.bits import iter_bits
 from pda.regex.dfa import LexerDFA
 from pda.regex.lazy import LazyDFA
@@ -537,7 +537,7 @@ class TokenIndex:
         """Terminal j's (DFA digest, priority): what orders it in a signature (memoised)."""
         found = self._ranks.get(j)
         if found is None:
-            found = self._ranks[j] = (terminal_digest(self.lexer.dfas[j]), self.lexer.priority[j])
+            found = self._ranks[j] = (self.lexer.dfas[j].digest, self.lexer.priority[j])
         return found
 
     # Compile-time work, paid once per (lexer state, live set) or (group, live set); cached.

@@ -53,7 +53,7 @@ from pda.lexer.terminals import terminal_dfa
 from pda.lru import budget_cache, register_budget
 from pda.regex import release_parses
 from pda.kernels.product import UNFILLED
-from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, dfa_digest
+from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
 from pda.regex.lazy import LazyDFA
 from pda.regex.product import UNKNOWN, Product, SharedProduct, combine, packed_rows
 
@@ -558,17 +558,12 @@ register_budget("all_terminal_dfas", ALL_TERMINAL_DFAS_MAX_BYTES)
 _combined = budget_cache("all_terminal_dfas")
 
 
-def terminal_digest(dfa: LexerDFA | LazyDFA) -> str:
-    """What names a terminal DFA's state numbering: its content digest (`dfa_digest`), or a lazy DFA's
-    process-unique `digest` (its numbering is the order states were first reached: never on disk)."""
-    return dfa.digest if isinstance(dfa, LazyDFA) else dfa_digest(dfa)
-
-
 def _dfas_digest(dfas: list[LexerDFA | LazyDFA]) -> str:
-    """A hash of the terminals' DFAs, which fixes every product state numbering: of their own content
-    digests (`terminal_digest`, memoised per DFA object, which the terminal cache shares between grammars and
-    the token index reads again), so a DFA's arrays are hashed once a process, not at every compile."""
-    return hashlib.sha256("".join(terminal_digest(d) for d in dfas).encode()).hexdigest()
+    """A hash of the terminals' DFAs, which fixes every product state numbering: of their own `digest`s
+    (`LexerDFA.digest`, its content hashed once per DFA object, which the terminal cache shares between
+    grammars and the token index reads again; a `LazyDFA`'s is process-unique, its numbering being the order
+    states were first reached: never on disk)."""
+    return hashlib.sha256("".join(d.digest for d in dfas).encode()).hexdigest()
 
 
 def all_terminals_limit(dfas: Sequence[LexerDFA], max_states: int) -> int:

@@ -24,9 +24,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
-import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -67,6 +66,21 @@ class LexerDFA:
     accept: np.ndarray  # bool [n_states, n_terminals]
     live: np.ndarray  # bool [n_states, n_terminals]
     names: tuple[str, ...] = ()
+    # The digest of a DFA whose tables are a function of something shorter, given when it is built
+    # (a literal's chain: a hash of its bytes); None: `digest` hashes the tables.
+    named_digest: str | None = field(default=None, compare=False, repr=False)
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """A content hash of the DFA, its state numbering included (hashed once per DFA object; the terminal
+        cache shares DFAs between grammars). A literal's chain (`literal_dfa`) is named by a hash of its bytes
+        instead: the lexer digests hundreds of keys per JSON Schema, and hashing their tables cost ~2.5 us each."""
+        if self.named_digest is not None:
+            return self.named_digest
+        h = hashlib.sha256()
+        for array in (self.trans, self.byte_class, self.accept, self.live):
+            h.update(np.ascontiguousarray(array))  # its buffer, not a copy (a contiguous array is itself)
+        return h.hexdigest()[:32]
 
     @property
     def n_classes(self) -> int:
@@ -138,29 +152,6 @@ class LexerDFA:
         live = take(arrays, "live", bool, accept.shape)
         return cls(n_states=n, start=start, dead=dead, byte_class=byte_class, trans=trans, accept=accept, live=live,
                    names=tuple(names))
-
-
-_digests: dict[int, tuple[weakref.ref, str]] = {}
-
-
-def dfa_digest(dfa: LexerDFA) -> str:
-    """A content hash of one DFA, its state numbering included (memoised per DFA object). A literal's chain
-    (`literal_dfa`), a function of its bytes, is named by a hash of them instead: the lexer digests hundreds of
-    keys per JSON Schema, and hashing their tables cost ~2.5 us each."""
-    found = _digests.get(id(dfa))
-    if found is not None and found[0]() is dfa:
-        return found[1]
-    h = hashlib.sha256()
-    for array in (dfa.trans, dfa.byte_class, dfa.accept, dfa.live):
-        h.update(np.ascontiguousarray(array))  # its buffer, not a copy (a contiguous array is itself)
-    return _named(dfa, h.hexdigest()[:32])
-
-
-def _named(dfa: LexerDFA, digest: str) -> str:
-    """Record `digest` as the DFA's (for as long as the object lives)."""
-    key = id(dfa)
-    _digests[key] = (weakref.ref(dfa, lambda _, key=key: _digests.pop(key, None)), digest)
-    return digest
 
 
 def _freeze(a: np.ndarray) -> np.ndarray:
@@ -413,16 +404,14 @@ def literal_dfa(data: bytes, *, name: str = "<literal>") -> LexerDFA:
     come from one compiled call (`pda.kernels.trie.literal_tables`, read-only int32
     arrays over its bytes), the accepting and live columns, which depend only on the
     length, are shared read-only arrays (`_literal_columns`). Minimal: state i accepts
-    exactly `data[i:]`, and those suffixes differ in length. Its `dfa_digest` is a hash of `data`.
+    exactly `data[i:]`, and those suffixes differ in length. Its `digest` is a hash of `data`.
     """
     n = len(data)
     byte_class, trans = literal_tables(data)
     accept, live = _literal_columns(n)
-    dfa = LexerDFA(n_states=n + 2, start=0, dead=n + 1, byte_class=byte_class, trans=trans, accept=accept,
-                   live=live, names=(name,))
     # Its digest names the bytes (the tables are a function of them), apart from every table hash by the prefix.
-    _named(dfa, hashlib.sha256(b"literal\0" + data).hexdigest()[:32])
-    return dfa
+    return LexerDFA(n_states=n + 2, start=0, dead=n + 1, byte_class=byte_class, trans=trans, accept=accept,
+                    live=live, names=(name,), named_digest=hashlib.sha256(b"literal\0" + data).hexdigest()[:32])
 
 
 @functools.lru_cache(maxsize=256)

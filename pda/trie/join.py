@@ -31,7 +31,7 @@ import numpy as np
 from pda import cache
 from pda.arrays import concat_ranges
 from pda.index.trie import TokenTrie
-from pda.regex.dfa import LexerDFA, dfa_digest
+from pda.regex.dfa import LexerDFA
 
 _child_keys: "weakref.WeakKeyDictionary[TokenTrie, tuple[np.ndarray, np.ndarray]]" = weakref.WeakKeyDictionary()
 # Tables alive in some compiled grammar, shared by any other that joins the same DFA.
@@ -267,7 +267,7 @@ def _groups(trie: TokenTrie, dfa: LexerDFA, live: np.ndarray, origin: np.ndarray
 
 def enum_token_table(dfa: LexerDFA, trie: TokenTrie, vocab_key: str) -> EnumTokenTable:
     """`join(dfa, trie)`, cached in memory and on disk by (DFA content, vocabulary key)."""
-    key = (dfa_digest(dfa), vocab_key)
+    key = (dfa.digest, vocab_key)
     table = _memory.get(key)
     if table is None:
         disk_key = {"dfa": key[0], "vocab": vocab_key, "states": dfa.n_states, "nodes": trie.n_nodes}
