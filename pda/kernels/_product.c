@@ -1214,27 +1214,20 @@ static PyObject *describe(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_TypeError, "describe needs row_ids a dict and accept_rows a list");
         return NULL;
     }
-    if (get_buffer(args[0], &lb, PyBUF_ND | PyBUF_WRITABLE, "QL", 8, "live_bits") < 0)
-        return NULL;
-    held = 1;
-    if (get_buffer(args[1], &ab, PyBUF_ND | PyBUF_WRITABLE, "QL", 8, "accept_bits") < 0)
-        goto release;
-    held = 2;
-    if (get_buffer(args[2], &rv, PyBUF_ND | PyBUF_WRITABLE, "iil", 4, "accept_row") < 0)
-        goto release;
-    held = 3;
-    if (get_buffer(args[4], &pv, PyBUF_ND, "qlL", 8, "ptr") < 0)
-        goto release;
-    held = 4;
-    if (get_buffer(args[5], &iv, PyBUF_ND, "iil", 4, "ids") < 0)
-        goto release;
-    held = 5;
-    if (get_buffer(args[7], &tv, PyBUF_ND, "iil", 4, "term") < 0)
-        goto release;
-    held = 6;
-    if (get_buffer(args[8], &sv, PyBUF_ND, "iil", 4, "state") < 0)
-        goto release;
-    held = 7;
+    /* the buffers, in `views` order: (argument, writable, formats, item size, name) */
+    static const struct {
+        int arg, writable;
+        const char *formats;
+        Py_ssize_t itemsize;
+        const char *name;
+    } spec[7] = {
+        {0, 1, "QL", 8, "live_bits"}, {1, 1, "QL", 8, "accept_bits"}, {2, 1, "iil", 4, "accept_row"},
+        {4, 0, "qlL", 8, "ptr"}, {5, 0, "iil", 4, "ids"}, {7, 0, "iil", 4, "term"}, {8, 0, "iil", 4, "state"},
+    };
+    for (; held < 7; held++)
+        if (get_buffer(args[spec[held].arg], views[held], PyBUF_ND | (spec[held].writable ? PyBUF_WRITABLE : 0),
+                       spec[held].formats, spec[held].itemsize, spec[held].name) < 0)
+            goto release;
     int64_t cap = lb.ndim == 2 ? lb.shape[0] : -1, words = lb.ndim == 2 ? lb.shape[1] : -1;
     int64_t m = pv.len / 8 - 1, n_ids = iv.len / 4, n_eager = tv.len / 4;
     const int64_t *ptr = pv.buf;
