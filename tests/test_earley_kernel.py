@@ -177,3 +177,91 @@ def test_bad_tables_and_terminals_are_refused() -> None:
         root.advance("a")
     with pytest.raises(ValueError):
         Core(**arrays, **common).root(0)  # a terminal, not a nonterminal
+
+
+def _cores() -> int:
+    gc.collect()
+    return sum(type(o) is Core for o in gc.get_objects())
+
+
+def test_nodes_are_untracked_and_keep_their_core_alive() -> None:
+    """The core's arena owns its nodes, which the collector does not track; a node held anywhere keeps its
+    core and every node it reaches usable after the parser is dropped, and the last one dropped frees the core."""
+    tables = pda.Grammar.load("json").recognizer.tables
+    before = _cores()
+    parser = EarleyParser(tables)
+    rng = random.Random(3)
+    node = parser.root
+    for _ in range(200):  # far enough to sweep the arena more than once along the way
+        for t in iter_bits(node.allowed):
+            node.probe(1 << t)
+        node = node.advance(1 << rng.choice(list(iter_bits(node.allowed)))) or parser.root
+        if not node.allowed:  # a finished document
+            node = parser.root
+    assert not gc.is_tracked(node) and gc.is_tracked(parser.core)
+    kernel, allowed = node.kernel, node.allowed
+    del parser
+    assert _cores() == before + 1  # the node holds it
+    assert node.kernel == kernel and node.allowed == allowed and all(o.kernel is not None for _, o in kernel)
+    nxt = node.advance(1 << next(iter_bits(allowed)))
+    assert nxt is not None and nxt.allowed
+    del kernel, node, nxt
+    assert _cores() == before
+
+
+def test_a_matcher_outlives_its_dropped_compiled_grammar() -> None:
+    """A matcher holds nodes of a compiled grammar nobody else holds any more (out of the compile memo, its
+    grammar dropped): it serves the masks a fresh compile serves, and dropping it frees the grammar's core
+    (once the recent masks, which keep nodes alive, let go too)."""
+    vocab = pda.Vocabulary.from_tokens([b"[", b"]", b"1", b",", b" ", None], eos_ids=[5])
+    text = 'start: "[" (item ("," item)*)? "]"\nitem: "1" | start\n%ignore " "'
+    tokens = [0, 0, 2, 3, 4, 0, 1, 1]  # "[[1, []]"
+    budgets = {name: pda.memory_budgets()[name]["max_bytes"] for name in ("compiled_grammars", "recent_masks")}
+    limits = pda.Limits(warmup_seconds=0)
+    before = _cores()
+    bitmask = np.zeros((1, 1), dtype=np.int32)
+    try:
+        for name in budgets:
+            pda.set_memory_budget(name, 0)
+        m = pda.Matcher(pda.compile(pda.Grammar.from_lark(text), vocab, limits=limits))
+        other = pda.compile(pda.Grammar.from_choices(["other"]), vocab, limits=limits)  # the memo holds only this
+        masks = []
+        for token in tokens:
+            gc.collect()
+            m.fill_bitmask(bitmask)
+            masks.append(bitmask.copy())
+            assert m.accept_token(token)
+        m.fill_bitmask(bitmask)
+        assert bitmask[0, 0] == 0b11010  # "]", "," or " " may follow
+        del m
+        pda.Matcher(other).fill_bitmask(bitmask)  # the recent masks keep the newest only, now "other"'s
+        assert _cores() <= before + 1  # "other"'s only
+        fresh = pda.Matcher(pda.compile(pda.Grammar.from_lark(text), vocab, limits=limits))
+        for token, mask in zip(tokens, masks):
+            fresh.fill_bitmask(bitmask)
+            assert (bitmask == mask).all()
+            assert fresh.accept_token(token)
+    finally:
+        for name, max_bytes in budgets.items():
+            pda.set_memory_budget(name, max_bytes)
+
+
+def test_a_core_never_stepped_is_freed_without_the_collector() -> None:
+    """A root enters its core's arena when first stepped: a parser dropped before (a grammar built and a
+    text refused before its first lexeme ended) leaves no cycle for the collector."""
+    tables = pda.Grammar.load("json").recognizer.tables
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        parser = EarleyParser(tables)
+        assert parser.root.allowed
+        del parser
+        assert gc.collect() == 0
+        parser = EarleyParser(tables)
+        parser.root.advance(parser.root.allowed)
+        del parser
+        assert gc.collect() > 0  # a stepped core and its nodes are a cycle: the collector frees them
+    finally:
+        if enabled:
+            gc.enable()

@@ -75,3 +75,24 @@ def test_lone_surrogates_are_hashed() -> None:
     a = ir([("start", ("\ud800",))], terminals=(TerminalDef("A", "\udc00"),))
     b = ir([("start", ("\ud801",))], terminals=(TerminalDef("A", "\udc00"),))
     assert a.content_hash != b.content_hash
+
+
+def test_rules_are_held_as_untracked_rows_and_read_as_rules() -> None:
+    """The IR keeps its rules as exact tuples the garbage collector stops tracking (a cached compiled grammar
+    keeps its IR: docs/profile.md, "Twenty-eighth profile"); `rules` still reads, compares, pickles and
+    `replace`s as `Rule` objects."""
+    import gc
+    import pickle
+
+    rules = tuple(Rule(lhs, rhs, alias="y" if lhs == "x" else None) for lhs, rhs in BASE)
+    g = GrammarIR((A, B), rules, "start")
+    assert g.rules == rules and all(type(r) is Rule for r in g.rules)
+    assert g.rule_rows == tuple((r.lhs, r.rhs, r.alias) for r in rules)
+    gc.collect()
+    gc.collect()  # the rows in one pass, the tuple holding them in the next
+    assert not any(gc.is_tracked(row) for row in g.rule_rows) and not gc.is_tracked(g.rule_rows)
+    other = GrammarIR((A, B), rules, "start")  # another IR read since: g's rules are built again when read
+    assert other.rules == rules and g.rules == rules and g.rules[1].alias == "y"
+    assert g == other and hash(g) == hash(other) and g != ir(BASE)
+    assert pickle.loads(pickle.dumps(g)) == g and pickle.loads(pickle.dumps(g)).rules == rules
+    assert replace(g, start="x").rules == rules and replace(g, rules=rules[:1]).rule_rows == g.rule_rows[:1]

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
-from operator import attrgetter
+from operator import itemgetter
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,41 @@ class Rule:
     alias: str | None = None
 
 
+# A rule as the IR stores it: (lhs, rhs, alias), an exact tuple of strings.
+RuleRow = tuple[str, tuple[str, ...], "str | None"]
+
+# The `Rule` objects of the IR most recently built (or whose `rules` were read), with a weak reference to it:
+# what a compile reads right after building an IR costs no views, and only one IR's objects live on here.
+_recent_rules: tuple[Callable[[], object], tuple[Rule, ...]] = (type(None), ())  # type(None)() is None: no IR yet
+
+
+class _RuleRows:
+    """`GrammarIR.rules`, a data descriptor: stored as `GrammarIR.rule_rows`, read as `Rule` objects.
+
+    Why: a compiled grammar keeps its IR as long as it is cached, and every object the cyclic garbage
+    collector tracks costs a traversal of it at every full collection (~4 over the object's life in a
+    stream of new schemas; docs/profile.md, "Twenty-eighth profile"). A `Rule` is tracked; a row, an
+    exact tuple of strings, is untracked by the collector at its first pass. So the IR holds rows, and
+    `rules` rebuilds the `Rule` objects when read (the most recent IR's are kept, `_recent_rules`).
+    """
+
+    def __get__(self, ir: "GrammarIR | None", owner: type | None = None) -> tuple[Rule, ...]:
+        if ir is None:
+            raise AttributeError("rules")  # a dataclass field without a default
+        global _recent_rules
+        ref, rules = _recent_rules
+        if ref() is not ir:
+            rules = tuple(Rule(lhs, rhs, alias) for lhs, rhs, alias in ir.rule_rows)
+            _recent_rules = (weakref.ref(ir), rules)
+        return rules
+
+    def __set__(self, ir: "GrammarIR", rules: tuple[Rule, ...]) -> None:
+        global _recent_rules
+        rules = tuple(rules)
+        ir.__dict__["_rule_rows"] = tuple([(r.lhs, r.rhs, r.alias) for r in rules])
+        _recent_rules = (weakref.ref(ir), rules)
+
+
 # How lexeme boundaries are decided (docs/semantics.md, "Lexer modes").
 CONTEXTUAL = "contextual"  # by the terminals the parser can accept next (default)
 BASIC = "basic"  # by all of the grammar's terminals, as a conventional tokenizer does
@@ -136,10 +173,12 @@ class GrammarIR:
 
     Under the basic lexer mode, terminals that no rule uses still take part in
     lexing: text they match best is refused (a tokenizer's error tokens).
+    `rule_rows` holds the rules as (lhs, rhs, alias) tuples (what compile-time passes
+    read); `rules` gives them as `Rule` objects (`_RuleRows`).
     """
 
     terminals: tuple[TerminalDef, ...]
-    rules: tuple[Rule, ...]
+    rules: tuple[Rule, ...] = _RuleRows()  # held as `rule_rows` (`_RuleRows`)
     start: str
     ignore: tuple[str, ...] = ()
     indent: IndentConfig | None = None
@@ -152,6 +191,10 @@ class GrammarIR:
             raise ValueError("duplicate terminal names in grammar IR")
         if self.lexer not in LEXER_MODES:
             raise ValueError(f"unknown lexer mode {self.lexer!r} (expected one of {', '.join(LEXER_MODES)})")
+
+    @property
+    def rule_rows(self) -> tuple[RuleRow, ...]:
+        return self.__dict__["_rule_rows"]
 
     @cached_property
     def terminal_names(self) -> frozenset[str]:
@@ -171,17 +214,17 @@ class GrammarIR:
             self.start, tuple(sorted(self.ignore)), repr(self.indent), self.lexer,
         )
         h = hashlib.sha256(repr(settings).encode("utf-8", "surrogatepass"))
-        h.update(_rules_encoding(self.rules))
+        h.update(_rules_encoding(self.rule_rows))
         return h.hexdigest()
 
 
-def _rules_encoding(rules: tuple[Rule, ...]) -> bytes:
+def _rules_encoding(rows: tuple[RuleRow, ...]) -> bytes:
     """The rules as the repr of their right sides' lengths, then every symbol (left sides first)
     joined by NUL, or their repr when a symbol holds a NUL (a tag byte tells which): one C join
     where a JSON or repr of each symbol was most of the hash (the 43-schema sample's rules, 76,822
     symbols: json.dumps 9.6 ms, this 4.2 ms)."""
-    rhs = list(map(attrgetter("rhs"), rules))
-    symbols = list(chain(map(attrgetter("lhs"), rules), chain.from_iterable(rhs)))
+    rhs = list(map(itemgetter(1), rows))
+    symbols = list(chain(map(itemgetter(0), rows), chain.from_iterable(rhs)))
     text = "\x00".join(symbols)
     tagged = "\x00" + text if text.count("\x00") == max(len(symbols) - 1, 0) else "\x01" + repr(symbols)
     return (repr(list(map(len, rhs))) + tagged).encode("utf-8", "surrogatepass")

@@ -107,6 +107,10 @@ def allowed_mask(found: Classification, words: int) -> np.ndarray | None:
     return mask.view(np.int32)
 
 
+# The terminal sets of a terminal's own tables (`_WalkTables.sets`): one list all share, which nothing changes.
+_OWN_SETS = [1]
+
+
 class _WalkTables:
     """A DFA as arrays for the walk: transitions, byte classes, and per state liveness and lexeme ends.
 
@@ -125,18 +129,24 @@ class _WalkTables:
     proofs for these tables. A view of a shared table (`SharedTables`) hands the kernel
     the shared rows as they are, and a walk from START starts at its start row
     (`kernel_state`).
+
+    A compiled grammar keeps its index's tables as long as it is cached, so they hold few
+    objects the garbage collector tracks (each costs a traversal at every full collection:
+    docs/profile.md, "Twenty-eighth profile"): `arrays` is kept as the exact tuple of its
+    arrays (untracked) and built when read, the flags as a tuple of arrays beside their
+    `sets` (a terminal's own tables share one list), the lexer and its tables in two slots.
     """
 
-    __slots__ = ("_trans", "byte_class", "arrays", "kernel_tables", "n_sets", "root", "_rows", "_handed", "_flags",
-                 "_source", "_proof", "__weakref__")
+    __slots__ = ("_trans", "byte_class", "_arrays", "kernel_tables", "n_sets", "root", "_rows", "_handed", "_flags",
+                 "_sets", "_lexer", "_tables", "_proof", "__weakref__")
 
     @classmethod
     def of_candidates(cls, lexer: Lexer, tables: LexerTables, sinks: dict) -> "_WalkTables":
         """The walk tables of one candidate set's DFA (one grammar's terminal ids in its groups)."""
         self = cls.__new__(cls)
         self.byte_class = np.ascontiguousarray(tables.byte_class, dtype=np.int32)
-        self._source = (lexer, tables)
-        self._flags = self._proof = self._rows = None
+        self._lexer, self._tables = lexer, tables
+        self._flags = self._sets = self._proof = self._rows = None
         self._handed: dict[int, int] = {}
         self.root = tables.start
         if isinstance(tables, SharedTables):  # the shared rows as they are: its dead row is the sink
@@ -144,9 +154,9 @@ class _WalkTables:
             live_bits, candidates, accept, row_bits, rows = tables.packed_rows()
             self._rows, self.n_sets = rows, len(rows)
             filler = tables.shared.lazy_filler()
-            self.arrays = kernel.PackedTableArrays(tables.trans, self.byte_class, live_bits, candidates, accept,
-                                                   row_bits, None if filler is None else filler.capsule)
-            self.kernel_tables = kernel.opened(self.arrays)
+            self._arrays = (tables.trans, self.byte_class, live_bits, candidates, accept, row_bits,
+                            None if filler is None else filler.capsule)
+            self.kernel_tables = kernel.opened(self._arrays)
             return self
         n = tables.n_states
         # Views of one DFA share its transition table (with a sink row added) and its packed rows.
@@ -158,8 +168,8 @@ class _WalkTables:
         self._trans = arrays[1]
         if lexer.mode != CONTEXTUAL:
             live, stops, ends_as, sets = self._flag_arrays()
-            self.arrays, self.n_sets = kernel.TableArrays(self._trans, self.byte_class, live, stops, ends_as), len(sets)
-            self.kernel_tables = kernel.opened(self.arrays)
+            self._arrays, self.n_sets = (self._trans, self.byte_class, live, stops, ends_as), len(sets)
+            self.kernel_tables = kernel.opened(self._arrays)
             return self
         live_bits, candidates, accept_row, row_bits, rows = tables.packed_rows()
         if arrays[2] is None or arrays[2][0] is not live_bits:  # the sink row's bits and accept row, once per DFA
@@ -168,8 +178,8 @@ class _WalkTables:
         _, bits, accept, row_bits = arrays[2]
         self._rows = rows
         self.n_sets = len(rows)
-        self.arrays = kernel.PackedTableArrays(self._trans, self.byte_class, bits, candidates, accept, row_bits)
-        self.kernel_tables = kernel.opened(self.arrays)
+        self._arrays = (self._trans, self.byte_class, bits, candidates, accept, row_bits, None)
+        self.kernel_tables = kernel.opened(self._arrays)
         return self
 
     @classmethod
@@ -183,12 +193,17 @@ class _WalkTables:
         # one column, a terminal's own: read it as it is (`any` over it cost ~2 us a table, thousands of key literals)
         live = np.ascontiguousarray(live[:, 0] if live.shape[1] == 1 else live.any(axis=1))
         ends_as = (accept[:, 0] if accept.shape[1] == 1 else accept.any(axis=1)).astype(np.int32) - 1  # 0 or -1
-        self._flags = (live, ~live, ends_as, [1])
-        self._source = self._proof = self._rows = self._handed = None
+        self._flags, self._sets = (live, ~live, ends_as), _OWN_SETS
+        self._lexer = self._tables = self._proof = self._rows = self._handed = None
         self.n_sets = 1
-        self.arrays = kernel.TableArrays(self._trans, self.byte_class, *self._flags[:3])
-        self.kernel_tables = kernel.opened(self.arrays)
+        self._arrays = (self._trans, self.byte_class, *self._flags)
+        self.kernel_tables = kernel.opened(self._arrays)
         return self
+
+    @property
+    def arrays(self) -> kernel.TableArrays | kernel.PackedTableArrays:
+        """The tables as the kernel takes them: flags (`TableArrays`) or packed (`PackedTableArrays`)."""
+        return (kernel.TableArrays if len(self._arrays) == 5 else kernel.PackedTableArrays)(*self._arrays)
 
     @property
     def trans(self) -> np.ndarray:
@@ -196,7 +211,7 @@ class _WalkTables:
         kernel's own for a DFA of the set's own, a copy of the shared rows with the start's row on top for a view
         of a `SharedProduct`, made on first read (the kernel walks the shared rows from `root`)."""
         if self._trans is None:
-            trans = self.arrays.trans.copy()
+            trans = self._arrays[0].copy()
             trans[START] = trans[self.root]
             self._trans = trans
         return self._trans
@@ -213,8 +228,8 @@ class _WalkTables:
         tables' are positions in `sets` (None, sets, None).
         """
         if self._rows is None:
-            return self.kernel_tables, self.n_sets, self.kernel_state(q), None, self._flag_arrays()[3], None
-        return self.kernel_tables, self.n_sets, self.kernel_state(q), self._rows, self._source[1].candidates, self._handed
+            return self.kernel_tables, self.n_sets, self.kernel_state(q), None, self._sets, None
+        return self.kernel_tables, self.n_sets, self.kernel_state(q), self._rows, self._tables.candidates, self._handed
 
     def _flag_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
         """(live, stops, ends_as, sets) over the states, the sink row included, from the lexer's tables.
@@ -225,7 +240,7 @@ class _WalkTables:
         """
         found = self._flags
         if found is None:
-            lexer, tables = self._source
+            lexer, tables = self._lexer, self._tables
             n = tables.n_states
             live, extends, ends, masks, which = tables.state_flags()
             handed = [lexer.best(m) for m in masks]
@@ -235,8 +250,9 @@ class _WalkTables:
             ends_as = np.full(n + 1, -1, dtype=np.int32)
             if len(ends):
                 ends_as[ends] = np.asarray([number[t] for t in handed], dtype=np.int32)[which]
-            found = self._flags = (np.append(live, False), ~np.append(extends, False), ends_as, list(number))
-        return found
+            found = self._flags = (np.append(live, False), ~np.append(extends, False), ends_as)
+            self._sets = list(number)
+        return (*found, self._sets)
 
     @property
     def live(self) -> np.ndarray:
@@ -259,7 +275,7 @@ class _WalkTables:
         """The kernel's plain-body proofs for these tables under a trie `depth` bytes deep (made on first use)."""
         found = self._proof
         if found is None or found[0] != depth:
-            found = self._proof = (depth, kernel.new_proof(self.arrays.trans.shape[0]))
+            found = self._proof = (depth, kernel.new_proof(self._arrays[0].shape[0]))
         return found[1]
 
 

@@ -7,9 +7,9 @@
  *
  * Core(arrays..., limits, error): one grammar's static tables (see earley.py) and
  *     everything its nodes share: the predictions (interned by their seed
- *     nonterminals), the intern table of nodes (by kernel content; it holds no
- *     reference, a node leaves it when it dies) and the memo of recent probes (a
- *     least-recently-used table of RECENT_PROBES entries holding references).
+ *     nonterminals), the arena that owns its nodes, the intern table of nodes (by
+ *     kernel content) and the memo of recent probes (a least-recently-used table of
+ *     RECENT_PROBES entries).
  * Node: an interned Earley item set. Its kernel is the items that came from scanning
  *     or completion, as (dot position, origin node), sorted by (symbol after the dot,
  *     position, origin address); its predicted items (origin = the node itself) are
@@ -17,8 +17,8 @@
  *     can scan), accepting, cache (a dict owned by the mask layer), kernel (a
  *     frozenset of (position, origin), built when read: for tests and debugging).
  *     Methods: advance(terminals) (memoised on the node: its first entry in two fields,
- *     any later ones in a dict, as most nodes are advanced by one terminal set only),
- *     probe(terminals) (memoised in the core's recent probes only).
+ *     any later ones in a small hash table, as most nodes are advanced by one terminal
+ *     set only), probe(terminals) (memoised in the core's recent probes only).
  *
  * Invariants:
  * - The step (`advance_node`) is the algorithm of pda.reference.ReferenceEarley, with
@@ -28,11 +28,27 @@
  * - The step reads and writes only C data between its start and its result: no Python
  *   code can run in between (no allocation of Python objects, no decref), so the
  *   core's scratch buffers are never seen half-used by another thread or a finaliser.
- *   Python objects (the new node, its allowed int) are made after it, and the intern
- *   table is searched again then, as a collection may have run.
- * - A node holds references to its origins, its Leo memo's origins, its advance memo
- *   and its core; all are visited by the garbage collector (cycles: a node's memo
- *   holds its successor, whose items hold the node).
+ *   Python objects (the new node, its allowed int) are made after it; neither is
+ *   tracked, so no collection runs then, and only a sweep removes nodes.
+ * - The core's arena owns its nodes (one reference each; a root from its first step on,
+ *   so that a core never stepped is freed by reference counting); a node holds a reference to
+ *   its core (a node a matcher holds keeps the core alive), its `allowed` int, its
+ *   cache dict and its memo's terminal sets. Its origins, its Leo memo's origins and
+ *   its advance memo's results, and the probe memo's nodes, are borrowed pointers into
+ *   the arena. So nodes are not tracked by the garbage collector (a cached compiled
+ *   grammar's nodes were a fifth of the objects each full collection walked; profile.md,
+ *   "Twenty-eighth profile"): the core is, and it reports to the collector one reference
+ *   to itself per node that only the arena holds (refcount 1). When those are all of the
+ *   core's references, nothing outside reaches the core or a node, and the collector
+ *   clears the core, which frees its nodes.
+ * - `sweep` frees the nodes nothing reaches any more, marking from the nodes Python
+ *   holds (refcount > 1), the probe memo's and the node being stepped, through origins,
+ *   Leo origins and advance memos (the edges that were references before): the nodes
+ *   the arena keeps are the ones reference counting kept. It runs before a step once
+ *   the arena has doubled since the last sweep (amortised O(1) a node), and from
+ *   `stats` and `clear_probes`. A node only ever points to nodes in the arena: a marked
+ *   node's pointers lead to marked nodes, and a step reads only nodes reachable from
+ *   the node it steps.
  * - Every index read from the tables is checked when the core is built (ValueError).
  */
 #define PY_SSIZE_T_CLEAN
@@ -45,6 +61,9 @@
 
 /* The clock is read once per this many work units while building a node (~1 ms of work). */
 #define CLOCK_EVERY_WORK 16384
+
+/* The arena is swept once it holds twice the nodes the last sweep kept, and at least this many. */
+#define SWEEP_MIN_NODES 1024
 
 typedef struct NodeObject NodeObject;
 
@@ -74,8 +93,15 @@ typedef struct {
 typedef struct {
     int32_t sym;        /* -1: empty slot */
     int32_t pos;        /* -1: no deterministic chain */
-    NodeObject *origin; /* a reference, or NULL */
+    NodeObject *origin; /* borrowed, or NULL */
 } LeoEntry;
+
+/* An advance memo entry past the first: terminals (a reference; NULL: empty slot) -> result (borrowed: a node or Py_None). */
+typedef struct {
+    PyObject *terms;
+    Py_hash_t hash;
+    PyObject *result;
+} MemoEntry;
 
 struct NodeObject {
     PyObject_HEAD
@@ -87,18 +113,20 @@ struct NodeObject {
     PyObject *allowed; /* int */
     int accepting;
     int interned;
-    PyObject *first_terms, *first_next; /* the advance memo's first entry: terminals -> node or None */
-    PyObject *next;  /* dict: its later entries; NULL until used */
+    int marked;   /* by `sweep`, 0 between sweeps */
+    int in_arena; /* a root enters the arena when first stepped */
+    PyObject *first_terms, *first_next; /* the advance memo's first entry: terminals -> node or None (borrowed) */
+    MemoEntry *memo; /* its later entries; NULL until used */
+    int32_t memo_cap, memo_n;
     PyObject *cache; /* dict, made when first read */
     LeoEntry *leo;
     int32_t leo_cap, leo_n;
-    PyObject *weakreflist;
 };
 
-/* The probe memo: a least-recently-used table of (node, terminals) -> node or None. */
+/* The probe memo: a least-recently-used table of (node, terminals) -> node or None (nodes borrowed). */
 typedef struct {
     NodeObject *node;
-    PyObject *terminals;
+    PyObject *terminals; /* a reference */
     PyObject *result;
     Py_hash_t hash;
     int32_t prev, next, chain;
@@ -117,6 +145,10 @@ typedef struct {
     int32_t n_preds, cap_preds;
     int32_t *pred_slots;
     int32_t n_pred_slots;
+    /* the arena: every node made and not swept, one reference each */
+    NodeObject **arena;
+    int64_t n_arena, cap_arena, sweep_at;
+    int sweeping;
     /* nodes, by kernel content (no references held); NULL empty, TOMB deleted */
     NodeObject **slots;
     int64_t n_slots, n_used, n_filled;
@@ -412,6 +444,101 @@ static void remove_node(CoreObject *c, NodeObject *x)
     x->interned = 0;
 }
 
+/* ---------------------------------------------------------------- the arena */
+
+/* Give the arena a reference to node x; 0, or -1 on memory failure (x untouched). */
+static int arena_add(CoreObject *c, NodeObject *x)
+{
+    if (x->in_arena)
+        return 0;
+    if (c->n_arena == c->cap_arena) {
+        int64_t cap = c->cap_arena ? 2 * c->cap_arena : 256;
+        NodeObject **grown = realloc(c->arena, sizeof(NodeObject *) * (size_t)cap);
+        if (!grown)
+            return -1;
+        c->arena = grown;
+        c->cap_arena = cap;
+    }
+    Py_INCREF(x);
+    c->arena[c->n_arena++] = x;
+    x->in_arena = 1;
+    return 0;
+}
+
+/* A node's result pointer (an advance or probe result): the node, or NULL for Py_None. */
+static NodeObject *as_node(PyObject *result)
+{
+    return result == Py_None ? NULL : (NodeObject *)result;
+}
+
+/* Free the arena's nodes that nothing reaches (see the invariants at the top): mark from the nodes
+ * Python holds, `keep` (may be NULL) and the probe memo's, through the borrowed pointers; then
+ * drop the rest from the intern table and the arena, and release them last, the core consistent
+ * (their caches' values may run Python code). 0, or -1 with MemoryError (nothing freed). */
+static int sweep(CoreObject *c, NodeObject *keep)
+{
+    int64_t i, n_stack = 0, n_live = 0, n_dead;
+    NodeObject **stack;
+    if (c->sweeping)
+        return 0;
+    stack = malloc(sizeof(NodeObject *) * (size_t)(c->n_arena ? c->n_arena : 1));
+    if (!stack) {
+        PyErr_NoMemory();
+        return -1;
+    }
+#define MARK(y)                                 \
+    do {                                        \
+        NodeObject *m_ = (y);                   \
+        if (m_ && !m_->marked) {                \
+            m_->marked = 1;                     \
+            stack[n_stack++] = m_;              \
+        }                                       \
+    } while (0)
+    for (i = 0; i < c->n_arena; i++)
+        if (Py_REFCNT(c->arena[i]) > 1)
+            MARK(c->arena[i]);
+    MARK(keep);
+    for (int32_t e = c->probe_head; e >= 0; e = c->probes[e].next) {
+        MARK(c->probes[e].node);
+        MARK(as_node(c->probes[e].result));
+    }
+    while (n_stack) {
+        NodeObject *y = stack[--n_stack];
+        for (int32_t k = 0; k < y->n_items; k++)
+            MARK(y->items[k].origin);
+        for (int32_t k = 0; k < y->leo_cap; k++)
+            if (y->leo[k].sym >= 0)
+                MARK(y->leo[k].origin);
+        if (y->first_terms)
+            MARK(as_node(y->first_next));
+        for (int32_t k = 0; k < y->memo_cap; k++)
+            if (y->memo[k].terms)
+                MARK(as_node(y->memo[k].result));
+    }
+#undef MARK
+    /* the marked stay (in order), the rest go to the stack's space */
+    for (i = 0; i < c->n_arena; i++) {
+        NodeObject *y = c->arena[i];
+        if (y->marked) {
+            y->marked = 0;
+            c->arena[n_live++] = y;
+        } else {
+            if (y->interned)
+                remove_node(c, y);
+            stack[n_stack++] = y;
+        }
+    }
+    n_dead = n_stack;
+    c->n_arena = n_live;
+    c->sweep_at = 2 * n_live > SWEEP_MIN_NODES ? 2 * n_live : SWEEP_MIN_NODES;
+    c->sweeping = 1;
+    for (i = 0; i < n_dead; i++)
+        Py_DECREF(stack[i]);
+    c->sweeping = 0;
+    free(stack);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- node queries (pure C) */
 
 static CoreObject *core_of(NodeObject *x)
@@ -451,7 +578,7 @@ static LeoEntry *leo_get(NodeObject *x, int32_t sym)
     return NULL;
 }
 
-/* Set x's Leo memo for sym to (pos, origin) (pos -1: none); takes a new reference to origin. 0 or -1. */
+/* Set x's Leo memo for sym to (pos, origin) (pos -1: none; origin borrowed). 0 or -1. */
 static int leo_put(NodeObject *x, int32_t sym, int32_t pos, NodeObject *origin)
 {
     int32_t mask, i;
@@ -480,7 +607,6 @@ static int leo_put(NodeObject *x, int32_t sym, int32_t pos, NodeObject *origin)
     x->leo[i].sym = sym;
     x->leo[i].pos = pos;
     x->leo[i].origin = origin;
-    Py_XINCREF(origin);
     x->leo_n++;
     return 0;
 }
@@ -826,14 +952,14 @@ static int32_t kernel_prediction(CoreObject *c, const Item *items, int32_t n)
     return pred;
 }
 
-/* A new node over kernel items[0:n] (hash h; the array is taken over and references to the
- * origins added here) with prediction `pred` (-1: memory failed); NULL with an exception. */
-static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h, int32_t pred)
+/* A new node over kernel items[0:n] (hash h; the array is taken over) with prediction `pred`
+ * (-1: memory failed), in the arena if `owned`; a new reference (the caller's), or NULL with an exception. */
+static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h, int32_t pred, int owned)
 {
     int32_t T = c->T, i, W = c->W;
     uint64_t *allowed = malloc(sizeof(uint64_t) * (size_t)(W ? W : 1));
     NodeObject *x = NULL;
-    if (pred < 0 || !allowed || !(x = PyObject_GC_New(NodeObject, &NodeType))) {
+    if (pred < 0 || !allowed || !(x = PyObject_New(NodeObject, &NodeType))) {
         free(items);
         free(allowed);
         return PyErr_Occurred() ? NULL : (NodeObject *)PyErr_NoMemory();
@@ -846,15 +972,14 @@ static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h, i
     x->items = items;
     x->hash = h;
     x->accepting = c->preds[pred].accepting;
-    x->interned = 0;
+    x->interned = x->marked = x->in_arena = 0;
     x->first_terms = x->first_next = NULL;
-    x->next = NULL;
+    x->memo = NULL;
+    x->memo_cap = x->memo_n = 0;
     x->leo = NULL;
     x->leo_cap = x->leo_n = 0;
-    x->weakreflist = NULL;
     for (i = 0; i < n; i++) {
         int32_t sym = c->next_sym[items[i].pos];
-        Py_INCREF(items[i].origin);
         if (sym >= 0 && sym < T)
             allowed[sym >> 6] |= 1ULL << (sym & 63);
         if (items[i].pos == c->accept_pos)
@@ -863,11 +988,10 @@ static NodeObject *new_node(CoreObject *c, Item *items, int32_t n, uint64_t h, i
     x->allowed = words_to_int(allowed, W);
     free(allowed);
     x->cache = NULL; /* made when first read: most nodes are probes, whose masks are never asked */
-    if (!x->allowed) {
+    if (!x->allowed || (owned && arena_add(c, x) < 0)) {
         Py_DECREF(x);
-        return NULL;
+        return PyErr_Occurred() ? NULL : (NodeObject *)PyErr_NoMemory();
     }
-    PyObject_GC_Track(x);
     return x;
 }
 
@@ -907,6 +1031,10 @@ static PyObject *advance_node(CoreObject *c, NodeObject *x, const uint64_t *term
         PyErr_SetString(PyExc_RuntimeError, "an Earley step ran inside another (re-entrant call)");
         return NULL;
     }
+    if (arena_add(c, x) < 0) /* a root, stepped for the first time: new nodes will point to it */
+        return PyErr_NoMemory();
+    if (c->n_arena >= c->sweep_at && sweep(c, x) < 0)
+        return NULL;
     c->busy = 1;
     status = step_items(c, x, terms, &items, &n, &n_at_limit);
     c->busy = 0;
@@ -919,20 +1047,11 @@ static PyObject *advance_node(CoreObject *c, NodeObject *x, const uint64_t *term
         Py_INCREF(found);
         return (PyObject *)found;
     }
-    found = new_node(c, items, n, h, kernel_prediction(c, items, n));
+    found = new_node(c, items, n, h, kernel_prediction(c, items, n), 1);
     if (!found)
         return NULL;
-    {
-        /* a collection during the allocation may have changed the table: search again */
-        NodeObject *again = find_node(c, found->items, found->n_items, h);
-        if (again) {
-            Py_INCREF(again);
-            Py_DECREF(found);
-            return (PyObject *)again;
-        }
-    }
     if (insert_node(c, found) < 0) {
-        Py_DECREF(found);
+        Py_DECREF(found); /* the arena's reference frees it at the next sweep */
         return PyErr_NoMemory();
     }
     return (PyObject *)found;
@@ -1004,8 +1123,7 @@ static PyObject *probe_get(CoreObject *c, NodeObject *x, PyObject *terminals, Py
 static void probe_put(CoreObject *c, NodeObject *x, PyObject *terminals, PyObject *result, Py_hash_t h)
 {
     int32_t e, *b;
-    NodeObject *old_node = NULL;
-    PyObject *old_terms = NULL, *old_result = NULL;
+    PyObject *old_terms = NULL;
     if (c->probe_free >= 0) {
         e = c->probe_free;
         c->probe_free = c->probes[e].chain;
@@ -1019,25 +1137,18 @@ static void probe_put(CoreObject *c, NodeObject *x, PyObject *terminals, PyObjec
         while (*b != e)
             b = &c->probes[*b].chain;
         *b = p->chain;
-        old_node = p->node;
         old_terms = p->terminals;
-        old_result = p->result;
     }
     c->probes[e].node = x;
     c->probes[e].terminals = terminals;
     c->probes[e].result = result;
     c->probes[e].hash = h;
-    Py_INCREF(x);
     Py_INCREF(terminals);
-    Py_INCREF(result);
     b = &c->probe_buckets[(uint64_t)h & (uint64_t)(c->probe_cap - 1)];
     c->probes[e].chain = *b;
     *b = e;
     probe_push_front(c, e);
-    /* last, with the table consistent: these may free nodes and run finalisers */
-    Py_XDECREF(old_node);
-    Py_XDECREF(old_terms);
-    Py_XDECREF(old_result);
+    Py_XDECREF(old_terms); /* last, with the table consistent */
 }
 
 static void probe_clear(CoreObject *c)
@@ -1045,8 +1156,7 @@ static void probe_clear(CoreObject *c)
     int32_t e;
     while ((e = c->probe_head) >= 0) {
         ProbeEntry *p = &c->probes[e];
-        NodeObject *node = p->node;
-        PyObject *terms = p->terminals, *result = p->result;
+        PyObject *terms = p->terminals;
         int32_t *b;
         probe_unlink(c, e);
         b = &c->probe_buckets[(uint64_t)p->hash & (uint64_t)(c->probe_cap - 1)];
@@ -1056,9 +1166,7 @@ static void probe_clear(CoreObject *c)
         p->chain = c->probe_free;
         c->probe_free = e;
         c->n_probes--;
-        Py_DECREF(node);
         Py_DECREF(terms);
-        Py_DECREF(result);
     }
 }
 
@@ -1077,27 +1185,67 @@ static PyObject *masked_terminals(NodeObject *x, PyObject *terminals)
 /* The advance memo's entry for `masked` (borrowed), or NULL: not there, or an error (set). */
 static PyObject *next_get(NodeObject *x, PyObject *masked)
 {
+    Py_hash_t h;
+    int32_t mask, i;
     if (x->first_terms) {
         int same = PyObject_RichCompareBool(x->first_terms, masked, Py_EQ);
         if (same)
             return same > 0 ? x->first_next : NULL;
     }
-    return x->next ? PyDict_GetItemWithError(x->next, masked) : NULL;
+    if (!x->memo_cap || (h = PyObject_Hash(masked)) == -1)
+        return NULL;
+    mask = x->memo_cap - 1;
+    for (i = (int32_t)((uint64_t)h & (uint64_t)mask); x->memo[i].terms; i = (i + 1) & mask)
+        if (x->memo[i].hash == h) {
+            int same = PyObject_RichCompareBool(x->memo[i].terms, masked, Py_EQ);
+            if (same)
+                return same > 0 ? x->memo[i].result : NULL;
+        }
+    return NULL;
 }
 
-/* Record masked -> found in the advance memo: the first entry inline, later ones in the dict. */
+/* Put (terms, h) -> result in a memo table with a free slot (takes the reference to terms). */
+static void memo_insert(MemoEntry *memo, int32_t cap, PyObject *terms, Py_hash_t h, PyObject *result)
+{
+    int32_t i = (int32_t)((uint64_t)h & (uint64_t)(cap - 1));
+    while (memo[i].terms)
+        i = (i + 1) & (cap - 1);
+    memo[i].terms = terms;
+    memo[i].hash = h;
+    memo[i].result = result;
+}
+
+/* Record masked -> found (a node or Py_None, borrowed) in the advance memo: the first entry inline,
+ * later ones in the table. 0, or -1 with an exception. */
 static int next_put(NodeObject *x, PyObject *masked, PyObject *found)
 {
+    Py_hash_t h;
     if (!x->first_terms) {
         Py_INCREF(masked);
-        Py_INCREF(found);
         x->first_terms = masked;
         x->first_next = found;
         return 0;
     }
-    if (!x->next && !(x->next = PyDict_New()))
+    if ((h = PyObject_Hash(masked)) == -1)
         return -1;
-    return PyDict_SetItem(x->next, masked, found);
+    if (2 * (x->memo_n + 1) > x->memo_cap) {
+        int32_t cap = x->memo_cap ? 2 * x->memo_cap : 4;
+        MemoEntry *grown = calloc((size_t)cap, sizeof(MemoEntry));
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (int32_t k = 0; k < x->memo_cap; k++)
+            if (x->memo[k].terms)
+                memo_insert(grown, cap, x->memo[k].terms, x->memo[k].hash, x->memo[k].result);
+        free(x->memo);
+        x->memo = grown;
+        x->memo_cap = cap;
+    }
+    Py_INCREF(masked);
+    memo_insert(x->memo, x->memo_cap, masked, h, found);
+    x->memo_n++;
+    return 0;
 }
 
 static PyObject *node_probe_masked(NodeObject *x, PyObject *masked)
@@ -1136,19 +1284,10 @@ static PyObject *node_probe_masked(NodeObject *x, PyObject *masked)
     return found;
 }
 
-static int node_alive(NodeObject *x)
-{
-    if (x->core == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "this parser node has been cleared");
-        return 0;
-    }
-    return 1;
-}
-
 static PyObject *Node_probe(NodeObject *x, PyObject *terminals)
 {
     PyObject *masked, *found;
-    if (!node_alive(x) || !(masked = masked_terminals(x, terminals)))
+    if (!(masked = masked_terminals(x, terminals)))
         return NULL;
     if (!PyObject_IsTrue(masked)) {
         Py_DECREF(masked);
@@ -1162,7 +1301,7 @@ static PyObject *Node_probe(NodeObject *x, PyObject *terminals)
 static PyObject *Node_advance(NodeObject *x, PyObject *terminals)
 {
     PyObject *masked, *found;
-    if (!node_alive(x) || !(masked = masked_terminals(x, terminals)))
+    if (!(masked = masked_terminals(x, terminals)))
         return NULL;
     found = next_get(x, masked);
     if (found || PyErr_Occurred()) {
@@ -1227,59 +1366,20 @@ static PyObject *Node_repr(NodeObject *x)
                                 x->allowed ? x->allowed : Py_None);
 }
 
-static int Node_traverse(NodeObject *x, visitproc visit, void *arg)
-{
-    Py_VISIT(x->core);
-    Py_VISIT(x->first_next);
-    Py_VISIT(x->next);
-    Py_VISIT(x->cache);
-    for (int32_t i = 0; i < x->n_items; i++)
-        Py_VISIT((PyObject *)x->items[i].origin);
-    for (int32_t i = 0; i < x->leo_cap; i++)
-        if (x->leo[i].sym >= 0 && x->leo[i].origin)
-            Py_VISIT((PyObject *)x->leo[i].origin);
-    return 0;
-}
-
-static int Node_clear(NodeObject *x)
-{
-    Item *items = x->items;
-    LeoEntry *leo = x->leo;
-    int32_t n = x->n_items, cap = x->leo_cap;
-    if (x->interned && x->core)
-        remove_node(core_of(x), x);
-    x->items = NULL;
-    x->n_items = 0;
-    x->leo = NULL;
-    x->leo_cap = x->leo_n = 0;
-    for (int32_t i = 0; i < n; i++)
-        Py_DECREF(items[i].origin);
-    free(items);
-    for (int32_t i = 0; i < cap; i++)
-        if (leo[i].sym >= 0)
-            Py_XDECREF(leo[i].origin);
-    free(leo);
-    Py_CLEAR(x->first_terms);
-    Py_CLEAR(x->first_next);
-    Py_CLEAR(x->next);
-    Py_CLEAR(x->cache);
-    Py_CLEAR(x->core);
-    return 0;
-}
-
+/* Only the arena's reference ends a node (a sweep or the core's clear): what it points to in the
+ * arena is borrowed, so only its own memory and its references go. */
 static void Node_dealloc(NodeObject *x)
 {
-    PyObject_GC_UnTrack(x);
-    /* out of the intern table first: a weak reference's callback must not find a dying node */
-    if (x->interned && x->core)
-        remove_node(core_of(x), x);
-    if (x->weakreflist)
-        PyObject_ClearWeakRefs((PyObject *)x);
-    Py_TRASHCAN_BEGIN(x, Node_dealloc)
-    Node_clear(x);
-    Py_CLEAR(x->allowed);
-    PyObject_GC_Del(x);
-    Py_TRASHCAN_END
+    free(x->items);
+    free(x->leo);
+    Py_XDECREF(x->first_terms);
+    for (int32_t i = 0; i < x->memo_cap; i++)
+        Py_XDECREF(x->memo[i].terms);
+    free(x->memo);
+    Py_XDECREF(x->cache);
+    Py_XDECREF(x->allowed);
+    Py_XDECREF(x->core);
+    Py_TYPE(x)->tp_free((PyObject *)x);
 }
 
 static PyMethodDef Node_methods[] = {
@@ -1300,15 +1400,12 @@ static PyTypeObject NodeType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "pda.kernels._earley.Node",
     .tp_basicsize = sizeof(NodeObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "An interned Earley item set: the parser's configuration at one position (made by a Core).",
-    .tp_traverse = (traverseproc)Node_traverse,
-    .tp_clear = (inquiry)Node_clear,
     .tp_dealloc = (destructor)Node_dealloc,
     .tp_repr = (reprfunc)Node_repr,
     .tp_methods = Node_methods,
     .tp_getset = Node_getset,
-    .tp_weaklistoffset = offsetof(NodeObject, weakreflist),
 };
 
 /* ---------------------------------------------------------------- Core */
@@ -1377,6 +1474,7 @@ static void Core_free_tables(CoreObject *c)
     }
     free(c->preds);
     free(c->pred_slots);
+    free(c->arena);
     free(c->slots);
     free(c->probes);
     free(c->probe_buckets);
@@ -1414,6 +1512,7 @@ static PyObject *Core_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!c)
         return NULL;
     c->probe_head = c->probe_tail = -1;
+    c->sweep_at = SWEEP_MIN_NODES;
     c->T = T;
     if (!(c->next_sym = copy_buffer(a_next, "next_sym", 4, &P)) || !(c->lhs_of = copy_buffer(a_lhs, "lhs_of", 4, &n))
         || n != P || !(c->is_end = copy_buffer(a_end, "is_end", 1, &n)) || n != P
@@ -1505,12 +1604,15 @@ static PyObject *Core_root(CoreObject *c, PyObject *seed)
     items = malloc(sizeof(Item));
     if (!items)
         return PyErr_NoMemory();
-    /* the root's kernel is empty and it is not interned; its prediction is the seed's */
-    return (PyObject *)new_node(c, items, 0, hash_items(items, 0), prediction_for(c, &s, 1));
+    /* the root's kernel is empty and it is not interned; its prediction is the seed's. It enters the arena
+     * when first stepped: a core whose root was never stepped is freed by reference counting alone. */
+    return (PyObject *)new_node(c, items, 0, hash_items(items, 0), prediction_for(c, &s, 1), 0);
 }
 
 static PyObject *Core_stats(CoreObject *c, PyObject *unused)
 {
+    if (sweep(c, NULL) < 0)
+        return NULL;
     return Py_BuildValue("{s:L,s:i,s:i}", "nodes", (long long)c->n_used, "predictions", (int)c->n_preds,
                          "probes", (int)c->n_probes);
 }
@@ -1518,24 +1620,46 @@ static PyObject *Core_stats(CoreObject *c, PyObject *unused)
 static PyObject *Core_clear_probes(CoreObject *c, PyObject *unused)
 {
     probe_clear(c);
+    if (sweep(c, NULL) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
+/* The collector sees the core, not its nodes: each node only the arena holds reports its reference to
+ * the core as the core's own (the core "visits itself"), so the core is garbage exactly when no other
+ * object holds it or one of its nodes; the nodes' caches are visited as the core's. */
 static int Core_traverse(CoreObject *c, visitproc visit, void *arg)
 {
     Py_VISIT(c->error);
-    for (int32_t e = c->probe_head; e >= 0; e = c->probes[e].next) {
-        Py_VISIT((PyObject *)c->probes[e].node);
-        Py_VISIT(c->probes[e].terminals);
-        Py_VISIT(c->probes[e].result);
+    for (int64_t i = 0; i < c->n_arena; i++) {
+        NodeObject *x = c->arena[i];
+        Py_VISIT(x->cache);
+        if (Py_REFCNT(x) == 1)
+            Py_VISIT((PyObject *)c);
     }
     return 0;
 }
 
+/* Free every node (the collector found the core unreachable, or it is deallocated): out of the
+ * intern table and the probe memo first, then the arena's references go. */
 static int Core_clear(CoreObject *c)
 {
+    NodeObject **arena = c->arena;
+    int64_t n = c->n_arena;
     if (c->probes)
         probe_clear(c);
+    if (c->slots)
+        for (int64_t i = 0; i < c->n_slots; i++) {
+            if (c->slots[i] && c->slots[i] != TOMB)
+                c->slots[i]->interned = 0;
+            c->slots[i] = NULL;
+        }
+    c->n_used = c->n_filled = 0;
+    c->arena = NULL;
+    c->n_arena = c->cap_arena = 0;
+    for (int64_t i = 0; i < n; i++)
+        Py_DECREF(arena[i]);
+    free(arena);
     Py_CLEAR(c->error);
     return 0;
 }

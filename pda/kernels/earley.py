@@ -23,7 +23,14 @@ interned Earley item set with `allowed` (the terminals it can scan, an int bitma
 memoises on the node; `probe` only in the core's `recent_probes` most recent probes
 (least recently used forgotten), as masks probe many boundaries whose nodes should not
 live as long as the node. `Core.stats()` counts live nodes, predictions and remembered
-probes. A step reads the clock once per `CLOCK_EVERY_WORK` work units (~1 ms of work)
+probes; `Core.clear_probes()` forgets the probes.
+
+The core owns its nodes (an arena) and the garbage collector tracks the core only: a
+node refers to the nodes it reaches by plain pointers and holds its core, so a node a
+matcher holds keeps the core and everything the node reaches alive, and a core nothing
+holds is freed with its nodes. The nodes nothing reaches any more (forgotten probes,
+dropped matchers' paths) are freed by a sweep that runs before a step once the arena
+has doubled since the last one, and in `stats` and `clear_probes`. A step reads the clock once per `CLOCK_EVERY_WORK` work units (~1 ms of work)
 for `max_seconds`.
 
 Why C: a mask at a new parser state probes every lexeme boundary its tokens cross,

@@ -18,8 +18,8 @@ Invariants (see docs/design.md, "The parser"):
   completion is a work list, Leo chains are walked in a loop.
 * `Node.probe` is `advance` for masks, which look past the next lexeme: it is
   remembered only among the parser's `RECENT_PROBES` most recent probes (least
-  recently used forgotten, with the nodes only they held), not on the node. Memoised,
-  those nodes would live as long as the node and, on a long text, make up most of the
+  recently used forgotten; the nodes only they held go at the core's next sweep),
+  not on the node. Memoised, those nodes would live as long as the node and, on a long text, make up most of the
   heap (100k-deep JSON: 13 nodes a token).
 * Building one node is bounded (`Limits.max_node_items`, `max_node_work`,
   `max_node_seconds`): over a budget it raises `LimitExceeded` before the node

@@ -17,7 +17,7 @@ reference parser reads tuple views of them, made on first read.
 from __future__ import annotations
 
 from functools import cached_property
-from operator import attrgetter
+from operator import itemgetter
 
 import numpy as np
 
@@ -135,14 +135,15 @@ def _rows(ptr: np.ndarray, entries: np.ndarray) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(flat[a:b]) for a, b in zip(ptr_list, ptr_list[1:]))
 
 
-_LHS, _RHS = attrgetter("lhs"), attrgetter("rhs")
+_LHS, _RHS = itemgetter(0), itemgetter(1)
 
 
 def build_tables(ir: GrammarIR) -> ParserTables:
     """Index symbols, prune unproductive rules, then lay out the positions (`pda.kernels.tables.build`)."""
     terminal_names = [t.name for t in ir.terminals]
     try:
-        nt_names, lhs, flat, at = build(terminal_names, list(map(_LHS, ir.rules)), list(map(_RHS, ir.rules)), ir.start)
+        rows = ir.rule_rows
+        nt_names, lhs, flat, at = build(terminal_names, list(map(_LHS, rows)), list(map(_RHS, rows)), ir.start)
     except TerminalDefined as e:
         raise GrammarError(str(e), terminal=e.name) from None
     except EmptyLanguage:
