@@ -183,7 +183,7 @@ def proven_pairs(proof: np.ndarray, depth: int) -> list[tuple[int, int, int]]:
     for u, q in zip(*np.nonzero(depths != -1)):
         v = int(depths[u, q])
         out.append((int(u), int(q), v if v >= 0 else -2 - v))
-    assert all(0 <= d <= 2 * depth for _, _, d in out)  # a search proves up to twice the depth (`MAX_REACH`)
+    assert all(0 <= d <= depth for _, _, d in out)
     return out
 
 
@@ -213,12 +213,12 @@ def test_proofs_keep_sampled_slice_strings_live(name: str) -> None:
     body = int(tables.trans[START, tables.byte_class[ord('"')]])
     # Only the unbounded body over all of Unicode takes every slice path as deep as any token goes.
     depths = kernel.proven_depths(proof)
-    assert (depths[0, body] >= depth) == (name == "json-string")
+    assert (depths[0, body] == depth) == (name == "json-string")
     assert depths[0, START] == 0  # a quote is not plain body: the first byte kills the pair
     lowercase, letters = len(slices.PLAIN_BODY), len(slices.PLAIN_BODY) + 1
     one = int(tables.trans[body, tables.byte_class[ord("a")]])  # a letter in
     if name == "lowercase-words":  # what the plain body cannot prove, lowercase letters do, to any depth
-        assert depths[0, one] == 0 and depths[lowercase, one] >= depth
+        assert depths[0, one] == 0 and depths[lowercase, one] == depth
     if name == "short-name":  # letters, as deep as the count goes
         assert depths[0, one] == 0 and depths[letters, one] == 11
 

@@ -84,10 +84,6 @@
 #define CUT_ROWS_MAX 16
 /* Proofs are capped at this many bytes, so that a lower bound fits the int16 encoding. */
 #define MAX_DEPTH 30000
-/* A search proves up to twice the trie's depth (at most this): the pairs it meets in its first `depth` levels are
- * then proven `depth` deep too, so the walks from the states a long lexeme goes through next (a string's count
- * going up by a token at a time, each its own state) find their root pair proven instead of searching again. */
-#define MAX_REACH 32000
 /* One proof search meets at most this many (u, state) pairs ... */
 #define MAX_PAIRS 8192
 /* ... and one walk's searches together at most this many; then unknown pairs stay unproven. */
@@ -670,8 +666,7 @@ static inline int meet(Scratch *sc, int32_t code, uint32_t mask)
 }
 
 /* Breadth-first over (u, state) pairs from (u0, s0) along plain-body bytes: how many bytes deep
- * every plain-body path from the pair keeps the DFA live (at most `reach`: twice the depth, see MAX_REACH;
- * a walk needs at most `depth`). Stores the result as
+ * every plain-body path from the pair keeps the DFA live (at most `depth`). Stores the result as
  * final, and lower bounds for the pairs it met. -1 (unproven, nothing stored) once the walk's
  * search budget is spent; -2 on a corrupt table.
  *
@@ -689,7 +684,7 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
         return -2;
     const Moves *moves = w->moves;
     const int rows = w->rows;
-    const int reach = 2 * w->depth < MAX_REACH ? 2 * w->depth : MAX_REACH;
+    const int depth = w->depth;
     Scratch *sc = w->scratch;
     int32_t *queue = sc->queue;
     int16_t *level_of = sc->level;
@@ -701,8 +696,8 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
     meet(sc, queue[0], mask);
     int proven = -1, closed = 0;
     for (int level = 0; proven < 0; level++) {
-        if (level >= reach) {
-            proven = reach;
+        if (level >= depth) {
+            proven = depth;
             break;
         }
         for (Py_ssize_t i = start; i < stop && proven < 0; i++) {
@@ -739,7 +734,7 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
         }
         if (proven < 0 && len == stop) {
             closed = 1;
-            proven = reach;
+            proven = depth;
         }
         start = stop;
         stop = len;
@@ -751,7 +746,7 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
         int16_t *cell = &w->proof[queue[i]];
         int16_t old = proof_load(cell);
         if (closed) {
-            proof_store(cell, (int16_t)reach);
+            proof_store(cell, (int16_t)depth);
             continue;
         }
         int bound = proven - level_of[i];

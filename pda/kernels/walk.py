@@ -73,10 +73,7 @@ state) is proven live at least `rest[node]` bytes deep, or when the node's lette
 (`level`, the first of `slices.LETTER_SLICES` holding every byte below it) has its pair
 (that slice's state, DFA state) proven so; a node with nothing below it is taken as it
 is. Proofs are searched breadth-first over (u, state) pairs on demand, at most 8,192
-pairs a search and 65,536 a walk, each up to twice the trie's depth (the pairs a search
-meets in its first `depth` levels are then proven `depth` deep: the walks from the states
-a long string goes through next, a count going up a token at a time, search no more), and
-memoised in `proof` (a pair's own search is final;
+pairs a search and 65,536 a walk, and memoised in `proof` (a pair's own search is final;
 other threads may write it concurrently, and every value any of them writes is sound).
 The walk runs without the GIL.
 
@@ -266,8 +263,7 @@ def new_proof(n_states: int) -> np.ndarray:
 
 def proven_depths(proof: np.ndarray) -> np.ndarray:
     """What a proof buffer says per (u, state) (indexed so, [PROOF_ROWS, n_states]): -1 unknown, d >= 0 proven
-    final d bytes deep, v <= -2 proven -2 - v bytes deep so far (a search from the pair may prove more); at most
-    twice the depth the buffer was searched under."""
+    final d bytes deep, v <= -2 proven -2 - v bytes deep so far (a search from the pair may prove more)."""
     return (proof.astype(np.int32) - 1).T
 
 
