@@ -26,8 +26,8 @@ from pda import cache
 from pda.compiler import vocabulary_trie
 from pda.index import slices, token_index
 from pda.kernels import walk as kernel
-from pda.lexer import terminals as terminals_module
-from pda.lexer.lexer import START
+from pda.lexer import lexer as lexer_module, terminals as terminals_module
+from pda.lexer.lexer import START, SharedTables
 from pda.reference import mask_mismatches, random_walk_states, reference_classification
 from tests.vocabularies import byte_pieces
 
@@ -421,3 +421,46 @@ def test_qwen2_json_schema_states_equal_the_reference(fresh: None) -> None:
                 assert_same(got, reference_classification(index, index.first_nodes, q, live_set), f"at byte {at}")
         node, q = compiled.scanner.feed(node, q, bytes([byte]))
     assert len(seen) > 20
+
+
+SHARED_GRAMMAR = r"""start: STRING KEY NUMBER
+STRING: /"(?:[^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/
+KEY: /"[a-z ]+"/
+NUMBER: /-?[0-9]+/
+"""
+
+
+def test_views_of_a_shared_product_share_one_proof_buffer(fresh: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Candidate sets' views of one `SharedProduct` keep their proofs in one buffer: a set walked after another
+    takes the proofs the first one's walks made for the rows both reach, and still equals the reference. Inside
+    a string, sets 0 and 1 are in one mixed row (STRING and KEY live), which set 1 finds proven (it searches
+    nothing); set 2 is in STRING's own row, which set 0's searches met after a byte KEY cannot take; set 3 in
+    KEY's own row, which no search met."""
+    monkeypatch.setattr(lexer_module, "ALL_TERMINALS_MAX_STATES", 0)
+    vocab = vocabulary()
+    compiled = pda.CompiledGrammar(pda.Grammar.from_lark(SHARED_GRAMMAR), vocab, warmup_seconds=0, disk_cache=False)
+    index, lexer = compiled.index, compiled.lexer
+    bit = {name: 1 << j for j, name in enumerate(lexer.names)}
+    string, key, number = bit["STRING"], bit["KEY"], bit["NUMBER"]
+    sets = [string | key, string | key | number, string | number, key | number]
+    depth = index.trie.max_depth
+    views = [index.walk_tables(s) for s in sets]
+    assert all(isinstance(lexer.tables(s), SharedTables) for s in sets)
+    assert all(np.shares_memory(views[0].proof(depth), v.proof(depth)) for v in views[1:])
+    texts = [b'"', b'"ab', b'"ab c', b'"Ab', b'"a\\n']
+    for k, (live_set, tables) in enumerate(zip(sets, views)):
+        for text in texts:
+            q = START
+            for b in text:
+                q = int(tables.trans[q, tables.byte_class[b]])
+            if not tables.live[q]:
+                continue
+            known = kernel.proven_depths(tables.proof(depth))[0, tables.kernel_state(q)]
+            before = index._walks.counts[3]
+            got = index._classify(index.first_nodes, q, live_set)
+            if text == b'"':
+                assert (known == -1) == (k in (0, 3)), f"set {k}: what another set's walk proved"
+                if k == 1:
+                    assert index._walks.counts[3] == before, "set 1 searched again what set 0 proved"
+            assert_same(got, reference_classification(index, index.first_nodes, q, live_set),
+                        f"set {k} after {text!r}")

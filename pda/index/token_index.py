@@ -126,9 +126,9 @@ class _WalkTables:
     read them). `trans` must send every state that is not live to a state that is not
     live (the candidate set's tables get a sink row; a terminal's own DFA and a shared
     table have their dead state). `proof(depth)` is the kernel's memo of plain-body
-    proofs for these tables. A view of a shared table (`SharedTables`) hands the kernel
-    the shared rows as they are, and a walk from START starts at its start row
-    (`kernel_state`).
+    proofs for these tables (the views of a shared table share their product's). A view of a
+    shared table (`SharedTables`) hands the kernel the shared rows as they are, and a walk
+    from START starts at its start row (`kernel_state`).
 
     A compiled grammar keeps its index's tables as long as it is cached, so they hold few
     objects the garbage collector tracks (each costs a traversal at every full collection:
@@ -272,10 +272,27 @@ class _WalkTables:
         return self._flag_arrays()[3]
 
     def proof(self, depth: int) -> np.ndarray:
-        """The kernel's plain-body proofs for these tables under a trie `depth` bytes deep (made on first use)."""
+        """The kernel's plain-body proofs for these tables under a trie `depth` bytes deep (made on first use).
+
+        A view of a `SharedProduct` takes its rows of the product's one buffer for that depth, which every
+        view shares: a proof reads only rows' liveness, any(live bits & candidates), and a row reachable from
+        a view's start has its live bits within the view's candidates (its live terminals are among the
+        start's, and a step never adds one), so that liveness is the row's own, the same in every view that
+        walks it (the byte loop's `live_flags` are shared so too). Every value any view writes is then sound
+        for all. A new depth's buffer is set once (`setdefault`): threads that make one at once keep the same.
+        """
         found = self._proof
         if found is None or found[0] != depth:
-            found = self._proof = (depth, kernel.new_proof(self._arrays[0].shape[0]))
+            n = self._arrays[0].shape[0]
+            tables = self._tables
+            if isinstance(tables, SharedTables):
+                proofs = tables.shared.walk_proofs
+                whole = proofs.get(depth)
+                if whole is None:
+                    whole = proofs.setdefault(depth, kernel.new_proof(len(tables.shared.trans)))
+                found = self._proof = (depth, whole[:n])
+            else:
+                found = self._proof = (depth, kernel.new_proof(n))
         return found[1]
 
 
