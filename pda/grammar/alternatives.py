@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import replace
 from itertools import chain
-from operator import attrgetter
+from operator import itemgetter
 
-from pda.grammar.ir import GrammarIR, Rule, TerminalDef
+from pda.grammar.ir import GrammarIR, TerminalDef
 from pda.regex.literals import alternation_pattern, leading_inline_flags, literal_alternatives
 
 
@@ -42,7 +42,8 @@ def merge_alternative_terminals(ir: GrammarIR, keep: frozenset[str] = frozenset(
         return ir
     merged_into: dict[str, str] = {}
     new_terminals: dict[str, TerminalDef] = {}
-    taken = set(terminals) | {r.lhs for r in ir.rules}
+    rows = ir.rule_rows
+    taken = set(terminals) | set(map(itemgetter(0), rows))
     for (lhs, _, flags), names in groups:
         strings = {n: literal_alternatives(terminals[n].pattern, flags) for n in names}
         # Literal sets merge into one literal set (the finite-set builder's), the rest into one regex:
@@ -66,17 +67,18 @@ def merge_alternative_terminals(ir: GrammarIR, keep: frozenset[str] = frozenset(
             out_terminals.append(new_terminals[t.name])
         elif t.name not in merged_into:
             out_terminals.append(t)
-    out_rules = []
+    out_rows = []
     emitted: set[tuple] = set()
-    for rule in ir.rules:
-        if len(rule.rhs) == 1 and rule.rhs[0] in merged_into:
-            merged = Rule(rule.lhs, (merged_into[rule.rhs[0]],))
-            if (merged.lhs, merged.rhs) in emitted:
+    for row in rows:
+        lhs, rhs, _ = row
+        if len(rhs) == 1 and rhs[0] in merged_into:
+            merged = (lhs, (merged_into[rhs[0]],))
+            if merged in emitted:
                 continue
-            emitted.add((merged.lhs, merged.rhs))
-            rule = merged
-        out_rules.append(rule)
-    return replace(ir, terminals=tuple(out_terminals), rules=tuple(out_rules))
+            emitted.add(merged)
+            row = (*merged, None)
+        out_rows.append(row)
+    return ir.with_rule_rows(out_rows, terminals=tuple(out_terminals))
 
 
 def _candidates(ir: GrammarIR, keep: frozenset[str]) -> dict[tuple, list[str]]:
@@ -88,22 +90,22 @@ def _candidates(ir: GrammarIR, keep: frozenset[str]) -> dict[tuple, list[str]]:
     loose = _grouped(ir, keep, None)
     if all(len(names) < 2 for names in loose.values()):
         return loose  # the uses test only drops names: nothing merges
-    return _grouped(ir, keep, Counter(chain.from_iterable(map(attrgetter("rhs"), ir.rules))))
+    return _grouped(ir, keep, Counter(chain.from_iterable(map(itemgetter(1), ir.rule_rows))))
 
 
 def _grouped(ir: GrammarIR, keep: frozenset[str], uses: Counter | None) -> dict[tuple, list[str]]:
     """`_candidates`' groups, in rule order; with `uses`, only terminals used once."""
     terminals = ir.terminal_by_name
     groups: dict[tuple, list[str]] = defaultdict(list)
-    for rule in ir.rules:
-        if len(rule.rhs) != 1 or rule.alias is not None:
+    for lhs, rhs, alias in ir.rule_rows:
+        if len(rhs) != 1 or alias is not None:
             continue
-        name = rule.rhs[0]
+        name = rhs[0]
         t = terminals.get(name)
         if t is None or (uses is not None and uses[name] != 1) or t.lazy or name in ir.ignore or name in keep \
                 or not _embeddable(t):
             continue
-        groups[(rule.lhs, t.priority, t.flags)].append(name)
+        groups[(lhs, t.priority, t.flags)].append(name)
     return groups
 
 

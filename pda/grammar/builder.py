@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import heapq
 import re
+from itertools import chain
 from typing import Sequence
 
 from pda.errors import GrammarError
 from pda.grammar.ecma_regex import lark_regex
-from pda.grammar.ir import NEVER, GrammarIR, Rule, TerminalAutomaton, TerminalDef
+from pda.grammar.ir import NEVER, GrammarIR, TerminalAutomaton, TerminalDef
 from pda.regex import has_lazy_quantifier
 
-Alternatives = list[list[str]]
+Alternatives = list[Sequence[str]]  # a rule's alternatives, each a sequence of symbol names
 
 # Only a pattern with a lazy quantifier can make a lazy terminal; most have none.
 _MAYBE_LAZY = re.compile(r"[*+?}](?=\?)")
@@ -114,7 +115,7 @@ class GrammarBuilder:
         name = self._rule_by_body.get(key)
         if name is None:
             name = self.reserve()
-            self.rules[name] = [list(a) for a in key]
+            self.rules[name] = list(key)
             self._rule_by_body[key] = name
         return name
 
@@ -183,15 +184,15 @@ class GrammarBuilder:
 
         `name` must not be a name the builder hands out (GBNF keeps its `root`)."""
         rules: dict[str, Alternatives] = {name: start, **self.rules}
-        rules.update({opt: [[], [sym]] for opt, sym in self._optional_rules.items()})
+        rules.update({opt: [(), (sym,)] for opt, sym in self._optional_rules.items()})
         used = _used_symbols(rules, name)
-        ir_rules = [Rule(lhs, tuple(alt)) for lhs, alts in rules.items() if lhs in used or lhs == name for alt in alts]
+        rows = [(lhs, tuple(alt), None) for lhs, alts in rules.items() if lhs in used or lhs == name for alt in alts]
         automata = self._automata
         terminals = [TerminalDef(t, regex, priority=priority, automaton=automata[t]) if t in automata
                      else TerminalDef(t, regex, priority=priority, lazy=_is_lazy(regex))
                      for t, (regex, priority) in self.terminals.items() if t in used]
         terminals += [TerminalDef(t, regex) for t, regex in self._fixed_terminals.items() if t in used]
-        return GrammarIR(terminals=tuple(terminals), rules=tuple(ir_rules), start=name, source=source)
+        return GrammarIR.from_rows(tuple(terminals), rows, name, source=source)
 
     def lark(self, start: Sequence[str], *, name: str = "start") -> str:
         """The same grammar as Lark text (every rule and terminal, reachable or not); `start` one alternative
@@ -211,17 +212,15 @@ class GrammarBuilder:
 
 def _used_symbols(rules: dict[str, Alternatives], start: str) -> set[str]:
     """The symbols in the rules reachable from `start`: a rule is reachable when it is `start` or one
-    of these. Depth first, each symbol looked up once in the set so far (a rule is pushed when its
-    name is first met): no set is built per rule or per layer."""
+    of these. Depth first; a rule's symbols are gathered and told from those met before in C (a set
+    of its alternatives' symbols, less the set so far), and a rule is pushed when its name is first met."""
     used: set[str] = set()
     stack = [start]
     while stack:
-        for alt in rules[stack.pop()]:
-            for sym in alt:
-                if sym not in used:
-                    used.add(sym)
-                    if sym in rules and sym != start:
-                        stack.append(sym)
+        new = set(chain.from_iterable(rules[stack.pop()]))
+        new -= used
+        used |= new
+        stack += [sym for sym in new if sym in rules and sym != start]
     return used
 
 

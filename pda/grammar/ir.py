@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import chain
 from operator import itemgetter
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,17 @@ class _RuleRows:
 
     def __set__(self, ir: "GrammarIR", rules: tuple[Rule, ...]) -> None:
         global _recent_rules
+        if rules.__class__ is _Rows:
+            ir.__dict__["_rule_rows"] = tuple(rules)
+            return
         rules = tuple(rules)
         ir.__dict__["_rule_rows"] = tuple([(r.lhs, r.rhs, r.alias) for r in rules])
         _recent_rules = (weakref.ref(ir), rules)
+
+
+class _Rows(tuple):
+    """Rules handed to `GrammarIR` as the rows it stores (`GrammarIR.from_rows`, `with_rule_rows`): a
+    front end that writes rows builds no `Rule` object, and none is built unless `rules` is read."""
 
 
 # How lexeme boundaries are decided (docs/semantics.md, "Lexer modes").
@@ -191,6 +200,17 @@ class GrammarIR:
             raise ValueError("duplicate terminal names in grammar IR")
         if self.lexer not in LEXER_MODES:
             raise ValueError(f"unknown lexer mode {self.lexer!r} (expected one of {', '.join(LEXER_MODES)})")
+
+    @classmethod
+    def from_rows(cls, terminals: tuple[TerminalDef, ...], rows: Iterable[RuleRow], start: str,
+                  **fields: Any) -> "GrammarIR":
+        """The IR of these rule rows, each an exact tuple (lhs, rhs: a tuple of names, alias), stored as given
+        (no `Rule` objects); `fields` are the other fields (`source`, `lexer`...)."""
+        return cls(terminals, _Rows(rows), start, **fields)  # type: ignore[arg-type]
+
+    def with_rule_rows(self, rows: Iterable[RuleRow], **changes: Any) -> "GrammarIR":
+        """`dataclasses.replace(self, **changes)` with these rule rows (as `from_rows` takes them)."""
+        return replace(self, rules=_Rows(rows), **changes)
 
     @property
     def rule_rows(self) -> tuple[RuleRow, ...]:
