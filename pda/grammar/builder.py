@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import heapq
 import re
-from itertools import chain
 from typing import Sequence
 
 from pda.errors import GrammarError
@@ -212,15 +211,17 @@ class GrammarBuilder:
 
 def _used_symbols(rules: dict[str, Alternatives], start: str) -> set[str]:
     """The symbols in the rules reachable from `start`: a rule is reachable when it is `start` or one
-    of these. Depth first; a rule's symbols are gathered and told from those met before in C (a set
-    of its alternatives' symbols, less the set so far), and a rule is pushed when its name is first met."""
+    of these. Depth first, each symbol looked up once in the set so far (a rule is pushed when its
+    name is first met): no set is built per rule or per layer."""
     used: set[str] = set()
     stack = [start]
     while stack:
-        new = set(chain.from_iterable(rules[stack.pop()]))
-        new -= used
-        used |= new
-        stack += [sym for sym in new if sym in rules and sym != start]
+        for alt in rules[stack.pop()]:
+            for sym in alt:
+                if sym not in used:
+                    used.add(sym)
+                    if sym in rules and sym != start:
+                        stack.append(sym)
     return used
 
 
