@@ -35,6 +35,9 @@ from pda.grammar.json_schema.keywords import (
 )
 from pda.grammar.json_schema.refs import References
 
+# The keywords `Normaliser.desugar` rewrites.
+_DESUGARED = frozenset({"not", "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas"})
+
 # Whether each value is an instance of a schema (None when undecided): the lowering's verdicts.
 Decide = Callable[[list[Any], Any, tuple[str, ...]], "list[bool] | None"]
 
@@ -218,6 +221,8 @@ class Normaliser:
         `anyOf`. What cannot be negated stays and is reported by the lowering.
         """
         out = dict(schema)
+        if _DESUGARED.isdisjoint(out):
+            return out  # most schemas: nothing to rewrite (each step below would leave `out` as it is)
         conjuncts: list[Any] = []
         if "not" in out:
             neg = self.negate(out["not"], path + ("not",))

@@ -1,15 +1,16 @@
 """`$ref` resolution within one schema document: JSON pointers, `$id`/`id` and `$anchor` names.
 
-`References` indexes the document once (every `$id`, `id` and `$anchor`, the first
-of each name winning, skipping values that are data: `enum`, `const`, `default`,
-`examples`) and resolves a reference to the subschema it names, or raises a
-`GrammarError` naming the `$ref` and where it is. Only references into the same
+`References` indexes the document once, at the first reference it resolves (every
+`$id`, `id` and `$anchor`, the first of each name winning, skipping values that are
+data: `enum`, `const`, `default`, `examples`), and resolves a reference to the
+subschema it names, or raises a `GrammarError` naming the `$ref` and where it is. Only references into the same
 document resolve; a remote one is refused. It also records whether the document
 declares a draft before 2019-09, where `$ref` ignores its sibling keywords.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 from urllib.parse import unquote
 
@@ -24,26 +25,14 @@ class References:
         self.root = root
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.old_draft = any(d in schema_uri for d in ("draft-03", "draft-04", "draft-06", "draft-07"))
-        self.anchors: dict[str, Any] = {}
-        self._scan_ids(root)
 
-    def _scan_ids(self, node: Any) -> None:
-        if isinstance(node, dict):
-            for key in ("$id", "id"):
-                v = node.get(key)
-                if isinstance(v, str):
-                    self.anchors.setdefault(v, node)
-                    if "#" in v and not v.endswith("#"):
-                        self.anchors.setdefault("#" + v.split("#", 1)[1], node)
-            if isinstance(node.get("$anchor"), str):
-                self.anchors.setdefault("#" + node["$anchor"], node)
-            for k, v in node.items():
-                if k not in ("enum", "const", "default", "examples") and isinstance(v, (dict, list)):
-                    self._scan_ids(v)
-        elif isinstance(node, list):
-            for v in node:
-                if isinstance(v, (dict, list)):
-                    self._scan_ids(v)
+    @cached_property
+    def anchors(self) -> dict[str, Any]:
+        """The subschemas by `$id`/`id`/`$anchor` name, indexed at the first `$ref` resolved (most
+        schemas have none: their document is not walked again)."""
+        anchors: dict[str, Any] = {}
+        _scan_ids(self.root, anchors)
+        return anchors
 
     def resolve(self, ref: str, path: tuple[str, ...]) -> Any:
         """The subschema `ref` names; `path` is where the `$ref` is, for the error."""
@@ -69,3 +58,30 @@ class References:
             except (KeyError, IndexError, ValueError, TypeError):
                 raise GrammarError(f"$ref {ref!r} at {pointer(path)} does not resolve") from None
         return node
+
+
+_DATA = frozenset({"enum", "const", "default", "examples"})  # keywords whose values are data, never schemas
+
+
+def _scan_ids(root: Any, anchors: dict[str, Any]) -> None:
+    """Every `$id`/`id`/`$anchor` in the document into `anchors`, the first of each name winning (depth
+    first, in document order: an explicit stack, as the lowering may be deep already when it asks),
+    skipping values that are data."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in ("$id", "id"):
+                v = node.get(key)
+                if isinstance(v, str):
+                    anchors.setdefault(v, node)
+                    if "#" in v and not v.endswith("#"):
+                        anchors.setdefault("#" + v.split("#", 1)[1], node)
+            if isinstance(node.get("$anchor"), str):
+                anchors.setdefault("#" + node["$anchor"], node)
+            children = [v for k, v in node.items() if k not in _DATA and isinstance(v, (dict, list))]
+        elif isinstance(node, list):
+            children = [v for v in node if isinstance(v, (dict, list))]
+        else:
+            continue
+        stack += reversed(children)
