@@ -298,12 +298,12 @@ class Containers:
                 out.append((False, (i + 1, c, started)))
             return out
 
-        def build(key: tuple[int, int, bool]) -> str | None:
-            """The rule of members from property i on, its successors already in `memo`."""
+        def build(key: tuple[int, int, bool], successors: list[tuple[bool, tuple[int, int, bool]]]) -> str | None:
+            """The rule of members from property i on (`successors`: its `reads`), its successors already in `memo`."""
             i, c, started = key
             alts: list[list[str]] = []
             if i < len(names):
-                for wrote, after in reads(key):
+                for wrote, after in successors:
                     nxt = memo[after]
                     if nxt is not None and wrote:
                         alts.append(([*ws, comma, *ws] if started else []) + [member_syms[i] or "", nxt])
@@ -327,16 +327,20 @@ class Containers:
             stack: an object of 1,000 properties must not recurse 1,000 deep. States are
             built in the order a depth-first recursion would build them."""
             stack = [start]
+            successors: dict[tuple[int, int, bool], list[tuple[bool, tuple[int, int, bool]]]] = {}
             while stack:
                 key = stack[-1]
                 if key in memo:
                     stack.pop()
                     continue
-                todo = [after for _, after in reads(key) if after not in memo]
+                out = successors.get(key)
+                if out is None:
+                    out = successors[key] = reads(key)
+                todo = [after for _, after in out if after not in memo]
                 if todo:
                     stack.extend(reversed(todo))
                 else:
-                    memo[stack.pop()] = build(key)
+                    memo[stack.pop()] = build(key, out)
             return memo[start]
 
         if self.ctx.any_order and not track and 0 < len(names) <= limits.MAX_ANY_ORDER_PROPERTIES:

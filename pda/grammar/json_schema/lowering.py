@@ -387,10 +387,10 @@ def lower(schema: dict[str, Any] | bool | str, options: Options) -> Lowering:
             raise GrammarError(f"schema is not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno) from None
         except RecursionError:
             raise GrammarError(f"schema text nests deeper than MAX_JSON_DEPTH = {limits.MAX_JSON_DEPTH}") from None
-    validate(schema)
+    names = validate(schema)
     # Bounds and multiples are exact decimals: enough precision for every integer a schema
     # may hold (`MAX_NUMBER_DIGITS`) divided by the smallest float.
     with decimal.localcontext(decimal.Context(prec=4 * limits.MAX_NUMBER_DIGITS)):
-        lowering = Lowering(References(schema), options)
+        lowering = Lowering(References(schema, names=names), options)
         lowering.build()
         return lowering

@@ -21,17 +21,20 @@ from pda.grammar.json_schema.keywords import pointer
 class References:
     """The subschemas of one document by `$ref`."""
 
-    def __init__(self, root: Any) -> None:
+    def __init__(self, root: Any, *, names: bool = True) -> None:
+        """`names` False: the document holds no `$id`/`id`/`$anchor` name (`validate` says so)."""
         self.root = root
+        self._names = names
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.old_draft = any(d in schema_uri for d in ("draft-03", "draft-04", "draft-06", "draft-07"))
 
     @cached_property
     def anchors(self) -> dict[str, Any]:
         """The subschemas by `$id`/`id`/`$anchor` name, indexed at the first `$ref` resolved (most
-        schemas have none: their document is not walked again)."""
+        schemas resolve none, and most that do name nothing: their document is not walked again)."""
         anchors: dict[str, Any] = {}
-        _scan_ids(self.root, anchors)
+        if self._names:
+            _scan_ids(self.root, anchors)
         return anchors
 
     def resolve(self, ref: str, path: tuple[str, ...]) -> Any:

@@ -70,6 +70,7 @@ _KEYWORD_RULES: dict[str, tuple[Any, str, int | None]] = {
     "dependencies": (lambda v: isinstance(v, dict) and all(_is_schema(d) or _is_string_list(d) for d in v.values()),
                      "an object whose values are schemas or arrays of strings", _DEPENDENCIES),
 }
+_NAMING = frozenset({"$id", "id", "$anchor"})  # keywords that name a subschema for `$ref` (`refs`)
 _COUNT_KEYWORDS = {k for k, rule in _KEYWORD_RULES.items() if rule is _COUNT}
 _TOO_MANY_DIGITS = 10**limits.MAX_NUMBER_DIGITS
 
@@ -92,8 +93,10 @@ def _pointer(where: Any) -> str:
     return pointer(tuple(reversed(parts)))
 
 
-def validate(root: Any) -> None:
-    """Raise GrammarError, naming the JSON pointer, at the first malformed part of a schema.
+def validate(root: Any) -> bool:
+    """Raise GrammarError, naming the JSON pointer, at the first malformed part of a schema; else
+    return whether some object in it holds a string `$id`, `id` or `$anchor` (a name `References`
+    must index: most documents have none, and are not walked again for them).
 
     The document must be JSON (objects with string keys, arrays, strings, finite
     numbers of at most `MAX_NUMBER_DIGITS` digits, booleans, null) nested at most
@@ -106,6 +109,7 @@ def validate(root: Any) -> None:
     max_nodes, max_depth, max_count = limits.MAX_SCHEMA_NODES, limits.MAX_JSON_DEPTH, limits.MAX_COUNT
     stack: list[tuple[Any, Any, int, bool]] = [(root, None, 0, True)]  # (node, where, depth, is a schema)
     nodes = 0
+    names = False
     while stack:
         node, where, depth, is_schema = stack.pop()
         nodes += 1
@@ -124,6 +128,8 @@ def validate(root: Any) -> None:
             continue
         if not isinstance(node, dict):
             continue
+        if not names and not _NAMING.isdisjoint(node):
+            names = any(isinstance(node.get(k), str) for k in _NAMING)
         depth += 1
         for key, v in node.items():
             rule = _KEYWORD_RULES.get(key) if is_schema else None
@@ -148,6 +154,7 @@ def validate(root: Any) -> None:
                 stack.extend((x, (at, name), depth + 1, _is_schema(x)) for name, x in v.items())
             else:
                 stack.append((v, at, depth, False))
+    return names
 
 
 def _check_json(v: Any, where: Any) -> None:
