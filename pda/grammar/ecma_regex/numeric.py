@@ -57,20 +57,34 @@ def _digit_seq_regex(seq: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
+_HEX_RUNS = ((0, 9, "0123456789"), (10, 15, "ABCDEF"), (10, 15, "abcdef"))  # digit values, in code-point order
+
+
 @functools.lru_cache(maxsize=1024)
 def _hex_class(digits: tuple[int, ...]) -> str:
-    """A class of the hex digits `digits` in either case; memoised: a Unicode-wide class asks for
-    the same few digit sets at hundreds of places of its trie."""
-    ranges: list[tuple[int, int]] = []
-    for d in digits:
-        ch = "0123456789abcdef"[d]
-        ranges.append((ord(ch), ord(ch)))
-        if ch.isalpha():
-            ranges.append((ord(ch.upper()), ord(ch.upper())))
-    return char_class(normalize(ranges))
+    """A class of the hex digits `digits` (sorted, distinct) in either case, as `char_class` writes it: runs
+    of digits, of upper-case letters, of lower-case letters (never adjacent code points), a run of one
+    written alone, one digit without brackets. Memoised: a Unicode-wide class asks for the same few
+    digit sets at hundreds of places of its trie."""
+    items = []
+    for lo, hi, chars in _HEX_RUNS:
+        run: list[int] = []
+        for d in digits:
+            if lo <= d <= hi:
+                if run and d != run[-1] + 1:
+                    items.append(_run(run, lo, chars))
+                    run = []
+                run.append(d)
+        if run:
+            items.append(_run(run, lo, chars))
+    return items[0] if len(items) == 1 and len(items[0]) == 1 else "[" + "".join(items) + "]"
 
 
-@functools.lru_cache(maxsize=8192)
+def _run(run: list[int], base: int, chars: str) -> str:
+    first, last = chars[run[0] - base], chars[run[-1] - base]
+    return first if first == last else f"{first}-{last}"
+
+
 def hex_set_regex(ranges: Ranges, width: int = 4) -> str | None:
     """`width` hex digits (either case) spelling a value in `ranges` (values below 16**width).
 
@@ -79,23 +93,28 @@ def hex_set_regex(ranges: Ranges, width: int = 4) -> str | None:
     block is in the set share one class, the others recurse; equal sub-tries
     share one alternative. None when the set is empty.
     """
-    ranges = normalize(ranges)
+    return _hex_trie(normalize(ranges), width)
+
+
+@functools.lru_cache(maxsize=8192)
+def _hex_trie(ranges: Ranges, width: int) -> str | None:
+    """`hex_set_regex` of normal `ranges` (every sub-trie's are: cut from normal ones and shifted)."""
     if not ranges:
         return None
     if width == 1:
-        return _hex_class(tuple(d for d in range(16) if any(lo <= d <= hi for lo, hi in ranges)))
+        return _hex_class(tuple([d for lo, hi in ranges for d in range(lo, hi + 1)]))
     unit = 16 ** (width - 1)
     full: list[int] = []
     partial: dict[str, list[int]] = {}
-    for d in range(16):
+    for d in range(ranges[0][0] // unit, ranges[-1][1] // unit + 1):
         sub = clip(ranges, d * unit, (d + 1) * unit - 1)
         if not sub:
             continue
         if sub == ((d * unit, (d + 1) * unit - 1),):
             full.append(d)
         else:
-            shifted = tuple((lo - d * unit, hi - d * unit) for lo, hi in sub)
-            partial.setdefault(hex_set_regex(shifted, width - 1) or "", []).append(d)
+            shifted = tuple([(lo - d * unit, hi - d * unit) for lo, hi in sub])
+            partial.setdefault(_hex_trie(shifted, width - 1) or "", []).append(d)
     alts = []
     if full:
         any_digit = "[0-9A-Fa-f]" + ("" if width == 2 else f"{{{width - 1}}}")
