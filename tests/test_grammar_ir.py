@@ -96,3 +96,19 @@ def test_rules_are_held_as_untracked_rows_and_read_as_rules() -> None:
     assert g == other and hash(g) == hash(other) and g != ir(BASE)
     assert pickle.loads(pickle.dumps(g)) == g and pickle.loads(pickle.dumps(g)).rules == rules
     assert replace(g, start="x").rules == rules and replace(g, rules=rules[:1]).rule_rows == g.rule_rows[:1]
+
+
+def test_an_ir_built_from_rows_is_the_ir_built_from_rules() -> None:
+    """`from_rows` (what `GrammarBuilder.ir` writes) stores the rows it is given, builds no `Rule` until
+    `rules` is read, and is equal, with the same hash, to the IR of the same rules; `with_rule_rows`
+    is `replace` with rows."""
+    rules = tuple(Rule(lhs, rhs, alias="y" if lhs == "x" else None) for lhs, rhs in BASE)
+    rows = [(r.lhs, r.rhs, r.alias) for r in rules]
+    from_rules = GrammarIR((A, B), rules, "start")
+    from_rows = GrammarIR.from_rows((A, B), rows, "start", source="s")
+    assert from_rows.rule_rows == tuple(rows) and type(from_rows.rule_rows) is tuple
+    assert from_rows.rules == rules and from_rows == from_rules
+    assert from_rows.content_hash == from_rules.content_hash and hash(from_rows) == hash(from_rules)
+    fewer = from_rules.with_rule_rows(rows[:1], start="x")
+    assert fewer.rule_rows == tuple(rows[:1]) and fewer.start == "x" and fewer.terminals == (A, B)
+    assert fewer.rules == rules[:1]
