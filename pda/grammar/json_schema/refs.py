@@ -3,9 +3,10 @@
 `References` indexes the document once, at the first reference it resolves (every
 `$id`, `id` and `$anchor`, the first of each name winning, skipping values that are
 data: `enum`, `const`, `default`, `examples`), and resolves a reference to the
-subschema it names, or raises a `GrammarError` naming the `$ref` and where it is. Only references into the same
-document resolve; a remote one is refused. It also records whether the document
-declares a draft before 2019-09, where `$ref` ignores its sibling keywords.
+subschema it names, or raises a `GrammarError` naming the `$ref` and where it is.
+Only references into the same document resolve; a remote one is refused. It also
+records whether the document declares a draft before 2019-09, where `$ref` ignores
+its sibling keywords.
 """
 
 from __future__ import annotations
