@@ -628,7 +628,11 @@ def _combined_from_arrays(meta: dict, arrays: dict[str, np.ndarray], dfas: list[
 
 
 class Lexer:
-    """The grammar's terminals, their DFAs, priorities and ignore set; candidate-set tables on demand."""
+    """The grammar's terminals, their DFAs, priorities and ignore set; candidate-set tables on demand.
+
+    Bitmasks over terminal ids: `ignore`, `lazy` (terminals whose DFA is a `LazyDFA`) and
+    `live_at_start` (those whose DFA is live at its start).
+    """
 
     def __init__(self, ir: GrammarIR, *, max_states: int = DEFAULT_MAX_DFA_STATES) -> None:
         """`max_states` (`Limits.max_lexer_states`) bounds every DFA.
@@ -641,21 +645,33 @@ class Lexer:
         # Lazy terminal DFAs are served by the shared product; the basic mode needs every state up front.
         self.dfas = [terminal_dfa(t, max_states=max_states, lazy=ir.lexer != BASIC) for t in ir.terminals]
         release_parses()  # the terminals' regex parses served lowering and these DFAs; nothing reads them again
-        # A lazy DFA's states are made as they are reached: its Lazy core stops at max_states itself.
-        self.has_lazy = any(isinstance(d, LazyDFA) for d in self.dfas)
-        for t, d in zip(ir.terminals, self.dfas):
-            if not isinstance(d, LazyDFA) and d.n_states > max_states:  # a DFA cached under a larger limit
+        # One pass over the terminals' DFAs (one column each): which are lazy, which are live at their start (an
+        # indenter-only terminal is not), which match the empty string; a DFA cached under a larger limit is
+        # refused (a lazy DFA's states are made as they are reached: its Lazy core stops at max_states itself).
+        self.lazy = self.live_at_start = 0
+        empty = []
+        for j, (t, d) in enumerate(zip(ir.terminals, self.dfas)):
+            if isinstance(d, LazyDFA):
+                self.lazy |= 1 << j
+                accepts, live = d.accept(d.start), d.live(d.start)
+            elif d.n_states > max_states:
                 raise LimitExceeded(
                     f"the DFA of terminal {t.name} has {d.n_states} states, over Limits.max_lexer_states={max_states}"
                 )
-        index = {t.name: i for i, t in enumerate(ir.terminals)}
+            else:
+                accepts, live = d.accept[d.start, 0], d.live[d.start, 0]
+            if accepts:
+                empty.append(t.name)
+            if live:
+                self.live_at_start |= 1 << j
+        self.has_lazy = self.lazy != 0
         self.ignore = 0
-        for name in ir.ignore:
-            if name not in index:
-                raise GrammarError(f"%ignore names an unknown terminal {name!r}")
-            self.ignore |= 1 << index[name]
-        empty = [t.name for t, d in zip(ir.terminals, self.dfas)
-                 if (d.accept(d.start) if isinstance(d, LazyDFA) else d.accept[d.start, 0])]  # one terminal each
+        if ir.ignore:
+            index = {t.name: i for i, t in enumerate(ir.terminals)}
+            for name in ir.ignore:
+                if name not in index:
+                    raise GrammarError(f"%ignore names an unknown terminal {name!r}")
+                self.ignore |= 1 << index[name]
         if empty:
             raise GrammarError(
                 "terminals that match the empty string cannot be lexed: " + ", ".join(empty), terminal=empty[0]
