@@ -166,7 +166,7 @@ def test_a_damaged_entry_on_disk_is_a_miss_and_rebuilt(tmp_path, monkeypatch: py
     digest = lexer_module._dfas_digest(dfas)
     names = [f"T{i}" for i in range(len(dfas))]
     meta, arrays = lexer_module._combined_to_arrays(product)
-    key = {"dfas": digest, "names": names, "limit": 1000}
+    key = {"all_terminals": lexer_module.product_key(digest, names, 1000)}
     cache.store("lexer", key, meta, _with(arrays, "comp_state", lambda a: a.__setitem__(0, 10_000)))
     cache.flush()
     assert cache.load("lexer", key, lambda m, a: lexer_module._combined_from_arrays(m, a, dfas)) is None
