@@ -64,9 +64,11 @@ ALL_TERMINALS_MAX_STATES = 20_000
 # a state (o72527's 14,918 in ~12 ms, o35155's first 20,000 in ~40 ms); a floor of 3,000 sent o21840 and o41081
 # (~4,000 states from 2,700 of their own) to the shared product, steps 2.1 -> 4.8 ms each.
 ALL_TERMINALS_MIN_LIMIT = 5_000
-# An all-terminal product that took at least this long to build is also written to the disk cache
-# (reading one back costs ~0.1-0.6 ms; see `_all_terminal_dfa`).
+# An all-terminal product whose build took at least this much of its thread's CPU time is also written to the
+# disk cache (reading one back costs ~0.1-0.6 ms; see `_all_terminal_dfa`).
 DISK_MIN_SECONDS = 0.002
+# Hex digits of the product's key that tag its disk entry (`cache.tags`: a miss decided from the folder's listing).
+PRODUCT_TAG_CHARS = 16
 
 
 def _word_mask(value: int, words: int) -> np.ndarray:
@@ -598,23 +600,29 @@ def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int, dfas_d
     25 of the 30 products of the JSON Schema benchmark's sample take 0.3-1.6 ms, about
     what reading one back costs, and writing them woke the cache's writer thread in every
     compile, which then held the interpreter for ~0.45 ms of a 1.4 ms trivial schema's.
+    The build is timed in thread CPU time, not wall time: on a loaded machine a 60 us
+    product's build could span 2 ms of wall time, be written, and then be read back by
+    every later process at ~0.6 ms, ten times its cost.
     """
     key = product_key(dfas_digest, names, limit)
     found = _combined.get(key)
     if found is not None:
         return None if found == "too big" else found
-    disk_key = {"all_terminals": key}
-    found = cache.load("lexer", disk_key, lambda meta, arrays: _combined_from_arrays(meta, arrays, dfas))
+    # On disk under its key's first hex digits as the entry's tag: a new grammar's product is never there, and
+    # the folder's listing says so without hashing the key (~25 us a compile).
+    disk_key, tag = {"all_terminals": key}, key[:PRODUCT_TAG_CHARS]
+    found = (cache.load("lexer", disk_key, lambda meta, arrays: _combined_from_arrays(meta, arrays, dfas), tag)
+             if tag in cache.tags("lexer") else None)
     if found is None:
-        start = time.perf_counter()
+        start = time.thread_time()
         try:
             if max((d.n_states for d in dfas), default=0) > limit:
                 raise LimitExceeded(f"a terminal's DFA alone has more than {limit} states")
             found = combine(dfas, max_states=limit)
         except LimitExceeded:
             found = "too big"
-        if time.perf_counter() - start >= DISK_MIN_SECONDS:
-            cache.store("lexer", disk_key, *_combined_to_arrays(found))
+        if time.thread_time() - start >= DISK_MIN_SECONDS:
+            cache.store("lexer", disk_key, *_combined_to_arrays(found), tag=tag)
     _combined.put(key, found, 0 if found == "too big" else found.nbytes)
     return None if found == "too big" else found
 
