@@ -103,6 +103,9 @@ def _recognizer(grammar: Grammar, limits: Limits) -> Recognizer:
     return found
 
 
+# Hex digits of the lexer's content hash that tag a token-index snapshot's disk entry (`cache.tags`).
+SNAPSHOT_TAG_CHARS = 16
+
 # The widest mask a grammar is compiled for: token ids are int32 in every kernel (walks, rows, compose).
 MAX_MASK_WIDTH = 2**31
 
@@ -171,7 +174,11 @@ class CompiledGrammar:
             if disk_cache and not self.lexer.has_lazy
             else None
         )
-        restored = self._snapshot_key is not None and cache.load("index", self._snapshot_key, self.index.restore)
+        self._snapshot_tag = self.lexer.content_hash[:SNAPSHOT_TAG_CHARS]
+        # A snapshot's entry is tagged by its lexer's content hash: a grammar never saved is a miss decided from the
+        # folder's listing, without hashing the key (~20 us a compile).
+        restored = (self._snapshot_key is not None and self._snapshot_tag in cache.tags("index")
+                    and cache.load("index", self._snapshot_key, self.index.restore, self._snapshot_tag))
         if not restored and warmup_seconds > 0:
             with collector.paused():
                 self.warm_up(seconds=warmup_seconds)
@@ -180,7 +187,7 @@ class CompiledGrammar:
     def save_index(self) -> None:
         """Write the token index's classifications to the disk cache (a warm start next time)."""
         if self._snapshot_key is not None:
-            cache.store("index", self._snapshot_key, *self.index.snapshot())
+            cache.store("index", self._snapshot_key, *self.index.snapshot(), tag=self._snapshot_tag)
 
     def __reduce__(self) -> tuple:
         return _rebuild, (Grammar(self.grammar.ir), self.vocab, self.mask_width, self.limits)

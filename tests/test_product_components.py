@@ -166,9 +166,11 @@ def test_a_damaged_entry_on_disk_is_a_miss_and_rebuilt(tmp_path, monkeypatch: py
     digest = lexer_module._dfas_digest(dfas)
     names = [f"T{i}" for i in range(len(dfas))]
     meta, arrays = lexer_module._combined_to_arrays(product)
-    key = {"dfas": digest, "names": names, "limit": 1000}
-    cache.store("lexer", key, meta, _with(arrays, "comp_state", lambda a: a.__setitem__(0, 10_000)))
+    digest_key = lexer_module.product_key(digest, names, 1000)
+    key, tag = {"all_terminals": digest_key}, digest_key[: lexer_module.PRODUCT_TAG_CHARS]
+    cache.store("lexer", key, meta, _with(arrays, "comp_state", lambda a: a.__setitem__(0, 10_000)), tag=tag)
     cache.flush()
-    assert cache.load("lexer", key, lambda m, a: lexer_module._combined_from_arrays(m, a, dfas)) is None
+    assert tag in cache.tags("lexer")
+    assert cache.load("lexer", key, lambda m, a: lexer_module._combined_from_arrays(m, a, dfas), tag) is None
     rebuilt = lexer_module._all_terminal_dfa(dfas, names, 1000, digest)
     assert np.array_equal(rebuilt.comp_state, product.comp_state)

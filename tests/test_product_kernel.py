@@ -198,9 +198,19 @@ def _one_state(**changed: object) -> list[TerminalArrays]:
     return [plain._replace(**changed), plain]
 
 
+def _live_start(*rows: list[int]) -> list[TerminalArrays]:
+    """`_one_state` with a first DFA over one class whose live states have `rows` and whose dead state comes last,
+    its start 0 (so the product reads the rows its start reaches: rows it never reads are not checked)."""
+    dead = len(rows)
+    live = np.array([[True]] * dead + [[False]])
+    trans = np.array([*rows, [dead]], dtype=np.int32)
+    return _one_state(trans=trans, accept=np.zeros((dead + 1, 1), bool), live=live, dead=dead)
+
+
 @pytest.mark.parametrize("dfas", [
-    _one_state(trans=np.array([[1]], dtype=np.int32)),  # no such state
-    _one_state(trans=np.array([[-1]], dtype=np.int32)),
+    _live_start([2]),  # no such state, read by the search of the mixed states
+    _live_start([-1]),
+    _live_start([1], [3]),  # no such state, read where the single states are reached
     _one_state(trans=np.zeros((1, 1), np.int64)),  # not int32
     _one_state(trans=np.zeros(1, np.int32)),  # not 2-D
     _one_state(byte_class=np.ones(256, np.int32)),  # no such class

@@ -53,7 +53,6 @@ from pda.kernels.compose import BoundaryGroup, Classification, fingerprint
 from pda.lexer.lexer import START, Lexer, LexerTables, SharedTables
 from pda.bits import iter_bits
 from pda.regex.dfa import LexerDFA
-from pda.regex.lazy import LazyDFA
 from pda.rows import same_words
 
 if TYPE_CHECKING:
@@ -509,11 +508,10 @@ class TokenIndex:
         # The components of the all-terminal DFA's states (`_few_components`), read once from the lexer.
         self._all_components: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         # The terminals whose DFA is live at its start (an indenter-only terminal is not), as a bitmask.
-        self._live_at_start = sum(1 << j for j, d in enumerate(lexer.dfas)
-                                  if (d.live(d.start) if isinstance(d, LazyDFA) else d.live[d.start].any()))
+        self._live_at_start = lexer.live_at_start
         # Lazy terminals: no table of their own (their states are the shared product's rows), so a state where
         # one alone is live is walked in its candidate set's tables; and walks naming them stay off the disk.
-        self._lazy = sum(1 << j for j, d in enumerate(lexer.dfas) if isinstance(d, LazyDFA))
+        self._lazy = lexer.lazy
         # Basic lexer mode: per (roots, lexer state), one walk under every terminal (`_walk_states`),
         # the least recently used dropped past BASIC_WALKS_MAX_BYTES.
         self._basic_walks = budget_cache("basic_walks")

@@ -33,12 +33,14 @@
  * combine(trans, byte_classes, accepts, lives, starts, deads, ids, words, max_states)
  *     -> (n, byte_class, trans, ptr, term, state, accept_bits, live_bits) or None
  *     The whole product of m one-terminal DFAs (pda.regex.product.combine documents the result): their
- *     classes as `classes` finds them, their states in one table of global ids over those classes (DFA
- *     j's from offset_j = n_0 + ... + n_(j-1)), `explore` from the starts that are not dead, the singles
- *     it meets and what they reach (`reach`), numbered explored states first (the start 0), the singles
- *     ascending, dead last, and the live components and bit rows of every state. trans: int32 [n_j, k_j]
- *     (any strides), byte_classes int32 [256], accepts/lives bool [n_j, >= 1] (column 0 read), starts and
- *     deads ints, ids int32 [m] below 64 * words. None when a state id would pass max_states.
+ *     classes as `classes` finds them, their states numbered as one table of global ids over those classes
+ *     (DFA j's from offset_j = n_0 + ... + n_(j-1); the table is never made, each row read in place from its
+ *     DFA), `explore` from the starts that are not dead, the singles it meets and what they reach (`reach`),
+ *     numbered explored states first (the start 0), the singles ascending, dead last, and the live components
+ *     and bit rows of every state. trans: int32 [n_j, k_j] (any strides), byte_classes int32 [256],
+ *     accepts/lives bool [n_j, >= 1] (column 0 read), starts and deads ints, ids int32 [m] below 64 * words.
+ *     Every transition it reads is checked (ValueError; rows no state reaches are not read). None when a
+ *     state id would pass max_states.
  *
  * grower() -> capsule; grow(grower, trans, lo, hi, dead, mixed_base, start)
  *     One product grown across calls (pda.regex.product.SharedProduct): `trans` int32
@@ -106,9 +108,44 @@
 
 #include "buffer_format.h"
 
+/* The int32 at p, which need not be aligned (arrays read back from the disk cache may not be). */
+static inline int32_t load_int32(const char *p)
+{
+    int32_t x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+
+/* combine's terminals' DFAs read in place, as one table of global ids (int32 [g, k]) that is never made:
+ * global state s of DFA j (offsets[j] <= s < offsets[j + 1]) has row s - offsets[j] of the view tv[j] (any
+ * strides), its successor on class c at byte offset column[j * k + c] of that row (`row_entry`), a state
+ * of DFA j, global once offsets[j] is added. A made table cost a pass over every state and ~4 bytes a state and class of fresh
+ * memory per call: for a 2,290-state product of 3,735 own states, with the other buffers, the kernel's page
+ * faults were as long as its search. */
+typedef struct {
+    const Py_buffer *tv;
+    const int64_t *column, *offsets;
+    const int32_t *owner;
+    int64_t k;
+} Rows;
+
+/* The successor on class c in the row `row` of DFA j, as a state of DFA j (unchecked: callers check it is one). */
+static inline int32_t row_entry(const Rows *r, const char *row, int32_t j, int64_t c)
+{
+    return load_int32(row + r->column[j * r->k + c]);
+}
+
+/* Where global state s's row starts in its DFA's view; its DFA in *j. */
+static inline const char *row_of(const Rows *r, int64_t s, int32_t *j)
+{
+    *j = r->owner[s];
+    return (const char *)r->tv[*j].buf + (s - r->offsets[*j]) * r->tv[*j].strides[0];
+}
+
 typedef struct {
     int64_t k;
     const int32_t *table;
+    const Rows *rows; /* combine's: the DFAs read in place (`table` is then NULL) */
     const uint8_t *dead;
     /* explored states: components ids[ptr[q]:ptr[q+1]] */
     int32_t *ids;
@@ -267,7 +304,6 @@ static void successors_free(Successors *sp)
 static int successors_of(Successors *sp, const Explorer *e, int64_t g, int32_t s)
 {
     int64_t k = e->k, c, n = sp->n;
-    const int32_t *row = e->table + (int64_t)s * k;
     if (sp->lo[s] >= 0)
         return 0;
     if (n + k > sp->cap) {
@@ -282,15 +318,33 @@ static int successors_of(Successors *sp, const Explorer *e, int64_t g, int32_t s
         sp->dst = dst;
         sp->cap = cap;
     }
-    for (c = 0; c < k; c++) { /* written at n always, kept where not dead: no branch to mispredict */
-        int32_t t = row[c];
-        if ((uint32_t)t >= (uint64_t)g) {
-            sp->bad = t;
-            return 2;
+    if (e->rows != NULL) {
+        const Rows *r = e->rows;
+        int32_t j;
+        const char *row = row_of(r, s, &j);
+        int64_t lo = r->offsets[j], size = r->offsets[j + 1] - lo;
+        for (c = 0; c < k; c++) {
+            int32_t local = row_entry(r, row, j, c), t = (int32_t)(lo + local);
+            if ((uint32_t)local >= (uint64_t)size) {
+                sp->bad = local;
+                return 2;
+            }
+            sp->cls[n] = (int32_t)c;
+            sp->dst[n] = t;
+            n += !e->dead[t];
         }
-        sp->cls[n] = (int32_t)c;
-        sp->dst[n] = t;
-        n += !e->dead[t];
+    } else {
+        const int32_t *row = e->table + (int64_t)s * k;
+        for (c = 0; c < k; c++) { /* written at n always, kept where not dead: no branch to mispredict */
+            int32_t t = row[c];
+            if ((uint32_t)t >= (uint64_t)g) {
+                sp->bad = t;
+                return 2;
+            }
+            sp->cls[n] = (int32_t)c;
+            sp->dst[n] = t;
+            n += !e->dead[t];
+        }
     }
     sp->lo[s] = sp->n;
     sp->hi[s] = sp->n = n;
@@ -391,16 +445,17 @@ done:
     return status;
 }
 
-/* An explorer over `table` (int32 [g, k] global ids) and its successor lists, empty; 0, or -1 when out of
- * memory (free it with explorer_free either way). */
-static int explorer_init(Explorer *e, Successors *sp, const int32_t *table, const uint8_t *dead, int64_t g, int64_t k)
+/* An explorer over `table` (int32 [g, k] global ids) and its successor lists, empty, with room for cap_states
+ * states before its arrays grow; 0, or -1 when out of memory (free it with explorer_free either way). */
+static int explorer_init(Explorer *e, Successors *sp, const int32_t *table, const uint8_t *dead, int64_t g, int64_t k,
+                         int64_t cap_states)
 {
     memset(e, 0, sizeof *e);
     memset(sp, 0, sizeof *sp);
     e->k = k;
     e->table = table;
     e->dead = dead;
-    e->cap_states = 64;
+    e->cap_states = cap_states;
     e->cap_ids = 256;
     e->n_slots = 128;
     e->ptr = calloc((size_t)e->cap_states + 1, sizeof(int64_t));
@@ -501,7 +556,7 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             return NULL;
         }
     Successors sp;
-    if (explorer_init(&e, &sp, table, dv.buf, g, k) < 0)
+    if (explorer_init(&e, &sp, table, dv.buf, g, k, 64) < 0)
         status = -1;
     else {
         Py_BEGIN_ALLOW_THREADS
@@ -1385,14 +1440,6 @@ release_out:
     return result;
 }
 
-/* The int32 at p, which need not be aligned (arrays read back from the disk cache may not be). */
-static inline int32_t load_int32(const char *p)
-{
-    int32_t x;
-    memcpy(&x, p, sizeof x);
-    return x;
-}
-
 /* A list of m int32 arrays of any strides (a sequence of buffer objects: a DFA's table may be Fortran-ordered),
  * views[0:m], all held on success (release with release_views). 0, or -1 with an error set and none held. */
 static int open_views(PyObject *list, const char *name, Py_buffer **views, Py_ssize_t *m)
@@ -1529,39 +1576,55 @@ static PyObject *classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                          (Py_ssize_t)(k * 4));
 }
 
-/* m DFAs (views tv[j]: int32 trans [n_j, k_j], any strides; bc: their byte classes, int32 [m, 256]) as one
- * int32 [sum n_j, k] table of global ids over the classes whose lowest bytes are rep[0:k]: DFA j's states
- * from offset_j = n_0 + ... + n_(j-1), out[offset_j + s, c] = offset_j + trans_j[s, bc[j, rep[c]]]. One
- * pass, no temporaries; no Python call (runs without the GIL). 0, -1 out of memory, or 2 on an entry that
- * is not a state of its DFA (in *bad). */
-static int stack_into(const Py_buffer *tv, Py_ssize_t m, const int32_t *bc, const int32_t *rep, int64_t k,
-                      int32_t *out, int32_t *bad)
+/* The byte offsets of the class columns within each of m DFAs' rows (views tv[j], any strides; bc: their
+ * byte classes, int32 [m, 256]) over the classes whose lowest bytes are rep[0:k]: column[j * k + c] is where
+ * DFA j's row holds its successor on class c (`Rows`). NULL when out of memory. */
+static int64_t *class_columns(const Py_buffer *tv, Py_ssize_t m, const int32_t *bc, const int32_t *rep, int64_t k)
 {
-    int64_t *column = malloc((size_t)(k ? k : 1) * sizeof(int64_t)), offset = 0, s, c;
+    int64_t *column = malloc((size_t)(m ? m : 1) * (size_t)(k ? k : 1) * sizeof(int64_t));
     if (column == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j < m; j++)
+        for (int64_t c = 0; c < k; c++)
+            column[j * k + c] = (int64_t)bc[j * 256 + rep[c]] * tv[j].strides[1];
+    return column;
+}
+
+/* combine's single states: the global states reachable in their own DFAs (`rows`) from the singles that the
+ * explored states' rows name (entries -(s + 1) of e->trans), dead states left out and not followed; marked in
+ * `reached`. 0, -1 out of memory, or 2 on an entry that is not a state of its DFA (in *bad). */
+static int reach_singles(const Explorer *e, const Rows *rows, const uint8_t *dead, int64_t g, uint8_t *reached,
+                         int32_t *bad)
+{
+    int64_t *stack = malloc((size_t)(g ? g : 1) * sizeof(int64_t)), top = 0, k = e->k;
+    const int64_t *entry = e->trans + k, *end = e->trans + e->n_states * k; /* the explored states but state 0 */
+    if (stack == NULL)
         return -1;
-    for (Py_ssize_t j = 0; j < m; j++) {
-        const char *base = tv[j].buf;
-        Py_ssize_t row_stride = tv[j].strides[0], col_stride = tv[j].strides[1];
-        int64_t n = tv[j].shape[0];
-        for (c = 0; c < k; c++) /* byte offsets of the class columns within a row */
-            column[c] = (int64_t)bc[j * 256 + rep[c]] * col_stride;
-        for (s = 0; s < n; s++) {
-            const char *from = base + s * row_stride;
-            int32_t *row = out + (offset + s) * k;
-            for (c = 0; c < k; c++) {
-                int32_t t = load_int32(from + column[c]);
-                if ((uint32_t)t >= (uint64_t)n) {
-                    *bad = t;
-                    free(column);
-                    return 2;
-                }
-                row[c] = (int32_t)(offset + t);
+    for (; entry < end; entry++) {
+        int64_t s = -*entry - 1;
+        if (*entry < 0 && !dead[s] && !reached[s]) {
+            reached[s] = 1;
+            stack[top++] = s;
+        }
+    }
+    while (top > 0) {
+        int32_t j;
+        const char *row = row_of(rows, stack[--top], &j);
+        int64_t lo = rows->offsets[j], size = rows->offsets[j + 1] - lo;
+        for (int64_t c = 0; c < k; c++) {
+            int32_t local = row_entry(rows, row, j, c), t = (int32_t)(lo + local);
+            if ((uint32_t)local >= (uint64_t)size) {
+                *bad = local;
+                free(stack);
+                return 2;
+            }
+            if (!dead[t] && !reached[t]) {
+                reached[t] = 1;
+                stack[top++] = t;
             }
         }
-        offset += n;
     }
-    free(column);
+    free(stack);
     return 0;
 }
 
@@ -1667,7 +1730,7 @@ typedef struct {
 
 /* Number and lay out the product (the explored states `e`, the single states `single` ascending, dead last)
  * as the Python side's `combine` documents it. 0, or -1 with an error set. */
-static int lay_out(Combined *out, const Explorer *e, const int32_t *table, int64_t k, const int64_t *single,
+static int lay_out(Combined *out, const Explorer *e, const Rows *rows, int64_t k, const int64_t *single,
                    int64_t n_single, const int64_t *offsets, const int32_t *owner, const uint8_t *accept,
                    const uint8_t *live, const int32_t *ids, int64_t words, int32_t *number)
 {
@@ -1690,9 +1753,13 @@ static int lay_out(Combined *out, const Explorer *e, const int32_t *table, int64
             trans[q * k + c] = t > 0 ? (int32_t)(t - 1) : t == 0 ? last : number[-t - 1];
         }
     }
-    for (i = 0; i < n_single; i++)
+    for (i = 0; i < n_single; i++) { /* its row was checked when reached (`reach_singles`) */
+        int32_t j;
+        const char *row = row_of(rows, single[i], &j);
+        const int32_t *to = number + offsets[j];
         for (c = 0; c < k; c++)
-            trans[(n_mixed + i) * k + c] = number[table[single[i] * k + c]];
+            trans[(n_mixed + i) * k + c] = to[row_entry(rows, row, j, c)];
+    }
     for (c = 0; c < k; c++)
         trans[(n - 1) * k + c] = last;
     /* Components: each row's live ones (an empty language's start is in the explored lists but not live). */
@@ -1754,11 +1821,12 @@ static PyObject *combine(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_buffer *tv = NULL, iv;
     Py_ssize_t m, mb;
     int64_t g, k = 0, words, max_states, j, i;
-    int32_t *bc = NULL, byte_class[256], rep[256], *table = NULL, *owner = NULL, *number = NULL, *start = NULL;
-    int64_t *offsets = NULL, *starts = NULL, *deads = NULL, *seeds = NULL, *single = NULL;
+    int32_t *bc = NULL, byte_class[256], rep[256], *owner = NULL, *number = NULL, *start = NULL;
+    int64_t *offsets = NULL, *starts = NULL, *deads = NULL, *single = NULL, *column = NULL;
     uint8_t *accept = NULL, *live = NULL, *dead = NULL, *reached = NULL;
     int32_t bad = 0;
     int status = 0, have_ids = 0;
+    Rows rows;
     Explorer e;
     Successors sp;
     Combined out;
@@ -1798,9 +1866,9 @@ static PyObject *combine(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     offsets = malloc((size_t)(m + 1) * sizeof(int64_t));
     owner = malloc((size_t)(g ? g : 1) * sizeof(int32_t));
     dead = calloc((size_t)(g ? g : 1), 1);
-    table = malloc((size_t)(g ? g : 1) * (size_t)k * sizeof(int32_t));
+    column = class_columns(tv, m, bc, rep, k);
     start = malloc((size_t)(m ? m : 1) * sizeof(int32_t));
-    if (offsets == NULL || owner == NULL || dead == NULL || table == NULL || start == NULL) {
+    if (offsets == NULL || owner == NULL || dead == NULL || column == NULL || start == NULL) {
         PyErr_NoMemory();
         goto release;
     }
@@ -1811,28 +1879,24 @@ static PyObject *combine(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             owner[i] = (int32_t)j;
         dead[deads[j]] = 1;
     }
-    int64_t n_start = 0, n_seeds = 0, n_single = 0;
+    int64_t n_start = 0, n_single = 0;
     for (j = 0; j < m; j++)
         if (!dead[starts[j]])
             start[n_start++] = (int32_t)starts[j];
-    if (explorer_init(&e, &sp, table, dead, g, k) < 0) {
+    /* Room for as many explored states as the terminals have states (a JSON Schema's products explore fewer;
+     * the arrays grow past it, up to max_states): growing them by copies was a tenth of the kernel's time. */
+    if (explorer_init(&e, &sp, NULL, dead, g, k, (g < max_states ? g : max_states) + 2) < 0) {
         PyErr_NoMemory();
         goto release;
     }
+    rows = (Rows){tv, column, offsets, owner, k};
+    e.rows = &rows;
     Py_BEGIN_ALLOW_THREADS
-    status = stack_into(tv, m, bc, rep, k, table, &bad);
-    if (status == 0 && (status = run(&e, &sp, g, start, n_start, max_states)) == 2)
+    if ((status = run(&e, &sp, g, start, n_start, max_states)) == 2)
         bad = sp.bad;
     if (status == 0) { /* the single states: reachable in their own DFAs from the explored states' singles */
-        int64_t n_entries = (e.n_states - 1) * k;
-        seeds = malloc((size_t)(n_entries ? n_entries : 1) * sizeof(int64_t));
         reached = calloc((size_t)(g ? g : 1), 1);
-        status = seeds == NULL || reached == NULL ? -1 : 0;
-        for (i = 0; status == 0 && i < n_entries; i++)
-            if (e.trans[k + i] < 0)
-                seeds[n_seeds++] = -e.trans[k + i] - 1;
-        if (status == 0)
-            status = reach_run(table, dead, g, k, seeds, n_seeds, reached, &bad);
+        status = reached == NULL ? -1 : reach_singles(&e, &rows, dead, g, reached, &bad);
         if (status == 0) {
             for (i = 0; i < g; i++)
                 n_single += reached[i];
@@ -1865,7 +1929,7 @@ static PyObject *combine(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_NoMemory();
         goto release;
     }
-    if (lay_out(&out, &e, table, k, single, n_single, offsets, owner, accept, live, term_ids, words, number) < 0)
+    if (lay_out(&out, &e, &rows, k, single, n_single, offsets, owner, accept, live, term_ids, words, number) < 0)
         goto release;
     if (((int64_t *)PyBytes_AS_STRING(out.ptr))[1] == 0) { /* nothing is live at the start: one dead state */
         combined_clear(&out);
@@ -1899,9 +1963,8 @@ release:
     free(offsets);
     free(owner);
     free(dead);
-    free(table);
+    free(column);
     free(start);
-    free(seeds);
     free(reached);
     free(single);
     free(number);

@@ -64,9 +64,11 @@ ALL_TERMINALS_MAX_STATES = 20_000
 # a state (o72527's 14,918 in ~12 ms, o35155's first 20,000 in ~40 ms); a floor of 3,000 sent o21840 and o41081
 # (~4,000 states from 2,700 of their own) to the shared product, steps 2.1 -> 4.8 ms each.
 ALL_TERMINALS_MIN_LIMIT = 5_000
-# An all-terminal product that took at least this long to build is also written to the disk cache
-# (reading one back costs ~0.1-0.6 ms; see `_all_terminal_dfa`).
+# An all-terminal product whose build took at least this much of its thread's CPU time is also written to the
+# disk cache (reading one back costs ~0.1-0.6 ms; see `_all_terminal_dfa`).
 DISK_MIN_SECONDS = 0.002
+# Hex digits of the product's key that tag its disk entry (`cache.tags`: a miss decided from the folder's listing).
+PRODUCT_TAG_CHARS = 16
 
 
 def _word_mask(value: int, words: int) -> np.ndarray:
@@ -148,8 +150,9 @@ class LexerTables:
         trans = np.asarray(product.trans, dtype=np.int32)
         accept_bits, live_bits = product.accept_bits, product.live_bits
         ptr, terms, states = product.comp_ptr, product.comp_term, product.comp_state
-        # START must mean "no lexeme yet": if a lexeme can return to it, give it a copy.
-        if (trans == START).any():
+        # START must mean "no lexeme yet": if a lexeme can return to it, give it a copy. (START is the least state
+        # id: a min reads the table once, where `(trans == START).any()` also wrote a bool per entry, ~4x slower.)
+        if trans.size and int(trans.min()) == START:
             copy = trans.shape[0]
             trans = np.where(trans == START, copy, trans)  # the copy's own row too: it may return to itself
             trans = np.vstack([trans, trans[START : START + 1]])
@@ -581,6 +584,13 @@ def all_terminals_limit(dfas: Sequence[LexerDFA], max_states: int) -> int:
     return min(max_states, ALL_TERMINALS_MAX_STATES, max(ALL_TERMINALS_MIN_LIMIT, own))
 
 
+def product_key(dfas_digest: str, names: Sequence[str], limit: int) -> str:
+    """The all-terminal product's key in memory and on disk (`_all_terminal_dfa`): a digest of the terminals' DFAs,
+    names and limit. On disk the names are not spelled out: a key listing hundreds of them cost ~20 us to encode
+    and hash again on every miss, and a new grammar's product always misses."""
+    return hashlib.sha256(repr((dfas_digest, list(names), limit)).encode()).hexdigest()[:32]
+
+
 def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int, dfas_digest: str) -> Product | None:
     """The product DFA of all terminals, or None above `limit` states.
 
@@ -590,23 +600,29 @@ def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int, dfas_d
     25 of the 30 products of the JSON Schema benchmark's sample take 0.3-1.6 ms, about
     what reading one back costs, and writing them woke the cache's writer thread in every
     compile, which then held the interpreter for ~0.45 ms of a 1.4 ms trivial schema's.
+    The build is timed in thread CPU time, not wall time: on a loaded machine a 60 us
+    product's build could span 2 ms of wall time, be written, and then be read back by
+    every later process at ~0.6 ms, ten times its cost.
     """
-    key = hashlib.sha256(repr((dfas_digest, names, limit)).encode()).hexdigest()[:32]
+    key = product_key(dfas_digest, names, limit)
     found = _combined.get(key)
     if found is not None:
         return None if found == "too big" else found
-    disk_key = {"dfas": dfas_digest, "names": list(names), "limit": limit}
-    found = cache.load("lexer", disk_key, lambda meta, arrays: _combined_from_arrays(meta, arrays, dfas))
+    # On disk under its key's first hex digits as the entry's tag: a new grammar's product is never there, and
+    # the folder's listing says so without hashing the key (~25 us a compile).
+    disk_key, tag = {"all_terminals": key}, key[:PRODUCT_TAG_CHARS]
+    found = (cache.load("lexer", disk_key, lambda meta, arrays: _combined_from_arrays(meta, arrays, dfas), tag)
+             if tag in cache.tags("lexer") else None)
     if found is None:
-        start = time.perf_counter()
+        start = time.thread_time()
         try:
             if max((d.n_states for d in dfas), default=0) > limit:
                 raise LimitExceeded(f"a terminal's DFA alone has more than {limit} states")
             found = combine(dfas, max_states=limit)
         except LimitExceeded:
             found = "too big"
-        if time.perf_counter() - start >= DISK_MIN_SECONDS:
-            cache.store("lexer", disk_key, *_combined_to_arrays(found))
+        if time.thread_time() - start >= DISK_MIN_SECONDS:
+            cache.store("lexer", disk_key, *_combined_to_arrays(found), tag=tag)
     _combined.put(key, found, 0 if found == "too big" else found.nbytes)
     return None if found == "too big" else found
 
@@ -628,7 +644,11 @@ def _combined_from_arrays(meta: dict, arrays: dict[str, np.ndarray], dfas: list[
 
 
 class Lexer:
-    """The grammar's terminals, their DFAs, priorities and ignore set; candidate-set tables on demand."""
+    """The grammar's terminals, their DFAs, priorities and ignore set; candidate-set tables on demand.
+
+    Bitmasks over terminal ids: `ignore`, `lazy` (terminals whose DFA is a `LazyDFA`) and
+    `live_at_start` (those whose DFA is live at its start).
+    """
 
     def __init__(self, ir: GrammarIR, *, max_states: int = DEFAULT_MAX_DFA_STATES) -> None:
         """`max_states` (`Limits.max_lexer_states`) bounds every DFA.
@@ -641,21 +661,33 @@ class Lexer:
         # Lazy terminal DFAs are served by the shared product; the basic mode needs every state up front.
         self.dfas = [terminal_dfa(t, max_states=max_states, lazy=ir.lexer != BASIC) for t in ir.terminals]
         release_parses()  # the terminals' regex parses served lowering and these DFAs; nothing reads them again
-        # A lazy DFA's states are made as they are reached: its Lazy core stops at max_states itself.
-        self.has_lazy = any(isinstance(d, LazyDFA) for d in self.dfas)
-        for t, d in zip(ir.terminals, self.dfas):
-            if not isinstance(d, LazyDFA) and d.n_states > max_states:  # a DFA cached under a larger limit
+        # One pass over the terminals' DFAs (one column each): which are lazy, which are live at their start (an
+        # indenter-only terminal is not), which match the empty string; a DFA cached under a larger limit is
+        # refused (a lazy DFA's states are made as they are reached: its Lazy core stops at max_states itself).
+        self.lazy = self.live_at_start = 0
+        empty = []
+        for j, (t, d) in enumerate(zip(ir.terminals, self.dfas)):
+            if isinstance(d, LazyDFA):
+                self.lazy |= 1 << j
+                accepts, live = d.accept(d.start), d.live(d.start)
+            elif d.n_states > max_states:
                 raise LimitExceeded(
                     f"the DFA of terminal {t.name} has {d.n_states} states, over Limits.max_lexer_states={max_states}"
                 )
-        index = {t.name: i for i, t in enumerate(ir.terminals)}
+            else:
+                accepts, live = d.accept[d.start, 0], d.live[d.start, 0]
+            if accepts:
+                empty.append(t.name)
+            if live:
+                self.live_at_start |= 1 << j
+        self.has_lazy = self.lazy != 0
         self.ignore = 0
-        for name in ir.ignore:
-            if name not in index:
-                raise GrammarError(f"%ignore names an unknown terminal {name!r}")
-            self.ignore |= 1 << index[name]
-        empty = [t.name for t, d in zip(ir.terminals, self.dfas)
-                 if (d.accept(d.start) if isinstance(d, LazyDFA) else d.accept[d.start, 0])]  # one terminal each
+        if ir.ignore:
+            index = {t.name: i for i, t in enumerate(ir.terminals)}
+            for name in ir.ignore:
+                if name not in index:
+                    raise GrammarError(f"%ignore names an unknown terminal {name!r}")
+                self.ignore |= 1 << index[name]
         if empty:
             raise GrammarError(
                 "terminals that match the empty string cannot be lexed: " + ", ".join(empty), terminal=empty[0]

@@ -60,4 +60,4 @@ class EarleyParser:
             recent_probes=RECENT_PROBES,
             error=LimitExceeded,
         )
-        self.root: Node = self.core.root(tables.lhs[tables.start_rule])
+        self.root: Node = self.core.root(tables.start_symbol)

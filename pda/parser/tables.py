@@ -46,6 +46,7 @@ class ParserTables:
         self._lhs, self._flat_rhs, self._rule_start, self._run_end = lhs, flat_rhs, rule_start, run_end
         self.kernel = kernel
         self.start_rule = len(lhs) - 1
+        self.start_symbol = int(lhs[-1])  # `S'`, the start rule's left side: the parser's root predicts it
         self.accept_pos: int = kernel["accept_pos"]
 
     @property

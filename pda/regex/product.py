@@ -122,10 +122,13 @@ def combine(
     other). A partition refinement merged none over 51 products of JSON Schemas and every
     shipped grammar, at ~0.4 ms a product.
     """
-    ids = np.arange(len(dfas), dtype=np.int32) if terminals is None else np.asarray(terminals, dtype=np.int32)
-    if len(ids) != len(dfas) or (ids[1:] <= ids[:-1]).any() or (len(ids) and ids[0] < 0):
-        raise ValueError("terminals must be one ascending id per DFA")
-    words = _words(int(ids[-1]) if len(ids) else -1)
+    if terminals is None:  # the lexer's all-terminal product: ids 0..m-1, nothing to check
+        ids = np.arange(len(dfas), dtype=np.int32)
+    else:
+        ids = np.asarray(terminals, dtype=np.int32)
+        if len(ids) != len(dfas) or (ids[1:] <= ids[:-1]).any() or (len(ids) and ids[0] < 0):
+            raise ValueError("terminals must be one ascending id per DFA")
+    words = _words(int(ids[-1]) if terminals is not None and len(ids) else len(ids) - 1)
     if len(dfas) == 1:  # one terminal's DFA is already minimal
         return _one(dfas[0], int(ids[0]), words)
     # One compiled call (`pda.kernels.product.combine`): the global byte classes, all terminals' states in one
