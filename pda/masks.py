@@ -228,8 +228,11 @@ class StepMasks:
         its masks and those computed since the last put, so the ring's bytes still add up."""
         ignore = self.lexer.ignore
         root = self.index.at_state(q, node.allowed | ignore)  # from the trie's root: `inside` or a few `tokens`
-        if not root.groups and root.tokens is None:  # nothing depends on the stack: the index's own mask, shared
+        tokens = root.tokens
+        if not root.groups and tokens is None:  # nothing depends on the stack: the index's own mask, shared
             mask = root.inside if root.inside is not None else self._empty
+        elif not root.groups and len(tokens) <= self._sparse_max:  # nor here: its few ids, as compose would give
+            mask = ExtendedMask(None, tokens)
         else:
             try:
                 acc = self._spare.pop()
