@@ -243,6 +243,11 @@ def test_store_is_bounded_by_bytes() -> None:
         for k in range(5):
             fresh.put(("k", k), (mask, (), None))
         assert len(fresh.walks) == 2
+        # Entries of a few ids weigh their overhead too: the budget bounds how many it holds.
+        few = token_index.SharedClassifications()
+        for k in range(100):
+            few.put(("k", k), (None, (), np.arange(4, dtype=np.int32)))
+        assert len(few.walks) == 10_000 // (token_index.SHARED_ENTRY_BYTES + 16)
     finally:
         pda.set_memory_budget("token_walks", default)
 

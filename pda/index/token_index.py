@@ -64,6 +64,10 @@ if TYPE_CHECKING:
 # (least recently used dropped first). A Qwen2 mask is 19 KB, so ~3,500 full entries.
 SHARED_MAX_BYTES = 64 * 2**20
 register_budget("token_walks", SHARED_MAX_BYTES)
+# What a shared entry weighs besides its arrays' data (its key's and its own tuples, the arrays' headers, the
+# store's links), about: most root walks' entries are a few ids now (`ROOT_SPARSE_SHARE`), so this, not their
+# masks, bounds how many the budget holds.
+SHARED_ENTRY_BYTES = 512
 # Walks at least this slow are also written to the disk cache, one file each (reading one
 # back costs ~0.1 ms; most walks on Qwen2 take 0.01-0.5 ms, a few, deep in a long counter, more).
 DISK_MIN_SECONDS = 0.002
@@ -360,7 +364,7 @@ class SharedClassifications:
 
     def put(self, key: tuple, entry: SharedEntry) -> None:
         inside, groups, tokens = entry
-        size = (0 if inside is None else inside.nbytes) + (0 if tokens is None else tokens.nbytes)
+        size = SHARED_ENTRY_BYTES + (0 if inside is None else inside.nbytes) + (0 if tokens is None else tokens.nbytes)
         for _, nodes, _ in groups:
             size += nodes.nbytes
         self.walks.put(key, entry, size)
