@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import gc
 import random
+import weakref
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ import pytest
 import pda
 import pda.masks
 from pda.compiler import CompiledGrammar
+from pda.index import token_index
 from pda.kernels.compose import ExtendedMask
 from pda.reference import mask_mismatches, random_walk_states, reference_allowed
 from tests.conftest import GRAMMARS
@@ -96,6 +99,31 @@ def test_fast_mask_equals_reference_with_every_or_no_mask_extended(
             kinds[type(compiled.masks._text(node, q)).__name__] += 1  # (EOS is added as ids either way)
             states += 1
     assert (kinds["ExtendedMask"] > 0) == (share == 1), kinds
+
+
+@pytest.mark.parametrize("share", [1, 10**9])
+@pytest.mark.parametrize("name", sorted(GRAMMAR_TEXTS))
+def test_fast_mask_equals_reference_with_root_walks_as_ids_or_masks(
+    name: str, share: int, vocab: pda.Vocabulary, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Root walks' inside tokens as ids at their threshold's extremes (`ROOT_SPARSE_SHARE`: up to a whole mask's
+    words of ids, or never), with nothing found in the shared or disk store: each state's mask, and the row
+    `write_row` writes from the memo, equal the reference."""
+    monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(token_index, "ROOT_SPARSE_SHARE", share)
+    compiled = CompiledGrammar(pda.Grammar.from_lark(GRAMMAR_TEXTS[name]), vocab)
+    rng = random.Random(78)
+    row = np.full((1, compiled.mask_words), -1, dtype=np.int32)
+    as_ids = states = 0
+    while states < 200:
+        for node, q, _ in random_walk_states(compiled, rng, max_steps=40):
+            assert mask_mismatches(compiled, node, q) == [], (name, states)
+            compiled.masks.write_row(row, 0, node, q)
+            assert np.array_equal(row[0], compiled.step_mask(node, q)), (name, states)
+            as_ids += compiled.index.at_state(q, node.allowed | compiled.lexer.ignore).tokens is not None
+            states += 1
+    assert (as_ids > 0) == (share == 1), as_ids
 
 
 def test_fast_mask_equals_reference_while_replaying_documents(vocab: pda.Vocabulary) -> None:

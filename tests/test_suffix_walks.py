@@ -237,8 +237,10 @@ def test_bad_input_raises_naming_it(synthetic: pda.Vocabulary) -> None:
         walks.classify(view, index.first_nodes, (1, 2))
     with pytest.raises(ValueError, match="set [0-9]+ is outside the tables' 0 sets"):
         walks.classify((*view[:3], None, [], None), group.nodes, None)
-    with pytest.raises(TypeError, match="3 arguments"):
+    with pytest.raises(TypeError, match="3 or 4 arguments"):
         walks.classify(view, index.first_nodes)
+    with pytest.raises(ValueError, match="sparse_max must be None or a count"):
+        walks.classify(view, index.first_nodes, None, -1)
     # After all of that, a good call still answers as the reference does.
     assert_same_classification(walks(fresh(), live), reference_classification(index, group.nodes, START, live), "")
 

@@ -234,15 +234,20 @@ def test_store_is_bounded_by_bytes() -> None:
     mask = np.zeros(1000, np.int32)  # 4,000 bytes each
     try:
         for k in range(5):
-            store.put(("k", k), (mask, ()))
+            store.put(("k", k), (mask, (), None))
         assert len(store.walks) == 5
         pda.set_memory_budget("token_walks", 10_000)
         assert store.walks.nbytes <= 10_000 and len(store.walks) == 2
         assert store.get(("k", 0)) is None and store.get(("k", 4)) is not None
         fresh = token_index.SharedClassifications()
         for k in range(5):
-            fresh.put(("k", k), (mask, ()))
+            fresh.put(("k", k), (mask, (), None))
         assert len(fresh.walks) == 2
+        # Entries of a few ids weigh their overhead too: the budget bounds how many it holds.
+        few = token_index.SharedClassifications()
+        for k in range(100):
+            few.put(("k", k), (None, (), np.arange(4, dtype=np.int32)))
+        assert len(few.walks) == 10_000 // (token_index.SHARED_ENTRY_BYTES + 16)
     finally:
         pda.set_memory_budget("token_walks", default)
 

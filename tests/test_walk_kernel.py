@@ -116,6 +116,10 @@ def check_grammar(compiled: pda.CompiledGrammar, seed: int, n_states: int, group
             want = reference_classification(index, index.first_nodes, q, live_set)
             for cut in (True, False):
                 assert_same(index._classify(index.first_nodes, q, live_set, cut=cut), want, f"at {q}, cut {cut}")
+            sparse = index._classify(index.first_nodes, q, live_set, sparse=True)
+            assert sparse.inside is None or sparse.tokens is None, f"at {q}"
+            assert sparse.tokens is None or len(sparse.tokens) <= index.mask_words // token_index.ROOT_SPARSE_SHARE
+            assert_same_classification(sparse, want, f"at {q}, inside tokens as ids")
             got = index.at_state(q, live_set)
             assert_same_classification(got, want, f"at state {q}")
             if basic:

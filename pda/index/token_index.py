@@ -63,6 +63,10 @@ if TYPE_CHECKING:
 # (least recently used dropped first). A Qwen2 mask is 19 KB, so ~3,500 full entries.
 SHARED_MAX_BYTES = 64 * 2**20
 register_budget("token_walks", SHARED_MAX_BYTES)
+# What a shared entry weighs besides its arrays' data (its key's and its own tuples, the arrays' headers, the
+# store's links), about: most root walks' entries are a few ids now (`ROOT_SPARSE_SHARE`), so this, not their
+# masks, bounds how many the budget holds.
+SHARED_ENTRY_BYTES = 512
 # Walks at least this slow are also written to the disk cache, one file each (reading one
 # back costs ~0.1 ms; most walks on Qwen2 take 0.01-0.5 ms, a few, deep in a long counter, more).
 DISK_MIN_SECONDS = 0.002
@@ -86,6 +90,11 @@ SIGNATURES_KEPT = 1024
 FEW_LIVE_MAX = 16
 # `SharedClassifications._insides` is swept of dead masks' entries when it reaches this many, or twice the live.
 INSIDES_SWEEP_MIN = 256
+# A walk from the trie's root returns its inside tokens as ids when they are at most 1/this of the mask's words
+# (Qwen2: 296), as a composed step mask keeps them (`pda.masks.EXTENDED_MAX_SHARE`: writing that many ids into a
+# row costs what a dense copy does): of 31 JSON Schemas' first documents' 2,130 root walks, 1,895 find 1-32 (a
+# literal's or a key's next byte), and each made, hashed, kept and copied into every row a 19 KB mask.
+ROOT_SPARSE_SHARE = 16
 # `TokenIndex._content_tag`'s mixing constants (64-bit FNV prime; an odd constant spreading small state numbers).
 _TAG_PRIME = 0x100000001B3
 _STATE_MIX = 0x9E3779B97F4A7C15
@@ -295,10 +304,11 @@ class _WalkTables:
         return found[1]
 
 
-# A shared entry: the inside mask and the groups as (terminal set, nodes, key), each terminal set a bitmask over
+# A shared entry: the inside mask, the groups as (terminal set, nodes, key), each terminal set a bitmask over
 # the positions of the signature's terminals (not over a grammar's terminal ids), the key the nodes' bytes (a
-# group made from the entry takes it as it is: `BoundaryGroup` would copy the nodes into a new one).
-SharedEntry = tuple[np.ndarray | None, tuple[tuple[int, np.ndarray, bytes], ...]]
+# group made from the entry takes it as it is: `BoundaryGroup` would copy the nodes into a new one), and the
+# inside tokens as ids where the walk gave them so (then the mask is None: `Classification.tokens`).
+SharedEntry = tuple[np.ndarray | None, tuple[tuple[int, np.ndarray, bytes], ...], np.ndarray | None]
 
 
 class SharedClassifications:
@@ -352,8 +362,8 @@ class SharedClassifications:
         return self.walks.get(key)
 
     def put(self, key: tuple, entry: SharedEntry) -> None:
-        inside, groups = entry
-        size = 0 if inside is None else inside.nbytes
+        inside, groups, tokens = entry
+        size = SHARED_ENTRY_BYTES + (0 if inside is None else inside.nbytes) + (0 if tokens is None else tokens.nbytes)
         for _, nodes, _ in groups:
             size += nodes.nbytes
         self.walks.put(key, entry, size)
@@ -449,10 +459,11 @@ def key_from_json(value: object) -> object:
     raise cache.Invalid("not a lexer-state key")
 
 
-def _without_keys(entry: SharedEntry) -> tuple[np.ndarray | None, list[tuple[int, np.ndarray]]]:
-    """A shared entry as `entries_to_arrays` takes it: the groups' keys left out (their nodes' bytes)."""
-    inside, groups = entry
-    return inside, [(positions, nodes) for positions, nodes, _ in groups]
+def _without_keys(entry: SharedEntry, words: int) -> tuple[np.ndarray | None, list[tuple[int, np.ndarray]]]:
+    """A shared entry as `entries_to_arrays` takes it: the groups' keys left out (their nodes' bytes), its inside
+    tokens as a mask of `words` words."""
+    inside, groups, tokens = entry
+    return allowed_mask(Classification(inside, (), tokens), words), [(positions, nodes) for positions, nodes, _ in groups]
 
 
 def _positions_of(terminals: int, order: list[int]) -> int:
@@ -556,20 +567,25 @@ class TokenIndex:
         return found
 
     # Compile-time work, paid once per (lexer state, live set) or (group, live set); cached.
-    def _classify(self, roots: np.ndarray, root_state: int, live_set: int, *, cut: bool = True) -> Classification:
-        """Walk the trie from `roots` under the candidate set's DFA (no cache); `cut=False` takes no shortcut."""
-        return self._walk(self.walk_tables(live_set), roots, root_state, cut=cut)
+    def _classify(self, roots: np.ndarray, root_state: int, live_set: int, *, cut: bool = True,
+                  sparse: bool = False) -> Classification:
+        """Walk the trie from `roots` under the candidate set's DFA (no cache); `cut=False` takes no shortcut,
+        `sparse` gives few inside tokens as ids (`_walk`)."""
+        return self._walk(self.walk_tables(live_set), roots, root_state, cut=cut, sparse=sparse)
 
-    def _walk(self, tables: _WalkTables, roots: np.ndarray, root_state: int, *, cut: bool = True) -> Classification:
+    def _walk(self, tables: _WalkTables, roots: np.ndarray, root_state: int, *, cut: bool = True,
+              sparse: bool = False) -> Classification:
         """One kernel walk from `roots` at `root_state` (`pda.kernels.walk`): the inside tokens and the boundary groups.
 
         With `cut`, a node whose whole subtree is plain string body, reached in a state proven
         to keep such paths live as deep as the subtree goes, is inside with all its tokens and
-        not walked (`pda.index.slices`); the result is the same either way.
+        not walked (`pda.index.slices`); the result is the same either way. With `sparse`, at
+        most `mask_words // ROOT_SPARSE_SHARE` inside tokens come as ids (`tokens`), not a mask.
         """
         cuts = self._slices
         slices = (cuts.plain_body, tables.proof(cuts.depth), cuts.depth, cuts.search_min_nodes) if cut else None
-        return self._walks.classify(tables.kernel_view(root_state), roots, slices)
+        return self._walks.classify(tables.kernel_view(root_state), roots, slices,
+                                    self.mask_words // ROOT_SPARSE_SHARE if sparse else None)
 
     def _signature(self, q: int, live_set: int, key: tuple | None = None) -> tuple[tuple, list[int]] | None:
         """What the walk from lexer state q depends on: (content, the live terminals in its order).
@@ -610,11 +626,11 @@ class TokenIndex:
             found = self._all_components = self.lexer.components(live_set)
         ptr, terminals, states = found
         lo, hi = ptr.item(q), ptr.item(q + 1)  # Python ints: numpy's scalars cost ~1 us more here
-        rank, names, entries = self._rank, terminals[lo:hi].tolist(), []
-        for j in iter_bits(kept):
-            i = bisect_left(names, j)
-            if i < len(names) and names[i] == j:
-                entries.append((rank(j), states.item(lo + i), j))
+        rank, entries = self._rank, []
+        for j in iter_bits(kept):  # bisected in the array itself: listing q's ~130 components cost ~0.6 us more
+            i = bisect_left(terminals, j, lo, hi)
+            if i < hi and terminals.item(i) == j:
+                entries.append((rank(j), states.item(i), j))
         entries.sort()
         return tuple((digest, priority, s) for (digest, priority), s, _ in entries), [e[2] for e in entries]
 
@@ -660,29 +676,31 @@ class TokenIndex:
                 fresh = self._fresh_walk(q, live_set, content, order)
                 if fresh.inside is not None:
                     fresh.inside = self.shared.same_inside(fresh.inside)
-                entry = (fresh.inside, tuple((_positions_of(g.terminals, order), g.nodes, g.key) for g in fresh.groups))
+                entry = (fresh.inside, tuple([(_positions_of(g.terminals, order), g.nodes, g.key) for g in fresh.groups]),
+                         fresh.tokens)
                 if on_disk and time.perf_counter() - start >= DISK_MIN_SECONDS:
                     cache.store("classes", disk_key or self._disk_key(content),
-                                *entries_to_arrays([_without_keys(entry)], self.mask_words), tag)
+                                *entries_to_arrays([_without_keys(entry, self.mask_words)], self.mask_words), tag)
                 self.shared.put(key, entry)
                 return fresh
             self.shared.put(key, entry)
-        inside, groups = entry
+        inside, groups, tokens = entry
         return Classification(inside, [
             BoundaryGroup(_terminals_at(positions, order), nodes, nodes_key) for positions, nodes, nodes_key in groups
-        ])
+        ], tokens)
 
     def _fresh_walk(self, q: int, live_set: int, content: tuple, order: list[int]) -> Classification:
         """The walk from the trie's root at lexer state q, made here (its groups name this grammar's terminals):
-        on the live terminal's own DFA where one is live alone (not lazy), else on the candidate set's."""
+        on the live terminal's own DFA where one is live alone (not lazy), else on the candidate set's; few
+        inside tokens as ids (`ROOT_SPARSE_SHARE`)."""
         if not order:  # nothing is live: every token dies at its first byte
             return Classification(None, ())
         if len(order) == 1 and not self._lazy >> order[0] & 1:
-            walked = self._walk(self._terminal_tables(order[0]), self.first_nodes, content[0][2])
+            walked = self._walk(self._terminal_tables(order[0]), self.first_nodes, content[0][2], sparse=True)
             for group in walked.groups:  # its own DFA's one set is position 0: here, terminal order[0]
                 group.terminals = 1 << order[0]
             return walked
-        return self._classify(self.first_nodes, q, live_set)
+        return self._classify(self.first_nodes, q, live_set, sparse=True)
 
     def _disk_tags(self) -> set[str] | frozenset[str]:
         """`cache.tags("classes")`, asked again only every `DISK_TAGS_RECHECK_SECONDS`: every root-walk miss would
@@ -810,7 +828,7 @@ class TokenIndex:
             if len(entries) != 1:
                 raise cache.Invalid("a shared entry holds one classification")
             inside, groups = entries[0]
-            return inside, tuple((positions, nodes, nodes.tobytes()) for positions, nodes in groups)
+            return inside, tuple((positions, nodes, nodes.tobytes()) for positions, nodes in groups), None
 
         return decode
 

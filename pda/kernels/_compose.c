@@ -15,7 +15,8 @@
  * compose(acc, root, node, ignore, after_boundary, sparse_max) -> mask or int
  *     acc: a writable, C-contiguous int32 buffer; root: the Classification at the state, whose
  *     inside is None or an int32 buffer of acc's length that is not acc: copied into acc (None: acc
- *     zeroed) when the mask's words are first needed, never when only a few ids are added (see Acc). From (node, root.groups), for each group: after =
+ *     zeroed) when the mask's words are first needed, never when only a few ids are added (see Acc);
+ *     its tokens (int32 ids, or None) are set in acc first, as a group's are. From (node, root.groups), for each group: after =
  *     node.probe(group.terminals) when group.terminals & node.allowed, else node; None skips the
  *     group. Then live = after.allowed | ignore and sub = group.after[live], or, when the group
  *     has no entry for live, after_boundary(group, live) (which walks and records it).
@@ -735,7 +736,8 @@ static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     }
     acc.base = base; /* the words are made when first needed (see Acc) */
     Stack stack = {NULL, 0, 0};
-    int failed = push(&stack, node, groups) < 0;
+    int failed = root->tokens != NULL && root->tokens != Py_None && set_tokens(&acc, root->tokens) < 0;
+    failed = failed || push(&stack, node, groups) < 0;
     while (!failed && stack.n) {
         PyObject *gs = stack.items[--stack.n], *at = stack.items[--stack.n]; /* references moved here */
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(gs) && !failed; i++)

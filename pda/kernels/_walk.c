@@ -1782,10 +1782,11 @@ static PyObject *sparse_data(Walk *w, Py_ssize_t sparse_max, int *dense)
             Py_DECREF(data);
             return walk_error(w);
         }
+        if (!w->unsorted) /* roots apart: no token came twice, so n_inside is the count (a walk from the trie's root) */
+            return data;
         Py_ssize_t bits = 0;
         for (Py_ssize_t i = 0; i < w->mask_words; i++)
-            for (uint32_t m = mask[i]; m; m &= m - 1)
-                bits++;
+            bits += __builtin_popcount(mask[i]);
         if (bits > sparse_max)
             return data;
         PyObject *ids = PyBytes_FromStringAndSize(NULL, bits * 4); /* as ids after all: the repeats made them few */
@@ -1793,9 +1794,8 @@ static PyObject *sparse_data(Walk *w, Py_ssize_t sparse_max, int *dense)
             uint32_t *out = (uint32_t *)PyBytes_AS_STRING(ids);
             Py_ssize_t n = 0;
             for (Py_ssize_t i = 0; i < w->mask_words; i++)
-                for (int bit = 0; bit < 32; bit++)
-                    if (mask[i] >> bit & 1u)
-                        out[n++] = (uint32_t)(i * 32 + bit);
+                for (uint32_t m = mask[i]; m; m &= m - 1)
+                    out[n++] = (uint32_t)(i * 32 + __builtin_ctz(m));
         }
         Py_DECREF(data);
         *dense = 0;
@@ -2288,11 +2288,13 @@ done:
 
 /* One walk from `roots` (a group's nodes or the trie's first level: int64, or int32 taken as such) on
  * `tables` (as good_tables() takes them) as a new classification: with `slices` (not None) the plain-body cut;
- * `sparse`, few inside tokens as ids (`tokens`), else the inside tokens as a writable numpy.zeros mask. Its bytes
- * (inside tokens and groups' nodes) are added to `bytes`. */
+ * with `sparse_max` >= 0, at most that many inside tokens as ids (`tokens`, more as a read-only mask), else the
+ * inside tokens as a writable numpy.zeros mask. Its bytes (inside tokens and groups' nodes) are added to
+ * `bytes`. */
 static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObject *nodes, PyObject *slices,
-                                     int sparse, Py_ssize_t *bytes)
+                                     Py_ssize_t sparse_max, Py_ssize_t *bytes)
 {
+    const int sparse = sparse_max >= 0;
     Walk w;
     Buffers b;
     Py_ssize_t n_roots;
@@ -2360,7 +2362,7 @@ static PyObject *walk_classification(IndexWalks *self, PyObject *tables, PyObjec
         goto done;
     }
     int dense;
-    if ((inside = sparse_data(&w, self->sparse_max, &dense)) == NULL) {
+    if ((inside = sparse_data(&w, sparse_max, &dense)) == NULL) {
         if (!PyErr_Occurred())
             result = new_classification(self, Py_None, groups, Py_None);
         goto done;
@@ -2389,30 +2391,40 @@ static PyObject *suffix_walk(IndexWalks *self, PyObject *group, PyObject *live, 
     if (tables == Py_None) /* nothing can start a lexeme: every suffix dies at its first byte */
         found = new_classification(self, Py_None, self->empty, Py_None);
     else if ((nodes = PyObject_GetAttr(group, s_nodes)) != NULL)
-        found = walk_classification(self, tables, nodes, Py_None, 1, bytes);
+        found = walk_classification(self, tables, nodes, Py_None, self->sparse_max, bytes);
     Py_DECREF(tables);
     Py_XDECREF(nodes);
     return found;
 }
 
 PyDoc_STRVAR(classify_doc,
-"classify(tables, roots, slices)\n--\n\n"
+"classify(tables, roots, slices, sparse_max=None)\n--\n\n"
 "One walk from `roots` on `tables` (as tables_of returns them) as a Classification: the inside tokens as\n"
-"a mask, one boundary group per terminal set; `slices` (plain_body, proof, depth, search_min_nodes) or\n"
-"None: the plain-body cut (see pda/kernels/walk.py). Records nothing.");
+"a mask (with `sparse_max` an int, at most that many as `tokens`, int32 ids), one boundary group per\n"
+"terminal set; `slices` (plain_body, proof, depth, search_min_nodes) or None: the plain-body cut (see\n"
+"pda/kernels/walk.py). Records nothing.");
 
 static PyObject *IndexWalks_classify(IndexWalks *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "classify(tables, roots, slices) takes 3 arguments");
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "classify(tables, roots, slices, sparse_max=None) takes 3 or 4 arguments");
         return NULL;
     }
     if (!good_tables(args[0])) {
         PyErr_Format(PyExc_TypeError, "tables must be %s", TABLES_SHAPE);
         return NULL;
     }
+    Py_ssize_t sparse_max = -1;
+    if (nargs == 4 && args[3] != Py_None) {
+        if ((sparse_max = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred())
+            return NULL;
+        if (sparse_max < 0) {
+            PyErr_SetString(PyExc_ValueError, "sparse_max must be None or a count");
+            return NULL;
+        }
+    }
     Py_ssize_t bytes = 0;
-    return walk_classification(self, args[0], args[1], args[2], 0, &bytes);
+    return walk_classification(self, args[0], args[1], args[2], sparse_max, &bytes);
 }
 
 /* The bytes of a classification's arrays, as Classification.nbytes counts them (its tokens or inside mask,

@@ -27,7 +27,8 @@ the old generations read them all (a 44-schema replay: ~20% of its mask time in 
 
 `compose(acc, root, node, ignore, after_boundary, sparse_max)` is the mask at a lexer state
 for parser `node`: `root`, the index's `Classification` there, gives its inside tokens (its
-`inside` mask; None: none) and its boundary groups; `acc` is an int32 scratch buffer of the
+`inside` mask, or its few `tokens`, set in `acc` as a group's are; None: none) and its
+boundary groups; `acc` is an int32 scratch buffer of the
 mask's length (not `root.inside`), written only where the result is dense (below). For each group, the node after its terminals
 (`node.probe(group.terminals)` when `group.terminals & node.allowed`, else `node` itself; a
 probe that returns None drops the group), then the group's suffix classification under that
@@ -38,7 +39,7 @@ its own `groups` (tokens that cross a second boundary) are composed from the nod
 so on. The result by what the groups added to `root.inside`:
 
 * nothing: `root.inside` itself (None when it is None and nothing was added): shared, no copy;
-* at most `sparse_max` tokens: `ExtendedMask(root.inside, those ids)`; a 44-schema replay's
+* at most `sparse_max` tokens (a root's `tokens` among them): `ExtendedMask(root.inside, those ids)`; a 44-schema replay's
   step masks add p50 66 tokens, p99 803, to their state's (Qwen2: 4,748 words), so no 19 KB
   mask is made, kept and faulted in per step (a first document's masks were ~45 MB of them);
 * more: `fingerprint(acc)`, `acc` holding the mask (the caller keeps it, equal ones once).

@@ -107,10 +107,11 @@ group per terminal set, in order of their first set.
   as such) on the live set's tables: `tables_of(live_set)`, asked on the set's first walk
   and kept in the object, returns None (no candidate can start a lexeme: no token inside,
   no group) or the tables' tuple, its root state the one a lexeme starts from.
-* `classify(tables, roots, slices)` is one walk from `roots` on the tables' tuple, with
-  the plain-body cut when `slices` is (plain_body, proof, depth, search_min_nodes) as `walk`
-  takes them, as a classification whose inside tokens are a mask (a writable `numpy.zeros`
-  array, None when none); it records nothing.
+* `classify(tables, roots, slices, sparse_max=None)` is one walk from `roots` on the tables'
+  tuple, with the plain-body cut when `slices` is (plain_body, proof, depth, search_min_nodes)
+  as `walk` takes them, as a classification whose inside tokens are a mask (a writable
+  `numpy.zeros` array, None when none), or with `sparse_max` a count, at most that many as
+  `tokens` (int32 ids, more as a read-only mask); it records nothing.
 
 Its `counts` are (walks, nodes visited, subtrees cut, pairs searched), summed over the
 walks it made (as `Walked` reports them per walk).
