@@ -23,22 +23,32 @@ that set's DFA.
 
 `Grammar.accepts`, the matcher and the reference path run these functions, and
 the token index walks the same `LexerTables`, so they share one definition of
-the language. `node` is an Earley `Node` or anything with its interface
-(`allowed`, `advance`, `accepting`: the indenter's `IndentedNode`).
+the language. The byte loop (`scan`, `feed`) is compiled (`pda.kernels.scan`);
+`pda.reference.reference_scan` is the same loop in Python, its oracle. `node` is
+an Earley `Node` or anything with its interface (`allowed`, `advance`,
+`accepting`: the indenter's `IndentedNode`).
 """
 
 from __future__ import annotations
 
+from pda.kernels.scan import ByteLoop
 from pda.lexer.lexer import START, UNKNOWN, Lexer
 from pda.parser.earley import Node
 
 
-class Scanner:
-    """One grammar's lexer run against its parser's nodes, byte by byte."""
+class Scanner(ByteLoop):
+    """One grammar's lexer run against its parser's nodes, byte by byte.
+
+    `scan(node, q, data) -> (node, q, consumed)` feeds bytes until one is rejected and
+    returns the state before that byte; `feed(node, q, data)` is the new state, or None
+    if some byte makes the text stop being a viable prefix. Both are the compiled loop
+    (`pda.kernels.scan.ByteLoop`: the bullets above, each commit `commit`'s).
+    """
 
     __slots__ = ("lexer",)
 
     def __init__(self, lexer: Lexer) -> None:
+        super().__init__(lexer.tables, lexer.best, lexer.ignore)
         self.lexer = lexer
 
     def commit(self, node: Node, q: int) -> Node | None:
@@ -53,39 +63,6 @@ class Scanner:
         if terminals & node.allowed:
             return node.advance(terminals)
         return node
-
-    def scan(self, node: Node, q: int, data: bytes) -> tuple[Node, int, int]:
-        """Feed bytes until one is rejected: (node, q, bytes consumed) — the state before that byte."""
-        lexer = self.lexer
-        ignore = lexer.ignore
-        tables = lexer.tables(node.allowed | ignore)
-        rows, cls, live, extends = tables.rows, tables.cls, tables.live_flags, tables.extends
-        for offset, byte in enumerate(data):
-            row = rows.get(q)
-            q2 = (row or tables.row(q))[cls[byte]]
-            flag = live[q2]
-            if flag == UNKNOWN:
-                flag = tables.live_flag(q2)
-            if flag:
-                q = q2
-                continue
-            if q == START or extends[q2]:
-                return node, q, offset
-            after = self.commit(node, q)
-            if after is None:
-                return node, q, offset
-            tables = lexer.tables(after.allowed | ignore)
-            q2 = tables.row(START)[tables.cls[byte]]
-            if not tables.live_flag(q2):
-                return node, q, offset
-            node, q = after, q2
-            rows, cls, live, extends = tables.rows, tables.cls, tables.live_flags, tables.extends
-        return node, q, len(data)
-
-    def feed(self, node: Node, q: int, data: bytes) -> tuple[Node, int] | None:
-        """Feed bytes; the new state, or None if some byte makes the text stop being a viable prefix."""
-        node2, q2, consumed = self.scan(node, q, data)
-        return (node2, q2) if consumed == len(data) else None
 
     def step(self, node: Node, q: int, byte: int) -> tuple[Node, int] | None:
         """Feed one byte."""
