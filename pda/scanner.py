@@ -31,6 +31,7 @@ an Earley `Node` or anything with its interface (`allowed`, `advance`,
 
 from __future__ import annotations
 
+from pda.grammar.ir import BASIC
 from pda.kernels.scan import ByteLoop
 from pda.lexer.lexer import START, UNKNOWN, Lexer
 from pda.parser.earley import Node
@@ -48,7 +49,7 @@ class Scanner(ByteLoop):
     __slots__ = ("lexer",)
 
     def __init__(self, lexer: Lexer) -> None:
-        super().__init__(lexer.tables, lexer.best, lexer.ignore)
+        super().__init__(lexer.tables, lexer.priority, lexer.ignore, lexer.mode == BASIC)
         self.lexer = lexer
 
     def commit(self, node: Node, q: int) -> Node | None:

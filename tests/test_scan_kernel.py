@@ -203,3 +203,16 @@ def test_matcher_accepts_through_the_kernel() -> None:
                    and reference_feed(compiled.scanner, *matcher._history[-1], vocab.tokens[i]) is None]
         for token in refused:
             assert not matcher.accept_token(token)
+
+
+def test_priorities_type_a_lexeme() -> None:
+    """Overlapping terminals of different priorities, contextual mode: a commit hands the top-priority ones
+    (several when tied), and the parser may take only some of them."""
+    grammar = pda.Grammar.from_lark(
+        "start: item+\nitem: KEY \"=\" WORD | WORD | PAIR | LOW\n"
+        "KEY.3: \"ab\" | \"ba\"\nWORD.1: /[ab]+/\nPAIR.1: /a[ab]/\nLOW.0: /b+a?/\n%ignore \" \"\n",
+        lexer="contextual")
+    rng = random.Random(9)
+    texts = [bytes(rng.choice(b"ab= ") for _ in range(rng.randint(1, 14))) for _ in range(400)]
+    assert_same_scans(grammar.recognizer, texts, rng, mutations=1)
+    assert grammar.accepts("ab=ba bb") and not grammar.accepts("ab")  # KEY, not WORD or PAIR; WORD, not LOW

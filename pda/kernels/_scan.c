@@ -4,28 +4,31 @@
  * Python side and documents the interface, pda.scanner.Scanner subclasses `ByteLoop`, and
  * pda.reference.reference_scan is the plain-Python loop the tests compare it to.
  *
- * ByteLoop(tables_of, best, ignore): tables_of(candidates) is a candidate set's LexerTables
- *     (`Lexer.tables`), best(matched) the top-priority terminals among `matched` (`Lexer.best`),
- *     ignore the %ignore terminals (an int bitmask).
+ * ByteLoop(tables_of, priority, ignore, basic): tables_of(candidates) is a candidate set's
+ *     LexerTables (`Lexer.tables`), priority the terminals' priorities (`Lexer.priority`),
+ *     ignore the %ignore terminals (an int bitmask), basic whether the tables' `extends`
+ *     differs from liveness (the basic lexer mode).
  *     scan(node, q, data) -> (node, q, consumed); feed(node, q, data) -> (node, q) or None.
  * View (internal): one node `allowed` set's tables as the loop reads them: the transitions
- *     (`trans`, int32 [rows, classes], read in place), `cls` copied, `start`, the
- *     `live_flags`/`extends` objects (a bytearray or a tuple of bools, read in place), and a
- *     memo of commits per lexer state: the terminals the lexeme is typed as, and whether
- *     the parser can take them (`terminals & allowed`).
+ *     (`trans`, int32 [rows, classes]), `cls`, `start`, `extends` (basic mode: a tuple of
+ *     bools), what `packed_rows()` gives the walk kernel (per row its live terminals and its
+ *     accept row, the distinct accept rows, as 64-bit words), the candidates (allowed | ignore)
+ *     and allowed sets as words, and a memo of commits per lexer state: the terminals the
+ *     lexeme is typed as (`Lexer.best` of `accept_at`) and whether the node takes them.
  *
  * Invariants:
- * - `scan` is `reference_scan` step for step: the same transitions, the same `live_flag`,
- *   `row`, `accept_at`, `best` and `advance` calls where the Python loop needs them (a
- *   negative transition is a lazy entry not filled yet, an `UNKNOWN` flag a view's state not
- *   worked out yet: both asked of the tables in Python, which fill them in the shared
- *   arrays). What a call raises (LimitExceeded) propagates unchanged.
- * - Views are keyed by the value of a node's `allowed` (so `terminals & allowed` is fixed per
- *   view and state); at most MAX_VIEWS are kept (all forgotten past that: one lookup each
- *   to make again). A view holds references to its tables and their arrays, never to nodes.
- * - The loop holds the GIL (it calls Python for the rare events above). Across such a call it
- *   holds references (never raw pointers into a memo or a bytearray), so another thread's
- *   scan on the same loop is safe.
+ * - `scan` is `reference_scan` step for step. A state is live where a candidate's bit is set in
+ *   its live row (`live_flag`: `live_at(q) != 0`); a lexeme ending in q matches its accept row's
+ *   candidates (`accept_at(q)`), typed as those of the highest priority (`Lexer.best`). START
+ *   reads the row `start` (`LexerTables.resolve`); no transition leads to START. A negative
+ *   transition is a lazy entry not filled yet: `tables.row(q)[c]` fills it (in the shared
+ *   arrays, which the loop then reads). What a call raises (LimitExceeded) propagates.
+ * - Views are keyed by the value of a node's `allowed`, so a commit's result is fixed per view
+ *   and state; at most MAX_VIEWS are kept (all forgotten past that: each made again when met).
+ *   A view holds its tables and their arrays (buffers), never nodes.
+ * - The loop holds the GIL (it calls Python for new views, lazy entries and the nodes'
+ *   `advance`/`allowed`). Across such a call it holds references to the views it reads, never
+ *   raw pointers into a memo, so another thread's scan on the same loop is safe.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -34,34 +37,78 @@
 
 #include "buffer_format.h"
 
-#define START 0   /* no lexeme in progress (pda.lexer.lexer.START) */
-#define UNKNOWN 2 /* a live flag not worked out yet (pda.regex.product.UNKNOWN) */
+#define START 0 /* no lexeme in progress (pda.lexer.lexer.START) */
+#if defined(__GNUC__) || defined(__clang__)
+#define LOWEST_BIT(x) __builtin_ctzll(x)
+#else
+static int LOWEST_BIT(uint64_t x)
+{
+    int n = 0;
+    while (!(x & 1)) {
+        x >>= 1;
+        n++;
+    }
+    return n;
+}
+#endif
 #define MAX_VIEWS 4096
 
-static PyObject *s_allowed, *s_advance, *s_accept_at, *s_live_flag, *s_row, *s_trans, *s_cls, *s_start,
-    *s_live_flags, *s_extends, *s_packed_rows;
+static PyObject *s_allowed, *s_advance, *s_row, *s_trans, *s_cls, *s_start, *s_extends, *s_packed_rows;
+
+/* 1 if a buffer format names a native unsigned 8-byte integer. */
+static int is_uint64_format(const char *format, Py_ssize_t itemsize)
+{
+    if (format == NULL || itemsize != 8)
+        return 0;
+    format = native_code(format);
+    return (format[0] == 'Q' || format[0] == 'L') && format[1] == '\0';
+}
+
+/* An int (>= 0) as `words` little-endian 64-bit words; 0, or -1 with an exception (OverflowError: too big). */
+static int int_to_words(PyObject *v, uint64_t *out, Py_ssize_t words)
+{
+    unsigned char stack[512], *bytes = (size_t)words * 8 <= sizeof(stack) ? stack : PyMem_Malloc((size_t)words * 8);
+    int ok;
+    if (!bytes) {
+        PyErr_NoMemory();
+        return -1;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    ok = _PyLong_AsByteArray((PyLongObject *)v, bytes, (size_t)words * 8, 1, 0, 1);
+#else
+    ok = _PyLong_AsByteArray((PyLongObject *)v, bytes, (size_t)words * 8, 1, 0);
+#endif
+    if (ok == 0)
+        for (Py_ssize_t w = 0; w < words; w++) {
+            uint64_t x = 0;
+            for (int b = 7; b >= 0; b--)
+                x = x << 8 | bytes[8 * w + b];
+            out[w] = x;
+        }
+    if (bytes != stack)
+        PyMem_Free(bytes);
+    return ok < 0 ? -1 : 0;
+}
 
 /* ---------------------------------------------------------------- View */
 
 typedef struct {
     int32_t q;
     int32_t advances;
-    PyObject *terms; /* NULL: an empty slot; Py_None: the lexeme matches nothing */
+    PyObject *terms; /* NULL: an empty slot; Py_None: the lexeme matches no candidate */
 } Ending;
 
 typedef struct {
     PyObject_HEAD
-    PyObject *tables, *allowed, *live, *extends; /* extends: NULL where it is `live` */
-    Py_buffer trans;
-    const int32_t *rows;
-    Py_ssize_t n_rows, n_classes;
+    PyObject *tables, *allowed, *extends; /* extends: NULL but in the basic mode */
+    Py_buffer trans, live_bits, accept_row, row_bits;
+    int buffers; /* how many of the four buffers are held, in that order */
+    const int32_t *rows, *accept;
+    const uint64_t *live, *row_words;
+    Py_ssize_t n_rows, n_classes, n_accept_rows, words;
     int32_t start;
     int32_t cls[256];
-    /* The per-state live terminals (`packed_rows`), read when a flag is `UNKNOWN`; NULL until then. */
-    Py_buffer live_bits;
-    const uint64_t *bits;
-    uint64_t *candidates;
-    Py_ssize_t n_bit_rows, words;
+    uint64_t *candidates, *allowed_words; /* `words` each */
     Ending *ends;
     int32_t ends_cap, ends_n;
 } ViewObject;
@@ -71,7 +118,6 @@ static PyTypeObject ViewType;
 static int View_traverse(ViewObject *v, visitproc visit, void *arg)
 {
     Py_VISIT(v->tables);
-    Py_VISIT(v->live);
     Py_VISIT(v->extends);
     return 0;
 }
@@ -80,22 +126,20 @@ static int View_clear(ViewObject *v)
 {
     Py_CLEAR(v->tables);
     Py_CLEAR(v->allowed);
-    Py_CLEAR(v->live);
     Py_CLEAR(v->extends);
     return 0;
 }
 
 static void View_dealloc(ViewObject *v)
 {
+    Py_buffer *held[4] = {&v->trans, &v->live_bits, &v->accept_row, &v->row_bits};
     PyObject_GC_UnTrack(v);
-    if (v->rows)
-        PyBuffer_Release(&v->trans);
-    if (v->bits)
-        PyBuffer_Release(&v->live_bits);
-    PyMem_Free(v->candidates);
+    for (int i = 0; i < v->buffers; i++)
+        PyBuffer_Release(held[i]);
     for (int32_t i = 0; i < v->ends_cap; i++)
         Py_XDECREF(v->ends[i].terms);
     PyMem_Free(v->ends);
+    PyMem_Free(v->candidates);
     View_clear(v);
     PyObject_GC_Del(v);
 }
@@ -110,60 +154,77 @@ static PyTypeObject ViewType = {
     .tp_dealloc = (destructor)View_dealloc,
 };
 
-/* A flags object's entry q: 0, 1, or UNKNOWN (also past its end: `live_flag` decides); -1 with an exception. */
-static int flag_at(PyObject *flags, int32_t q)
+/* Hold `obj`'s buffer as the view's next one: C-contiguous, `ndim` dimensions, int32 (`int32`) or uint64. */
+static int hold(ViewObject *v, Py_buffer *buf, PyObject *obj, int ndim, int int32, const char *what)
 {
-    if (PyByteArray_CheckExact(flags))
-        return q < PyByteArray_GET_SIZE(flags) ? ((unsigned char *)PyByteArray_AS_STRING(flags))[q] : UNKNOWN;
-    if (q < PyTuple_GET_SIZE(flags))
-        return PyObject_IsTrue(PyTuple_GET_ITEM(flags, q));
-    return UNKNOWN;
+    if (PyObject_GetBuffer(obj, buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    v->buffers++;
+    if (buf->ndim != ndim || !(int32 ? is_int32_format(buf->format, buf->itemsize)
+                                     : is_uint64_format(buf->format, buf->itemsize))) {
+        PyErr_Format(PyExc_TypeError, "the tables' %s must be a %d-D %s array", what, ndim, int32 ? "int32" : "uint64");
+        return -1;
+    }
+    return 0;
 }
 
-static int check_flags(PyObject *flags, const char *what)
-{
-    if (PyByteArray_CheckExact(flags) || PyTuple_CheckExact(flags))
-        return 0;
-    PyErr_Format(PyExc_TypeError, "the tables' %s must be a bytearray or a tuple, got %.100s", what,
-                 Py_TYPE(flags)->tp_name);
-    return -1;
-}
+typedef struct LoopObject LoopObject;
+static int view_read_cls(LoopObject *self, ViewObject *v, PyObject *cls);
 
-/* The view of `tables` for a node whose allowed set is `allowed` (a new reference), or NULL. */
-static ViewObject *view_new(PyObject *tables, PyObject *allowed)
+/* The view of `tables` for a node whose allowed set is `allowed` (candidates: allowed | ignore): a new reference,
+ * or NULL. */
+static ViewObject *view_new(LoopObject *self, PyObject *tables, PyObject *allowed, PyObject *candidates, int basic)
 {
     ViewObject *v = PyObject_GC_New(ViewObject, &ViewType);
-    PyObject *trans = NULL, *cls = NULL, *start = NULL;
+    PyObject *trans = NULL, *cls = NULL, *start = NULL, *packed = NULL;
     if (!v)
         return NULL;
-    v->rows = NULL;
-    v->bits = NULL;
-    v->candidates = NULL;
+    v->buffers = 0;
+    v->candidates = v->allowed_words = NULL;
     v->ends = NULL;
     v->ends_cap = v->ends_n = 0;
-    v->live = v->extends = NULL;
+    v->extends = NULL;
     Py_INCREF(tables);
     v->tables = tables;
     Py_INCREF(allowed);
     v->allowed = allowed;
     PyObject_GC_Track(v);
     if (!(trans = PyObject_GetAttr(tables, s_trans)) || !(cls = PyObject_GetAttr(tables, s_cls)) ||
-        !(start = PyObject_GetAttr(tables, s_start)) || !(v->live = PyObject_GetAttr(tables, s_live_flags)) ||
-        !(v->extends = PyObject_GetAttr(tables, s_extends)))
+        !(start = PyObject_GetAttr(tables, s_start)) || !(packed = PyObject_CallMethodNoArgs(tables, s_packed_rows)))
         goto fail;
-    if (check_flags(v->live, "live_flags") < 0 || check_flags(v->extends, "extends") < 0)
-        goto fail;
-    if (v->extends == v->live)
-        Py_CLEAR(v->extends);
-    if (PyObject_GetBuffer(trans, &v->trans, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        goto fail;
-    v->rows = v->trans.buf;
-    if (v->trans.ndim != 2 || !is_int32_format(v->trans.format, v->trans.itemsize)) {
-        PyErr_SetString(PyExc_TypeError, "the tables' trans must be a 2-D int32 array");
+    if (basic) {
+        if (!(v->extends = PyObject_GetAttr(tables, s_extends)))
+            goto fail;
+        if (!PyTuple_CheckExact(v->extends)) {
+            PyErr_SetString(PyExc_TypeError, "the basic mode's tables' extends must be a tuple");
+            goto fail;
+        }
+    }
+    if (!PyTuple_Check(packed) || PyTuple_GET_SIZE(packed) < 4) {
+        PyErr_SetString(PyExc_TypeError, "the tables' packed_rows() must be a tuple (live_bits, candidates, "
+                                         "accept_row, row_bits, ...)");
         goto fail;
     }
+    if (hold(v, &v->trans, trans, 2, 1, "trans") < 0 ||
+        hold(v, &v->live_bits, PyTuple_GET_ITEM(packed, 0), 2, 0, "live bits") < 0 ||
+        hold(v, &v->accept_row, PyTuple_GET_ITEM(packed, 2), 1, 1, "accept rows") < 0 ||
+        hold(v, &v->row_bits, PyTuple_GET_ITEM(packed, 3), 2, 0, "distinct accept rows") < 0)
+        goto fail;
+    v->rows = v->trans.buf;
     v->n_rows = v->trans.shape[0];
     v->n_classes = v->trans.shape[1];
+    v->live = v->live_bits.buf;
+    v->words = v->live_bits.shape[1];
+    v->accept = v->accept_row.buf;
+    v->row_words = v->row_bits.buf;
+    v->n_accept_rows = v->row_bits.shape[0];
+    if (v->live_bits.shape[0] < v->n_rows || v->accept_row.shape[0] < v->n_rows ||
+        (v->n_accept_rows && v->row_bits.shape[1] != v->words) ||
+        (v->extends && PyTuple_GET_SIZE(v->extends) < v->n_rows)) {
+        PyErr_SetString(PyExc_ValueError, "the tables' live bits, accept rows and extends must cover trans's "
+                                          "rows, in the same words");
+        goto fail;
+    }
     long s = PyLong_AsLong(start);
     if (s == -1 && PyErr_Occurred())
         goto fail;
@@ -172,30 +233,37 @@ static ViewObject *view_new(PyObject *tables, PyObject *allowed)
         goto fail;
     }
     v->start = (int32_t)s;
-    if (!PyTuple_CheckExact(cls) || PyTuple_GET_SIZE(cls) != 256) {
-        PyErr_SetString(PyExc_TypeError, "the tables' cls must be a tuple of 256 byte classes");
+    if (view_read_cls(self, v, cls) < 0)
+        goto fail;
+    if (!(v->candidates = PyMem_Malloc(sizeof(uint64_t) * (size_t)(2 * v->words + 1)))) {
+        PyErr_NoMemory();
         goto fail;
     }
-    for (int b = 0; b < 256; b++) {
-        long c = PyLong_AsLong(PyTuple_GET_ITEM(cls, b));
-        if (c == -1 && PyErr_Occurred())
-            goto fail;
-        if (c < 0 || c >= v->n_classes) {
-            PyErr_Format(PyExc_ValueError, "byte %d's class %ld is not a column of trans", b, c);
-            goto fail;
-        }
-        v->cls[b] = (int32_t)c;
-    }
+    v->allowed_words = v->candidates + v->words;
+    if (int_to_words(candidates, v->candidates, v->words) < 0 || int_to_words(allowed, v->allowed_words, v->words) < 0)
+        goto fail;
     Py_DECREF(trans);
     Py_DECREF(cls);
     Py_DECREF(start);
+    Py_DECREF(packed);
     return v;
 fail:
     Py_XDECREF(trans);
     Py_XDECREF(cls);
     Py_XDECREF(start);
+    Py_XDECREF(packed);
     Py_DECREF(v);
     return NULL;
+}
+
+/* Whether a candidate is live at lexer state q (`live_flag`). */
+static inline int is_live(const ViewObject *v, int32_t q)
+{
+    const uint64_t *row = v->live + (Py_ssize_t)(q == START ? v->start : q) * v->words;
+    uint64_t any = 0;
+    for (Py_ssize_t k = 0; k < v->words; k++)
+        any |= row[k] & v->candidates[k];
+    return any != 0;
 }
 
 static Ending *ending_slot(Ending *ends, int32_t cap, int32_t q)
@@ -206,16 +274,22 @@ static Ending *ending_slot(Ending *ends, int32_t cap, int32_t q)
     return &ends[i];
 }
 
-/* Remember the commit at q (steals `terms`); 0, or -1 with an exception. */
-static int ending_put(ViewObject *v, int32_t q, PyObject *terms, int advances)
+/* Remember the commit at q (steals `terms`): the entry kept (one already there stays), or NULL with an
+ * exception. */
+static Ending *ending_put(ViewObject *v, int32_t q, PyObject *terms, int advances)
 {
+    Ending *e = v->ends ? ending_slot(v->ends, v->ends_cap, q) : NULL;
+    if (e && e->terms) {
+        Py_DECREF(terms);
+        return e;
+    }
     if (2 * (v->ends_n + 1) > v->ends_cap) {
         int32_t cap = v->ends_cap ? 2 * v->ends_cap : 16;
         Ending *grown = PyMem_Calloc((size_t)cap, sizeof(Ending));
         if (!grown) {
             Py_DECREF(terms);
             PyErr_NoMemory();
-            return -1;
+            return NULL;
         }
         for (int32_t i = 0; i < v->ends_cap; i++)
             if (v->ends[i].terms)
@@ -224,29 +298,59 @@ static int ending_put(ViewObject *v, int32_t q, PyObject *terms, int advances)
         v->ends = grown;
         v->ends_cap = cap;
     }
-    Ending *e = ending_slot(v->ends, v->ends_cap, q);
-    if (e->terms) { /* another thread put it while this one was in Python: the same value */
-        Py_DECREF(terms);
-        return 0;
-    }
+    e = ending_slot(v->ends, v->ends_cap, q);
     e->q = q;
     e->terms = terms;
     e->advances = advances;
     v->ends_n++;
-    return 0;
+    return e;
 }
 
 /* ---------------------------------------------------------------- ByteLoop */
 
-typedef struct {
+struct LoopObject {
     PyObject_HEAD
-    PyObject *tables_of, *best, *ignore, *views;
-} LoopObject;
+    PyObject *tables_of, *ignore, *views;
+    int64_t *priority;
+    Py_ssize_t n_terminals;
+    int basic;
+    PyObject *cls;       /* the last `cls` tuple read (views of one lexer share it) */
+    int32_t cls_of[256]; /* its entries */
+};
+
+static int view_read_cls(LoopObject *self, ViewObject *v, PyObject *cls)
+{
+    if (cls != self->cls) {
+        if (!PyTuple_CheckExact(cls) || PyTuple_GET_SIZE(cls) != 256) {
+            PyErr_SetString(PyExc_TypeError, "the tables' cls must be a tuple of 256 byte classes");
+            return -1;
+        }
+        for (int b = 0; b < 256; b++) {
+            long c = PyLong_AsLong(PyTuple_GET_ITEM(cls, b));
+            if (c == -1 && PyErr_Occurred())
+                return -1;
+            if (c < 0 || c > INT32_MAX) {
+                PyErr_Format(PyExc_ValueError, "byte %d's class %ld is not a class", b, c);
+                return -1;
+            }
+            self->cls_of[b] = (int32_t)c;
+        }
+        Py_INCREF(cls);
+        Py_XSETREF(self->cls, cls);
+    }
+    for (int b = 0; b < 256; b++) {
+        if (self->cls_of[b] >= v->n_classes) {
+            PyErr_Format(PyExc_ValueError, "byte %d's class %d is not a column of trans", b, (int)self->cls_of[b]);
+            return -1;
+        }
+        v->cls[b] = self->cls_of[b];
+    }
+    return 0;
+}
 
 static int Loop_traverse(LoopObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->tables_of);
-    Py_VISIT(self->best);
     Py_VISIT(self->views);
     return 0;
 }
@@ -254,9 +358,9 @@ static int Loop_traverse(LoopObject *self, visitproc visit, void *arg)
 static int Loop_clear(LoopObject *self)
 {
     Py_CLEAR(self->tables_of);
-    Py_CLEAR(self->best);
     Py_CLEAR(self->ignore);
     Py_CLEAR(self->views);
+    Py_CLEAR(self->cls);
     return 0;
 }
 
@@ -264,24 +368,49 @@ static void Loop_dealloc(LoopObject *self)
 {
     PyObject_GC_UnTrack(self);
     Loop_clear(self);
+    PyMem_Free(self->priority);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int Loop_init(LoopObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"tables_of", "best", "ignore", NULL};
-    PyObject *tables_of, *best, *ignore, *views;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!", kwlist, &tables_of, &best, &PyLong_Type, &ignore))
+    static char *kwlist[] = {"tables_of", "priority", "ignore", "basic", NULL};
+    PyObject *tables_of, *priority, *ignore, *views, *seq;
+    int basic;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!p", kwlist, &tables_of, &priority, &PyLong_Type, &ignore,
+                                     &basic))
         return -1;
-    if (!(views = PyDict_New()))
+    if (!(seq = PySequence_Fast(priority, "priority must be a sequence of ints")))
         return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int64_t *ranks = PyMem_Malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (!ranks) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        ranks[j] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, j));
+        if (ranks[j] == -1 && PyErr_Occurred()) {
+            PyMem_Free(ranks);
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    if (!(views = PyDict_New())) {
+        PyMem_Free(ranks);
+        return -1;
+    }
     Py_INCREF(tables_of);
-    Py_INCREF(best);
     Py_INCREF(ignore);
     Py_XSETREF(self->tables_of, tables_of);
-    Py_XSETREF(self->best, best);
     Py_XSETREF(self->ignore, ignore);
     Py_XSETREF(self->views, views);
+    PyMem_Free(self->priority);
+    self->priority = ranks;
+    self->n_terminals = n;
+    self->basic = basic;
     return 0;
 }
 
@@ -292,6 +421,11 @@ static ViewObject *view_of(LoopObject *self, PyObject *node)
     ViewObject *v;
     if (!allowed)
         return NULL;
+    if (!self->views) {
+        Py_DECREF(allowed);
+        PyErr_SetString(PyExc_RuntimeError, "ByteLoop.__init__ was not called");
+        return NULL;
+    }
     v = (ViewObject *)PyDict_GetItemWithError(self->views, allowed);
     if (v || PyErr_Occurred()) {
         Py_XINCREF(v);
@@ -300,84 +434,15 @@ static ViewObject *view_of(LoopObject *self, PyObject *node)
     }
     candidates = PyNumber_Or(allowed, self->ignore);
     tables = candidates ? PyObject_CallOneArg(self->tables_of, candidates) : NULL;
-    Py_XDECREF(candidates);
-    v = tables ? view_new(tables, allowed) : NULL;
+    v = tables ? view_new(self, tables, allowed, candidates, self->basic) : NULL;
     Py_XDECREF(tables);
+    Py_XDECREF(candidates);
     if (v && PyDict_GET_SIZE(self->views) >= MAX_VIEWS)
         PyDict_Clear(self->views);
     if (v && PyDict_SetItem(self->views, allowed, (PyObject *)v) < 0)
         Py_CLEAR(v);
     Py_DECREF(allowed);
     return v;
-}
-
-/* 1 if a buffer format names a native unsigned 8-byte integer. */
-static int is_uint64_format(const char *format, Py_ssize_t itemsize)
-{
-    if (format == NULL || itemsize != 8)
-        return 0;
-    format = native_code(format);
-    return (format[0] == 'Q' || format[0] == 'L') && format[1] == '\0';
-}
-
-/* Take the tables' per-state live terminals and candidate words (`packed_rows()`'s first two); 0, or -1. */
-static int read_live_bits(ViewObject *v)
-{
-    PyObject *packed = PyObject_CallMethodNoArgs(v->tables, s_packed_rows);
-    Py_buffer cand;
-    if (!packed)
-        return -1;
-    if (!PyTuple_Check(packed) || PyTuple_GET_SIZE(packed) < 2) {
-        Py_DECREF(packed);
-        PyErr_SetString(PyExc_TypeError, "the tables' packed_rows() must be a tuple (live_bits, candidates, ...)");
-        return -1;
-    }
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(packed, 0), &v->live_bits, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        Py_DECREF(packed);
-        return -1;
-    }
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(packed, 1), &cand, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyBuffer_Release(&v->live_bits);
-        Py_DECREF(packed);
-        return -1;
-    }
-    Py_DECREF(packed); /* the buffers keep their arrays alive */
-    int ok = v->live_bits.ndim == 2 && cand.ndim == 1 && is_uint64_format(v->live_bits.format, v->live_bits.itemsize) &&
-             is_uint64_format(cand.format, cand.itemsize) && cand.shape[0] == v->live_bits.shape[1];
-    if (ok && (v->candidates = PyMem_Malloc((size_t)(cand.shape[0] ? cand.shape[0] : 1) * sizeof(uint64_t))))
-        memcpy(v->candidates, cand.buf, (size_t)cand.shape[0] * sizeof(uint64_t));
-    PyBuffer_Release(&cand);
-    if (!ok || !v->candidates) {
-        PyBuffer_Release(&v->live_bits);
-        if (ok)
-            PyErr_NoMemory();
-        else
-            PyErr_SetString(PyExc_TypeError, "the tables' live bits must be uint64 [rows, words] and their "
-                                             "candidates uint64 [words]");
-        return -1;
-    }
-    v->n_bit_rows = v->live_bits.shape[0];
-    v->words = v->live_bits.shape[1];
-    v->bits = v->live_bits.buf;
-    return 0;
-}
-
-/* `tables.live_flag(q)` (q is no transition's START): whether a candidate is live at q, from the tables' live bits
- * (what `live_at` reads); 1, 0, or -1 with an exception. */
-static int live_flag(ViewObject *v, int32_t q)
-{
-    int32_t r = q == START ? v->start : q;
-    uint64_t any = 0;
-    if (!v->bits && read_live_bits(v) < 0)
-        return -1;
-    if (r >= v->n_bit_rows) {
-        PyErr_Format(PyExc_ValueError, "lexer state %d has no live bits (%zd rows)", (int)q, v->n_bit_rows);
-        return -1;
-    }
-    const uint64_t *row = v->bits + (Py_ssize_t)r * v->words;
-    for (Py_ssize_t k = 0; k < v->words; k++)
-        any |= row[k] & v->candidates[k];
-    return any != 0;
 }
 
 /* Lexer state q's successor on byte b: from trans, or `tables.row(q)[cls[b]]` for an entry not filled yet;
@@ -392,8 +457,12 @@ static int32_t next_state(ViewObject *v, int32_t q, unsigned char b)
         return -1;
     }
     q2 = v->rows[(Py_ssize_t)r * v->n_classes + c];
-    if (q2 >= 0)
+    if (q2 >= 0 && q2 < v->n_rows)
         return q2;
+    if (q2 >= 0) {
+        PyErr_Format(PyExc_ValueError, "lexer state %d's successor %d is not a row of its tables", (int)q, (int)q2);
+        return -1;
+    }
     if (!(index = PyLong_FromLong(q)))
         return -1;
     row = PyObject_CallMethodOneArg(v->tables, s_row, index);
@@ -408,73 +477,98 @@ static int32_t next_state(ViewObject *v, int32_t q, unsigned char b)
     Py_DECREF(entry);
     if (value == -1 && PyErr_Occurred())
         return -1;
-    if (value < 0 || value > INT32_MAX) {
-        PyErr_Format(PyExc_ValueError, "lexer state %d's successor %ld is not a state", (int)q, value);
+    if (value < 0 || value >= v->n_rows) {
+        PyErr_Format(PyExc_ValueError, "lexer state %d's successor %ld is not a row of its tables", (int)q, value);
         return -1;
     }
     return (int32_t)value;
 }
 
-/* Whether a lexeme may go on into q2 (a successor of some state): 1, 0, or -1 with an exception. */
-static int is_live(ViewObject *v, int32_t q2)
+/* The commit at lexer state q (not START): the terminals the lexeme is typed as (Py_None: it matches no
+ * candidate), borrowed from the view's memo, and *advances; NULL with an exception. */
+static PyObject *ending(LoopObject *self, ViewObject *v, int32_t q, int *advances)
 {
-    int flag = flag_at(v->live, q2);
-    return flag == UNKNOWN ? live_flag(v, q2) : flag;
+    Ending *e = v->ends ? ending_slot(v->ends, v->ends_cap, q) : NULL;
+    if (e && e->terms) {
+        *advances = e->advances;
+        return e->terms;
+    }
+    PyObject *terms;
+    int meets = 0;
+    int32_t row = v->accept[q];
+    if (row >= v->n_accept_rows) {
+        PyErr_Format(PyExc_ValueError, "lexer state %d's accept row %d is not one of the tables' %zd", (int)q,
+                     (int)row, v->n_accept_rows);
+        return NULL;
+    }
+    uint64_t stack[16], *best = v->words <= 16 ? stack : PyMem_Malloc(sizeof(uint64_t) * (size_t)v->words);
+    if (!best)
+        return PyErr_NoMemory();
+    int64_t top = INT64_MIN;
+    int any = 0;
+    const uint64_t *accepts = row >= 0 ? v->row_words + (Py_ssize_t)row * v->words : NULL;
+    for (Py_ssize_t k = 0; accepts && k < v->words; k++) {
+        uint64_t matched = accepts[k] & v->candidates[k];
+        for (; matched; matched &= matched - 1) {
+            Py_ssize_t j = 64 * k + LOWEST_BIT(matched);
+            if (j >= self->n_terminals) {
+                if (best != stack)
+                    PyMem_Free(best);
+                PyErr_Format(PyExc_ValueError, "terminal %zd has no priority", j);
+                return NULL;
+            }
+            if (!any || self->priority[j] > top)
+                top = self->priority[j];
+            any = 1;
+        }
+    }
+    if (!any) {
+        terms = Py_None;
+        Py_INCREF(terms);
+    } else {
+        for (Py_ssize_t k = 0; k < v->words; k++) {
+            uint64_t matched = accepts[k] & v->candidates[k], chosen = 0;
+            for (; matched; matched &= matched - 1)
+                if (self->priority[64 * k + LOWEST_BIT(matched)] == top)
+                    chosen |= matched & -matched;
+            best[k] = chosen;
+            meets |= (chosen & v->allowed_words[k]) != 0;
+        }
+        unsigned char bytes[8 * 16], *out = v->words <= 16 ? bytes : PyMem_Malloc((size_t)v->words * 8);
+        if (!out) {
+            if (best != stack)
+                PyMem_Free(best);
+            return PyErr_NoMemory();
+        }
+        for (Py_ssize_t k = 0; k < v->words; k++)
+            for (int b = 0; b < 8; b++)
+                out[8 * k + b] = (unsigned char)(best[k] >> (8 * b));
+        terms = _PyLong_FromByteArray(out, (size_t)v->words * 8, 1, 0);
+        if (out != bytes)
+            PyMem_Free(out);
+    }
+    if (best != stack)
+        PyMem_Free(best);
+    if (!terms || !(e = ending_put(v, q, terms, meets)))
+        return NULL;
+    *advances = e->advances;
+    return e->terms;
 }
 
 /* The parser node after the lexeme in state q (not START) ends, with the node's view `v`: a new reference,
- * Py_None (a new reference) if it cannot end there, or NULL with an exception. `Scanner.commit`, memoised. */
+ * Py_None (a new reference) if it cannot end there, or NULL with an exception (`Scanner.commit`). */
 static PyObject *commit(LoopObject *self, ViewObject *v, PyObject *node, int32_t q)
 {
-    Ending *e = v->ends ? ending_slot(v->ends, v->ends_cap, q) : NULL;
-    PyObject *terms;
     int advances;
-    if (!e || !e->terms) {
-        PyObject *index = PyLong_FromLong(q), *matched;
-        if (!index)
-            return NULL;
-        matched = PyObject_CallMethodOneArg(v->tables, s_accept_at, index);
-        Py_DECREF(index);
-        if (!matched)
-            return NULL;
-        int any = PyObject_IsTrue(matched);
-        if (any <= 0) {
-            Py_DECREF(matched);
-            if (any < 0)
-                return NULL;
-            Py_INCREF(Py_None);
-            terms = Py_None;
-            advances = 0;
-        } else {
-            terms = PyObject_CallOneArg(self->best, matched);
-            Py_DECREF(matched);
-            if (!terms)
-                return NULL;
-            PyObject *meet = PyNumber_And(terms, v->allowed);
-            advances = meet ? PyObject_IsTrue(meet) : -1;
-            Py_XDECREF(meet);
-            if (advances < 0) {
-                Py_DECREF(terms);
-                return NULL;
-            }
-        }
-        Py_INCREF(terms);
-        if (ending_put(v, q, terms, advances) < 0) {
-            Py_DECREF(terms);
-            return NULL;
-        }
-    } else {
-        terms = e->terms;
-        advances = e->advances;
-        Py_INCREF(terms);
+    PyObject *terms = ending(self, v, q, &advances);
+    if (!terms)
+        return NULL;
+    if (terms == Py_None || !advances) {
+        PyObject *out = terms == Py_None ? Py_None : node;
+        Py_INCREF(out);
+        return out;
     }
-    if (terms == Py_None)
-        return terms;
-    if (!advances) {
-        Py_DECREF(terms);
-        Py_INCREF(node);
-        return node;
-    }
+    Py_INCREF(terms); /* the memo's, which another thread's scan may forget while `advance` runs */
     PyObject *after = PyObject_CallMethodOneArg(node, s_advance, terms);
     Py_DECREF(terms);
     return after;
@@ -489,26 +583,23 @@ static int run(LoopObject *self, PyObject *node, int32_t q, const unsigned char 
     Py_ssize_t i;
     if (!v)
         return -1;
+    if (q >= v->n_rows) {
+        PyErr_Format(PyExc_ValueError, "lexer state %d is not a row of its tables (%zd rows)", (int)q, v->n_rows);
+        Py_DECREF(v);
+        return -1;
+    }
     Py_INCREF(node);
     for (i = 0; i < n; i++) {
         unsigned char b = data[i];
         int32_t q2 = next_state(v, q, b);
-        int live;
-        if (q2 < 0 || (live = is_live(v, q2)) < 0)
+        if (q2 < 0)
             goto fail;
-        if (live) {
+        if (is_live(v, q2)) {
             q = q2;
             continue;
         }
-        if (q == START)
+        if (q == START || (v->extends && PyTuple_GET_ITEM(v->extends, q2) != Py_False))
             break;
-        if (v->extends) {
-            int grows = flag_at(v->extends, q2);
-            if (grows < 0)
-                goto fail;
-            if (grows)
-                break;
-        }
         PyObject *after = commit(self, v, node, q);
         if (!after)
             goto fail;
@@ -518,12 +609,12 @@ static int run(LoopObject *self, PyObject *node, int32_t q, const unsigned char 
         }
         ViewObject *next = view_of(self, after);
         int32_t q3 = next ? next_state(next, START, b) : -1;
-        if (q3 < 0 || (live = is_live(next, q3)) < 0) {
+        if (q3 < 0) {
             Py_XDECREF(next);
             Py_DECREF(after);
             goto fail;
         }
-        if (!live) {
+        if (!is_live(next, q3)) {
             Py_DECREF(next);
             Py_DECREF(after);
             break;
@@ -572,8 +663,7 @@ static PyObject *Loop_scan(LoopObject *self, PyObject *const *args, Py_ssize_t n
     PyBuffer_Release(&data);
     if (status < 0)
         return NULL;
-    PyObject *result = Py_BuildValue("(Nin)", node, (int)q, consumed);
-    return result;
+    return Py_BuildValue("(Nin)", node, (int)q, consumed);
 }
 
 static PyObject *Loop_feed(LoopObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -607,7 +697,8 @@ static PyTypeObject LoopType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pda.kernels._scan.ByteLoop",
     .tp_basicsize = sizeof(LoopObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "ByteLoop(tables_of, best, ignore): a lexer's byte loop against parser nodes (see pda.kernels.scan).",
+    .tp_doc = "ByteLoop(tables_of, priority, ignore, basic): a lexer's byte loop against parser nodes "
+              "(see pda.kernels.scan).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Loop_init,
     .tp_traverse = (traverseproc)Loop_traverse,
@@ -620,18 +711,15 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "pda.kernels._scan", 
 
 PyMODINIT_FUNC PyInit__scan(void)
 {
-#define INTERN(name)                                              \
-    if (!(s_##name = PyUnicode_InternFromString(#name)))          \
+#define INTERN(name)                                     \
+    if (!(s_##name = PyUnicode_InternFromString(#name))) \
         return NULL;
     INTERN(allowed)
     INTERN(advance)
-    INTERN(accept_at)
-    INTERN(live_flag)
     INTERN(row)
     INTERN(trans)
     INTERN(cls)
     INTERN(start)
-    INTERN(live_flags)
     INTERN(extends)
     INTERN(packed_rows)
 #undef INTERN
