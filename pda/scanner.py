@@ -40,10 +40,12 @@ from pda.parser.earley import Node
 class Scanner(ByteLoop):
     """One grammar's lexer run against its parser's nodes, byte by byte.
 
-    `scan(node, q, data) -> (node, q, consumed)` feeds bytes until one is rejected and
-    returns the state before that byte; `feed(node, q, data)` is the new state, or None
-    if some byte makes the text stop being a viable prefix. Both are the compiled loop
-    (`pda.kernels.scan.ByteLoop`: the bullets above, each commit `commit`'s).
+    Compiled (`pda.kernels.scan.ByteLoop`, the bullets above): `scan(node, q, data) ->
+    (node, q, consumed)` feeds bytes until one is rejected and returns the state before
+    that byte; `feed(node, q, data)` is the new state, or None if some byte makes the text
+    stop being a viable prefix; `commit(node, q)` is the parser node after the pending
+    lexeme in state `q` ends (`node` at START), None if it cannot; `can_end(node, q)`
+    whether the text may end here: the pending lexeme commits and the parser accepts.
     """
 
     __slots__ = ("lexer",)
@@ -51,19 +53,6 @@ class Scanner(ByteLoop):
     def __init__(self, lexer: Lexer) -> None:
         super().__init__(lexer.tables, lexer.priority, lexer.ignore, lexer.mode == BASIC)
         self.lexer = lexer
-
-    def commit(self, node: Node, q: int) -> Node | None:
-        """The parser node after the pending lexeme in state `q` ends; None if it cannot."""
-        if q == START:
-            return node
-        lexer = self.lexer
-        matched = lexer.tables(node.allowed | lexer.ignore).accept_at(q)
-        if not matched:
-            return None
-        terminals = lexer.best(matched)
-        if terminals & node.allowed:
-            return node.advance(terminals)
-        return node
 
     def step(self, node: Node, q: int, byte: int) -> tuple[Node, int] | None:
         """Feed one byte."""
@@ -104,8 +93,3 @@ class Scanner(ByteLoop):
                 return None
             found = (byte, nxt)
         return found
-
-    def can_end(self, node: Node, q: int) -> bool:
-        """Whether the text may end here: the pending lexeme commits and the parser accepts."""
-        end = self.commit(node, q)
-        return end is not None and end.accepting

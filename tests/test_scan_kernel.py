@@ -1,4 +1,5 @@
-"""The compiled byte loop (`pda.kernels.scan`, `Scanner.scan`/`feed`) against its oracle `pda.reference.reference_scan`.
+"""The compiled byte loop (`pda.kernels.scan`: `Scanner.scan`, `feed`, `commit`, `can_end`) against its oracles
+(`pda.reference.reference_scan`, `reference_commit`, `reference_can_end`).
 
 Every shipped grammar (json, sqlite, postgresql, python: the basic lexer mode and the
 indenter; lua: byte-mode terminals), JSON Schemas whose lexers grow a shared product
@@ -23,7 +24,7 @@ from pda.lexer import terminals
 from pda.lexer.lexer import START
 from pda.limits import Limits
 from pda.recognizer import Recognizer
-from pda.reference import reference_feed, reference_scan
+from pda.reference import reference_can_end, reference_commit, reference_feed, reference_scan
 from tests.conftest import CORPUS, GRAMMARS
 
 ALPHABET = b" \t\n\r{}[]():;,.=<>+-*/%\"'\\#@!?_|&^~`$0123456789abcdefxyzABCDEFXYZ\x80\xc3\xa9\xe2\x82\xac\xff"
@@ -75,7 +76,8 @@ def _chunks(text: bytes, rng: random.Random) -> list[bytes]:
 
 
 def assert_same_scans(recognizer: Recognizer, texts: list[bytes], rng: random.Random, mutations: int = 3) -> int:
-    """Kernel and reference agree on every text and mutation from the start, and chunk by chunk; bytes compared."""
+    """Kernel and reference agree on every text and mutation from the start, and chunk by chunk (with the commit
+    and `can_end` where each chunk leaves); the number of bytes compared."""
     scanner, root = recognizer.scanner, recognizer.root
     compared = 0
     for text in texts:
@@ -94,6 +96,8 @@ def assert_same_scans(recognizer: Recognizer, texts: list[bytes], rng: random.Ra
                 if fed is None:
                     break
                 node, q = fed
+                assert scanner.commit(node, q) is reference_commit(scanner, node, q)
+                assert scanner.can_end(node, q) is reference_can_end(scanner, node, q)
     return compared
 
 
@@ -178,6 +182,9 @@ def test_bad_arguments() -> None:
         scanner.feed(root, START, "1")
     with pytest.raises(TypeError, match="3 arguments"):
         scanner.scan(root, START)
+    with pytest.raises(ValueError, match="lexer state"):
+        scanner.can_end(root, 1 << 40)
+    assert scanner.commit(root, START) is root
     assert scanner.scan(root, START, b"") == (root, START, 0)
     assert scanner.feed(root, START, bytearray(b"[1")) == reference_feed(scanner, root, START, b"[1")
 

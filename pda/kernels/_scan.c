@@ -8,7 +8,8 @@
  *     LexerTables (`Lexer.tables`), priority the terminals' priorities (`Lexer.priority`),
  *     ignore the %ignore terminals (an int bitmask), basic whether the tables' `extends`
  *     differs from liveness (the basic lexer mode).
- *     scan(node, q, data) -> (node, q, consumed); feed(node, q, data) -> (node, q) or None.
+ *     scan(node, q, data) -> (node, q, consumed); feed(node, q, data) -> (node, q) or None;
+ *     commit(node, q) -> node or None; can_end(node, q) -> bool.
  * View (internal): one node `allowed` set's tables as the loop reads them: the transitions
  *     (`trans`, int32 [rows, classes]), `cls`, `start`, `extends` (basic mode: a tuple of
  *     bools), what `packed_rows()` gives the walk kernel (per row its live terminals and its
@@ -26,8 +27,9 @@
  * - Views are keyed by the value of a node's `allowed`, so a commit's result is fixed per view
  *   and state; at most MAX_VIEWS are kept (all forgotten past that: each made again when met).
  *   A view holds its tables and their arrays (buffers), never nodes.
+ * - `commit` and `can_end` are `reference_commit` and `reference_can_end`, through the same memo.
  * - The loop holds the GIL (it calls Python for new views, lazy entries and the nodes'
- *   `advance`/`allowed`). Across such a call it holds references to the views it reads, never
+ *   `advance`/`allowed`/`accepting`). Across such a call it holds references to the views it reads, never
  *   raw pointers into a memo, so another thread's scan on the same loop is safe.
  */
 #define PY_SSIZE_T_CLEAN
@@ -53,7 +55,7 @@ static int LOWEST_BIT(uint64_t x)
 #endif
 #define MAX_VIEWS 4096
 
-static PyObject *s_allowed, *s_advance, *s_row, *s_trans, *s_cls, *s_start, *s_extends, *s_packed_rows;
+static PyObject *s_allowed, *s_accepting, *s_advance, *s_row, *s_trans, *s_cls, *s_start, *s_extends, *s_packed_rows;
 
 /* 1 if a buffer format names a native unsigned 8-byte integer. */
 static int is_uint64_format(const char *format, Py_ssize_t itemsize)
@@ -686,11 +688,75 @@ static PyObject *Loop_feed(LoopObject *self, PyObject *const *args, Py_ssize_t n
     return Py_BuildValue("(Ni)", node, (int)q);
 }
 
+/* The node after the lexeme pending in state q ends (node itself at START), Py_None if it cannot: a new
+ * reference, or NULL with an exception. */
+static PyObject *end_lexeme(LoopObject *self, PyObject *node, PyObject *state)
+{
+    long value = PyLong_AsLong(state);
+    if (value == -1 && PyErr_Occurred())
+        return NULL;
+    if (value < 0 || value > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "lexer state %ld is not a state", value);
+        return NULL;
+    }
+    if (value == START) {
+        Py_INCREF(node);
+        return node;
+    }
+    ViewObject *v = view_of(self, node);
+    if (!v)
+        return NULL;
+    PyObject *after = NULL;
+    if (value >= v->n_rows)
+        PyErr_Format(PyExc_ValueError, "lexer state %ld is not a row of its tables (%zd rows)", value, v->n_rows);
+    else
+        after = commit(self, v, node, (int32_t)value);
+    Py_DECREF(v);
+    return after;
+}
+
+static PyObject *Loop_commit(LoopObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "commit(node, q) takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    return end_lexeme(self, args[0], args[1]);
+}
+
+static PyObject *Loop_can_end(LoopObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "can_end(node, q) takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *end = end_lexeme(self, args[0], args[1]), *accepting;
+    if (!end)
+        return NULL;
+    if (end == Py_None) {
+        Py_DECREF(end);
+        Py_RETURN_FALSE;
+    }
+    accepting = PyObject_GetAttr(end, s_accepting);
+    Py_DECREF(end);
+    if (!accepting)
+        return NULL;
+    int truth = PyObject_IsTrue(accepting);
+    Py_DECREF(accepting);
+    if (truth < 0)
+        return NULL;
+    return PyBool_FromLong(truth);
+}
+
 static PyMethodDef Loop_methods[] = {
     {"scan", (PyCFunction)(void (*)(void))Loop_scan, METH_FASTCALL,
      "scan(node, q, data) -> (node, q, consumed): feed bytes until one is refused; the state before it."},
     {"feed", (PyCFunction)(void (*)(void))Loop_feed, METH_FASTCALL,
      "feed(node, q, data) -> (node, q), or None if some byte makes the text stop being a viable prefix."},
+    {"commit", (PyCFunction)(void (*)(void))Loop_commit, METH_FASTCALL,
+     "commit(node, q) -> node or None: the parser node after the lexeme pending in state q ends (node at START)."},
+    {"can_end", (PyCFunction)(void (*)(void))Loop_can_end, METH_FASTCALL,
+     "can_end(node, q) -> bool: whether the text may end here (the pending lexeme commits, the parser accepts)."},
     {NULL}};
 
 static PyTypeObject LoopType = {
@@ -715,6 +781,7 @@ PyMODINIT_FUNC PyInit__scan(void)
     if (!(s_##name = PyUnicode_InternFromString(#name))) \
         return NULL;
     INTERN(allowed)
+    INTERN(accepting)
     INTERN(advance)
     INTERN(row)
     INTERN(trans)
