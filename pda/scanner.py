@@ -21,12 +21,14 @@ that set's DFA.
   lexeme even where no candidate can (`LexerTables.extends`): the text is then
   refused rather than the lexeme ended (`pda.lexer.lexer` defines the mode's tables).
 
-`Grammar.accepts`, the matcher and the reference path run these functions, and
-the token index walks the same `LexerTables`, so they share one definition of
-the language. The byte loop (`scan`, `feed`) is compiled (`pda.kernels.scan`);
-`pda.reference.reference_scan` is the same loop in Python, its oracle. `node` is
-an Earley `Node` or anything with its interface (`allowed`, `advance`,
-`accepting`: the indenter's `IndentedNode`).
+`Grammar.accepts` and the matcher run these functions, and the token index
+walks the same `LexerTables`, so they share one definition of the language.
+The byte loop and the commit (`scan`, `feed`, `commit`, `can_end`) are compiled
+(`pda.kernels.scan`); `pda.reference` has them in plain Python
+(`reference_scan`, `reference_commit`, `reference_can_end`), the oracles the
+mask reference feeds tokens through. `node` is an Earley `Node` or anything
+with its interface (`allowed`, `advance`, `accepting`: the indenter's
+`IndentedNode`).
 """
 
 from __future__ import annotations

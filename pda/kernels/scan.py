@@ -9,6 +9,9 @@ the tables' `extends` can differ from liveness (the basic lexer mode).
 * `scan(node, q, data)` -> `(node, q, consumed)`: feed bytes from parser node `node` and
   lexer state `q` until one is refused (`consumed` of them); the state before that byte.
 * `feed(node, q, data)` -> `(node, q)`, or None if some byte is refused.
+* `commit(node, q)` -> the parser node after the lexeme pending in state `q` ends (`node`
+  itself at START), None if it cannot; `can_end(node, q)` -> whether the text may end
+  there (that node exists and `accepting`).
 
 It reads a candidate set's tables in place: `trans` (int32 [rows, classes]; a negative
 entry, a lazy terminal's not filled yet, is asked of `row(q)[c]`), `cls`, `start` (the row
@@ -19,12 +22,13 @@ as the top-priority candidates of its accept row (`Lexer.best` of `accept_at`), 
 node advances by them where it takes some (`Scanner.commit`). Those commits are memoised
 per (allowed set, state); a node is anything with `allowed` and `advance` (an Earley
 `Node`, an `IndentedNode`). `pda.reference.reference_scan` is the plain-Python loop the
-tests compare it to.
+tests compare it to (`reference_commit`, `reference_can_end` the others').
 
 Why C: accepting a token is this loop over its bytes, with a commit at most lexeme
 boundaries. In Python it cost ~1.6 µs a token warm (JSON Schema documents, ~3 bytes a
 token; here ~0.25 µs), and cold most of the first document's accept time went to
-working out per-state flags and accept sets through the tables' Python methods.
+working out per-state flags and accept sets through the tables' Python methods; the
+masks ask `can_end` at nearly every new state.
 """
 
 from __future__ import annotations
