@@ -17,6 +17,9 @@ the terminals' own states, dense, dead ones included.
 `reference_subsets` is the oracle of the subset construction (`pda.kernels.subsets`),
 state for state. `ReferenceEarley` is the oracle of the Earley parser's compiled
 nodes and step (`pda.kernels.earley`): the same algorithm over Python sets, node for node.
+`reference_scan`, `reference_commit` and `reference_can_end` are the oracles of the
+scanner's compiled loop (`pda.kernels.scan`), and the token-by-token paths above feed
+tokens through them.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ from pda.errors import LimitExceeded
 from pda.index.token_index import BoundaryGroup, Classification, TokenIndex
 from pda.limits import DEFAULT_LIMITS, Limits
 from pda.kernels.earley import CLOCK_EVERY_WORK
+from pda.lexer.lexer import START
 from pda.parser.earley import Node
 from pda.parser.tables import ParserTables
+from pda.scanner import Scanner
 
 if TYPE_CHECKING:
     from pda.index.trie import TokenTrie
@@ -42,14 +47,65 @@ if TYPE_CHECKING:
     from pda.regex.dfa import LexerDFA
 
 
+def reference_commit(scanner: Scanner, node: Node, q: int) -> Node | None:
+    """`Scanner.commit` in plain Python: the parser node after the lexeme pending in state `q` ends (of the
+    candidates it matches, the top-priority ones are handed to the parser); None if it cannot."""
+    if q == START:
+        return node
+    lexer = scanner.lexer
+    matched = lexer.tables(node.allowed | lexer.ignore).accept_at(q)
+    if not matched:
+        return None
+    terminals = lexer.best(matched)
+    if terminals & node.allowed:
+        return node.advance(terminals)
+    return node
+
+
+def reference_can_end(scanner: Scanner, node: Node, q: int) -> bool:
+    """`Scanner.can_end` in plain Python: the pending lexeme commits and the parser accepts."""
+    end = reference_commit(scanner, node, q)
+    return end is not None and end.accepting
+
+
+def reference_scan(scanner: Scanner, node: Node, q: int, data: bytes) -> tuple[Node, int, int]:
+    """`Scanner.scan` in plain Python, the oracle of the compiled byte loop (`pda.kernels.scan`): feed bytes
+    until one is rejected; (node, q, bytes consumed), the state before that byte (`pda.scanner`'s rules)."""
+    lexer = scanner.lexer
+    ignore = lexer.ignore
+    tables = lexer.tables(node.allowed | ignore)
+    for offset, byte in enumerate(data):
+        q2 = tables.row(q)[tables.cls[byte]]
+        if tables.live_flag(q2):
+            q = q2
+            continue
+        if q == START or tables.extends[q2]:
+            return node, q, offset
+        after = reference_commit(scanner, node, q)
+        if after is None:
+            return node, q, offset
+        tables = lexer.tables(after.allowed | ignore)
+        q2 = tables.row(START)[tables.cls[byte]]
+        if not tables.live_flag(q2):
+            return node, q, offset
+        node, q = after, q2
+    return node, q, len(data)
+
+
+def reference_feed(scanner: Scanner, node: Node, q: int, data: bytes) -> tuple[Node, int] | None:
+    """`Scanner.feed` by `reference_scan`: the new state, or None if some byte is rejected."""
+    node2, q2, consumed = reference_scan(scanner, node, q, data)
+    return (node2, q2) if consumed == len(data) else None
+
+
 def reference_allowed(compiled: CompiledGrammar, node: Node, q: int) -> np.ndarray:
     """Allowed token ids at (node, q), ascending, computed token by token."""
     scanner = compiled.scanner
     vocab = compiled.vocab
     allowed = [
-        i for i, data in enumerate(vocab.tokens) if data and scanner.feed(node, q, data) is not None
+        i for i, data in enumerate(vocab.tokens) if data and reference_feed(scanner, node, q, data) is not None
     ]
-    if scanner.can_end(node, q):
+    if reference_can_end(scanner, node, q):
         allowed.extend(int(i) for i in compiled.eos_ids)
     return np.array(sorted(allowed), dtype=np.int64)
 
@@ -64,7 +120,7 @@ def mask_mismatches(compiled: CompiledGrammar, node: Node, q: int, token_ids=Non
     vocab = compiled.vocab
     mask = compiled.text_mask(node, q)
     fast_bits = np.unpackbits(mask.view(np.uint8), bitorder="little")
-    can_end = scanner.can_end(node, q)
+    can_end = reference_can_end(scanner, node, q)
     ids = range(vocab.size) if token_ids is None else token_ids
     out = []
     for i in ids:
@@ -74,7 +130,7 @@ def mask_mismatches(compiled: CompiledGrammar, node: Node, q: int, token_ids=Non
             ref = can_end
             fast = bool(compiled.can_end(node, q))
         else:
-            ref = bool(data) and scanner.feed(node, q, data) is not None
+            ref = bool(data) and reference_feed(scanner, node, q, data) is not None
             fast = bool(fast_bits[i])
         if ref != fast:
             out.append((i, fast, ref))

@@ -21,71 +21,40 @@ that set's DFA.
   lexeme even where no candidate can (`LexerTables.extends`): the text is then
   refused rather than the lexeme ended (`pda.lexer.lexer` defines the mode's tables).
 
-`Grammar.accepts`, the matcher and the reference path run these functions, and
-the token index walks the same `LexerTables`, so they share one definition of
-the language. `node` is an Earley `Node` or anything with its interface
-(`allowed`, `advance`, `accepting`: the indenter's `IndentedNode`).
+`Grammar.accepts` and the matcher run these functions, and the token index
+walks the same `LexerTables`, so they share one definition of the language.
+The byte loop and the commit (`scan`, `feed`, `commit`, `can_end`) are compiled
+(`pda.kernels.scan`); `pda.reference` has them in plain Python
+(`reference_scan`, `reference_commit`, `reference_can_end`), the oracles the
+mask reference feeds tokens through. `node` is an Earley `Node` or anything
+with its interface (`allowed`, `advance`, `accepting`: the indenter's
+`IndentedNode`).
 """
 
 from __future__ import annotations
 
+from pda.grammar.ir import BASIC
+from pda.kernels.scan import ByteLoop
 from pda.lexer.lexer import START, UNKNOWN, Lexer
 from pda.parser.earley import Node
 
 
-class Scanner:
-    """One grammar's lexer run against its parser's nodes, byte by byte."""
+class Scanner(ByteLoop):
+    """One grammar's lexer run against its parser's nodes, byte by byte.
+
+    Compiled (`pda.kernels.scan.ByteLoop`, the bullets above): `scan(node, q, data) ->
+    (node, q, consumed)` feeds bytes until one is rejected and returns the state before
+    that byte; `feed(node, q, data)` is the new state, or None if some byte makes the text
+    stop being a viable prefix; `commit(node, q)` is the parser node after the pending
+    lexeme in state `q` ends (`node` at START), None if it cannot; `can_end(node, q)`
+    whether the text may end here: the pending lexeme commits and the parser accepts.
+    """
 
     __slots__ = ("lexer",)
 
     def __init__(self, lexer: Lexer) -> None:
+        super().__init__(lexer.tables, lexer.priority, lexer.ignore, lexer.mode == BASIC)
         self.lexer = lexer
-
-    def commit(self, node: Node, q: int) -> Node | None:
-        """The parser node after the pending lexeme in state `q` ends; None if it cannot."""
-        if q == START:
-            return node
-        lexer = self.lexer
-        matched = lexer.tables(node.allowed | lexer.ignore).accept_at(q)
-        if not matched:
-            return None
-        terminals = lexer.best(matched)
-        if terminals & node.allowed:
-            return node.advance(terminals)
-        return node
-
-    def scan(self, node: Node, q: int, data: bytes) -> tuple[Node, int, int]:
-        """Feed bytes until one is rejected: (node, q, bytes consumed) — the state before that byte."""
-        lexer = self.lexer
-        ignore = lexer.ignore
-        tables = lexer.tables(node.allowed | ignore)
-        rows, cls, live, extends = tables.rows, tables.cls, tables.live_flags, tables.extends
-        for offset, byte in enumerate(data):
-            row = rows.get(q)
-            q2 = (row or tables.row(q))[cls[byte]]
-            flag = live[q2]
-            if flag == UNKNOWN:
-                flag = tables.live_flag(q2)
-            if flag:
-                q = q2
-                continue
-            if q == START or extends[q2]:
-                return node, q, offset
-            after = self.commit(node, q)
-            if after is None:
-                return node, q, offset
-            tables = lexer.tables(after.allowed | ignore)
-            q2 = tables.row(START)[tables.cls[byte]]
-            if not tables.live_flag(q2):
-                return node, q, offset
-            node, q = after, q2
-            rows, cls, live, extends = tables.rows, tables.cls, tables.live_flags, tables.extends
-        return node, q, len(data)
-
-    def feed(self, node: Node, q: int, data: bytes) -> tuple[Node, int] | None:
-        """Feed bytes; the new state, or None if some byte makes the text stop being a viable prefix."""
-        node2, q2, consumed = self.scan(node, q, data)
-        return (node2, q2) if consumed == len(data) else None
 
     def step(self, node: Node, q: int, byte: int) -> tuple[Node, int] | None:
         """Feed one byte."""
@@ -126,8 +95,3 @@ class Scanner:
                 return None
             found = (byte, nxt)
         return found
-
-    def can_end(self, node: Node, q: int) -> bool:
-        """Whether the text may end here: the pending lexeme commits and the parser accepts."""
-        end = self.commit(node, q)
-        return end is not None and end.accepting

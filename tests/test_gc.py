@@ -13,7 +13,9 @@ import gc
 
 import pda
 from pda.integrations.bitmask import allocate_token_bitmask
+from pda.lexer.lexer import START
 from pda.parser.earley import RECENT_PROBES
+from pda.reference import reference_scan
 
 TOKENS = [b"[", b"]", b"1", b",", b"[1", b"[[", b"[]", b"[\"", b"[{", b"1]", b"],", b"{", b"}", b"\"a\"", b":", b"\":", b" ", None]
 EOS = len(TOKENS) - 1
@@ -44,12 +46,14 @@ def test_deep_json_keeps_few_tracked_objects_per_token() -> None:
 
 
 def test_lexer_rows_are_not_tracked() -> None:
-    """The byte loop's rows are tuples of ints, which the collector stops tracking after one pass
-    (each built when first read, as a candidate set's view builds its accept/live rows)."""
+    """The Python byte loops' rows (`Scanner.only_byte`, the reference scan; the compiled loop reads `trans`)
+    are tuples of ints, which the collector stops tracking after one pass (each built when first read, as a
+    candidate set's view builds its accept/live rows)."""
     grammar = pda.Grammar.load("sqlite")
-    lexer = grammar.recognizer.lexer
-    tables = lexer.tables(grammar.recognizer.root.allowed | lexer.ignore)
-    assert grammar.accepts("SELECT a FROM t WHERE b = 'x'")
+    recognizer = grammar.recognizer
+    lexer = recognizer.lexer
+    tables = lexer.tables(recognizer.root.allowed | lexer.ignore)
+    assert reference_scan(recognizer.scanner, recognizer.root, START, b"SELECT a FROM t WHERE b = 'x'")[2] == 29
     assert len(tables.rows) >= 5, "the byte loop built rows"
     rows = (tables.rows, tables.cls, tables.accept, tables.live, tables.extends, tables.live_flags)
     gc.collect()
