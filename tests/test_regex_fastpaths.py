@@ -122,6 +122,25 @@ def test_column_groups_are_row_groups_of_the_transposed_table(data: st.DataObjec
     assert group.tolist() == expected_group.tolist() and first.tolist() == expected_first.tolist()
 
 
+def _hash_step(h: int, x: int) -> int:
+    """The kernel's hash step (`hash_step` in pda/kernels/_partition.c), over uint64."""
+    h = (h ^ (x & (2**64 - 1))) * 0xBF58476D1CE4E5B9 % 2**64
+    return h ^ (h >> 29)
+
+
+def test_columns_whose_hashes_collide_are_told_apart() -> None:
+    """Columns are grouped by hash and then checked: two different columns with one hash stay apart."""
+    seed = 0x9E3779B97F4A7C15
+    a1, b1, a2 = 1, 2, 3
+    # the step xors x in before a bijection: equal hashes once h1 ^ b1 == h2 ^ b2
+    b2 = _hash_step(seed, a1) ^ b1 ^ _hash_step(seed, a2)
+    b2 = b2 - 2**64 if b2 >= 2**63 else b2
+    table = np.array([[a1, a2, a1], [b1, b2, b1]], dtype=np.int64)
+    assert _hash_step(_hash_step(seed, a1), b1) == _hash_step(_hash_step(seed, a2), b2)
+    group, first = column_groups(table, np.array([0, 1, 2, 1], dtype=np.int64))
+    assert group.tolist() == [0, 1, 0, 1] and first.tolist() == [0, 1]
+
+
 def test_column_groups_check_their_indices() -> None:
     with pytest.raises(ValueError):
         column_groups(np.zeros((3, 2), dtype=np.int64), np.array([0, 2]))
