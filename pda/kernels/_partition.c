@@ -611,16 +611,31 @@ static int64_t group_lines(const Table *t, int by_column, const int64_t *keys, i
      * pass (comparing a column at a time reads the table with a stride of a row, a cache miss a read:
      * ~3 ms for a 3,000-state byte DFA); a hash collision, if ever, falls back to that comparison. */
     n = group_keys(t, same_hash, hashes, n_keys, keys, c, group, first);
-    for (r = 0; n >= 0 && r < t->n_rows; r++) {
+    /* the distinct columns that joined another's group, and that column (the check's pairs) */
+    int64_t *pair = malloc((size_t)(2 * n_keys + 1) * sizeof(int64_t)), n_pairs = 0, p;
+    if (!pair) {
+        free(hashes);
+        return -1;
+    }
+    for (j = 0; j < n_keys; j++)
+        pair[j] = -1; /* column j's group's first, once met */
+    for (j = 0; n >= 0 && j < c; j++)
+        if (pair[keys[j]] < 0) {
+            pair[keys[j]] = first[group[j]];
+            if (first[group[j]] != keys[j])
+                pair[n_keys + n_pairs++] = keys[j];
+        }
+    for (r = 0; n >= 0 && n_pairs && r < t->n_rows; r++) {
         const int64_t *row = t->table + r * t->n_cols;
-        for (j = 0; j < c; j++)
-            if (row[keys[j]] != row[first[group[j]]])
+        for (p = 0; p < n_pairs; p++)
+            if (row[pair[n_keys + p]] != row[pair[pair[n_keys + p]]])
                 break;
-        if (j < c) {
+        if (p < n_pairs) {
             n = group_keys(t, same_columns, hashes, n_keys, keys, c, group, first);
             break;
         }
     }
+    free(pair);
     free(hashes);
     return n;
 }
