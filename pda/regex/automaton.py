@@ -42,14 +42,19 @@ from pda.regex import charset as cs
 from pda.regex.syntax import Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, drive
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Graph:
-    """A terminal automaton with its edge regexes translated: states 0..n_states-1, (source, node, target) edges."""
+    """A terminal automaton with its edge regexes translated: states 0..n_states-1, edge j going from
+    `source[j]` to `target[j]` on the regex `labels[label[j]]` (int64 arrays; `labels` distinct, in the
+    order the edges first use them)."""
 
     n_states: int
     start: int
     accept: tuple[int, ...]
-    edges: tuple[tuple[int, Node, int], ...]
+    labels: tuple[Node, ...]
+    source: np.ndarray
+    label: np.ndarray
+    target: np.ndarray
 
 
 class _Template(NamedTuple):
@@ -98,7 +103,8 @@ class NFA:
             self.eps[s].append(ids[node.start])
             for q in node.accept:
                 self.eps[ids[q]].append(e)
-            for q, label, r in node.edges:
+            for q, i, r in zip(node.source.tolist(), node.label.tolist(), node.target.tolist()):
+                label = node.labels[i]
                 if not self._copied(label, ids[q], ids[r]):
                     drive(self._instance(label, ids[q], ids[r]))
             return

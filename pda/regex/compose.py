@@ -269,32 +269,34 @@ def automaton(graph: Graph, leaf: Callable[[Node], Classed], max_states: int) ->
     mixed states; a state where one label i alone is live leads into label i's own DFA, one copy per pair of
     label and edge target (the target fixes all that follows), whose accepting states lead to the target's copy.
     """
-    labels: dict[int, int] = {}  # id(label node) -> its index, in order of first appearance
-    nodes: list[Node] = []
-    out: dict[int, list[tuple[int, int]]] = {}  # state -> its edges as (label index, target)
-    for q, label, r in graph.edges:
-        i = labels.setdefault(id(label), len(labels))
-        if i == len(nodes):
-            nodes.append(label)
-        out.setdefault(q, []).append((i, r))
-    if len(graph.edges) < AUTOMATON_EDGES_PER_LABEL * len(nodes):
+    nodes = graph.labels
+    if len(graph.label) < AUTOMATON_EDGES_PER_LABEL * len(nodes):
         return None
+    # Each state's edges as a CSR, sorted by (label, target).
+    by = np.lexsort((graph.target, graph.label, graph.source))
+    edge_label, edge_target = graph.label[by], graph.target[by]
+    ptr = np.searchsorted(graph.source[by], np.arange(graph.n_states + 1))
+    labels_of, targets_of, bounds = edge_label.tolist(), edge_target.tolist(), ptr.tolist()
     order = [graph.start]
-    position = {graph.start: 0}
+    position = np.full(graph.n_states, -1, dtype=np.int64)
+    position[graph.start] = 0
+    seen = position.tolist()
     for q in order:  # grows while it is read: breadth first
-        out[q] = edges = sorted(out.get(q, ()))
-        for _, r in edges:
-            if r not in position:
-                position[r] = len(order)
+        for r in targets_of[bounds[q] : bounds[q + 1]]:
+            if seen[r] < 0:
+                seen[r] = len(order)
                 order.append(r)
+    position[order] = np.arange(len(order))
     parts: list[TerminalArrays | None] = [None] * len(nodes)
     dispatches: dict[tuple[int, ...], _Dispatch] = {}
     by_kind: dict[tuple[int, ...], list[int]] = {}  # a state's labels (in index order) -> those states' positions
     for j, q in enumerate(order):
-        kind = tuple(i for i, _ in out[q])
-        by_kind.setdefault(kind, []).append(j)
-        if kind in dispatches:
+        kind = tuple(labels_of[bounds[q] : bounds[q + 1]])
+        members = by_kind.get(kind)
+        if members is not None:
+            members.append(j)
             continue
+        by_kind[kind] = [j]
         for i in kind:
             if parts[i] is None:
                 part = composed(nodes[i], leaf, max_states)
@@ -314,12 +316,17 @@ def automaton(graph: Graph, leaf: Callable[[Node], Classed], max_states: int) ->
     start_of = np.zeros(len(order), dtype=np.int64)  # each state's copy of its dispatch's start
     np.cumsum(sizes[:-1], out=start_of[1:])
     total = int(sizes.sum())
-    chains: dict[tuple[int, int], int] = {}  # (label index, target position) -> the first row of that copy
-    blocks: list[np.ndarray] = []
-    for kind, members in by_kind.items():
+    # Where each kind's dispatch states go for its states: the mixed ones to the state's own copy, a label's
+    # accepting ones to the edge target's copy, its other ones into that label's copy for the target (a chain,
+    # made where first needed: (label, target position) pairs numbered in the order they are met).
+    order_states = np.array(order, dtype=np.int64)
+    n_positions = len(order)
+    wheres: list[np.ndarray] = []
+    inners: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (kind number, inner states, chain keys)
+    for number, (kind, members) in enumerate(by_kind.items()):
         d = dispatches[kind]
-        targets = np.array([[position[r] for _, r in out[order[j]]] for j in members],
-                           dtype=np.int64).reshape(len(members), len(kind))
+        rows = ptr[order_states[members]][:, None] + np.arange(len(kind))[None, :]
+        targets = position[edge_target[rows]].reshape(len(members), len(kind))
         where = np.full((len(members), len(d.trans)), -1, dtype=np.int64)  # dead: -1
         where[:, : d.mixed] = start_of[members][:, None] + np.arange(d.mixed)[None, :]
         singles = np.arange(d.mixed, d.dead)
@@ -327,16 +334,22 @@ def automaton(graph: Graph, leaf: Callable[[Node], Classed], max_states: int) ->
             mine = singles[d.label[singles] == p]
             ends, inner = mine[d.leaf[mine]], mine[~d.leaf[mine]]
             where[:, ends] = start_of[targets[:, p]][:, None]
-            if not len(inner):
-                continue
-            bases = []
-            for t in targets[:, p].tolist():
-                base = chains.get((i, t))
-                if base is None:
-                    base = chains[(i, t)] = total
-                    total += len(parts[i].trans) - 1
-                bases.append(base)
-            where[:, inner] = np.array(bases, dtype=np.int64)[:, None] + d.state[inner][None, :]
+            if len(inner):
+                inners.append((number, inner, d.state[inner], i * n_positions + targets[:, p]))
+        wheres.append(where)
+    chain_keys = np.concatenate([keys for *_, keys in inners]) if inners else np.zeros(0, dtype=np.int64)
+    distinct, first = np.unique(chain_keys, return_index=True)
+    met = np.argsort(first, kind="stable")  # the distinct pairs in the order they are met
+    chain_label, chain_target = distinct[met] // n_positions, distinct[met] % n_positions
+    chain_size = np.array([len(parts[i].trans) - 1 for i in chain_label.tolist()], dtype=np.int64)
+    chain_base = np.empty(len(met), dtype=np.int64)
+    chain_base[met] = total + np.cumsum(chain_size) - chain_size  # by distinct key
+    total += int(chain_size.sum())
+    for number, inner, state, keys in inners:
+        wheres[number][:, inner] = chain_base[np.searchsorted(distinct, keys)][:, None] + state[None, :]
+    blocks: list[np.ndarray] = []
+    for (kind, members), where in zip(by_kind.items(), wheres):
+        d = dispatches[kind]
         table = np.take(d.trans[: d.mixed], d.classes[rep], axis=1)
         blocks.append((start_of[members][:, None] + np.arange(d.mixed)[None, :]).reshape(-1))
         blocks.append(where[np.arange(len(members))[:, None, None], table[None, :, :]].reshape(-1, k))
@@ -345,14 +358,15 @@ def automaton(graph: Graph, leaf: Callable[[Node], Classed], max_states: int) ->
     trans = np.empty((total, k), dtype=np.int64)
     for rows, values in zip(blocks[::2], blocks[1::2]):
         trans[rows] = values
-    for (i, t), base in chains.items():  # label i's own DFA, its accepting states leading to t's copy
-        part = parts[i]
+    for i, t, base in zip(chain_label.tolist(), chain_target.tolist(), chain_base[met].tolist()):
+        part = parts[i]  # label i's own DFA, its accepting states leading to t's copy
         m = len(part.trans) - 1
         where = np.where(part.accept[:, 0], start_of[t], base + np.arange(m + 1))
         where[m] = -1
         trans[base : base + m] = where[np.take(part.trans[:m], part.byte_class[rep], axis=1)]
     accept = np.zeros(total, dtype=bool)
-    accept[[start_of[position[q]] for q in graph.accept if q in position]] = True
+    reached = position[np.array(graph.accept, dtype=np.int64)]
+    accept[start_of[reached[reached >= 0]]] = True
     # Copies of labels' states that no dispatch enters (their starts) are dropped: reachable states only.
     dead = np.zeros(total + 1, dtype=bool)
     dead[total] = True

@@ -165,7 +165,7 @@ def _charsets(root: Node | Graph, out: list) -> list:
     while stack:
         node = stack.pop()
         if isinstance(node, Graph):
-            stack.extend({id(label): label for _, label, _ in node.edges}.values())
+            stack.extend(node.labels)
         elif isinstance(node, Chars):
             out.append(node.chars)
         elif isinstance(node, (Seq, Alt)):
@@ -392,8 +392,12 @@ def _translated(t: TerminalDef) -> Node | Graph:
     a = t.automaton
     if a is None:
         return translate(t.pattern, t.flags, name=t.name, line=t.line)
-    labels = {label: translate(label, t.flags, name=t.name, line=t.line) for label in {label for _, label, _ in a.edges}}
-    return Graph(a.n_states, a.start, a.accept, tuple((q, labels[label], r) for q, label, r in a.edges))
+    sources, texts, targets = zip(*a.edges) if a.edges else ((), (), ())
+    index: dict[str, int] = {}  # each label's text -> its number, in order of first use
+    label = np.fromiter((index.setdefault(text, len(index)) for text in texts), dtype=np.int64, count=len(texts))
+    labels = tuple(translate(text, t.flags, name=t.name, line=t.line) for text in index)
+    return Graph(a.n_states, a.start, a.accept, labels, np.array(sources, dtype=np.int64), label,
+                 np.array(targets, dtype=np.int64))
 
 
 def literal_dfa(data: bytes, *, name: str = "<literal>") -> LexerDFA:
