@@ -267,7 +267,9 @@ def nfa_arrays(nfa: NFA, finals: Sequence[int], owner: Sequence[int], lazy: Sequ
     def ptr(lengths: Iterable[int], n: int) -> np.ndarray:
         return np.concatenate(([0], np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n))))
 
+    # (atoms, target) pairs unzipped in C: generator expressions over them cost ~1 us an edge
     edges = list(chain.from_iterable(nfa.edges))
+    atom_sets, targets = zip(*edges) if edges else ((), ())
     final_term = np.full(m, -1, dtype=np.int64)
     final_term[np.asarray(finals, dtype=np.int64)] = np.arange(len(finals))
     owners = np.full(m, -1, dtype=np.int64)
@@ -276,9 +278,9 @@ def nfa_arrays(nfa: NFA, finals: Sequence[int], owner: Sequence[int], lazy: Sequ
         eps_ptr=ptr(map(len, nfa.eps), m),
         eps_dst=np.fromiter(chain.from_iterable(nfa.eps), dtype=np.int64),
         edge_ptr=ptr(map(len, nfa.edges), m),
-        atom_ptr=ptr((len(atoms) for atoms, _ in edges), len(edges)),
-        atoms=np.fromiter(chain.from_iterable(atoms for atoms, _ in edges), dtype=np.int64),
-        edge_dst=np.fromiter((t for _, t in edges), dtype=np.int64, count=len(edges)),
+        atom_ptr=ptr(map(len, atom_sets), len(atom_sets)),
+        atoms=np.fromiter(chain.from_iterable(atom_sets), dtype=np.int64),
+        edge_dst=np.array(targets, dtype=np.int64),
         final_term=final_term,
         owner=owners,
         lazy=np.asarray(lazy, dtype=bool).reshape(-1),
