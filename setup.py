@@ -38,10 +38,11 @@ class BuildExt(build_ext):
 
 
 # The headers kernels share (a change rebuilds the kernels that include them): the layout of the numpy buffers
-# they read, the ExtendedMask object's layout, the sort of token ids.
+# they read, the ExtendedMask object's layout, the sort of token ids, an int bit set as words.
 BUFFER_FORMAT = "pda/kernels/buffer_format.h"
 EXTENDED_MASK = "pda/kernels/extended_mask.h"
 SORT_IDS = "pda/kernels/sort_ids.h"
+INT_WORDS = "pda/kernels/int_words.h"
 
 setup(
     ext_modules=[
@@ -49,14 +50,14 @@ setup(
         Extension("pda.kernels._partition", ["pda/kernels/_partition.c"]),
         Extension("pda.kernels._product", ["pda/kernels/_product.c"], depends=[BUFFER_FORMAT]),
         Extension("pda.kernels._subsets", ["pda/kernels/_subsets.c"]),
-        Extension("pda.kernels._earley", ["pda/kernels/_earley.c"]),
+        Extension("pda.kernels._earley", ["pda/kernels/_earley.c"], depends=[INT_WORDS]),
         Extension("pda.kernels._tables", ["pda/kernels/_tables.c"], depends=[BUFFER_FORMAT]),
         Extension("pda.kernels._trie", ["pda/kernels/_trie.c"]),
         Extension("pda.kernels._compose", ["pda/kernels/_compose.c"],
                   depends=[BUFFER_FORMAT, EXTENDED_MASK, SORT_IDS]),
         Extension("pda.kernels._indent", ["pda/kernels/_indent.c"]),
         Extension("pda.kernels._derive", ["pda/kernels/_derive.c"]),
-        Extension("pda.kernels._scan", ["pda/kernels/_scan.c"], depends=[BUFFER_FORMAT]),
+        Extension("pda.kernels._scan", ["pda/kernels/_scan.c"], depends=[BUFFER_FORMAT, INT_WORDS]),
         Extension("pda._rows", ["pda/_rows.c"], depends=[BUFFER_FORMAT, EXTENDED_MASK],
                   extra_compile_args=["-pthread"], extra_link_args=["-pthread"], optional=True),
     ],

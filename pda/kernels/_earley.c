@@ -59,6 +59,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "int_words.h"
+
 /* The clock is read once per this many work units while building a node (~1 ms of work). */
 #define CLOCK_EVERY_WORK 16384
 
@@ -907,32 +909,6 @@ static PyObject *words_to_int(const uint64_t *words, int32_t W)
     v = _PyLong_FromByteArray(bytes, (size_t)W * 8, 1, 0);
     free(bytes);
     return v;
-}
-
-/* A non-negative int below 2 ** (64 W) into W words; 0, or -1 with an exception. */
-static int int_to_words(PyObject *v, uint64_t *words, int32_t W)
-{
-    unsigned char stack[512], *bytes = (size_t)W * 8 <= sizeof(stack) ? stack : malloc((size_t)W * 8);
-    int ok;
-    if (!bytes) {
-        PyErr_NoMemory();
-        return -1;
-    }
-#if PY_VERSION_HEX >= 0x030D0000
-    ok = _PyLong_AsByteArray((PyLongObject *)v, bytes, (size_t)W * 8, 1, 0, 1);
-#else
-    ok = _PyLong_AsByteArray((PyLongObject *)v, bytes, (size_t)W * 8, 1, 0);
-#endif
-    if (ok == 0)
-        for (int32_t w = 0; w < W; w++) {
-            uint64_t x = 0;
-            for (int b = 7; b >= 0; b--)
-                x = x << 8 | bytes[8 * w + b];
-            words[w] = x;
-        }
-    if (bytes != stack)
-        free(bytes);
-    return ok < 0 ? -1 : 0;
 }
 
 /* The prediction of kernel items[0:n] (sorted): of the nonterminals after their dots. -1 on memory failure. */

@@ -581,9 +581,66 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return result;
 }
 
+/* One state's row as the reach reads it: a row of a stacked `table` of every state, or (`flat` NULL) a row of its
+ * own DFA read in place (`Rows`), whose entries are that DFA's states, offset by `lo`. */
+typedef struct {
+    const int32_t *flat;
+    const char *row;
+    int32_t j;
+    int64_t lo, size;
+} ReachRow;
+
+static inline void reach_row(const int32_t *table, const Rows *rows, int64_t k, int64_t s, ReachRow *r)
+{
+    r->flat = table != NULL ? table + s * k : NULL;
+    if (table == NULL) {
+        r->row = row_of(rows, s, &r->j);
+        r->lo = rows->offsets[r->j];
+        r->size = rows->offsets[r->j + 1] - r->lo;
+    }
+}
+
+/* The row's successor on class c as a global state in *t: 0, or 2 with the entry in *bad when it is not a state
+ * (of the table's g, or of the row's own DFA). */
+static inline int reach_entry(const ReachRow *r, const Rows *rows, int64_t g, int64_t c, int32_t *t, int32_t *bad)
+{
+    int32_t e = r->flat != NULL ? r->flat[c] : row_entry(rows, r->row, r->j, c);
+    if ((uint32_t)e >= (uint64_t)(r->flat != NULL ? g : r->size)) {
+        *bad = e;
+        return 2;
+    }
+    *t = r->flat != NULL ? e : (int32_t)(r->lo + e);
+    return 0;
+}
+
+/* Marks in `reached` the global states reachable from the `top` states on `stack` (marked already), dead states
+ * left out and not followed: one depth-first pass. Frees `stack`. 0, or 2 on an entry that is not a state (in
+ * *bad). */
+static int reach_marked(const int32_t *table, const Rows *rows, const uint8_t *dead, int64_t g, int64_t k,
+                        int64_t *stack, int64_t top, uint8_t *reached, int32_t *bad)
+{
+    ReachRow r;
+    while (top > 0) {
+        reach_row(table, rows, k, stack[--top], &r);
+        for (int64_t c = 0; c < k; c++) {
+            int32_t t;
+            if (reach_entry(&r, rows, g, c, &t, bad)) {
+                free(stack);
+                return 2;
+            }
+            if (!dead[t] && !reached[t]) {
+                reached[t] = 1;
+                stack[top++] = t;
+            }
+        }
+    }
+    free(stack);
+    return 0;
+}
+
 /* The global states reachable from `seeds` along `table` (seeds included), dead states left
- * out and not followed: one depth-first pass with a mark per state. 0, -1 out of memory, or 2 on
- * an entry that is not a global state (in *bad). */
+ * out and not followed, marked in `reached`. 0, -1 out of memory, or 2 on an entry that is not a
+ * global state (in *bad). */
 static int reach_run(const int32_t *table, const uint8_t *dead, int64_t g, int64_t k, const int64_t *seeds,
                      int64_t n_seeds, uint8_t *reached, int32_t *bad)
 {
@@ -597,23 +654,7 @@ static int reach_run(const int32_t *table, const uint8_t *dead, int64_t g, int64
             stack[top++] = s;
         }
     }
-    while (top > 0) {
-        const int32_t *row = table + stack[--top] * k;
-        for (int64_t c = 0; c < k; c++) {
-            int32_t t = row[c];
-            if ((uint32_t)t >= (uint64_t)g) {
-                *bad = t;
-                free(stack);
-                return 2;
-            }
-            if (!dead[t] && !reached[t]) {
-                reached[t] = 1;
-                stack[top++] = t;
-            }
-        }
-    }
-    free(stack);
-    return 0;
+    return reach_marked(table, NULL, dead, g, k, stack, top, reached, bad);
 }
 
 static PyObject *reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1607,25 +1648,7 @@ static int reach_singles(const Explorer *e, const Rows *rows, const uint8_t *dea
             stack[top++] = s;
         }
     }
-    while (top > 0) {
-        int32_t j;
-        const char *row = row_of(rows, stack[--top], &j);
-        int64_t lo = rows->offsets[j], size = rows->offsets[j + 1] - lo;
-        for (int64_t c = 0; c < k; c++) {
-            int32_t local = row_entry(rows, row, j, c), t = (int32_t)(lo + local);
-            if ((uint32_t)local >= (uint64_t)size) {
-                *bad = local;
-                free(stack);
-                return 2;
-            }
-            if (!dead[t] && !reached[t]) {
-                reached[t] = 1;
-                stack[top++] = t;
-            }
-        }
-    }
-    free(stack);
-    return 0;
+    return reach_marked(NULL, rows, dead, g, k, stack, top, reached, bad);
 }
 
 /* The trans argument of combine (m int32 2-D arrays, any strides) opened; their total rows in *g

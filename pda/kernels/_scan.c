@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "buffer_format.h"
+#include "int_words.h"
 
 #define START 0 /* no lexeme in progress (pda.lexer.lexer.START) */
 #if defined(__GNUC__) || defined(__clang__)
@@ -64,32 +65,6 @@ static int is_uint64_format(const char *format, Py_ssize_t itemsize)
         return 0;
     format = native_code(format);
     return (format[0] == 'Q' || format[0] == 'L') && format[1] == '\0';
-}
-
-/* An int (>= 0) as `words` little-endian 64-bit words; 0, or -1 with an exception (OverflowError: too big). */
-static int int_to_words(PyObject *v, uint64_t *out, Py_ssize_t words)
-{
-    unsigned char stack[512], *bytes = (size_t)words * 8 <= sizeof(stack) ? stack : PyMem_Malloc((size_t)words * 8);
-    int ok;
-    if (!bytes) {
-        PyErr_NoMemory();
-        return -1;
-    }
-#if PY_VERSION_HEX >= 0x030D0000
-    ok = _PyLong_AsByteArray((PyLongObject *)v, bytes, (size_t)words * 8, 1, 0, 1);
-#else
-    ok = _PyLong_AsByteArray((PyLongObject *)v, bytes, (size_t)words * 8, 1, 0);
-#endif
-    if (ok == 0)
-        for (Py_ssize_t w = 0; w < words; w++) {
-            uint64_t x = 0;
-            for (int b = 7; b >= 0; b--)
-                x = x << 8 | bytes[8 * w + b];
-            out[w] = x;
-        }
-    if (bytes != stack)
-        PyMem_Free(bytes);
-    return ok < 0 ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- View */
