@@ -32,6 +32,7 @@ import re
 import re._constants as C
 from collections.abc import Callable, Generator, Hashable, Sequence
 from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ from pda.grammar.ecma_regex.json_units import ANY_STRING_BODY, unit_regex
 from pda.grammar.ecma_regex.lexeme import (
     Renderer, anchored, expand_branches, inline_groups, top_branches, unsupported_construct,
 )
-from pda.grammar.ecma_regex.ranges import MAX_CP, SURROGATES, Ranges, normalize, subtract
+from pda.grammar.ecma_regex.ranges import ANY, MAX_CP, SURROGATES, Ranges, complement, normalize, subtract
 from pda.grammar.ecma_regex.to_python import ecma_to_python
 from pda.grammar.ir import TerminalAutomaton
 from pda.kernels.partition import coarsest_partition
@@ -373,18 +374,19 @@ def _terminal_automaton(d: _DFA, unit: Callable[[Ranges], str | None], quoted: b
     order). With `quoted`, the strings are between an opening and a closing `"`: a state
     before the DFA's start and one after its accepting states. None when the language is empty."""
     labels = _edge_labels(d, unit)
-    succ: dict[int, set[int]] = {}
-    pred: dict[int, set[int]] = {}
+    succ: list[list[int]] = [[] for _ in d.trans]
+    pred: list[list[int]] = [[] for _ in d.trans]
     for q, t in labels:
-        succ.setdefault(q, set()).add(t)
-        pred.setdefault(t, set()).add(q)
+        succ[q].append(t)
+        pred[t].append(q)
     keep = _closure({0}, succ) & _closure({q for q, a in enumerate(d.accept) if a}, pred)
     if 0 not in keep:
         return None
+    kept = sorted(keep)
     first = 1 if quoted else 0
-    ids = {q: first + i for i, q in enumerate(sorted(keep))}
-    edges = [(ids[q], label, ids[t]) for (q, t), label in labels.items() if q in keep and t in keep]
-    accept = tuple(ids[q] for q in sorted(keep) if d.accept[q])
+    ids = dict(zip(kept, range(first, first + len(kept))))
+    edges = [(ids[q], label, ids[t]) for (q, t), label in labels.items() if q in ids and t in ids]
+    accept = tuple(ids[q] for q in kept if d.accept[q])
     if not quoted:
         return TerminalAutomaton(len(keep), 0, accept, tuple(edges))
     final = len(keep) + 1
@@ -400,6 +402,12 @@ def _edge_labels(d: _DFA, unit: Callable[[Ranges], str | None]) -> dict[tuple[in
     texts: dict[tuple[int, ...], str | None] = {}
     shapes: dict[tuple[int, ...], list[tuple[int, str]]] = {}  # shape -> (first class, label) per target
     out: dict[tuple[int, int], str] = {}
+    n = len(d.classes)
+    # Classes that partition every code point (`_classes`' do): the union of most of them is the
+    # complement of the few others, merged from far fewer ranges (a state of a key trie goes on
+    # "any other character" over all but a few of the classes).
+    partition = normalize([r for c in d.classes for r in c]) == ANY and sum(
+        hi - lo + 1 for c in d.classes for lo, hi in c) == MAX_CP + 1
     for q, row in enumerate(d.trans):
         first: dict[int, int] = {}
         shape = tuple([first.setdefault(t, c) for c, t in enumerate(row)])  # each class's target's first class
@@ -412,7 +420,12 @@ def _edge_labels(d: _DFA, unit: Callable[[Ranges], str | None]) -> dict[tuple[in
             for f, cs in by_first.items():
                 key = tuple(cs)
                 if key not in texts:
-                    texts[key] = unit(normalize([r for c in cs for r in d.classes[c]]))
+                    if partition and 2 * len(cs) > n:
+                        held = set(cs)
+                        ranges = complement([r for c in range(n) if c not in held for r in d.classes[c]])
+                    else:
+                        ranges = normalize([r for c in cs for r in d.classes[c]])
+                    texts[key] = unit(ranges)
                 text = texts[key]
                 if text is not None:
                     groups.append((f, text))
@@ -421,11 +434,11 @@ def _edge_labels(d: _DFA, unit: Callable[[Ranges], str | None]) -> dict[tuple[in
     return out
 
 
-def _closure(states: set[int], edges: dict[int, set[int]]) -> set[int]:
-    """`states` and every state reachable from them along `edges`."""
+def _closure(states: set[int], edges: list[list[int]]) -> set[int]:
+    """`states` and every state reachable from them along `edges` (`edges[q]`: the states q has an edge to)."""
     seen, stack = set(states), list(states)
     while stack:
-        for t in edges.get(stack.pop(), ()):
+        for t in edges[stack.pop()]:
             if t not in seen:
                 seen.add(t)
                 stack.append(t)
@@ -458,8 +471,9 @@ def pattern_set_automaton(positive: Sequence[str], negative: Sequence[str], *, m
     found = _pattern_sets.get(key, _ABSENT)
     if found is _ABSENT:
         found = _pattern_set_automaton(positive, negative, min_len, max_len)
-        size = 100 + sum(map(len, key[0] + key[1])) + (sum(64 + 2 * len(label) for _, label, _ in found.edges)
-                                                         if isinstance(found, TerminalAutomaton) else 0)
+        size = 100 + sum(map(len, key[0] + key[1])) + (
+            64 * len(found.edges) + 2 * sum(map(len, map(itemgetter(1), found.edges)))
+            if isinstance(found, TerminalAutomaton) else 0)
         _pattern_sets.put(key, found, size)
     return found
 
