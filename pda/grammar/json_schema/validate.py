@@ -119,8 +119,11 @@ def validate(root: Any) -> bool:
         if depth > max_depth:
             raise GrammarError(f"{_pointer(where)}: the schema nests deeper than MAX_JSON_DEPTH = "
                                f"{max_depth} arrays and objects")
-        if node.__class__ is not str:  # most nodes are strings: nothing more to check
-            _check_json(node, where)
+        if node.__class__ is str:  # most nodes are strings: nothing more to check, nothing to walk
+            if is_schema:
+                raise GrammarError(f"{_pointer(where)}: must be a schema (an object or a boolean), got {_show(node)}")
+            continue
+        _check_json(node, where)
         if is_schema and not _is_schema(node):
             raise GrammarError(f"{_pointer(where)}: must be a schema (an object or a boolean), got {_show(node)}")
         if isinstance(node, list):
