@@ -189,14 +189,15 @@ class _DFA:
 
 def _classes(nfa: _NFA) -> tuple[list[Ranges], list[list[tuple[list[int], int]]]]:
     """The coarsest partition of the code points that every edge label is a union of."""
+    labels = sorted({ranges for edges in nfa.edges for ranges, _ in edges})
+    # Cut at the ends of each distinct label once (`x{1,500}` repeats one label 500 times).
     cuts = {0, MAX_CP + 1}
-    for edges in nfa.edges:
-        for ranges, _ in edges:
-            for lo, hi in ranges:
-                cuts |= {lo, hi + 1}
+    for lab in labels:
+        for lo, hi in lab:
+            cuts.add(lo)
+            cuts.add(hi + 1)
     bounds = sorted(cuts)
     pieces = [(a, b - 1) for a, b in zip(bounds, bounds[1:])]
-    labels = sorted({ranges for edges in nfa.edges for ranges, _ in edges})
     # A piece lies wholly inside or outside each range (every range end is a cut), so its
     # signature, the labels that hold it as a bitmask, is set range by range over the pieces' ids.
     held = [0] * len(pieces)
