@@ -48,7 +48,7 @@ from pda.grammar.ecma_regex.ranges import (
     ANY, ASCII_DIGIT, ASCII_WORD, ECMA_LINE_TERMINATORS, ECMA_SPACE, MAX_CP, SURROGATES, Ranges, complement,
     intersect, normalize, subtract,
 )
-from pda.grammar.ecma_regex.to_python import char_class, ecma_to_python, py_char
+from pda.grammar.ecma_regex.to_python import char_class, ecma_to_python, py_char, python_search_regex
 
 __all__ = [
     "ANY", "ANY_STRING_BODY", "ANY_UNIT", "ASCII_DIGIT", "ASCII_WORD", "AutomatonTooLarge", "ECMA_LINE_TERMINATORS",
@@ -56,6 +56,6 @@ __all__ = [
     "Ranges", "SINGLE_SPELLING", "SURROGATES", "char_class", "complement", "decimal_range_regex",
     "dfa_automaton", "digit_range_alternatives", "ecma_pattern_body", "ecma_to_python", "explore_states", "hex4_regex",
     "hex_set_regex", "intersect", "lark_regex", "literal_body_regex", "literal_string_regex", "normalize",
-    "pattern_set_automaton", "py_char", "python_pattern_body", "raw_class_regex", "regex_to_lark",
-    "split_leading_lookahead", "subtract", "unit_regex",
+    "pattern_set_automaton", "py_char", "python_pattern_body", "python_search_regex", "raw_class_regex",
+    "regex_to_lark", "split_leading_lookahead", "subtract", "unit_regex",
 ]

@@ -27,8 +27,8 @@ def const_satisfies(v: Any, rest: dict[str, Any], formats: dict[str, str]) -> bo
         if v in rest.get(NOT_IN, ()):
             return False
         try:
-            if any(re.search(er.ecma_to_python(p), v) for p in rest.get(NOT_PATTERN, ())) or \
-                    not all(re.search(er.ecma_to_python(p), v) for p in rest.get(PATTERNS, ())):
+            if any(er.python_search_regex(p).search(v) for p in rest.get(NOT_PATTERN, ())) or \
+                    not all(er.python_search_regex(p).search(v) for p in rest.get(PATTERNS, ())):
                 return False
         except re.error:
             pass
@@ -37,7 +37,7 @@ def const_satisfies(v: Any, rest: dict[str, Any], formats: dict[str, str]) -> bo
             return False
         if isinstance(rest.get("pattern"), str):
             try:
-                return re.search(er.ecma_to_python(rest["pattern"]), v) is not None
+                return er.python_search_regex(rest["pattern"]).search(v) is not None
             except re.error:
                 return True
     if isinstance(v, (int, float)) and not isinstance(v, bool):

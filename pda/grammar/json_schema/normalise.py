@@ -45,7 +45,7 @@ Decide = Callable[[list[Any], Any, tuple[str, ...]], "list[bool] | None"]
 def search_pattern(pattern: str, name: str, path: tuple[str, ...]) -> bool:
     """Whether an ECMA-262 `pattern` matches somewhere in `name`; a GrammarError for a bad pattern."""
     try:
-        return re.search(er.ecma_to_python(pattern), name) is not None
+        return er.python_search_regex(pattern).search(name) is not None
     except (re.error, RegexError) as exc:
         raise GrammarError(f"pattern {pattern!r} at {pointer(path)}: {exc}") from None
 
