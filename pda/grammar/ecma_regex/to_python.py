@@ -59,9 +59,9 @@ _CLASS_ESCAPES: dict[str, Ranges] = {
 def python_search_regex(pattern: str) -> re.Pattern[str]:
     """`re.compile(ecma_to_python(pattern))` for matching values with Python's `re` (`re.search`
     semantics), with each class that reaches U+10FFFF outside brackets (``.``, ``\\S``, ``\\D``,
-    ``\\W``) written as its complement negated (``[^\\x0a\\x0d\\u2028\\u2029]`` for ``.``):
+    ``\\W``) written as its complement negated (``[^\\x0a\\x0d\\u2028-\\u2029]`` for ``.``):
     the same code points, but Python compiles a class of ranges up to U+10FFFF by marking every BMP
-    code point in it (~4 ms for ``.``), a negated short one at once. Raises `re.error` as compiling
+    code point in it (2-4 ms for ``.``), a negated short one at once. Raises `re.error` as compiling
     `ecma_to_python(pattern)` does (an error's position is in that text), `RegexError` as it does.
     Memoised: a pattern is matched against every declared name and every enum value beside it."""
     try:
