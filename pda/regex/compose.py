@@ -569,6 +569,10 @@ def _ascii_strings(node: Node, depth: int = 0) -> list[bytes] | None:
         return None
     if depth >= 8 or not isinstance(node, (Seq, Alt)) or not node.items:
         return None
+    if isinstance(node, Seq) and all(isinstance(x, Chars) for x in node.items):  # a key: one string, read at once
+        if not all(len(x.chars) == 1 and x.chars[0][0] == x.chars[0][1] < 128 for x in node.items):
+            return None
+        return [bytes(x.chars[0][0] for x in node.items)] if len(node.items) <= MAX_TRIE_BYTES else None
     parts = []
     for item in node.items:
         found = _ascii_strings(item, depth + 1)
