@@ -39,7 +39,7 @@ from pda.kernels.partition import coaccessible, coarsest_partition, column_group
 from pda.kernels.trie import literal_tables
 from pda.regex.automaton import NFA, Graph, determinise
 from pda.lru import budget_cache, register_budget
-from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, structure_key, translate
+from pda.regex.syntax import BYTE_MODE, EMPTY, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, structure_key, translate
 
 # A lexer DFA this large costs ~1-2 s to build and ~1 MB per 1,000 states of
 # per-state token-index work later; callers serving many grammars pass less.
@@ -205,22 +205,30 @@ def _one_terminal(node: Node | Graph, names: Sequence[str], max_states: int) -> 
 
 
 def _known_union(node: Alt, names: Sequence[str], max_states: int) -> LexerDFA | None:
-    """The DFA of an alternation whose every branch is a set of ASCII strings or a terminal built before
-    (`_one_terminal` remembers them), by the union of their DFAs (`compose.union`); None when a branch is
-    neither, or when every branch is ASCII strings (`literal_set_dfa` numbers their states as the NFA does)."""
+    """The DFA of an alternation whose every branch is a terminal built before (`_one_terminal` remembers them)
+    or a set of ASCII strings, by the union of their DFAs (`compose.union`); None when a branch is neither, or
+    when every branch is ASCII strings (`literal_set_dfa` numbers their states as the NFA does)."""
+    known = []
+    for item in node.items:  # first the memo alone: most alternations are not of terminals built before
+        key = structure_key(item, LEAF_KEY_MAX_NODES)
+        known.append(_leaves.get(("terminal", key, max_states)) if key is not None else None)
+        if known[-1] is None and not isinstance(item, (Chars, Seq, Alt)):  # never ASCII strings
+            return None
+    if not any(known):
+        return None
     parts = []
-    known_parts = 0
-    for item in node.items:
+    built_parts = 0
+    for item, dfa in zip(node.items, known):
         part = compose.ascii_dfa(item)
         if part is None:
-            key = structure_key(item, LEAF_KEY_MAX_NODES)
-            known = _leaves.get(("terminal", key, max_states)) if key is not None else None
-            if known is None:
+            if dfa is None:
                 return None
-            part = _partial(known)
-            known_parts += 1
+            part = _partial(dfa)
+            built_parts += item != EMPTY  # the empty string is an ASCII string too
         parts.append(part)
-    found = compose.union(parts, max_states) if known_parts else None
+    if not built_parts:
+        return None
+    found = compose.union(parts, max_states)
     return None if found is None else _minimal(found, names, max_states)
 
 
