@@ -4,7 +4,8 @@ A node built a second time (a counted repeat's copies, an automaton terminal's e
 that share a label) is added as a copy of its first build. The oracle is the same
 builder with copying switched off: every build of every terminal here must give the
 same NFA, state for state and edge for edge (so the same DFA, and the same limits).
-Deterministic composition is switched off, so that counted repeats reach the NFA.
+Deterministic composition and the union of terminals built before are switched off, so that counted repeats
+and alternations reach the NFA.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(dfa, "NFA", Checked)
     monkeypatch.setattr(compose, "worth_composing", lambda node: False)
+    monkeypatch.setattr(dfa, "_known_union", lambda node, names, max_states: None)
     return seen
 
 

@@ -17,6 +17,9 @@ Returns (trans int64 [n, n_atoms] with -1 for "no successor", accept bool [n, n_
 or None when a state id would reach `max_states`. The kernel checks every index up
 front (ValueError) and runs without the GIL. `pda.reference.reference_subsets` is the
 plain-Python construction the tests compare it to, state for state.
+
+`csr(eps, edges)` is the first six arrays of an NFA held as Python lists (`pda.regex.automaton.NFA`:
+`eps[q]` q's epsilon successors, `edges[q]` its (atoms tuple, target) pairs), read in one compiled pass.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ class NFAArrays(NamedTuple):
     final_term: np.ndarray
     owner: np.ndarray
     lazy: np.ndarray
+
+
+def csr(eps: list[list[int]], edges: list[list[tuple[tuple[int, ...], int]]]) -> tuple[np.ndarray, ...]:
+    """(eps_ptr, eps_dst, edge_ptr, atom_ptr, atoms, edge_dst), int64, of an NFA held as lists (see above)."""
+    return tuple(np.frombuffer(b, dtype=np.int64) for b in _subsets.csr(eps, edges))
 
 
 def determinise(

@@ -29,9 +29,8 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -104,25 +103,33 @@ class NFA:
             for q in node.accept:
                 self.eps[ids[q]].append(e)
             for q, i, r in zip(node.source.tolist(), node.label.tolist(), node.target.tolist()):
-                label = node.labels[i]
-                if not self._copied(label, ids[q], ids[r]):
-                    drive(self._instance(label, ids[q], ids[r]))
+                fresh = self._place(node.labels[i], ids[q], ids[r])
+                if fresh is not None:
+                    drive(fresh)
             return
         drive(self._build(node, s, e))
 
     def _marks(self, s: int) -> tuple[int, int, int]:
         return len(self.eps), len(self.eps[s]), len(self.edges[s])
 
-    def _instance(self, node: Node, s: int, e: int) -> Generator[Any, None, None]:
-        """`_build`, or a copy of the node's first build (`_copied`)."""
+    def _place(self, node: Node, s: int, e: int) -> Generator[Any, None, None] | None:
+        """Add the node between s and e: a character set's edge, or a copy of the node's first build
+        (`_copied`), at once (None); else the generator that builds it (`_fresh`), for `drive` to run.
+        Most nodes are character sets: a generator apiece cost about as much as the rest of the build."""
         if isinstance(node, Chars):
             atoms = self.alphabet.atoms(node.chars)
             if atoms:
                 self.edges[s].append((atoms, e))
-        elif not self._copied(node, s, e):
-            before = self._marks(s)
-            yield self._build(node, s, e)
-            self._built.setdefault(id(node), (s, e, before, self._marks(s)))
+            return None
+        if self._copied(node, s, e):
+            return None
+        return self._fresh(node, s, e)
+
+    def _fresh(self, node: Node, s: int, e: int) -> Generator[Any, None, None]:
+        """`_build`, its first build's marks recorded for later copies."""
+        before = self._marks(s)
+        yield self._build(node, s, e)
+        self._built.setdefault(id(node), (s, e, before, self._marks(s)))
 
     def _copied(self, node: Node, s: int, e: int) -> bool:
         """Add the node's fragment between s and e as a copy of its first build; False when it has none."""
@@ -179,11 +186,15 @@ class NFA:
             last = len(node.items) - 1
             for i, item in enumerate(node.items):
                 nxt = e if i == last else self.state()
-                yield self._instance(item, cur, nxt)
+                fresh = self._place(item, cur, nxt)
+                if fresh is not None:
+                    yield fresh
                 cur = nxt
         elif isinstance(node, Alt):
             for item in node.items:
-                yield self._instance(item, s, e)
+                fresh = self._place(item, s, e)
+                if fresh is not None:
+                    yield fresh
         elif isinstance(node, Repeat):
             yield from self._repeat(node, s, e)
         elif isinstance(node, (FirstMatch, Guard)):
@@ -198,13 +209,17 @@ class NFA:
         mandatory = lo if hi is not None else max(lo - 1, 0)
         for _ in range(mandatory):
             nxt = self.state()
-            yield self._instance(item, cur, nxt)
+            fresh = self._place(item, cur, nxt)
+            if fresh is not None:
+                yield fresh
             cur = nxt
         if hi is None:
             # (lo-1) copies then X+ (or X* when lo == 0), with fresh hub states.
             a, b = self.state(), self.state()
             self.eps[cur].append(a)
-            yield self._instance(item, a, b)
+            fresh = self._place(item, a, b)
+            if fresh is not None:
+                yield fresh
             self.eps[b].append(a)
             self.eps[b].append(e)
             if lo == 0:
@@ -218,7 +233,9 @@ class NFA:
         for i in range(hi - lo):
             nxt = e if i == hi - lo - 1 else self.state()
             self.eps[cur].append(e)
-            yield self._instance(item, cur, nxt)
+            fresh = self._place(item, cur, nxt)
+            if fresh is not None:
+                yield fresh
             cur = nxt
 
     def embed(self, trans: np.ndarray, accept: np.ndarray, s: int, e: int) -> None:
@@ -263,25 +280,9 @@ def determinise(
 def nfa_arrays(nfa: NFA, finals: Sequence[int], owner: Sequence[int], lazy: Sequence[bool]) -> subsets.NFAArrays:
     """The NFA in the kernel's CSR form: `finals[j]` is terminal j's final state, `owner[q]` q's terminal (-1: none)."""
     m = len(nfa.eps)
-
-    def ptr(lengths: Iterable[int], n: int) -> np.ndarray:
-        return np.concatenate(([0], np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n))))
-
-    # (atoms, target) pairs unzipped in C: generator expressions over them cost ~1 us an edge
-    edges = list(chain.from_iterable(nfa.edges))
-    atom_sets, targets = zip(*edges) if edges else ((), ())
     final_term = np.full(m, -1, dtype=np.int64)
     final_term[np.asarray(finals, dtype=np.int64)] = np.arange(len(finals))
     owners = np.full(m, -1, dtype=np.int64)
     owners[: len(owner)] = owner
-    return subsets.NFAArrays(
-        eps_ptr=ptr(map(len, nfa.eps), m),
-        eps_dst=np.fromiter(chain.from_iterable(nfa.eps), dtype=np.int64),
-        edge_ptr=ptr(map(len, nfa.edges), m),
-        atom_ptr=ptr(map(len, atom_sets), len(atom_sets)),
-        atoms=np.fromiter(chain.from_iterable(atom_sets), dtype=np.int64),
-        edge_dst=np.array(targets, dtype=np.int64),
-        final_term=final_term,
-        owner=owners,
-        lazy=np.asarray(lazy, dtype=bool).reshape(-1),
-    )
+    return subsets.NFAArrays(*subsets.csr(nfa.eps, nfa.edges), final_term=final_term, owner=owners,
+                             lazy=np.asarray(lazy, dtype=bool).reshape(-1))

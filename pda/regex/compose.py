@@ -21,6 +21,11 @@ caller, so C is built once per process):
 * `guard_product(body, look, negate)`: a look-ahead `(?=look)body` (or `(?!look)body`) is
   body ∩ look·Σ* (or body minus it): the product of the two DFAs in which the look's
   accepting states absorb (a prefix matched) and so does its dead state (none can).
+* `union(parts)`: A|B|... as the product of the parts' DFAs, each part alone from
+  where the others are dead (`pda.kernels.product.explore`). The caller takes it
+  where every part's DFA is at hand already (JSON Schema's `anyOf` of a string and a
+  number, whose two halves are terminals of earlier schemas): composing small ASCII
+  parts one by one costs more than their NFA does.
 * A finite set of ASCII strings (JSON Schema's keys in a look-ahead) is a trie, and
   an ASCII character class two states: neither needs the NFA.
 * `automaton(graph)`: a terminal given as an automaton (`pda.regex.automaton.Graph`, a JSON
@@ -160,7 +165,7 @@ def composed(node: Node | Graph, leaf: Callable[[Node], Classed], max_states: in
     """The partial DFA of `node` over byte classes by composition, or None where a part cannot be composed."""
     if isinstance(node, Graph):
         return automaton(node, leaf, max_states)
-    direct = _ascii_dfa(node)
+    direct = ascii_dfa(node)
     if direct is not None:
         return direct
     if isinstance(node, Seq) and worth_composing(node):
@@ -479,7 +484,54 @@ def guard_product(body: Partial, look: Partial, negate: bool, max_states: int) -
     return trans, bacc[pairs[:, 0]] & ((pairs[:, 1] == sat) != negate)
 
 
-def _ascii_dfa(node: Node) -> Classed | None:
+def union(parts: list[Classed], max_states: int) -> Classed | None:
+    """A|B|... of two or more partial DFAs over byte classes, or None over `max_states` states.
+
+    The parts' DFAs in one table (each part's states a range, then its dead state) searched in lockstep from
+    their starts (`pda.kernels.product.explore`): a product state lists its live components, and one with a
+    single live component is that part's own state, from where the union is that part alone. The result is
+    the product states with two or more live components (the start first), then the parts' states reached
+    from single ones, ascending; a state accepts where one of its components does. Every state is reachable
+    from the start; the caller minimises.
+    """
+    byte_class, rep = product_kernel.classes([p.classes for p in parts])
+    sizes = np.array([len(p.trans) + 1 for p in parts], dtype=np.int64)  # each part's states and its dead
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    total = int(sizes.sum())
+    table = np.empty((total, len(rep)), dtype=np.int32)
+    dead = np.zeros(total, dtype=bool)
+    accept = np.zeros(total, dtype=bool)
+    for p, base, size in zip(parts, offsets.tolist(), sizes.tolist()):
+        part_dead = base + size - 1
+        columns = np.take(p.trans, p.classes[rep], axis=1)
+        rows = table[base:part_dead]
+        _shifted(columns, base, rows)
+        rows[columns < 0] = part_dead
+        table[part_dead] = part_dead
+        dead[part_dead] = True
+        accept[base:part_dead] = p.accept
+    explored = explore(table, dead, offsets.astype(np.int32), max_states)
+    if explored is None:
+        return None
+    # Product state q >= 1 becomes q - 1 (state 0, nothing live, is the union's dead: -1); a single s becomes
+    # its rank among the parts' states reached, after the product states.
+    entries = explored.trans[1:]
+    mixed = len(entries)
+    singles = product_kernel.reachable(table, dead, -entries[entries < 0] - 1)
+    if mixed + len(singles) > max_states:
+        return None
+    rank = np.full(total, -1, dtype=np.int64)
+    rank[singles] = mixed + np.arange(len(singles))
+    trans = np.empty((mixed + len(singles), len(rep)), dtype=np.int32)
+    trans[:mixed] = np.where(entries > 0, entries - 1, np.where(entries < 0, rank[np.maximum(-entries - 1, 0)], -1))
+    trans[mixed:] = rank[table[singles]]
+    # The product states' components, each state's run of `ids` (two or more apiece): any accepting?
+    components = accept[explored.ids].astype(np.int64)
+    out_accept = np.concatenate([np.add.reduceat(components, explored.ptr[1:-1]) > 0, accept[singles]])
+    return Classed(trans, out_accept, byte_class)
+
+
+def ascii_dfa(node: Node) -> Classed | None:
     """The partial DFA of an ASCII character class, or of a finite set of ASCII strings (a trie); else None.
 
     Over byte classes: the class's bytes and the rest; each byte the strings use, and the rest.
@@ -517,6 +569,10 @@ def _ascii_strings(node: Node, depth: int = 0) -> list[bytes] | None:
         return None
     if depth >= 8 or not isinstance(node, (Seq, Alt)) or not node.items:
         return None
+    if isinstance(node, Seq) and all(isinstance(x, Chars) for x in node.items):  # a key: one string, read at once
+        if not all(len(x.chars) == 1 and x.chars[0][0] == x.chars[0][1] < 128 for x in node.items):
+            return None
+        return [bytes(x.chars[0][0] for x in node.items)] if len(node.items) <= MAX_TRIE_BYTES else None
     parts = []
     for item in node.items:
         found = _ascii_strings(item, depth + 1)

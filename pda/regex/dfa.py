@@ -39,7 +39,7 @@ from pda.kernels.partition import coaccessible, coarsest_partition, column_group
 from pda.kernels.trie import literal_tables
 from pda.regex.automaton import NFA, Graph, determinise
 from pda.lru import budget_cache, register_budget
-from pda.regex.syntax import BYTE_MODE, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, structure_key, translate
+from pda.regex.syntax import BYTE_MODE, EMPTY, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, structure_key, translate
 
 # A lexer DFA this large costs ~1-2 s to build and ~1 MB per 1,000 states of
 # per-state token-index work later; callers serving many grammars pass less.
@@ -49,6 +49,9 @@ DEFAULT_MAX_DFA_STATES = 200_000
 # costs ~2 ms to build each time. Parts of more than `LEAF_KEY_MAX_NODES` nodes are not kept.
 LEAF_DFAS_MAX_BYTES = 16 << 20
 LEAF_KEY_MAX_NODES = 4096
+# The same memo keeps each terminal's DFA of at most this many states by its structure (`_one_terminal`), for the
+# alternations of terminals (JSON Schema's `anyOf` of a string and a number: ~1.2 ms through the NFA).
+UNION_PART_MAX_STATES = 256
 register_budget("leaf_dfas", LEAF_DFAS_MAX_BYTES)
 _leaves = budget_cache("leaf_dfas")
 _BYTES = np.arange(256, dtype=np.int64)
@@ -180,12 +183,60 @@ def _charsets(root: Node | Graph, out: list) -> list:
 def _compile_nodes(
     nodes: Sequence[Node | Graph], lazy: Sequence[bool], names: Sequence[str], max_states: int, byte_mode: bool = False
 ) -> LexerDFA:
-    if len(nodes) == 1 and not lazy[0] and not byte_mode and compose.worth_composing(nodes[0]):
-        found = _composed(nodes[0], names, max_states)
-        if found is not None:
-            return found
+    if len(nodes) == 1 and not lazy[0] and not byte_mode:
+        return _one_terminal(nodes[0], names, max_states)
     byte_trans, accept = _byte_dfa(nodes, lazy, names, max_states, byte_mode)
     return _finish(_within_limit(byte_trans, names, max_states), accept, tuple(names), trimmed=True)
+
+
+def _one_terminal(node: Node | Graph, names: Sequence[str], max_states: int) -> LexerDFA:
+    """The DFA of one UTF-8 terminal that is not lazy: an alternation of terminals built before by their union
+    (`_known_union`), composed (`pda.regex.compose`), or through the NFA; remembered for later unions."""
+    key = structure_key(node, LEAF_KEY_MAX_NODES) if isinstance(node, Node) else None
+    found = _known_union(node, names, max_states) if isinstance(node, Alt) and len(node.items) > 1 else None
+    if found is None and compose.worth_composing(node):
+        found = _composed(node, names, max_states)
+    if found is None:
+        byte_trans, accept = _byte_dfa([node], [False], names, max_states)
+        found = _finish(_within_limit(byte_trans, names, max_states), accept, tuple(names), trimmed=True)
+    if key is not None and found.n_states <= UNION_PART_MAX_STATES:
+        _leaves.put(("terminal", key, max_states), found, found.nbytes)
+    return found
+
+
+def _known_union(node: Alt, names: Sequence[str], max_states: int) -> LexerDFA | None:
+    """The DFA of an alternation whose every branch is a terminal built before (`_one_terminal` remembers them)
+    or a set of ASCII strings, by the union of their DFAs (`compose.union`); None when a branch is neither, or
+    when every branch is ASCII strings (`literal_set_dfa` numbers their states as the NFA does)."""
+    known = []
+    for item in node.items:  # first the memo alone: most alternations are not of terminals built before
+        key = structure_key(item, LEAF_KEY_MAX_NODES)
+        known.append(_leaves.get(("terminal", key, max_states)) if key is not None else None)
+        if known[-1] is None and not isinstance(item, (Chars, Seq, Alt)):  # never ASCII strings
+            return None
+    if not any(known):
+        return None
+    parts = []
+    built_parts = 0
+    for item, dfa in zip(node.items, known):
+        part = compose.ascii_dfa(item)
+        if part is None:
+            if dfa is None:
+                return None
+            part = _partial(dfa)
+            built_parts += item != EMPTY  # the empty string is an ASCII string too
+        parts.append(part)
+    if not built_parts:
+        return None
+    found = compose.union(parts, max_states)
+    return None if found is None else _minimal(found, names, max_states)
+
+
+def _partial(dfa: LexerDFA) -> compose.Classed:
+    """A one-terminal DFA as composition reads one: its dead state left out (-1)."""
+    trans = dfa.trans[: dfa.dead]
+    return compose.Classed(np.where(trans == dfa.dead, -1, trans).astype(np.int32), dfa.accept[: dfa.dead, 0],
+                           dfa.byte_class)
 
 
 def _byte_dfa(
@@ -223,8 +274,11 @@ def _composed(node: Node | Graph, names: Sequence[str], max_states: int) -> Lexe
         return found
 
     found = compose.composed(node, leaf, max_states)
-    if found is None:
-        return None
+    return None if found is None else _minimal(found, names, max_states)
+
+
+def _minimal(found: compose.Classed, names: Sequence[str], max_states: int) -> LexerDFA:
+    """The minimal DFA of a composed partial DFA whose every state is reachable from its start."""
     # Minimised over the composition's byte classes (a few dozen), never spelled out over 256 bytes.
     trans, accept = _minimise(found.trans.astype(np.int64), found.accept[:, None])
     # `_minimise` trims: every state but the start reaches an accepting one.

@@ -346,6 +346,14 @@ def _subpatterns(op: object, av: Any) -> list[sre_parse.SubPattern]:
     return []
 
 
+def _plain(pattern: str) -> bool:
+    """Whether `_scan` would find nothing in the pattern, told from its text alone: no `\\p`/`\\P`
+    (no property), fewer `(` than `_CHUNK_DEPTH` (no group that deep) and shorter than a long plain
+    class. Most terminals' patterns are such, and `_scan` walks each class in Python (~25 us an int range)."""
+    return (len(pattern) < PLAIN_CLASS_MIN_CHARS and pattern.count("(") < _CHUNK_DEPTH
+            and "\\p" not in pattern and "\\P" not in pattern)
+
+
 def _parse(pattern: str, flags: int, name: str, line: int | None) -> sre_parse.SubPattern:
     """`re._parser`'s parse of the pattern, for any nesting depth and with `\\p{..}` classes.
 
@@ -356,6 +364,8 @@ def _parse(pattern: str, flags: int, name: str, line: int | None) -> sre_parse.S
     (`_plain_class`), by the ranges read here. A pattern without any of these is
     parsed by `re._parser` alone.
     """
+    if _plain(pattern):
+        return sre_parse.parse(pattern, flags)
     found = _scan(pattern, bool(flags & _VERBOSE), name, line)
     if not found.props and not found.groups and not found.classes:
         return sre_parse.parse(pattern, flags)
