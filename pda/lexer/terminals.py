@@ -50,7 +50,12 @@ DISK_MIN_SECONDS = 0.002
 # What the terminal memo counts a lazy DFA as (its states live in the `lazy_dfa_states` arena, budgeted there).
 LAZY_DFA_BYTES = 1 << 10
 # A terminal with a repeat counted at least this many times is built lazily (0: every terminal the
-# regex path builds; tests use it to run the engine with lazy terminals throughout).
+# regex path builds; tests use it to run the engine with lazy terminals throughout). Lower saves compile but
+# costs more in the first document (docs/profile.md, "Thirty-seventh profile"): at 16 (JSON strings of
+# maxLength 16-128 lazy), CPU ms of compile / first-document masks on first use (s5/req.py), against 200:
+# sp_73 3.5/24.7, 3.2/18.0 against 8.0/11.9, 8.7/11.5; o39514 2.0/4.2, 2.4/4.8 against 4.0/2.6, 7.0/3.7.
+# Such a lexer has no all-terminal DFA, and each new lexer's shared product makes and fills a row per lazy
+# state its candidate sets and walks reach, where an eager single's rows copy its memoised DFA's table.
 LAZY_MIN_COUNT = 200
 _COUNTS = re.compile(r"\{(\d+)(?:,(\d*))?\}")  # a repeat's counts as the pattern spells them
 
