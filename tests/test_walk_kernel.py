@@ -636,3 +636,40 @@ def test_opened_tables_keep_the_automaton_of_their_first_search(valid: dict) -> 
 def assert_walked_equal(a: kernel.Walked, b: kernel.Walked) -> None:
     assert (a.inside is None) == (b.inside is None) and (a.inside is None or np.array_equal(a.inside, b.inside))
     assert [(k, n.tolist()) for k, n in a.boundaries] == [(k, n.tolist()) for k, n in b.boundaries]
+
+
+def _python_content_tag(content: tuple, order: list[int]) -> str:
+    """The content tag's formula in plain Python (big ints masked to 64 bits): the kernel's oracle."""
+    prime, mix, bits = 0x100000001B3, 0x9E3779B97F4A7C15, (1 << 64) - 1
+    h = 0
+    for (digest, priority, state), _ in zip(content, order):
+        number = int(digest[:16], 16) ^ (priority * prime & bits)
+        h = ((h ^ number ^ (state * mix & bits)) * prime) & bits
+    return format(h, "016x")
+
+
+def test_content_tag_is_the_formula_and_memoises_each_terminals_number() -> None:
+    """`content_tag` equals the formula on random contents (priorities negative and past 64 bits, states past 32
+    bits, uppercase digests), reads a terminal's number from `numbers` once stored there, and refuses bad input."""
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randrange(0, 8)
+        order = rng.sample(range(40), n)
+        content = tuple((("%064x" % rng.getrandbits(256)).upper() if rng.random() < 0.2 else "%064x" % rng.getrandbits(256),
+                         rng.choice([0, 1, -1, -7, 3, 1 << 70, -(1 << 65)]), rng.choice([0, 1, 2, 977, (1 << 40) + 3]))
+                        for _ in range(n))
+        numbers: dict[int, int] = {}
+        assert kernel.content_tag(content, order, numbers) == _python_content_tag(content, order)
+        assert set(numbers) == set(order)
+        assert kernel.content_tag(content, order, numbers) == _python_content_tag(content, order)
+    # A stored number is read, not the digest: a changed one changes the tag.
+    content, order = (("ab" * 32, 1, 5),), [3]
+    assert kernel.content_tag(content, order, {3: 0}) == _python_content_tag((("0" * 16, 0, 5),), order)
+    with pytest.raises(ValueError):
+        kernel.content_tag((("xyz" * 8, 1, 5),), [0], {})
+    with pytest.raises(ValueError):
+        kernel.content_tag((("ab" * 32, 1, 5),), [0, 1], {})
+    with pytest.raises(ValueError):
+        kernel.content_tag((("ab" * 4, 1, 5),), [0], {})
+    with pytest.raises(TypeError):
+        kernel.content_tag([("ab" * 32, 1, 5)], [0], {})

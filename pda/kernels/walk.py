@@ -249,6 +249,15 @@ def opened(arrays: TrieArrays | TableArrays | PackedTableArrays) -> Opened:
     return _walk.opened(arrays)
 
 
+def content_tag(content: tuple, order: list[int], numbers: dict[int, int]) -> str:
+    """The disk tag of a root walk's content (`pda.index.token_index.TokenIndex._content_tag`): per live terminal
+    (digest, priority, state), terminal id `order[i]`, h = (h ^ number ^ state * 0x9E3779B97F4A7C15) *
+    0x100000001B3 mod 2**64 from h = 0, where a terminal's number is its digest's first 16 hex digits ^ priority *
+    0x100000001B3 mod 2**64 (memoised in `numbers` by terminal id); as 16 hex digits. In C: the Python loop's
+    big-int operations cost ~3 us a root-walk miss."""
+    return _walk.content_tag(content, order, numbers)
+
+
 def new_proof(n_states: int) -> np.ndarray:
     """An empty proof buffer for a DFA of `n_states` states (every pair unknown).
 
