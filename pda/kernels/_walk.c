@@ -55,6 +55,10 @@
  *     after_boundary(group, live_set), a boundary group's suffix classification, walked (or asked of
  *     `classify`) and recorded on a miss; classify(tables, roots, slices), one walk as a classification.
  *     numpy is imported (not its C API) for the arrays it makes: numpy.frombuffer, numpy.zeros.
+ * content_tag(content, order, numbers)
+ *     The disk tag of a root walk's content (the token index's, `TokenIndex._content_tag`): 16 hex
+ *     digits of a 64-bit mix of each live terminal's number (its digest and priority, memoised in
+ *     the dict `numbers`) and its state (see content_tag below).
  *
  * Every index read from an array is checked before use (shapes up front, values as
  * the walk reads them): a corrupt table raises ValueError, never reads out of bounds.
