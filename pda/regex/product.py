@@ -212,7 +212,8 @@ def _reserved(shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
     `numpy.zeros` of a large array asks for transparent huge pages (madvise), and a shared product's first write
     into each 2 MiB of its reserve then zeroed all of it: 40% of sp_73's first-document time with its strings lazy."""
     count = int(np.prod(shape))
-    memory = mmap.mmap(-1, max(count * np.dtype(dtype).itemsize, 1), flags=mmap.MAP_PRIVATE)
+    private = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}  # Unix (Windows has no flags)
+    memory = mmap.mmap(-1, max(count * np.dtype(dtype).itemsize, 1), **private)
     if hasattr(mmap, "MADV_NOHUGEPAGE"):  # nor under the system's "always"
         memory.madvise(mmap.MADV_NOHUGEPAGE)
     return np.frombuffer(memory, dtype=dtype, count=count).reshape(shape)
