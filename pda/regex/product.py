@@ -210,9 +210,11 @@ UNKNOWN = 2  # a `live_flags` entry not worked out yet (0: nothing live, 1: some
 def _reserved(shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
     """Zeros on an anonymous memory map: its 4 KiB pages are mapped (zeroed by the system) where first written.
     `numpy.zeros` of a large array asks for transparent huge pages (madvise), and a shared product's first write
-    into each 2 MiB of its reserve then zeroed all of it: 40% of sp_73's first-document time with its strings lazy."""
+    into each 2 MiB of its reserve then zeroed all of it: 40% of the CPU of a new lexer for sp_73 with its strings
+    lazy (its compile and first document; docs/profile.md, "Thirty-seventh profile")."""
     count = int(np.prod(shape))
-    memory = mmap.mmap(-1, max(count * np.dtype(dtype).itemsize, 1), flags=mmap.MAP_PRIVATE)
+    private = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}  # Unix (Windows has no flags)
+    memory = mmap.mmap(-1, max(count * np.dtype(dtype).itemsize, 1), **private)
     if hasattr(mmap, "MADV_NOHUGEPAGE"):  # nor under the system's "always"
         memory.madvise(mmap.MADV_NOHUGEPAGE)
     return np.frombuffer(memory, dtype=dtype, count=count).reshape(shape)
