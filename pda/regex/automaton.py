@@ -103,27 +103,25 @@ class NFA:
             for q in node.accept:
                 self.eps[ids[q]].append(e)
             for q, i, r in zip(node.source.tolist(), node.label.tolist(), node.target.tolist()):
-                fresh = self._place(node.labels[i], ids[q], ids[r])
-                if fresh is not None:
-                    drive(fresh)
+                if not self._placed(node.labels[i], ids[q], ids[r]):
+                    drive(self._fresh(node.labels[i], ids[q], ids[r]))
             return
         drive(self._build(node, s, e))
 
     def _marks(self, s: int) -> tuple[int, int, int]:
         return len(self.eps), len(self.eps[s]), len(self.edges[s])
 
-    def _place(self, node: Node, s: int, e: int) -> Generator[Any, None, None] | None:
-        """Add the node between s and e: a character set's edge, or a copy of the node's first build
-        (`_copied`), at once (None); else the generator that builds it (`_fresh`), for `drive` to run.
-        Most nodes are character sets: a generator apiece cost about as much as the rest of the build."""
+    def _placed(self, node: Node, s: int, e: int) -> bool:
+        """Add the node between s and e at once where that takes no recursion: a character set's edge, or a
+        copy of the node's first build (`_copied`); False when it must be built (`_fresh`, run by `drive` or
+        yielded to it). Most nodes are character sets: a generator apiece cost about as much as the rest of
+        the build."""
         if isinstance(node, Chars):
             atoms = self.alphabet.atoms(node.chars)
             if atoms:
                 self.edges[s].append((atoms, e))
-            return None
-        if self._copied(node, s, e):
-            return None
-        return self._fresh(node, s, e)
+            return True
+        return self._copied(node, s, e)
 
     def _fresh(self, node: Node, s: int, e: int) -> Generator[Any, None, None]:
         """`_build`, its first build's marks recorded for later copies."""
@@ -186,15 +184,13 @@ class NFA:
             last = len(node.items) - 1
             for i, item in enumerate(node.items):
                 nxt = e if i == last else self.state()
-                fresh = self._place(item, cur, nxt)
-                if fresh is not None:
-                    yield fresh
+                if not self._placed(item, cur, nxt):
+                    yield self._fresh(item, cur, nxt)
                 cur = nxt
         elif isinstance(node, Alt):
             for item in node.items:
-                fresh = self._place(item, s, e)
-                if fresh is not None:
-                    yield fresh
+                if not self._placed(item, s, e):
+                    yield self._fresh(item, s, e)
         elif isinstance(node, Repeat):
             yield from self._repeat(node, s, e)
         elif isinstance(node, (FirstMatch, Guard)):
@@ -209,17 +205,15 @@ class NFA:
         mandatory = lo if hi is not None else max(lo - 1, 0)
         for _ in range(mandatory):
             nxt = self.state()
-            fresh = self._place(item, cur, nxt)
-            if fresh is not None:
-                yield fresh
+            if not self._placed(item, cur, nxt):
+                yield self._fresh(item, cur, nxt)
             cur = nxt
         if hi is None:
             # (lo-1) copies then X+ (or X* when lo == 0), with fresh hub states.
             a, b = self.state(), self.state()
             self.eps[cur].append(a)
-            fresh = self._place(item, a, b)
-            if fresh is not None:
-                yield fresh
+            if not self._placed(item, a, b):
+                yield self._fresh(item, a, b)
             self.eps[b].append(a)
             self.eps[b].append(e)
             if lo == 0:
@@ -233,9 +227,8 @@ class NFA:
         for i in range(hi - lo):
             nxt = e if i == hi - lo - 1 else self.state()
             self.eps[cur].append(e)
-            fresh = self._place(item, cur, nxt)
-            if fresh is not None:
-                yield fresh
+            if not self._placed(item, cur, nxt):
+                yield self._fresh(item, cur, nxt)
             cur = nxt
 
     def embed(self, trans: np.ndarray, accept: np.ndarray, s: int, e: int) -> None:
