@@ -93,6 +93,11 @@ def _pointer(where: Any) -> str:
     return pointer(tuple(reversed(parts)))
 
 
+def _not_a_schema(node: Any, where: Any) -> GrammarError:
+    """The error for a value where a subschema must stand."""
+    return GrammarError(f"{_pointer(where)}: must be a schema (an object or a boolean), got {_show(node)}")
+
+
 def validate(root: Any) -> bool:
     """Raise GrammarError, naming the JSON pointer, at the first malformed part of a schema; else
     return whether some object in it holds a string `$id`, `id` or `$anchor` (a name `References`
@@ -121,11 +126,11 @@ def validate(root: Any) -> bool:
                                f"{max_depth} arrays and objects")
         if node.__class__ is str:  # most nodes are strings: nothing more to check, nothing to walk
             if is_schema:
-                raise GrammarError(f"{_pointer(where)}: must be a schema (an object or a boolean), got {_show(node)}")
+                raise _not_a_schema(node, where)
             continue
         _check_json(node, where)
         if is_schema and not _is_schema(node):
-            raise GrammarError(f"{_pointer(where)}: must be a schema (an object or a boolean), got {_show(node)}")
+            raise _not_a_schema(node, where)
         if isinstance(node, list):
             stack.extend((v, (where, i), depth + 1, False) for i, v in enumerate(node))
             continue
