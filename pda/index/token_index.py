@@ -495,6 +495,10 @@ class TokenIndex:
         # its per-node bits go in the trie's kernel records, made once per trie.
         self._trie_arrays, self._kernel_trie = self.shared.kernel_trie(trie, plain_body(trie, vocab_key))
         self._slices = kernel.SliceArrays(CUT_AUTOMATON, trie.max_depth, kernel.SEARCH_MIN_NODES)
+        # The trie's children as `_chain_walk` reads them; read-only views, so that its groups' nodes (slices) are.
+        self._children = tuple(np.ascontiguousarray(a, dtype=np.int64).view() for a in (trie.child_ptr, trie.child_ids))
+        for a in self._children:
+            a.flags.writeable = False
         self._suffixes: dict[tuple[bytes, int], Classification] = {}
         self._walk_tables: dict[int, _WalkTables] = {}
         self._trans_with_sink: dict[int, tuple] = {}
@@ -692,11 +696,32 @@ class TokenIndex:
         if not order:  # nothing is live: every token dies at its first byte
             return Classification(None, ())
         if len(order) == 1 and not self._lazy >> order[0] & 1:
-            walked = self._walk(self._terminal_tables(order[0]), self.first_nodes, content[0][2], sparse=True)
+            tables = self._terminal_tables(order[0])
+            walked = self._chain_walk(tables, content[0][2], 1 << order[0])
+            if walked is not None:
+                return walked
+            walked = self._walk(tables, self.first_nodes, content[0][2], sparse=True)
             for group in walked.groups:  # its own DFA's one set is position 0: here, terminal order[0]
                 group.terminals = 1 << order[0]
             return walked
         return self._classify(self.first_nodes, q, live_set, sparse=True)
+
+    def _chain_walk(self, tables: _WalkTables, state: int, terminals: int) -> Classification | None:
+        """`_walk`'s sparse result from the trie's root at `state` of a terminal's own tables where its lexeme goes on
+        one way only, to its end (a key literal's or a keyword's next bytes), its boundaries named `terminals`; None
+        elsewhere, or past `ROOT_SPARSE_SHARE`'s share of inside tokens (`pda.kernels.walk.chain_walk`).
+
+        The walk then follows that path down the trie by its children's bytes: a few nodes, where the full walk
+        read every child of every node on it, each a cache miss out of cache (Github_hard o56025's first document:
+        243 of its 277 root walks, 11-12 us each with their Python, now ~6.5)."""
+        child_ptr, child_ids = self._children
+        found = kernel.chain_walk(self._kernel_trie, tables.kernel_tables, child_ptr, child_ids, state,
+                                  self.mask_words // ROOT_SPARSE_SHARE)
+        if found is None:
+            return None
+        ids, lo, hi = found
+        groups = [BoundaryGroup(terminals, child_ids[lo:hi])] if hi > lo else []
+        return Classification(None, groups, np.frombuffer(ids, np.int32) if ids else None)
 
     def _disk_tags(self) -> set[str] | frozenset[str]:
         """`cache.tags("classes")`, asked again only every `DISK_TAGS_RECHECK_SECONDS`: every root-walk miss would

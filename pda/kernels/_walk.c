@@ -47,8 +47,13 @@
  * pack(trie, nodes, mask_words)
  *     The tokens ending at int32 `nodes` as a packed mask (bytes), or None; with `mask_words` a
  *     tuple (mask_words, sparse_max), as `walk`'s sparse result (see sparse_inside).
+ * chain_walk(trie, tables, child_ptr, child_ids, root_state, sparse_max)
+ *     `walk`'s sparse result from the trie's first level where opened flag tables go on one byte at a time
+ *     to a state that ends the lexeme and goes on no further (a literal's rest): the path followed down the
+ *     trie by bisecting each node's children (the trie's CSR), not every child's record read; None elsewhere
+ *     (see Chain walks).
  * opened(trie or tables)
- *     The tuple's arrays acquired and checked once (an `Opened`), which the three calls above take
+ *     The tuple's arrays acquired and checked once (an `Opened`), which the calls above take
  *     where the tuple goes (see Opened).
  * IndexWalks(trie, mask_words, sparse_max, suffixes, tables_of, best, classify, types)
  *     The token index's walks made as its own objects (see IndexWalks below): called as
@@ -2045,6 +2050,202 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Chain walks: a walk from a state whose lexeme can only go on one way                       */
+
+/* From such a state (every state of a key literal's or a keyword's DFA) the walk keeps the tokens ending on the
+ * lexeme's path down the trie, and where the path reaches the lexeme's end every child of that node is a boundary
+ * (each byte there leads to a state not live that stops, from a state that ends the lexeme); every other node is
+ * dead, its state not ending one. `walk` finds that by reading the record of every child of every node on the path
+ * (a node near the trie's root has hundreds, each a cache miss out of cache: Github_hard o56025's first document
+ * made 243 of its 277 root walks there); here each path node's children are bisected by byte, a few
+ * loads a level. */
+
+static int compare_int32(const void *a, const void *b)
+{
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Where flag tables go on from state s when exactly one byte keeps them live: 1 with that byte in `byte` and the
+ * state in `next`; 0 when s ends a lexeme and no byte keeps it live (every byte a boundary: each goes to a state
+ * not live that stops); -1 when neither (more ways on or none, a byte class of several bytes, a state not live
+ * that does not stop, a state or set out of range: then the full walk decides, and raises where it must). */
+static int chain_step(const Walk *w, int32_t s, uint8_t *byte, int32_t *next)
+{
+    const int32_t *row = w->trans + (Py_ssize_t)s * w->n_classes, ends = w->ends_as[s];
+    if (ends < -1 || ends >= w->n_sets)
+        return -1;
+    Py_ssize_t live_class = -1;
+    for (Py_ssize_t c = 0; c < w->n_classes; c++) {
+        const int32_t t = row[c];
+        if (t < 0 || t >= w->n_states)
+            return -1;
+        if (w->live[t]) {
+            if (live_class >= 0 || ends >= 0)
+                return -1;
+            live_class = c;
+        } else if (!w->stops[t]) {
+            return -1;
+        }
+    }
+    if (live_class < 0)
+        return ends >= 0 ? 0 : -1;
+    int found = -1;
+    for (int b = 0; b < 256; b++) {
+        if (w->byte_class[b] == live_class) {
+            if (found >= 0)
+                return -1;
+            found = b;
+        }
+    }
+    if (found < 0)
+        return -1;
+    *byte = (uint8_t)found;
+    *next = row[live_class];
+    return 1;
+}
+
+PyDoc_STRVAR(chain_walk_doc,
+"chain_walk(trie, tables, child_ptr, child_ids, root_state, sparse_max)\n--\n\n"
+"The walk from the trie's root at `root_state` of opened flag tables where the lexeme can go on one way only:\n"
+"one byte at a time to a state that ends it and goes on no further. None when it is not such a state or\n"
+"when more than `sparse_max` tokens are inside; else (ids, lo, hi): the inside tokens as int32 ids ascending\n"
+"(bytes), and the boundary nodes as child_ids[lo:hi] (the children of the node where the lexeme ends;\n"
+"lo == hi: none). `child_ptr`, `child_ids` (int64) are the trie's children in CSR form, each node's\n"
+"ascending (`TokenTrie`). What `walk` from the trie's first level gives, with every set index 0.");
+
+/* The trie's child of `node` with byte `b` (children ascending by byte, found by bisection), -1 when none; -2
+ * with ValueError set when the CSR is corrupt. */
+static int64_t child_with(const Walk *w, const int64_t *ptr, const int64_t *ids, Py_ssize_t n_ids, int64_t node,
+                          uint8_t b)
+{
+    int64_t lo = ptr[node], hi = ptr[node + 1];
+    if (lo < 0 || lo > hi || hi > n_ids) {
+        PyErr_Format(PyExc_ValueError, "node %lld's children are outside child_ids", (long long)node);
+        return -2;
+    }
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2, c = ids[mid];
+        if (c <= node || c >= w->n_nodes) {
+            PyErr_Format(PyExc_ValueError, "child %lld of node %lld is outside its subtree", (long long)c,
+                         (long long)node);
+            return -2;
+        }
+        const uint8_t at = w->node_bytes != NULL ? w->node_bytes[c] : record_byte(w->rec + RECORD * c);
+        if (at == b)
+            return c;
+        if (at < b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static PyObject *chain_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Walk w;
+    Buffers b;
+    Py_ssize_t s_ptr[1], s_ids[1], sparse_max;
+    Py_buffer *ptr_view, *ids_view;
+    int32_t state, fixed_ids[64], *ids = fixed_ids;
+    Py_ssize_t n_ids = 0, cap = 64;
+    PyObject *result = NULL;
+    memset(&w, 0, sizeof w);
+    b.held = 0;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "chain_walk(trie, tables, child_ptr, child_ids, root_state, sparse_max) takes 6 arguments");
+        return NULL;
+    }
+    if (!Py_IS_TYPE(args[0], &OpenedType) || ((Opened *)args[0])->tables || !Py_IS_TYPE(args[1], &OpenedType)
+        || !((Opened *)args[1])->tables || ((Opened *)args[1])->w.packed) {
+        PyErr_SetString(PyExc_TypeError, "chain_walk takes an opened trie and opened flag tables");
+        return NULL;
+    }
+    if (trie_arg(&w, &b, args[0]) < 0 || tables_arg(&w, &b, args[1]) < 0)
+        goto done;
+    w.n_sets = 1;
+    if (!(ptr_view = get_array(&b, args[2], "child_ptr", KIND_INT, 8, 1, 0, s_ptr))
+        || !(ids_view = get_array(&b, args[3], "child_ids", KIND_INT, 8, 1, 0, s_ids))
+        || parse_state(args[4], w.n_states, &state) < 0)
+        goto done;
+    if (s_ptr[0] != w.n_nodes + 1) {
+        PyErr_SetString(PyExc_ValueError, "child_ptr must have one entry per trie node and a last one");
+        goto done;
+    }
+    if ((sparse_max = PyLong_AsSsize_t(args[5])) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "sparse_max must be a count");
+        goto done;
+    }
+    const int64_t *ptr = ptr_view->buf, *children = ids_view->buf;
+    int64_t node = 0;
+    for (Py_ssize_t steps = 0;; steps++) {
+        uint8_t byte;
+        int32_t next;
+        const int step = steps > w.n_states ? -1 : chain_step(&w, state, &byte, &next);
+        if (step < 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (step == 0)
+            break;
+        const int64_t child = child_with(&w, ptr, children, s_ids[0], node, byte);
+        if (child == -2)
+            goto done;
+        if (child < 0) { /* no token goes on along the lexeme: none crosses its end */
+            node = -1;
+            break;
+        }
+        const int64_t lo = node_tokens(&w, child), hi = node_tokens(&w, child + 1);
+        if (lo < 0 || lo > hi || hi > w.n_tokens) {
+            PyErr_Format(PyExc_ValueError, "node %lld's token range is outside the tokens", (long long)child);
+            goto done;
+        }
+        if (n_ids + (hi - lo) > sparse_max) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (n_ids + (hi - lo) > cap) {
+            cap = 2 * (n_ids + (hi - lo));
+            int32_t *grown = ids == fixed_ids ? malloc((size_t)cap * sizeof(int32_t))
+                                              : realloc(ids, (size_t)cap * sizeof(int32_t));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            if (ids == fixed_ids)
+                memcpy(grown, fixed_ids, (size_t)n_ids * sizeof(int32_t));
+            ids = grown;
+        }
+        for (int64_t p = lo; p < hi; p++) {
+            const int64_t id = w.token_ids[p];
+            if (id < 0 || id > INT32_MAX) {
+                PyErr_Format(PyExc_ValueError, "token id %lld is outside int32", (long long)id);
+                goto done;
+            }
+            ids[n_ids++] = (int32_t)id;
+        }
+        node = child;
+        state = next;
+    }
+    qsort(ids, (size_t)n_ids, sizeof(int32_t), compare_int32);
+    const int64_t lo = node < 0 ? 0 : ptr[node], hi = node < 0 ? 0 : ptr[node + 1];
+    if (lo < 0 || lo > hi || hi > s_ids[0]) {
+        PyErr_Format(PyExc_ValueError, "node %lld's children are outside child_ids", (long long)node);
+        goto done;
+    }
+    result = Py_BuildValue("(y#LL)", (const char *)ids, n_ids * (Py_ssize_t)sizeof(int32_t), (long long)lo,
+                           (long long)hi);
+done:
+    if (ids != fixed_ids)
+        free(ids);
+    release_all(&b);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* Index walks: the token index's classifications made here, as its objects                   */
 
 /* IndexWalks(trie, mask_words, sparse_max, suffixes, tables_of, best, classify, types), called as
@@ -2768,6 +2969,7 @@ static PyMethodDef walk_methods[] = {
     {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL, walk_doc},
     {"walk_states", (PyCFunction)(void (*)(void))walk_states, METH_FASTCALL, walk_states_doc},
     {"pack", (PyCFunction)(void (*)(void))pack, METH_FASTCALL, pack_doc},
+    {"chain_walk", (PyCFunction)(void (*)(void))chain_walk, METH_FASTCALL, chain_walk_doc},
     {"opened", (PyCFunction)opened, METH_O, opened_doc},
     {"content_tag", (PyCFunction)(void (*)(void))content_tag, METH_FASTCALL,
      "content_tag(content, order, numbers) -> str: a root walk's disk tag (see pda/kernels/walk.py)."},

@@ -85,7 +85,10 @@ scatters the ids). Above it the kernel returns the mask, built from the same ran
 
 `walk_states` is the same walk without the cut under the basic lexer mode, keeping
 per-node states; `pack` packs the tokens ending at given nodes (`pack_sparse`: as a sparse
-walk gives them, few as ids).
+walk gives them, few as ids). `chain_walk` is a sparse walk from the trie's first level where
+a terminal's own DFA goes on one byte at a time to the lexeme's end (a key literal's rest):
+it follows that path down the trie's children (CSR, bisected by byte) instead of reading
+every child's record, and declines (None) from any other state.
 
 `IndexWalks(trie, mask_words, sparse_max, suffixes, tables_of, best, classify, types)` makes
 the token index's walks as its own objects, resolved in C with no Python frame in the
@@ -321,6 +324,19 @@ def pack(trie: TrieArrays | Opened, nodes: np.ndarray, mask_words: int) -> np.nd
     """The tokens ending at the int32 `nodes` as a packed int32 mask, or None when there are none."""
     mask = _walk.pack(trie, nodes, mask_words)
     return None if mask is None else np.frombuffer(mask, _INT32)
+
+
+def chain_walk(trie: Opened, tables: Opened, child_ptr: np.ndarray, child_ids: np.ndarray, root_state: int,
+               sparse_max: int) -> tuple[bytes, int, int] | None:
+    """`walk`'s sparse result from the trie's first level at `root_state` of opened flag tables (a terminal's own DFA)
+    where the lexeme goes on one way only: one byte at a time (each state has one live byte class, of one byte),
+    to a state that ends it and goes on no further. The walk then keeps the tokens ending on that path down the
+    trie and, where the path reaches the lexeme's end, that node's every child as boundaries (set 0): what the
+    full walk finds, found by bisecting each path node's children (`child_ptr`, `child_ids`: the trie's CSR,
+    int64, children ascending) instead of reading every child's record. Returns None where the tables are not
+    such a chain from `root_state`, or more than `sparse_max` tokens are inside; else (the inside tokens' int32
+    ids ascending as bytes, lo, hi): the boundary nodes are `child_ids[lo:hi]`."""
+    return _walk.chain_walk(trie, tables, child_ptr, child_ids, root_state, sparse_max)
 
 
 def pack_sparse(trie: TrieArrays | Opened, nodes: np.ndarray, mask_words: int,
