@@ -25,7 +25,7 @@ from pda.index import token_index
 from pda.kernels import walk as kernel
 from pda.reference import reference_walk
 from tests.classifications import assert_same_classification
-from tests.test_walk_kernel import synthetic_vocabulary
+from tests.vocabularies import byte_pieces
 
 SCHEMAS = [
     {"type": "object", "properties": {"name": {"type": "string"}, "nickname": {"type": "string"},
@@ -44,9 +44,17 @@ def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
 
 
+TEXTS = [json.dumps(SCHEMAS) + json.dumps({"name": "Ada", "nickname": "x\"y\\z", "age": 3, "active": True,
+                                            "kind": "alphabet", "code": "AB-12", "tags": ["x\"y\\z"]}, indent=2),
+         'local t = {1, "two", [3] = 4}\nfor i, v in ipairs(t) do print(i .. v) end -- loop\nwhile true do break end\n']
+
+
 @pytest.fixture(scope="module")
 def synthetic() -> pda.Vocabulary:
-    return synthetic_vocabulary()
+    """Every byte and pieces of the schemas, a document of theirs and Lua cut at any byte (keys, literals and
+    keywords among them, whole and in parts)."""
+    tokens = sorted(byte_pieces(TEXTS, seed=5, pieces=3000, longest=12))
+    return pda.Vocabulary.from_tokens(tokens + [None], eos_ids=[len(tokens)])
 
 
 @pytest.fixture(scope="module")
