@@ -232,8 +232,19 @@ def _known_union(node: Alt, names: Sequence[str], max_states: int) -> LexerDFA |
     return None if found is None else _minimal(found, names, max_states)
 
 
+def union_dfa(dfas: Sequence[LexerDFA], *, name: str = "<regex>",
+              max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA | None:
+    """The minimal DFA of the union of two or more one-terminal DFAs' languages (`compose.union`), without
+    their regexes; None over `max_states` states. A terminal whose pattern is an alternation of others'
+    (`pda.grammar.alternatives`) is built so from their DFAs, most often built before."""
+    if len(dfas) < 2 or any(d.accept.shape[1] != 1 or d.dead != d.n_states - 1 for d in dfas):
+        raise ValueError("union_dfa takes two or more one-terminal DFAs, each with its dead state last")
+    found = compose.union([_partial(d) for d in dfas], max_states)
+    return None if found is None else _minimal(found, (name,), max_states)
+
+
 def _partial(dfa: LexerDFA) -> compose.Classed:
-    """A one-terminal DFA as composition reads one: its dead state left out (-1)."""
+    """A one-terminal DFA (its dead state last) as composition reads one: its dead state left out (-1)."""
     trans = dfa.trans[: dfa.dead]
     return compose.Classed(np.where(trans == dfa.dead, -1, trans).astype(np.int32), dfa.accept[: dfa.dead, 0],
                            dfa.byte_class)
