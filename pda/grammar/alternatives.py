@@ -134,9 +134,9 @@ def _alternation(patterns: list[str]) -> str:
     return "(?:" + "|".join(f"(?:{p})" for p in patterns) + ")"
 
 
-# One item of a pattern as `re` reads group nesting: an escape, a class (`]` first is a
-# literal, `\` escapes), a comment group, a group's `(` or `)`, or a run of anything else.
-_GROUP_ITEM = re.compile(r"\\.|\[\^?\]?(?:[^\\\]]|\\.)*+\]|\(\?#[^)]*\)|[()]|[^\\\[()]+", re.S)
+# One item of a pattern as `re` reads group nesting: a run of escapes, classes (`]` first is a literal, `\\`
+# escapes) and other characters but parentheses; a comment group; a group's `(` or `)`.
+_GROUP_ITEM = re.compile(r"(?:[^\\\[()]++|\\.|\[\^?\]?(?:[^\\\]]|\\.)*+\])++|\(\?#[^)]*\)|[()]", re.S)
 
 
 def alternation_parts(pattern: str, flags: str = "") -> list[str] | None:

@@ -774,7 +774,7 @@ CUT_MIN_CHARS = 48
 CUT_MAX_DEPTH = 2
 # What `_cuttable_groups` stops at (group 1, after a run of anything else): an anchor escape, a
 # class, a group opening, a group end, an anchor.
-_CUT_TOKEN = re.compile(r"(?:[^\\\[()^$]|\\[^AZbB])*+(\\[AZbB]|\[|\((?:\?[:=!]?)?|[)^$])", re.S)
+_CUT_TOKEN = re.compile(r"(?:[^\\\[()^$]++|\\[^AZbB])*+(\\[AZbB]|\[|\((?:\?[:=!]?)?|[)^$])", re.S)
 # A whole class, as `_class_end` reads one.
 _CLASS = re.compile(r"\[\^?\]?(?:[^\\\]]|\\.)*+\]", re.S)
 # A class `re._parser` warns about (a possible nested set or set operation): the warning gives a
