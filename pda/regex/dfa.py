@@ -35,7 +35,7 @@ from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
 from pda.regex import charset as cs
 from pda.regex import compose, utf8
-from pda.kernels.partition import coaccessible, coarsest_partition, column_groups, row_groups
+from pda.kernels.partition import coaccessible, coarsest_partition, column_groups, minimal_dfa, row_groups
 from pda.kernels.trie import literal_tables
 from pda.regex.automaton import NFA, Graph, determinise
 from pda.lru import budget_cache, register_budget
@@ -289,12 +289,16 @@ def _composed(node: Node | Graph, names: Sequence[str], max_states: int) -> Lexe
 
 
 def _minimal(found: compose.Classed, names: Sequence[str], max_states: int) -> LexerDFA:
-    """The minimal DFA of a composed partial DFA whose every state is reachable from its start."""
+    """The minimal DFA of a composed partial DFA whose every state is reachable from its start: what `_minimise`
+    and then `_finish` make of it, in one kernel call (`minimal_dfa`)."""
     # Minimised over the composition's byte classes (a few dozen), never spelled out over 256 bytes.
-    trans, accept = _minimise(found.trans.astype(np.int64), found.accept[:, None])
-    # `_minimise` trims: every state but the start reaches an accepting one.
-    return _finish(_within_limit(trans, names, max_states), accept, tuple(names),
-                   trimmed=bool(accept.any()), classes=found.classes)
+    byte_class, trans, accept = minimal_dfa(found.trans, found.accept, found.classes)
+    n = len(trans) - 1  # the dead state is last
+    _within_limit(trans[:n], names, max_states)
+    # Trimmed: every state but the start reaches an accepting one, or none does (the empty language).
+    live = _trimmed_live(n, bool(accept[0])) if accept.any() else np.zeros((n + 1, 1), dtype=bool)
+    return LexerDFA(n_states=n + 1, start=0, dead=n, byte_class=byte_class, trans=trans,
+                    accept=_freeze(accept.reshape(n + 1, 1)), live=_freeze(live), names=tuple(names))
 
 
 def _atom_dfa(
@@ -373,10 +377,7 @@ def _finish(
     acc = np.zeros((m + 1, accept.shape[1]), dtype=bool)
     acc[: len(accept)] = accept
     if trimmed and acc.shape[1] == 1:
-        # all live but dead, and the start unless it is alone and rejecting (the empty language)
-        live = np.ones((m + 1, 1), dtype=bool)
-        live[dead, 0] = False
-        live[0, 0] = m > 1 or bool(acc[0, 0])
+        live = _trimmed_live(m, bool(acc[0, 0]))
     else:
         live = _live_rows(out, acc, dead)
     return LexerDFA(
@@ -389,6 +390,15 @@ def _finish(
         live=_freeze(live),
         names=names,
     )
+
+
+def _trimmed_live(m: int, start_accepts: bool) -> np.ndarray:
+    """The live column of a trimmed one-terminal DFA of m states and its dead state m: all live but dead, and
+    the start unless it is alone and rejecting (the empty language)."""
+    live = np.ones((m + 1, 1), dtype=bool)
+    live[m, 0] = False
+    live[0, 0] = m > 1 or start_accepts
+    return live
 
 
 def _live_rows(trans: np.ndarray, accept: np.ndarray, dead: int) -> np.ndarray:
