@@ -1,6 +1,6 @@
 """A terminal written as an alternation of whole patterns is built as the union of the parts' DFAs.
 
-`pda.grammar.alternatives.alternation_parts` reads `(?:(?:P1)|(?:P2)|...)` back into its parts, and
+`pda.regex.literals.alternation_parts` reads `(?:(?:P1)|(?:P2)|...)` back into its parts, and
 `pda.lexer.terminals` builds such a terminal from the parts' terminal DFAs (`pda.regex.dfa.union_dfa`) without
 parsing the whole pattern. The DFA must be the regex path's own up to the numbering of states (compared
 canonically, as `tests/test_compose.py` does), accept what `re.fullmatch` accepts, and every pattern the union
@@ -18,13 +18,13 @@ import pytest
 
 from pda import cache
 from pda.errors import LimitExceeded, RegexError
-from pda.grammar.alternatives import _alternation, alternation_parts
 from pda.grammar.ir import TerminalDef
 from pda.lexer import terminals
 from pda.lru import ByteLRU
 from pda.regex import LazyDFA, compile_regex
 from pda.regex import dfa as dfa_module
-from pda.regex.literals import literal_alternatives
+from pda.regex.literals import alternation_parts, literal_alternatives, patterns_alternation
+
 
 from tests.test_compose import canonical
 from tests.test_regex_union import BRANCHES, TEXTS
@@ -58,14 +58,14 @@ def regex_path(pattern: str, flags: str = "") -> dfa_module.LexerDFA:
 
 @pytest.mark.parametrize("parts", [["a", "b"], TRICKY, TRICKY[::-1], ["(?:)", "x"], [BRANCHES[0], BRANCHES[2]]])
 def test_the_parts_are_read_back(parts: list[str]) -> None:
-    assert alternation_parts(_alternation(parts)) == parts
+    assert alternation_parts(patterns_alternation(parts)) == parts
 
 
 def test_random_parts_are_read_back() -> None:
     rng = random.Random(5)
     for _ in range(200):
         parts = rng.sample(TRICKY + BRANCHES, rng.randint(2, 5))
-        assert alternation_parts(_alternation(parts)) == parts
+        assert alternation_parts(patterns_alternation(parts)) == parts
 
 
 @pytest.mark.parametrize("pattern", [
@@ -87,7 +87,7 @@ def test_the_verbose_flag_is_never_read() -> None:
 
 def check(parts: list[str], fresh: list[int], flags: str = "") -> None:
     """The alternation's terminal DFA is the union of the parts' and the regex path's DFA, and `re`'s language."""
-    pattern = _alternation(parts)
+    pattern = patterns_alternation(parts)
     before = len(fresh)
     found = terminals.terminal_dfa(TerminalDef("T", pattern, flags))
     if literal_alternatives(pattern, flags) is None:  # (literal strings take the literal-set builders)
@@ -112,9 +112,9 @@ def test_parts_built_before_are_reused(fresh: list[int], monkeypatch: pytest.Mon
     translated = []
     translate = dfa_module.translate
     monkeypatch.setattr(dfa_module, "translate", lambda *a, **k: translated.append(a[0]) or translate(*a, **k))
-    found = terminals.terminal_dfa(TerminalDef("T", _alternation(parts)))
+    found = terminals.terminal_dfa(TerminalDef("T", patterns_alternation(parts)))
     assert fresh == [2] and not translated  # neither the whole pattern nor a part parsed again
-    assert canonical(found) == canonical(regex_path(_alternation(parts)))
+    assert canonical(found) == canonical(regex_path(patterns_alternation(parts)))
 
 
 def test_random_unions_are_the_regex_paths_dfa(fresh: list[int]) -> None:
@@ -124,24 +124,24 @@ def test_random_unions_are_the_regex_paths_dfa(fresh: list[int]) -> None:
 
 
 def test_a_part_that_fails_leaves_the_error_to_the_regex_path(fresh: list[int]) -> None:
-    pattern = _alternation(["a", r"(b)\1"])
+    pattern = patterns_alternation(["a", r"(b)\1"])
     with pytest.raises(RegexError, match="back-reference"):
         terminals.terminal_dfa(TerminalDef("T", pattern))
     assert not fresh
 
 
 def test_a_lazy_terminal_or_a_lazy_part_takes_the_regex_path(fresh: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
-    pattern = _alternation([BRANCHES[0], "x{300}"])
+    pattern = patterns_alternation([BRANCHES[0], "x{300}"])
     assert isinstance(terminals.terminal_dfa(TerminalDef("T", pattern)), LazyDFA)  # counted: lazy as a whole
     eager = terminals.terminal_dfa(TerminalDef("T", pattern), lazy=False)
     assert canonical(eager) == canonical(regex_path(pattern))
-    found = terminals.terminal_dfa(TerminalDef("T", _alternation(["ab", "a"]), lazy=True))
+    found = terminals.terminal_dfa(TerminalDef("T", patterns_alternation(["ab", "a"]), lazy=True))
     assert found.accepts(b"a") and not found.accepts(b"ab")  # first match: the regex path's FirstMatch
     assert not fresh
 
 
 def test_the_state_limit_holds(fresh: list[int]) -> None:
-    pattern = _alternation([BRANCHES[0], BRANCHES[2]])  # parts of fewer than 20 states, their union of 24
+    pattern = patterns_alternation([BRANCHES[0], BRANCHES[2]])  # parts of fewer than 20 states, their union of 24
     with pytest.raises(LimitExceeded, match="max_states=20"):
         terminals.terminal_dfa(TerminalDef("T", pattern), max_states=20, lazy=False)
     assert isinstance(terminals.terminal_dfa(TerminalDef("T", pattern), max_states=20), LazyDFA)

@@ -22,21 +22,21 @@ first Ti. Terminals that are literal strings or alternations of them merge apart
 others, so that their union stays a literal set the finite-set builder takes
 (`pda.regex.finite_set`), which a regex beside them would spoil.
 
-The other merged pattern is `(?:(?:P1)|(?:P2)|...)`, and `alternation_parts` reads the Pi back
-from its text, so that the terminal builder can take the union of the Pi's DFAs (each most often
-built before, as a terminal of an earlier grammar) instead of parsing the whole pattern again.
+The other merged pattern is `(?:(?:P1)|(?:P2)|...)` (`pda.regex.literals.patterns_alternation`), which
+`pda.regex.literals.alternation_parts` reads back, so that the terminal builder takes the union of the
+Pi's DFAs (each most often built before, as a terminal of an earlier grammar) instead of parsing the
+whole pattern again.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from dataclasses import replace
 from itertools import chain
 from operator import itemgetter
 
 from pda.grammar.ir import GrammarIR, TerminalDef
-from pda.regex.literals import alternation_pattern, leading_inline_flags, literal_alternatives
+from pda.regex.literals import alternation_pattern, leading_inline_flags, literal_alternatives, patterns_alternation
 
 
 def merge_alternative_terminals(ir: GrammarIR, keep: frozenset[str] = frozenset()) -> GrammarIR:
@@ -59,7 +59,7 @@ def merge_alternative_terminals(ir: GrammarIR, keep: frozenset[str] = frozenset(
             if strings[part[0]] is not None:
                 pattern = alternation_pattern(w for n in part for w in strings[n])
             else:
-                pattern = _alternation([terminals[n].pattern for n in part])
+                pattern = patterns_alternation([terminals[n].pattern for n in part])
             name = _fresh(f"{str(lhs).upper()}_ALTERNATIVES", taken)
             new_terminals[part[0]] = replace(terminals[part[0]], name=name, pattern=pattern, literal=False)
             for n in part:
@@ -127,57 +127,3 @@ def _fresh(base: str, taken: set[str]) -> str:
         name, k = f"{base}_{k}", k + 1
     taken.add(name)
     return name
-
-
-def _alternation(patterns: list[str]) -> str:
-    """The regex of the alternation of `patterns`, each in a group of its own: `(?:(?:P1)|(?:P2))`."""
-    return "(?:" + "|".join(f"(?:{p})" for p in patterns) + ")"
-
-
-# One item of a pattern as `re` reads group nesting: a run of escapes, classes (`]` first is a literal, `\\`
-# escapes) and other characters but parentheses; a comment group; a group's `(` or `)`.
-_GROUP_ITEM = re.compile(r"(?:[^\\\[()]++|\\.|\[\^?\]?(?:[^\\\]]|\\.)*+\])++|\(\?#[^)]*\)|[()]", re.S)
-
-
-def alternation_parts(pattern: str, flags: str = "") -> list[str] | None:
-    """The patterns P1, P2, ... (two or more) of a pattern written as `(?:(?:P1)|(?:P2)|...)`, or None.
-
-    Their union is the pattern's language when each Pi stands alone: its groups balanced (read as `re`
-    reads them: escapes, classes and comments skipped), no global inline flags at its start and no named
-    group (which would clash between parts); the verbose flag `x` (comments to the end of a line) is
-    never read here. A pattern in that form is not necessarily one `merge_alternative_terminals` wrote
-    (`(?:(?:a)|(?:b))` may be anyone's): the reading holds for any."""
-    if "x" in flags or not pattern.startswith("(?:(?:") or not pattern.endswith("))"):
-        return None
-    parts, at, end = [], 3, len(pattern) - 1
-    while True:
-        close = _group_end(pattern, at)
-        if close is None or close > end:
-            return None
-        part = pattern[at + 3 : close - 1]
-        if "(?P" in part or leading_inline_flags(part):
-            return None
-        parts.append(part)
-        if close == end:
-            return parts if len(parts) > 1 else None
-        if not pattern.startswith("|(?:", close):
-            return None
-        at = close + 1
-
-
-def _group_end(pattern: str, at: int) -> int | None:
-    """The index after the `)` that closes the group opening at `pattern[at]`, or None (an item `re` would
-    refuse, such as an unclosed class, or no closing `)`)."""
-    depth, i = 0, at
-    while True:
-        m = _GROUP_ITEM.match(pattern, i)
-        if m is None:
-            return None
-        i = m.end()
-        item = m.group()
-        if item == "(":
-            depth += 1
-        elif item == ")":
-            depth -= 1
-            if depth == 0:
-                return i

@@ -34,14 +34,13 @@ from dataclasses import replace
 
 from pda import cache
 from pda.errors import LimitExceeded, RegexError
-from pda.grammar.alternatives import alternation_parts
 from pda.grammar.ir import TerminalDef
 from pda.lru import budget_cache, register_budget
 from pda.regex.dfa import (DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, compile_regex, literal_dfa,
                            literal_set_dfa, union_dfa)
 from pda.regex.finite_set import FINITE_SET_MIN_CHOICES, finite_set_dfa
 from pda.regex.lazy import LazyDFA, has_count, lazy_terminal
-from pda.regex.literals import literal_alternatives
+from pda.regex.literals import alternation_parts, literal_alternatives
 from pda.regex.syntax import translate
 
 # Terminal DFAs by pattern, shared by every grammar that uses the pattern; bounded, as a
