@@ -21,6 +21,11 @@ order and the other rules are kept; the merged terminal takes the place of the
 first Ti. Terminals that are literal strings or alternations of them merge apart from the
 others, so that their union stays a literal set the finite-set builder takes
 (`pda.regex.finite_set`), which a regex beside them would spoil.
+
+The other merged pattern is `(?:(?:P1)|(?:P2)|...)` (`pda.regex.literals.patterns_alternation`), which
+`pda.regex.literals.alternation_parts` reads back, so that the terminal builder takes the union of the
+Pi's DFAs (each most often built before, as a terminal of an earlier grammar) instead of parsing the
+whole pattern again.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from itertools import chain
 from operator import itemgetter
 
 from pda.grammar.ir import GrammarIR, TerminalDef
-from pda.regex.literals import alternation_pattern, leading_inline_flags, literal_alternatives
+from pda.regex.literals import alternation_pattern, leading_inline_flags, literal_alternatives, patterns_alternation
 
 
 def merge_alternative_terminals(ir: GrammarIR, keep: frozenset[str] = frozenset()) -> GrammarIR:
@@ -54,7 +59,7 @@ def merge_alternative_terminals(ir: GrammarIR, keep: frozenset[str] = frozenset(
             if strings[part[0]] is not None:
                 pattern = alternation_pattern(w for n in part for w in strings[n])
             else:
-                pattern = "(?:" + "|".join(f"(?:{terminals[n].pattern})" for n in part) + ")"
+                pattern = patterns_alternation([terminals[n].pattern for n in part])
             name = _fresh(f"{str(lhs).upper()}_ALTERNATIVES", taken)
             new_terminals[part[0]] = replace(terminals[part[0]], name=name, pattern=pattern, literal=False)
             for n in part:

@@ -33,6 +33,18 @@
  *     hash, and one more row-major pass checks each column equals its group's first (on a
  *     hash collision the columns are compared one by one instead). O(m (k + c)), no GIL.
  *
+ * minimal(trans, accept, classes) -> (n, n_classes, byte_class, table, accepting)
+ *     One terminal's partial DFA (trans as above, state 0 its start, every state reachable from it;
+ *     accept: uint8 [m]; classes: int64 [256], the column of trans each byte reads) made minimal and
+ *     complete in one call, exactly as `pda.regex.dfa._minimise` then `_finish` make it: trimmed to the
+ *     start and the states that reach an accepting one; partitioned (as `refine`, from the accepting
+ *     and the other states); the blocks numbered by their first state, each block's first state
+ *     standing for it; the byte classes, the distinct columns that the bytes read numbered by their
+ *     lowest byte; the dead state n last, where every missing transition goes. Returns n (the states
+ *     without dead), the number of byte classes and, as bytes, byte_class int32 [256], table int32
+ *     [n + 1, n_classes] and accepting uint8 [n + 1] (dead: 0). Checks its inputs (ValueError),
+ *     runs without the GIL.
+ *
  * Method, for an acyclic DFA (a counted string, a bounded number: most DFAs minimised here): one
  * depth-first search over the outgoing edges finishes each state after all its successors, and
  * a finished state's block is found by hashing its initial block and its successors' blocks
@@ -702,6 +714,249 @@ static PyObject *column_groups(PyObject *self, PyObject *const *args, Py_ssize_t
     return grouped(args, nargs, 1);
 }
 
+/* `minimal`'s work on checked inputs (see the top of the file); -1 on memory failure. Fills *n_out,
+ * *n_classes_out and the three outputs (malloc'd; the caller frees them). */
+static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsigned char *accept,
+                          const int64_t *classes, int64_t *n_out, int64_t *n_classes_out,
+                          int32_t **byte_class_out, int32_t **table_out, unsigned char **accepting_out)
+{
+    int64_t q, c, i, g, b, m2 = 0, n = 0, n_groups = 0, n_blocks;
+    int failed = 0;
+    /* Fresh memory costs a page fault per 4 KiB on first touch (most of a large table's time here): the
+     * trimmed and the minimised tables are only made when they differ from their input. */
+    unsigned char *good = malloc((size_t)m);
+    int64_t *renum = malloc((size_t)m * sizeof(int64_t));
+    int64_t *own_trimmed = NULL, *blocks = NULL, *block_of = NULL, *number = NULL, *rep = NULL, *own_small = NULL;
+    const int64_t *trimmed = trans, *small;
+    int64_t *group_of_col = NULL, *group_col = NULL;
+    uint64_t *col_hash = NULL, *group_hash = NULL;
+    int32_t *byte_class = NULL, *table = NULL;
+    unsigned char *accepting = NULL;
+    Refiner r;
+    memset(&r, 0, sizeof r);
+    if (!good || !renum) {
+        failed = 1;
+        goto done;
+    }
+    memcpy(good, accept, (size_t)m);
+    if (mark_coaccessible(trans, m, k, good) < 0) {
+        failed = 1;
+        goto done;
+    }
+    good[0] = 1; /* the start stays even if nothing is accepted */
+    for (q = 0; q < m; q++)
+        renum[q] = good[q] ? m2++ : -1;
+    blocks = malloc((size_t)m2 * sizeof(int64_t));
+    block_of = malloc((size_t)m2 * sizeof(int64_t));
+    number = malloc((size_t)m2 * sizeof(int64_t));
+    rep = malloc((size_t)m2 * sizeof(int64_t));
+    if (!blocks || !block_of || !number || !rep) {
+        failed = 1;
+        goto done;
+    }
+    if (m2 < m) { /* the trimmed table: the good states renumbered in order, edges to the others gone */
+        own_trimmed = malloc((size_t)(m2 * k > 0 ? m2 * k : 1) * sizeof(int64_t));
+        if (!own_trimmed) {
+            failed = 1;
+            goto done;
+        }
+        for (q = 0; q < m; q++)
+            if (good[q])
+                for (c = 0; c < k; c++) {
+                    int64_t t = trans[q * k + c];
+                    own_trimmed[renum[q] * k + c] = t >= 0 ? renum[t] : -1;
+                }
+        trimmed = own_trimmed;
+    }
+    for (q = 0; q < m; q++)
+        if (good[q])
+            blocks[renum[q]] = m2 > 1 ? (int64_t)(accept[q] != 0) : 0; /* ids below m2, as `refine` takes them */
+    n_blocks = acyclic_partition(trimmed, m2, k, blocks, block_of);
+    if (n_blocks == -1) {
+        failed = 1;
+        goto done;
+    }
+    if (n_blocks == -2) { /* a cycle: Hopcroft */
+        r.m = m2;
+        r.k = k;
+        r.trans = trimmed;
+        if (prepare(&r, blocks) < 0) {
+            failed = 1;
+            goto done;
+        }
+        refine_all(&r);
+        memcpy(block_of, r.block_of, (size_t)m2 * sizeof(int64_t));
+        n_blocks = r.n_blocks;
+    }
+    /* blocks numbered by their first state, which stands for the block */
+    for (i = 0; i < n_blocks; i++)
+        number[i] = -1;
+    for (q = 0; q < m2; q++)
+        if (number[block_of[q]] < 0) {
+            rep[n] = q;
+            number[block_of[q]] = n++;
+        }
+    accepting = malloc((size_t)n + 1);
+    if (!accepting) {
+        failed = 1;
+        goto done;
+    }
+    small = trimmed; /* already minimal: each state its own block, numbered as before */
+    if (n < m2) {
+        own_small = malloc((size_t)(n * k > 0 ? n * k : 1) * sizeof(int64_t));
+        if (!own_small) {
+            failed = 1;
+            goto done;
+        }
+        for (i = 0; i < n; i++) {
+            const int64_t *row = trimmed + rep[i] * k;
+            for (c = 0; c < k; c++)
+                own_small[i * k + c] = row[c] >= 0 ? number[block_of[row[c]]] : -1;
+        }
+        small = own_small;
+    }
+    for (q = 0, i = 0; q < m && i < n; q++) /* each block's first state's accepting bit (rep ascends) */
+        if (renum[q] == rep[i])
+            accepting[i++] = accept[q] != 0;
+    accepting[n] = 0;
+    /* byte classes: the distinct columns of `small` the bytes read, numbered by their lowest byte */
+    group_of_col = malloc((size_t)k * sizeof(int64_t));
+    group_col = malloc((size_t)(k ? k : 1) * sizeof(int64_t));
+    col_hash = malloc((size_t)(k ? k : 1) * sizeof(uint64_t));
+    group_hash = malloc((size_t)(k ? k : 1) * sizeof(uint64_t));
+    byte_class = malloc(256 * sizeof(int32_t));
+    if (!group_of_col || !group_col || !col_hash || !group_hash || !byte_class) {
+        failed = 1;
+        goto done;
+    }
+    for (c = 0; c < k; c++) {
+        group_of_col[c] = -1;
+        col_hash[c] = HASH_SEED;
+    }
+    for (i = 0; i < n; i++)
+        for (c = 0; c < k; c++)
+            col_hash[c] = hash_step(col_hash[c], small[i * k + c]);
+    for (b = 0; b < 256; b++) {
+        int64_t col = classes[b];
+        if (group_of_col[col] < 0) {
+            for (g = 0; g < n_groups; g++) {
+                if (group_hash[g] != col_hash[col])
+                    continue;
+                for (i = 0; i < n; i++)
+                    if (small[i * k + col] != small[i * k + group_col[g]])
+                        break;
+                if (i == n)
+                    break;
+            }
+            if (g == n_groups) {
+                group_col[n_groups] = col;
+                group_hash[n_groups++] = col_hash[col];
+            }
+            group_of_col[col] = g;
+        }
+        byte_class[b] = (int32_t)group_of_col[col];
+    }
+    table = malloc((size_t)(n + 1) * (size_t)n_groups * sizeof(int32_t));
+    if (!table) {
+        failed = 1;
+        goto done;
+    }
+    for (i = 0; i < n; i++)
+        for (g = 0; g < n_groups; g++) {
+            int64_t t = small[i * k + group_col[g]];
+            table[i * n_groups + g] = (int32_t)(t >= 0 ? t : n);
+        }
+    for (g = 0; g < n_groups; g++)
+        table[n * n_groups + g] = (int32_t)n;
+done:
+    free_refiner(&r);
+    free(good); free(renum); free(own_trimmed); free(blocks); free(block_of); free(number); free(rep);
+    free(own_small); free(group_of_col); free(group_col); free(col_hash); free(group_hash);
+    if (failed) {
+        free(byte_class); free(table); free(accepting);
+        return -1;
+    }
+    *n_out = n;
+    *n_classes_out = n_groups;
+    *byte_class_out = byte_class;
+    *table_out = table;
+    *accepting_out = accepting;
+    return 0;
+}
+
+static PyObject *minimal(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer tv, av, cv;
+    int64_t m, k, i, n = 0, n_classes = 0;
+    int failed = 0;
+    int32_t *byte_class = NULL, *table = NULL;
+    unsigned char *accepting = NULL;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "minimal(trans, accept, classes) takes 3 arguments");
+        return NULL;
+    }
+    if (get_int64(args[0], &tv, PyBUF_ND, "trans") < 0)
+        return NULL;
+    if (tv.ndim != 2 || tv.shape[0] < 1) {
+        PyBuffer_Release(&tv);
+        PyErr_SetString(PyExc_ValueError, "trans must be 2-dimensional with a start state");
+        return NULL;
+    }
+    m = tv.shape[0];
+    k = tv.shape[1];
+    if (PyObject_GetBuffer(args[1], &av, PyBUF_ND | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&tv);
+        return NULL;
+    }
+    if (get_int64(args[2], &cv, PyBUF_ND, "classes") < 0) {
+        PyBuffer_Release(&tv);
+        PyBuffer_Release(&av);
+        return NULL;
+    }
+    const int64_t *trans = tv.buf, *classes = cv.buf;
+    if (av.itemsize != 1 || av.len != m) {
+        PyErr_SetString(PyExc_ValueError, "accept must be a one-byte array with one entry per state");
+        failed = 1;
+    } else if (cv.len != 256 * 8) {
+        PyErr_SetString(PyExc_ValueError, "classes must have one entry per byte");
+        failed = 1;
+    } else if (m * k >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "trans must have fewer than 2^31 entries");
+        failed = 1;
+    }
+    for (i = 0; !failed && i < m * k; i++)
+        if (trans[i] < -1 || trans[i] >= m) {
+            PyErr_Format(PyExc_ValueError, "trans holds %lld, not a state or -1", (long long)trans[i]);
+            failed = 1;
+        }
+    for (i = 0; !failed && i < 256; i++)
+        if (classes[i] < 0 || classes[i] >= k) {
+            PyErr_Format(PyExc_ValueError, "classes holds %lld, not a column of trans", (long long)classes[i]);
+            failed = 1;
+        }
+    if (!failed) {
+        Py_BEGIN_ALLOW_THREADS
+        failed = minimal_tables(trans, m, k, av.buf, classes, &n, &n_classes, &byte_class, &table, &accepting) < 0
+                     ? 2 : 0;
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&tv);
+    PyBuffer_Release(&av);
+    PyBuffer_Release(&cv);
+    if (failed == 2)
+        return PyErr_NoMemory();
+    if (failed)
+        return NULL;
+    PyObject *out = Py_BuildValue("(LLy#y#y#)", (long long)n, (long long)n_classes,
+                                  (const char *)byte_class, (Py_ssize_t)(256 * sizeof(int32_t)),
+                                  (const char *)table, (Py_ssize_t)((n + 1) * n_classes * (int64_t)sizeof(int32_t)),
+                                  (const char *)accepting, (Py_ssize_t)(n + 1));
+    free(byte_class);
+    free(table);
+    free(accepting);
+    return out;
+}
+
 static PyMethodDef partition_methods[] = {
     {"refine", (PyCFunction)(void (*)(void))refine, METH_FASTCALL,
      "refine(trans, blocks, out) -> number of blocks: the coarsest stable partition (see the module source)."},
@@ -711,6 +966,8 @@ static PyMethodDef partition_methods[] = {
      "row_groups(table, rows, group, first) -> number of groups: equal rows numbered by first appearance."},
     {"column_groups", (PyCFunction)(void (*)(void))column_groups, METH_FASTCALL,
      "column_groups(table, columns, group, first) -> number of groups: row_groups of the transposed table."},
+    {"minimal", (PyCFunction)(void (*)(void))minimal, METH_FASTCALL,
+     "minimal(trans, accept, classes) -> (n, n_classes, byte_class, table, accepting): one terminal's minimal DFA."},
     {NULL, NULL, 0, NULL},
 };
 

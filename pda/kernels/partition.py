@@ -19,6 +19,12 @@ both are tested against is `pda.reference.reference_partition`.
 accepting state is reachable, by one backward search over the incoming edges, O(m k),
 without the GIL (`pda.reference.reference_coaccessible` is its oracle).
 
+`minimal_dfa(trans, accept, classes)` is one terminal's partial DFA over byte classes made minimal and
+complete in one call, exactly as `pda.regex.dfa._minimise` and then `_finish` make it (the trim, the
+partition, the blocks numbered by their first state, the byte classes numbered by their lowest byte, the
+dead state last): a composed terminal's table (a counted string: thousands of states) took a dozen numpy
+passes and four kernel calls, each converting it again.
+
 `row_groups(table, rows)` finds a byte DFA's byte classes from its transposed table:
 the distinct rows among `table[rows[i]]`, numbered by first appearance, by one hashing
 pass over the table (equal hashes are compared in full), without the GIL;
@@ -60,6 +66,18 @@ def coaccessible(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
         raise ValueError("accepting must have one entry per state")
     _partition.coaccessible(trans, good.view(np.uint8))
     return good
+
+
+def minimal_dfa(trans: np.ndarray, accept: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(byte_class int32 [256], table int32 [n + 1, classes], accepting bool [n + 1]) of the minimal complete DFA
+    of a one-terminal partial DFA (`trans` [m, k], -1: none; state 0 the start, every state reachable from it;
+    `accept` [m]; `classes` [256]: each byte's column), its dead state n last (see the module docstring)."""
+    trans = np.ascontiguousarray(trans, dtype=np.int64)
+    accept = np.ascontiguousarray(accept, dtype=bool).reshape(-1)
+    n, k, byte_class, table, accepting = _partition.minimal(trans, accept.view(np.uint8),
+                                                            np.ascontiguousarray(classes, dtype=np.int64))
+    return (np.frombuffer(byte_class, dtype=np.int32), np.frombuffer(table, dtype=np.int32).reshape(n + 1, k),
+            np.frombuffer(accepting, dtype=bool))
 
 
 def row_groups(table: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -5,7 +5,9 @@ The constructions live in `pda.regex` (`finite_set_dfa`, `literal_dfa`,
 how fast the DFA is built, never its language: an alternation of at least
 `FINITE_SET_MIN_CHOICES` literals becomes a minimal trie DFA, one plain literal
 a chain, fewer ASCII literals the regex path's DFA built directly (`literal_set_dfa`),
-anything else goes through regex → NFA → DFA. A terminal given as an
+an alternation of whole patterns (`(?:(?:P1)|(?:P2))`, `pda.grammar.alternatives`) the union of
+the parts' terminal DFAs (`union_dfa`: the parts are memoised here, most often built before, and the
+whole pattern is never parsed), anything else goes through regex → NFA → DFA. A terminal given as an
 automaton (`TerminalDef.automaton`) always takes the NFA path, from its automaton
 (its `pattern` only describes it). Results are cached in
 memory (a byte-bounded LRU shared by every grammar), by the pattern (or the
@@ -28,15 +30,17 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from dataclasses import replace
 
 from pda import cache
-from pda.errors import LimitExceeded
+from pda.errors import LimitExceeded, RegexError
 from pda.grammar.ir import TerminalDef
 from pda.lru import budget_cache, register_budget
-from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, compile_regex, literal_dfa, literal_set_dfa
+from pda.regex.dfa import (DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, compile_regex, literal_dfa,
+                           literal_set_dfa, union_dfa)
 from pda.regex.finite_set import FINITE_SET_MIN_CHOICES, finite_set_dfa
 from pda.regex.lazy import LazyDFA, has_count, lazy_terminal
-from pda.regex.literals import literal_alternatives
+from pda.regex.literals import alternation_parts, literal_alternatives
 from pda.regex.syntax import translate
 
 # Terminal DFAs by pattern, shared by every grammar that uses the pattern; bounded, as a
@@ -96,7 +100,7 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
         else:
             try:
                 # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
-                dfa = finite_set_dfa(t, max_states=max_states) or compile_regex(
+                dfa = finite_set_dfa(t, max_states=max_states) or _union_of_parts(t, max_states) or compile_regex(
                     t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
                 )
             except LimitExceeded:
@@ -119,6 +123,28 @@ def _counted(t: TerminalDef) -> bool:
     counts = (int(n) for m in _COUNTS.finditer(t.pattern) for n in m.groups() if n)
     return any(n >= LAZY_MIN_COUNT for n in counts) and has_count(translate(t.pattern, t.flags, name=t.name),
                                                                     LAZY_MIN_COUNT)
+
+
+def _union_of_parts(t: TerminalDef, max_states: int) -> LexerDFA | None:
+    """The DFA of a terminal whose pattern is an alternation of whole patterns (`(?:(?:P1)|(?:P2))`, what
+    `pda.grammar.alternatives` writes for a JSON Schema `anyOf` of a string and a number), as the union of
+    the parts' terminal DFAs (`union_dfa`): each is memoised here by its pattern, most often built before as a
+    terminal of its own, so the whole pattern is never parsed. None (the regex path decides, errors included)
+    for any other pattern, a lazy terminal, or where a part is lazy, fails to build or the union passes
+    `max_states`."""
+    parts = None if t.lazy else alternation_parts(t.pattern, t.flags)
+    if parts is None:
+        return None
+    dfas = []
+    for part in parts:
+        try:
+            dfa = terminal_dfa(replace(t, pattern=part, literal=False), max_states=max_states)
+        except (RegexError, LimitExceeded):
+            return None
+        if not isinstance(dfa, LexerDFA):
+            return None
+        dfas.append(dfa)
+    return union_dfa(dfas, name=t.name, max_states=max_states)
 
 
 def _one_terminal_dfa(meta: dict, arrays: dict) -> LexerDFA:

@@ -197,7 +197,7 @@ def _iscased(c: int, ascii_only: bool) -> bool:
 def literal_set(c: int, ignorecase: bool, ascii_only: bool) -> CharSet:
     """What `re` matches for one literal character (LITERAL opcode)."""
     if not ignorecase or not _iscased(c, ascii_only):
-        return normalise([(c, c)])
+        return () if SURROGATES[0] <= c <= SURROGATES[1] else ((c, c),)  # `normalise([(c, c)])`
     lo = _sre.ascii_tolower(c) if ascii_only else _sre.unicode_tolower(c)
     targets = {lo}
     if not ascii_only:

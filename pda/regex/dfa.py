@@ -35,7 +35,7 @@ from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
 from pda.regex import charset as cs
 from pda.regex import compose, utf8
-from pda.kernels.partition import coaccessible, coarsest_partition, column_groups, row_groups
+from pda.kernels.partition import coaccessible, coarsest_partition, column_groups, minimal_dfa, row_groups
 from pda.kernels.trie import literal_tables
 from pda.regex.automaton import NFA, Graph, determinise
 from pda.lru import budget_cache, register_budget
@@ -232,8 +232,19 @@ def _known_union(node: Alt, names: Sequence[str], max_states: int) -> LexerDFA |
     return None if found is None else _minimal(found, names, max_states)
 
 
+def union_dfa(dfas: Sequence[LexerDFA], *, name: str = "<regex>",
+              max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA | None:
+    """The minimal DFA of the union of two or more one-terminal DFAs' languages (`compose.union`), without
+    their regexes; None over `max_states` states. A terminal whose pattern is an alternation of others'
+    (`pda.grammar.alternatives`) is built so from their DFAs, most often built before."""
+    if len(dfas) < 2 or any(d.accept.shape[1] != 1 or d.dead != d.n_states - 1 for d in dfas):
+        raise ValueError("union_dfa takes two or more one-terminal DFAs, each with its dead state last")
+    found = compose.union([_partial(d) for d in dfas], max_states)
+    return None if found is None else _minimal(found, (name,), max_states)
+
+
 def _partial(dfa: LexerDFA) -> compose.Classed:
-    """A one-terminal DFA as composition reads one: its dead state left out (-1)."""
+    """A one-terminal DFA (its dead state last) as composition reads one: its dead state left out (-1)."""
     trans = dfa.trans[: dfa.dead]
     return compose.Classed(np.where(trans == dfa.dead, -1, trans).astype(np.int32), dfa.accept[: dfa.dead, 0],
                            dfa.byte_class)
@@ -278,12 +289,16 @@ def _composed(node: Node | Graph, names: Sequence[str], max_states: int) -> Lexe
 
 
 def _minimal(found: compose.Classed, names: Sequence[str], max_states: int) -> LexerDFA:
-    """The minimal DFA of a composed partial DFA whose every state is reachable from its start."""
+    """The minimal DFA of a composed partial DFA whose every state is reachable from its start: what `_minimise`
+    and then `_finish` make of it, in one kernel call (`minimal_dfa`)."""
     # Minimised over the composition's byte classes (a few dozen), never spelled out over 256 bytes.
-    trans, accept = _minimise(found.trans.astype(np.int64), found.accept[:, None])
-    # `_minimise` trims: every state but the start reaches an accepting one.
-    return _finish(_within_limit(trans, names, max_states), accept, tuple(names),
-                   trimmed=bool(accept.any()), classes=found.classes)
+    byte_class, trans, accept = minimal_dfa(found.trans, found.accept, found.classes)
+    n = len(trans) - 1  # the dead state is last
+    _within_limit(trans[:n], names, max_states)
+    # Trimmed: every state but the start reaches an accepting one, or none does (the empty language).
+    live = _trimmed_live(n, bool(accept[0])) if accept.any() else np.zeros((n + 1, 1), dtype=bool)
+    return LexerDFA(n_states=n + 1, start=0, dead=n, byte_class=byte_class, trans=trans,
+                    accept=_freeze(accept.reshape(n + 1, 1)), live=_freeze(live), names=tuple(names))
 
 
 def _atom_dfa(
@@ -362,10 +377,7 @@ def _finish(
     acc = np.zeros((m + 1, accept.shape[1]), dtype=bool)
     acc[: len(accept)] = accept
     if trimmed and acc.shape[1] == 1:
-        # all live but dead, and the start unless it is alone and rejecting (the empty language)
-        live = np.ones((m + 1, 1), dtype=bool)
-        live[dead, 0] = False
-        live[0, 0] = m > 1 or bool(acc[0, 0])
+        live = _trimmed_live(m, bool(acc[0, 0]))
     else:
         live = _live_rows(out, acc, dead)
     return LexerDFA(
@@ -378,6 +390,15 @@ def _finish(
         live=_freeze(live),
         names=names,
     )
+
+
+def _trimmed_live(m: int, start_accepts: bool) -> np.ndarray:
+    """The live column of a trimmed one-terminal DFA of m states and its dead state m: all live but dead, and
+    the start unless it is alone and rejecting (the empty language)."""
+    live = np.ones((m + 1, 1), dtype=bool)
+    live[m, 0] = False
+    live[0, 0] = m > 1 or start_accepts
+    return live
 
 
 def _live_rows(trans: np.ndarray, accept: np.ndarray, dead: int) -> np.ndarray:

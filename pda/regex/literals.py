@@ -9,6 +9,11 @@ such an alternation. Anything else — a class, a quantifier, an escape like
 is not a finite literal set for this purpose, and the terminal keeps the general
 regex path. The scan is one compiled-regex pass, so it stays cheap for patterns
 of megabytes (100,000 values).
+
+The other alternation read here is of whole patterns, each in a group of its own,
+`(?:(?:P1)|(?:P2)|...)` (`patterns_alternation`: what `pda.grammar.alternatives` writes
+when it merges regex terminals), read back by `alternation_parts` so that the terminal
+builder can unite the parts' DFAs instead of parsing the whole pattern.
 """
 
 from __future__ import annotations
@@ -99,3 +104,57 @@ def _scan(pattern: str, flags: str) -> tuple[str, ...] | None:
     if not expect_bar_or_close:
         out.append("".join(current))
     return tuple(out)
+
+
+def patterns_alternation(patterns: list[str]) -> str:
+    """The regex of the alternation of `patterns`, each in a group of its own: `(?:(?:P1)|(?:P2))`."""
+    return "(?:" + "|".join(f"(?:{p})" for p in patterns) + ")"
+
+
+# One item of a pattern as `re` reads group nesting: a run of escapes, classes (`]` first is a literal, `\\`
+# escapes) and other characters but parentheses; a comment group; a group's `(` or `)`.
+_GROUP_ITEM = re.compile(r"(?:[^\\\[()]++|\\.|\[\^?\]?(?:[^\\\]]|\\.)*+\])++|\(\?#[^)]*\)|[()]", re.S)
+
+
+def alternation_parts(pattern: str, flags: str = "") -> list[str] | None:
+    """The patterns P1, P2, ... (two or more) of a pattern written as `(?:(?:P1)|(?:P2)|...)`, or None.
+
+    Their union is the pattern's language when each Pi stands alone: its groups balanced (read as `re`
+    reads them: escapes, classes and comments skipped), no global inline flags at its start and no named
+    group (which would clash between parts); the verbose flag `x` (comments to the end of a line) is
+    never read here. A pattern in that form is not necessarily one `patterns_alternation` wrote
+    (`(?:(?:a)|(?:b))` may be anyone's): the reading holds for any."""
+    if "x" in flags or not pattern.startswith("(?:(?:") or not pattern.endswith("))"):
+        return None
+    parts, at, end = [], 3, len(pattern) - 1
+    while True:
+        close = _group_end(pattern, at)
+        if close is None or close > end:
+            return None
+        part = pattern[at + 3 : close - 1]
+        if "(?P" in part or leading_inline_flags(part):
+            return None
+        parts.append(part)
+        if close == end:
+            return parts if len(parts) > 1 else None
+        if not pattern.startswith("|(?:", close):
+            return None
+        at = close + 1
+
+
+def _group_end(pattern: str, at: int) -> int | None:
+    """The index after the `)` that closes the group opening at `pattern[at]`, or None (an item `re` would
+    refuse, such as an unclosed class, or no closing `)`)."""
+    depth, i = 0, at
+    while True:
+        m = _GROUP_ITEM.match(pattern, i)
+        if m is None:
+            return None
+        i = m.end()
+        item = m.group()
+        if item == "(":
+            depth += 1
+        elif item == ")":
+            depth -= 1
+            if depth == 0:
+                return i

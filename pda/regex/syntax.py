@@ -587,6 +587,7 @@ class _Translator:
         self.byte_mode = byte_mode
         self.cuts = cuts or {}  # placeholder code point -> the IR of the group it stands for (`_translate_cut`)
         self.ranges = 0  # the ranges of every set made so far (what the IR weighs, `_translation_bytes`)
+        self.characters: dict[tuple, Chars] = {}  # (op, code point, flags) -> a character's set made before
 
     def refuse(self, construct: str, rewrite: str) -> RegexError:
         return RegexError(
@@ -618,7 +619,7 @@ class _Translator:
         while i < n:
             op, av = items[i]
             last = i == n - 1
-            k = idiom_length(items, i)
+            k = idiom_length(items, i) if op is C.MIN_REPEAT else 0  # (the idiom opens with `.*?`)
             if k:
                 out.append((yield self.idiom(list(before) + items[:i], items[i:], k, flags, tail)))
                 break
@@ -641,7 +642,7 @@ class _Translator:
                         "drop it and let the greedy lexer and terminal priorities decide, "
                         "or move the condition into the grammar rules",
                     )
-                look = yield self.seq(list(sub), flags, False, False)
+                look = yield self.seq(_items(sub), flags, False, False)
                 # a look-ahead reads nothing: what follows one at the start is still at the start
                 body = yield self.seq(items[i + 1 :], flags, head and i == 0, tail, tuple(before) + tuple(items[:i]))
                 out.append(Guard(op is C.ASSERT_NOT, look, body))
@@ -695,23 +696,29 @@ class _Translator:
             return self.chars(cs.class_set(list(av), ignorecase, ascii_only))
         if op is C.ANY:
             return self.chars(cs.any_set(bool(flags & _DOTALL)))
+        # A character recurs (JSON Schema keys, digits): its set is made once (an IR node is never changed).
+        found = self.characters.get((op, av, flags))
+        if found is not None:
+            self.ranges += len(found.chars)
+            return found
         self.byte_literal(av)
         chars = cs.literal_set(av, ignorecase, ascii_only)
-        return self.chars(chars if op is C.LITERAL else cs.complement(chars))
+        found = self.characters[op, av, flags] = self.chars(chars if op is C.LITERAL else cs.complement(chars))
+        return found
 
     def item(self, op: object, av: Any, flags: int, head: bool, tail: bool) -> Generator[Any, Node, Node]:
         """Any item but a leaf (`seq` translates those directly)."""
         if op in (C.MAX_REPEAT, C.MIN_REPEAT):
             lo, hi, sub = av
-            inner = yield self.seq(list(sub), flags, False, False)
+            inner = yield self.seq(_items(sub), flags, False, False)
             return Repeat(inner, lo, None if hi == MAXREPEAT else hi)
         if op is C.SUBPATTERN:
             _, add, dele, sub = av
-            return (yield self.seq(list(sub), _combine_flags(flags, add, dele), head, tail))
+            return (yield self.seq(_items(sub), _combine_flags(flags, add, dele), head, tail))
         if op is C.BRANCH:
             branches = []
             for b in av[1]:
-                branches.append((yield self.seq(list(b), flags, head, tail)))
+                branches.append((yield self.seq(_items(b), flags, head, tail)))
             return Alt(tuple(branches))
         if op is C.AT:
             if av in (C.AT_BEGINNING, C.AT_BEGINNING_STRING) and head:
@@ -741,6 +748,12 @@ class _Translator:
         if op is C.ATOMIC_GROUP:
             raise self.refuse("an atomic group (?>...)", "use a non-capturing group (?:...)")
         raise self.refuse(f"the construct {op}", "rewrite it with classes, groups and quantifiers")
+
+
+def _items(sub: sre_parse.SubPattern | list) -> list:
+    """A parsed sequence's items, read only: a `SubPattern`'s own list (`list(sub)` goes through its
+    `__getitem__` item by item, a tenth of a translation)."""
+    return sub.data if isinstance(sub, sre_parse.SubPattern) else list(sub)
 
 
 def _minus(cset: cs.CharSet, c: int) -> cs.CharSet:
@@ -774,7 +787,7 @@ CUT_MIN_CHARS = 48
 CUT_MAX_DEPTH = 2
 # What `_cuttable_groups` stops at (group 1, after a run of anything else): an anchor escape, a
 # class, a group opening, a group end, an anchor.
-_CUT_TOKEN = re.compile(r"(?:[^\\\[()^$]|\\[^AZbB])*+(\\[AZbB]|\[|\((?:\?[:=!]?)?|[)^$])", re.S)
+_CUT_TOKEN = re.compile(r"(?:[^\\\[()^$]++|\\[^AZbB])*+(\\[AZbB]|\[|\((?:\?[:=!]?)?|[)^$])", re.S)
 # A whole class, as `_class_end` reads one.
 _CLASS = re.compile(r"\[\^?\]?(?:[^\\\]]|\\.)*+\]", re.S)
 # A class `re._parser` warns about (a possible nested set or set operation): the warning gives a
@@ -811,7 +824,7 @@ def _translate_whole(pattern: str, flags: str, name: str, line: int | None) -> t
     """The IR of the whole pattern as one parse (and the ranges of its sets): the general path."""
     parsed = parse_sre(pattern, flags, name=name, line=line)
     translator = _Translator(pattern, name, line, BYTE_MODE in flags)
-    return drive(translator.seq(list(parsed), parsed.state.flags, True, True)), translator.ranges
+    return drive(translator.seq(_items(parsed), parsed.state.flags, True, True)), translator.ranges
 
 
 def _translation_bytes(pattern: str, ranges: int) -> int:
@@ -856,7 +869,7 @@ def _translate_cut(pattern: str, flags: str, name: str, line: int | None, depth:
         text = "".join(pieces) + pattern[at:]
         parsed = _parse(text, flags_value(flags, name=name), name, line)
         translator = _Translator(pattern, name, line, BYTE_MODE in flags, cuts)
-        return drive(translator.seq(list(parsed), parsed.state.flags, True, True)), translator.ranges
+        return drive(translator.seq(_items(parsed), parsed.state.flags, True, True)), translator.ranges
     except Exception:  # the whole pattern's path raises its own error
         return None
 
