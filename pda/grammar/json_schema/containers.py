@@ -354,21 +354,23 @@ class Containers:
             """`build` over every state reachable from `start`, successors first, on an explicit
             stack: an object of 1,000 properties must not recurse 1,000 deep. States are
             built in the order a depth-first recursion would build them."""
-            stack = [start]
-            successors: dict[tuple[int, int, bool], list[tuple[bool, tuple[int, int, bool]]]] = {}
+            # (state, None) to visit; (state, its successors) to build once they are (states only lead
+            # to higher property indices, so a state is never above itself).
+            stack: list[tuple[tuple[int, int, bool], list[tuple[bool, tuple[int, int, bool]]] | None]] = [
+                (start, None)]
             while stack:
-                key = stack[-1]
-                if key in memo:
-                    stack.pop()
-                    continue
-                out = successors.get(key)
+                key, out = stack.pop()
                 if out is None:
-                    out = successors[key] = reads(key)
-                todo = [after for _, after in out if after not in memo]
-                if todo:
-                    stack.extend(reversed(todo))
-                else:
-                    memo[stack.pop()] = build(key, out)
+                    if key in memo:
+                        continue
+                    out = reads(key)
+                    todo = [(after, None) for _, after in out if after not in memo]
+                    if todo:
+                        stack.append((key, out))
+                        todo.reverse()
+                        stack += todo
+                        continue
+                memo[key] = build(key, out)
             return memo[start]
 
         if self.ctx.any_order and not track and 0 < len(names) <= limits.MAX_ANY_ORDER_PROPERTIES:
