@@ -452,17 +452,17 @@ class Containers:
         closable = not any(r and m is None for m, r in zip(members, required))
         plan = _any_order_plan(len(present), extra is not None)
         names = [self.builder.reserve() for _ in plan]
-        # Before a member: nothing first, a comma after one.
-        first, later = [[m] for m in present], [[*ws, comma, *ws, m] for m in present]
-        first_extra, later_extra = [extra], [*ws, comma, *ws, extra]
+        # Before a member: nothing first, a comma after one. Alternatives are tuples, as the IR's rows hold them.
+        first, later = [(m,) for m in present], [(*ws, comma, *ws, m) for m in present]
+        first_extra, later_extra = (extra,), (*ws, comma, *ws, extra)
         define = self.builder.define
         for name, (seen, started, successors, after_extra) in zip(names, plan):
             heads = later if started else first
-            alts = [heads[j] + [names[k]] for j, k in successors]
+            alts = [heads[j] + (names[k],) for j, k in successors]
             if after_extra is not None:
-                alts.append((later_extra if started else first_extra) + [names[after_extra]])
+                alts.append((later_extra if started else first_extra) + (names[after_extra],))
             if started and closable and seen & need == need:
-                alts.append([])
+                alts.append(())
             define(name, alts)
         return names[0]
 
