@@ -78,3 +78,14 @@ def test_every_subset_is_a_state_once() -> None:
     assert len({name for name, _ in rules}) == len(rules)
     assert sum(1 for _ in itertools.chain.from_iterable(alts for _, alts in rules)) == \
         6 + 1 + sum(6 - bin(s).count("1") + 1 + 1 for s in range(2**6))
+
+
+def test_plans_past_the_memo_bound_are_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `_PLAN_MEMO_MAX_MEMBERS` (raised `MAX_ANY_ORDER_PROPERTIES`) a plan is made each time, the same."""
+    from pda.grammar.json_schema import containers
+
+    monkeypatch.setattr(containers, "_PLAN_MEMO_MAX_MEMBERS", 1)
+    for members, required, extra in CASES:
+        if sum(m is not None for m in members) > 1:
+            assert _rules("flexible", members, list(required), extra, None) == \
+                _rules("flexible", members, list(required), extra, _reference), (members, required, extra)

@@ -44,15 +44,28 @@ _OTHER_KEYS = "\x00other"  # `_exact_keys`' entry for keys that match no pattern
 LowerValue = Callable[[Any, tuple[str, ...]], "str | None"]
 
 
-@functools.lru_cache(maxsize=64)
+# The most members whose `_any_order_plan` is memoised: 2^10 states, ~100 kB; `MAX_ANY_ORDER_PROPERTIES`
+# may be raised past it, and a plan of 20 members would be ~100 MB held for the process.
+_PLAN_MEMO_MAX_MEMBERS = 10
+
+
 def _any_order_plan(n: int, extra: bool) -> tuple[tuple[int, bool, tuple[tuple[int, int], ...], int | None], ...]:
+    """`_plan`, memoised up to `_PLAN_MEMO_MAX_MEMBERS` members."""
+    return _memo_plan(n, extra) if n <= _PLAN_MEMO_MAX_MEMBERS else _plan(n, extra)
+
+
+@functools.lru_cache(maxsize=2 * (_PLAN_MEMO_MAX_MEMBERS + 1))
+def _memo_plan(n: int, extra: bool) -> tuple[tuple[int, bool, tuple[tuple[int, int], ...], int | None], ...]:
+    return _plan(n, extra)
+
+
+def _plan(n: int, extra: bool) -> tuple[tuple[int, bool, tuple[tuple[int, int], ...], int | None], ...]:
     """The states of `Containers.members_any_order` for n present members (and an extra member or not),
     in the order their rules are named: per state (the members written, as bits; started; per member
     not yet written, (its index, the position of the state after it); the position of the state after
     an extra member, or None). The order is a depth-first recursion's from (nothing written, not
     started), successors in member order then the extra member's: it depends on n and `extra` only,
-    so it is worked out once, not walked again per object: 1.4-1.7x faster for 4-6 members. Memoised
-    (n is at most `MAX_ANY_ORDER_PROPERTIES`: 2 (n + 1) plans for one limit)."""
+    so it is worked out once, not walked again per object: 1.4-1.7x faster for 4-6 members."""
     position: dict[int, int] = {}  # by written * 2 + started
     stack = [0]
     while stack:
