@@ -23,6 +23,7 @@ it spells an automaton terminal as a regex by state elimination, up to
 
 from __future__ import annotations
 
+import functools
 import heapq
 import re
 from typing import Sequence
@@ -225,6 +226,7 @@ def _used_symbols(rules: dict[str, Alternatives], start: str) -> set[str]:
     return used
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_lazy(regex: str) -> bool:
     """Whether a terminal's regex is lazy; parsed only when a quantifier character (after an even run
     of backslashes: `\\+?`, an optional plus sign in every JSON number regex, is not one) is followed by `?`."""

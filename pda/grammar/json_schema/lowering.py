@@ -46,6 +46,8 @@ from pda.grammar.json_schema.validate import validate
 # Per schema (canonical JSON): the exact grammar that decides values against it, and whether
 # that grammar holds an object bound to schema order; None when it cannot decide.
 Checkers = dict[str, "tuple[Any, bool] | None"]
+# The keywords `typed` never reads: the unions `_value` takes apart, and what `flatten` left of negations.
+_NOT_BASE = frozenset({"anyOf", "oneOf", "not", "if", "then", "else"})
 _EMPTY = "\x00empty"  # `exactly_one`'s answer for a oneOf that no instance satisfies
 
 
@@ -113,9 +115,10 @@ class Lowering:
     def _value(self, schema: Any, path: tuple[str, ...]) -> str | None:
         if not isinstance(schema, dict):
             return self.value(schema, path)
-        for k in schema:
-            if k in UNSUPPORTED:
-                self.ctx.unsupported(k, path + (k,), f"{k!r} is ignored (the grammar accepts more)")
+        if not UNSUPPORTED.isdisjoint(schema):
+            for k in schema:
+                if k in UNSUPPORTED:
+                    self.ctx.unsupported(k, path + (k,), f"{k!r} is ignored (the grammar accepts more)")
         # `flatten` has rewritten every `not`, `if` and dependency it could negate.
         if "not" in schema:
             self.ctx.unsupported("not", path + ("not",), "'not' is ignored (the grammar accepts more)")
@@ -126,7 +129,7 @@ class Lowering:
             schema = {k: v for k, v in schema.items() if k != MORE_ANY_OF} | {"anyOf": first}
             if pending:
                 schema[MORE_ANY_OF] = pending
-        base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf", "not", "if", "then", "else")}
+        base = schema if _NOT_BASE.isdisjoint(schema) else {k: v for k, v in schema.items() if k not in _NOT_BASE}
         for comb in ("anyOf", "oneOf"):
             if comb in schema:
                 rest = {k: v for k, v in schema.items() if k != comb}

@@ -128,14 +128,20 @@ def validate(root: Any) -> bool:
             if is_schema:
                 raise _not_a_schema(node, where)
             continue
-        _check_json(node, where)
-        if is_schema and not _is_schema(node):
-            raise _not_a_schema(node, where)
-        if isinstance(node, list):
-            stack.extend((v, (where, i), depth + 1, False) for i, v in enumerate(node))
-            continue
-        if not isinstance(node, dict):
-            continue
+        if node.__class__ is dict:  # most other nodes: JSON when their keys are exact strings
+            for key in node:
+                if key.__class__ is not str:
+                    _check_json(node, where)
+                    break
+        else:
+            _check_json(node, where)
+            if is_schema and not _is_schema(node):
+                raise _not_a_schema(node, where)
+            if isinstance(node, list):
+                stack.extend((v, (where, i), depth + 1, False) for i, v in enumerate(node))
+                continue
+            if not isinstance(node, dict):
+                continue
         if not names and not _NAMING.isdisjoint(node):
             names = any(isinstance(node.get(k), str) for k in _NAMING)
         depth += 1
@@ -146,7 +152,8 @@ def validate(root: Any) -> bool:
                 stack.append((v, at, depth, False))
                 continue
             ok, expected, holds = rule
-            _check_json(v, at)  # a list or map of subschemas is not walked as a node itself
+            if v.__class__ is not str:
+                _check_json(v, at)  # a list or map of subschemas is not walked as a node itself
             if not ok(v):
                 raise GrammarError(f"{_pointer(at)}: must be {expected}, got {_show(v)}")
             if key in _COUNT_KEYWORDS and v > max_count:
