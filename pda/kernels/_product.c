@@ -97,7 +97,8 @@
  * Method: one pass over the queue; a state's successors are gathered per class from its
  * components' successors that are not dead (listed once per global state, when a product state
  * first holds it) and interned in an open-addressing hash table keyed by content, so the work is
- * O(explored states x (classes + the live components' live successors)). Every index read from the
+ * O(explored states x (classes + the live components' live successors)); a grown state of two singles reads
+ * its two rows side by side instead (`grow_pair`). Every index read from the
  * inputs is checked before it is used (ValueError), and the search runs without the GIL.
  */
 #define PY_SSIZE_T_CLEAN
