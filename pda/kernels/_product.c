@@ -97,7 +97,8 @@
  * Method: one pass over the queue; a state's successors are gathered per class from its
  * components' successors that are not dead (listed once per global state, when a product state
  * first holds it) and interned in an open-addressing hash table keyed by content, so the work is
- * O(explored states x (classes + the live components' live successors)). Every index read from the
+ * O(explored states x (classes + the live components' live successors)); a grown state of two singles reads
+ * its two rows side by side instead (`grow_pair`). Every index read from the
  * inputs is checked before it is used (ValueError), and the search runs without the GIL.
  */
 #define PY_SSIZE_T_CLEAN
@@ -1134,6 +1135,38 @@ static inline int64_t grown_row(int64_t mixed_base, int64_t q)
     return mixed_base + q - 1;
 }
 
+/* The row of a mixed state of two singles whose rows are `a` and `b` (entries checked and filled): each
+ * class's successor is the pair of theirs, the dead ones left out, in that order (as the counting sort of
+ * `grow_run` lists them), a class leading where the one before it does taking its row. 0, or -1 with *status
+ * set (1: a new state's row would be at or past cap; -1: out of memory). */
+static int grow_pair(Explorer *e, int32_t *row, const int32_t *a, const int32_t *b, int64_t k, int32_t dead,
+                     int64_t mixed_base, int64_t cap, int *status)
+{
+    int added;
+    for (int64_t c = 0; c < k; c++) {
+        int32_t pair[2] = {a[c], b[c]};
+        if (c > 0 && pair[0] == a[c - 1] && pair[1] == b[c - 1]) {
+            row[c] = row[c - 1];
+            continue;
+        }
+        if (pair[0] == dead || pair[1] == dead) {
+            row[c] = pair[0] == dead ? pair[1] : pair[0];
+            continue;
+        }
+        int64_t j = intern(e, pair, 2, &added);
+        if (j < 0) {
+            *status = -1;
+            return -1;
+        }
+        if (added && grown_row(mixed_base, j) >= cap) {
+            *status = 1;
+            return -1;
+        }
+        row[c] = (int32_t)grown_row(mixed_base, j);
+    }
+    return 0;
+}
+
 /* Expand the grower's states from internal id `first` on, writing each one's row of `trans`
  * (int32 [cap, k]); singles are [lo, hi), `dead` the dead state; a lazy single's UNFILLED entry is filled
  * by `lazy` first. 0 when done, 1 when a new state's row would be at or past cap, 2 on a bad entry (error
@@ -1167,6 +1200,12 @@ static int grow_run(Explorer *e, int32_t *trans, int64_t cap, int64_t k, int64_t
                 }
                 count[c] += t != dead;
             }
+        }
+        if (n_live == 2) { /* two terminals side by side (most mixed states): no counting sort */
+            if (grow_pair(e, row, trans + (int64_t)live[0] * k, trans + (int64_t)live[1] * k, k, dead, mixed_base,
+                          cap, &status) < 0)
+                goto done;
+            continue;
         }
         if (bucket_offsets(count, offset, k, &bucket, &cap_bucket) < 0)
             goto done;
