@@ -226,9 +226,24 @@ def _used_symbols(rules: dict[str, Alternatives], start: str) -> set[str]:
     return used
 
 
-@functools.lru_cache(maxsize=4096)
+# `_is_lazy` remembers regexes up to this many characters (the ones that recur across grammars: JSON
+# punctuation, white space, keys), 4,096 of them: at most ~4 MiB however long a server runs.
+LAZY_MEMO_MAX_CHARS = 1024
+
+
 def _is_lazy(regex: str) -> bool:
-    """Whether a terminal's regex is lazy; parsed only when a quantifier character (after an even run
+    """Whether a terminal's regex is lazy (`_lazy_quantified`), remembered for short regexes."""
+    return _lazy_memo(regex) if len(regex) <= LAZY_MEMO_MAX_CHARS else _lazy_quantified(regex)
+
+
+@functools.lru_cache(maxsize=4096)
+def _lazy_memo(regex: str) -> bool:
+    """`_lazy_quantified`, memoised (bounded by `LAZY_MEMO_MAX_CHARS`)."""
+    return _lazy_quantified(regex)
+
+
+def _lazy_quantified(regex: str) -> bool:
+    """Whether a regex has a lazy quantifier; parsed only when a quantifier character (after an even run
     of backslashes: `\\+?`, an optional plus sign in every JSON number regex, is not one) is followed by `?`."""
     for found in _MAYBE_LAZY.finditer(regex):
         at = found.start()
