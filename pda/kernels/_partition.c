@@ -728,8 +728,7 @@ static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsi
     int64_t *renum = malloc((size_t)m * sizeof(int64_t));
     int64_t *own_trimmed = NULL, *blocks = NULL, *block_of = NULL, *number = NULL, *rep = NULL, *own_small = NULL;
     const int64_t *trimmed = trans, *small;
-    int64_t *group_of_col = NULL, *group_col = NULL;
-    uint64_t *col_hash = NULL, *group_hash = NULL;
+    int64_t *group_col = NULL;
     int32_t *byte_class = NULL, *table = NULL;
     unsigned char *accepting = NULL;
     Refiner r;
@@ -819,43 +818,23 @@ static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsi
         if (renum[q] == rep[i])
             accepting[i++] = accept[q] != 0;
     accepting[n] = 0;
-    /* byte classes: the distinct columns of `small` the bytes read, numbered by their lowest byte */
-    group_of_col = malloc((size_t)k * sizeof(int64_t));
-    group_col = malloc((size_t)(k ? k : 1) * sizeof(int64_t));
-    col_hash = malloc((size_t)(k ? k : 1) * sizeof(uint64_t));
-    group_hash = malloc((size_t)(k ? k : 1) * sizeof(uint64_t));
+    /* byte classes: the distinct columns of `small` the bytes read, numbered by their lowest byte
+     * (`column_groups`' work: the groups of the columns the 256 bytes pick, by first appearance) */
+    int64_t group[256];
+    Table small_table = {small, n, k};
+    group_col = malloc(256 * sizeof(int64_t));
     byte_class = malloc(256 * sizeof(int32_t));
-    if (!group_of_col || !group_col || !col_hash || !group_hash || !byte_class) {
+    if (!group_col || !byte_class) {
         failed = 1;
         goto done;
     }
-    for (c = 0; c < k; c++) {
-        group_of_col[c] = -1;
-        col_hash[c] = HASH_SEED;
+    n_groups = group_lines(&small_table, 1, classes, 256, group, group_col);
+    if (n_groups < 0) {
+        failed = 1;
+        goto done;
     }
-    for (i = 0; i < n; i++)
-        for (c = 0; c < k; c++)
-            col_hash[c] = hash_step(col_hash[c], small[i * k + c]);
-    for (b = 0; b < 256; b++) {
-        int64_t col = classes[b];
-        if (group_of_col[col] < 0) {
-            for (g = 0; g < n_groups; g++) {
-                if (group_hash[g] != col_hash[col])
-                    continue;
-                for (i = 0; i < n; i++)
-                    if (small[i * k + col] != small[i * k + group_col[g]])
-                        break;
-                if (i == n)
-                    break;
-            }
-            if (g == n_groups) {
-                group_col[n_groups] = col;
-                group_hash[n_groups++] = col_hash[col];
-            }
-            group_of_col[col] = g;
-        }
-        byte_class[b] = (int32_t)group_of_col[col];
-    }
+    for (b = 0; b < 256; b++)
+        byte_class[b] = (int32_t)group[b];
     table = malloc((size_t)(n + 1) * (size_t)n_groups * sizeof(int32_t));
     if (!table) {
         failed = 1;
@@ -871,7 +850,7 @@ static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsi
 done:
     free_refiner(&r);
     free(good); free(renum); free(own_trimmed); free(blocks); free(block_of); free(number); free(rep);
-    free(own_small); free(group_of_col); free(group_col); free(col_hash); free(group_hash);
+    free(own_small); free(group_col);
     if (failed) {
         free(byte_class); free(table); free(accepting);
         return -1;
