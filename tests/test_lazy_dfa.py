@@ -270,6 +270,18 @@ def test_equal_terms_are_shared() -> None:
     assert first.core.term(0) == second.core.term(0)
 
 
+def test_set_terms_are_kept_per_arena() -> None:
+    """A set's term is remembered for the arena it was made on (`lazy._set_terms`): terminals built in turn on
+    two arenas, and back on the first, each read their own arena's terms (a stale term id reads another
+    language, or none)."""
+    pattern, words = "[a-z\u0400-\u04ff]{1,5}@[0-9]", ["ab@1", "жa@0", "abcdef@1", "ab@", "@1", "ab1"]
+    first, second = Arena(), Arena()
+    for arena in (first, second, first, second):
+        got = compile_lazy(pattern, arena=arena)
+        for word in words:
+            assert got.accepts(word.encode()) == bool(re.fullmatch(pattern, word)), (word, arena)
+
+
 def test_tiny_budget() -> None:
     base = Arena().nbytes
     arena = Arena(max_bytes=base + 20_000)

@@ -167,23 +167,41 @@ def lazy_terminal(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES) -
 
 def ir_term(arena: Arena, node: Node, byte_mode: bool) -> int:
     """The term of an IR tree (code-point sets as UTF-8, or as bytes in byte mode); an explicit stack."""
-    return drive(_term(arena, node, byte_mode, {}))
+    return drive(_term(arena, node, byte_mode, {}, _set_terms(arena, byte_mode)))
 
 
-def _term(arena: Arena, node: Node, byte_mode: bool, memo: dict[Any, int]) -> Generator[Any, int, int]:
-    """The term of `node`; `memo` holds the terms made so far by node identity, and a set's by its code points (a
-    JSON string's escapes repeat one hex-digit class hundreds of times, as distinct nodes)."""
+# Terms of code-point sets by their code points, kept for the arena last built on: a JSON string's character class
+# is a trie of a few dozen byte-range terms, which every string terminal made again (about half of a lazy
+# string's build). At most `SET_TERMS_MAX` sets, then started afresh; a new arena starts afresh too.
+SET_TERMS_MAX = 4096
+_set_memo: tuple[Arena, dict[tuple[bool, cs.CharSet], int]] | None = None
+
+
+def _set_terms(arena: Arena, byte_mode: bool) -> dict[tuple[bool, cs.CharSet], int]:
+    """The set-term memo of `arena` (keys: (byte mode, code points)), fresh when the arena is not the last one."""
+    global _set_memo
+    memo = _set_memo
+    if memo is None or memo[0] is not arena or len(memo[1]) >= SET_TERMS_MAX:
+        memo = _set_memo = (arena, {})
+    return memo[1]
+
+
+def _term(arena: Arena, node: Node, byte_mode: bool, memo: dict[int, int],
+          sets: dict[tuple[bool, cs.CharSet], int]) -> Generator[Any, int, int]:
+    """The term of `node`; `memo` holds the terms made so far by node identity, `sets` a set's by its code points
+    (a JSON string's escapes repeat one hex-digit class hundreds of times, as distinct nodes)."""
     found = memo.get(id(node))
     if found is not None:
         return found
     if isinstance(node, Chars):
-        t = memo.get(node.chars)
+        key = (byte_mode, node.chars)
+        t = sets.get(key)
         if t is None:
-            t = memo[node.chars] = _bytes_term(arena, node.chars) if byte_mode else chars_term(arena, node.chars)
+            t = sets[key] = _bytes_term(arena, node.chars) if byte_mode else chars_term(arena, node.chars)
     elif isinstance(node, (Seq, Alt)):
         parts = []
         for item in node.items:
-            parts.append((yield _term(arena, item, byte_mode, memo)))
+            parts.append((yield _term(arena, item, byte_mode, memo, sets)))
         if isinstance(node, Alt):
             t = arena.or_(*parts)
         else:
@@ -193,14 +211,14 @@ def _term(arena: Arena, node: Node, byte_mode: bool, memo: dict[Any, int]) -> Ge
     elif isinstance(node, Repeat):
         if node.lo > MAX_COUNT or (node.hi is not None and node.hi > MAX_COUNT):
             raise LimitExceeded(f"a repeat count over {MAX_COUNT} ({{{node.lo},{node.hi}}})")
-        inner = yield _term(arena, node.item, byte_mode, memo)
+        inner = yield _term(arena, node.item, byte_mode, memo, sets)
         t = arena.repeat(inner, node.lo, -1 if node.hi is None else node.hi)
     elif isinstance(node, FirstMatch):
-        t = arena.first((yield _term(arena, node.item, byte_mode, memo)))
+        t = arena.first((yield _term(arena, node.item, byte_mode, memo, sets)))
     else:
         assert isinstance(node, Guard)
-        look = yield _term(arena, node.look, byte_mode, memo)
-        body = yield _term(arena, node.body, byte_mode, memo)
+        look = yield _term(arena, node.look, byte_mode, memo, sets)
+        body = yield _term(arena, node.body, byte_mode, memo, sets)
         ahead = arena.concat(look, arena.full())
         t = arena.and_(body, arena.not_(ahead) if node.negate else ahead)
     memo[id(node)] = t
@@ -239,6 +257,13 @@ def byte_classes(node: Node, byte_mode: bool) -> np.ndarray:
             stack.append(node.item)
         elif isinstance(node, Guard):
             stack += [node.look, node.body]
+    return _set_classes(frozenset(sets), byte_mode)
+
+
+@functools.lru_cache(maxsize=256)
+def _set_classes(sets: frozenset[cs.CharSet], byte_mode: bool) -> np.ndarray:
+    """`byte_classes` of a tree with these distinct sets, read-only (every string terminal of a JSON Schema has
+    the same few sets: their UTF-8 byte ranges' masks cost ~0.2 ms a terminal)."""
     masks: set[int] = set()
     for chars in sets:
         if byte_mode:
@@ -252,7 +277,9 @@ def byte_classes(node: Node, byte_mode: bool) -> np.ndarray:
     bits = np.unpackbits(packed.reshape(-1, 32), axis=1, bitorder="little")
     columns = np.packbits(bits, axis=0).T  # per byte, its membership in every set
     number: dict[bytes, int] = {}
-    return np.array([number.setdefault(column.tobytes(), len(number)) for column in columns], dtype=np.int32)
+    out = np.array([number.setdefault(column.tobytes(), len(number)) for column in columns], dtype=np.int32)
+    out.setflags(write=False)
+    return out
 
 
 def _mask(ranges: tuple[tuple[int, int], ...]) -> int:
