@@ -90,6 +90,25 @@ static int cmp_int64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Up to this many ids are sorted by insertion: a DFA state's NFA set and an atom's targets are most often a few
+ * ids, where qsort's call per comparison (and glibc's merge sort copies) cost more than the sorting. */
+#define SORT_INSERTION_MAX 32
+
+/* Sorts n ids ascending in place. */
+static void sort_int64(int64_t *ids, int64_t n)
+{
+    if (n > SORT_INSERTION_MAX) {
+        qsort(ids, (size_t)n, sizeof(int64_t), cmp_int64);
+        return;
+    }
+    for (int64_t i = 1; i < n; i++) {
+        int64_t v = ids[i], j = i;
+        for (; j > 0 && ids[j - 1] > v; j--)
+            ids[j] = ids[j - 1];
+        ids[j] = v;
+    }
+}
+
 /* Compute q's closure (important states reachable by epsilon moves, q included) if not done; -1 on failure. */
 static int closure(Builder *b, int64_t q)
 {
@@ -111,7 +130,7 @@ static int closure(Builder *b, int64_t q)
             }
         }
     }
-    qsort(b->closure_ids.data + start, (size_t)(b->closure_ids.n - start), sizeof(int64_t), cmp_int64);
+    sort_int64(b->closure_ids.data + start, b->closure_ids.n - start);
     b->closure_ptr[q] = start;
     b->closure_len[q] = b->closure_ids.n - start;
     return 0;
@@ -199,7 +218,7 @@ static int closed_union(Builder *b)
                     return -1;
             }
     }
-    qsort(b->members.data, (size_t)b->members.n, sizeof(int64_t), cmp_int64);
+    sort_int64(b->members.data, b->members.n);
     return 0;
 }
 
@@ -237,7 +256,7 @@ static int build(Builder *b, int64_t start, int64_t max_states)
                         return -1;
                 }
         }
-        qsort(b->touched_atoms.data, (size_t)b->touched_atoms.n, sizeof(int64_t), cmp_int64);
+        sort_int64(b->touched_atoms.data, b->touched_atoms.n);
         int64_t offset = 0;
         for (i = 0; i < b->touched_atoms.n; i++) {
             c = b->touched_atoms.data[i];
@@ -260,7 +279,7 @@ static int build(Builder *b, int64_t start, int64_t max_states)
             for (a = b->atom_start[c]; a < b->atom_count[c]; a++)
                 if (push(&b->targets, b->bucket[a]) < 0)
                     return -1;
-            qsort(b->targets.data, (size_t)b->targets.n, sizeof(int64_t), cmp_int64);
+            sort_int64(b->targets.data, b->targets.n);
             int64_t n = 0;
             for (a = 0; a < b->targets.n; a++)
                 if (n == 0 || b->targets.data[n - 1] != b->targets.data[a])
