@@ -197,8 +197,7 @@ def _one_terminal(node: Node | Graph, names: Sequence[str], max_states: int) -> 
     if found is None and compose.worth_composing(node):
         found = _composed(node, names, max_states)
     if found is None:
-        byte_trans, accept = _byte_dfa([node], [False], names, max_states)
-        found = _finish(_within_limit(byte_trans, names, max_states), accept, tuple(names), trimmed=True)
+        found = _through_nfa(node, names, max_states)
     if key is not None and found.n_states <= UNION_PART_MAX_STATES:
         _leaves.put(("terminal", key, max_states), found, found.nbytes)
     return found
@@ -248,6 +247,25 @@ def _partial(dfa: LexerDFA) -> compose.Classed:
     trans = dfa.trans[: dfa.dead]
     return compose.Classed(np.where(trans == dfa.dead, -1, trans).astype(np.int32), dfa.accept[: dfa.dead, 0],
                            dfa.byte_class)
+
+
+def _through_nfa(node: Node | Graph, names: Sequence[str], max_states: int) -> LexerDFA:
+    """The DFA of one UTF-8 terminal that is not lazy through the NFA: its atom DFA minimised, spelled in UTF-8
+    bytes (`utf8.expand`) and finished. One that reads ASCII alone (numbers, enums, most formats) is minimised and
+    finished in one kernel call instead (`_minimal`, over its atoms as byte classes: for ASCII, `utf8.expand` only
+    gives each byte its atom's column and the others none, so the two give the same tables)."""
+    alphabet = cs.Alphabet(_charsets(node, []))
+    trans, accept = _determinised([node], [False], names, max_states, alphabet)
+    if (trans[:, utf8.wide_atoms(alphabet)] >= 0).any():
+        atom_trans, atom_accept = _minimise(trans, accept)
+        byte_trans = utf8.expand(atom_trans, alphabet)
+        return _finish(_within_limit(byte_trans, names, max_states), atom_accept, tuple(names), trimmed=True)
+    k = alphabet.n_atoms
+    classes = np.full(256, k, dtype=np.int64)  # bytes past ASCII read the column k, where nothing goes
+    classes[:128] = alphabet.atom_of(_BYTES[:128])
+    table = np.full((len(trans), k + 1), -1, dtype=np.int64)
+    table[:, :k] = trans
+    return _minimal(compose.Classed(table, accept[:, 0], classes), names, max_states)
 
 
 def _byte_dfa(
@@ -309,6 +327,18 @@ def _atom_dfa(
     alphabet: cs.Alphabet,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The minimal, trimmed DFA over atoms: (trans [n, atoms] with -1 for dead, accept [n, t])."""
+    return _minimise(*_determinised(nodes, lazy, names, max_states, alphabet))
+
+
+def _determinised(
+    nodes: Sequence[Node | Graph],
+    lazy: Sequence[bool],
+    names: Sequence[str],
+    max_states: int,
+    alphabet: cs.Alphabet,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The subset construction's DFA over atoms, every state reachable from the start 0: (trans [n, atoms] with
+    -1 for dead, accept [n, t])."""
     nfa = NFA(alphabet, max_states=max(10 * max_states, 100_000))
     nfa.subdfa = lambda node: _subdfa(node, max_states, names, alphabet)
     start = nfa.state()
@@ -320,8 +350,7 @@ def _atom_dfa(
         nfa.build(node, s, e)
         finals.append(e)
         owner.extend([j] * (len(nfa.eps) - len(owner)))
-    trans, accept = determinise(nfa, start, finals, owner, lazy, max_states, names)
-    return _minimise(trans, accept)
+    return determinise(nfa, start, finals, owner, lazy, max_states, names)
 
 
 def _minimise(trans: np.ndarray, accept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

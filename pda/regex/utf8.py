@@ -162,10 +162,9 @@ def expand(trans: np.ndarray, alphabet: Alphabet) -> np.ndarray:
     n = trans.shape[0]
     outer = np.full((n, 256), -1, dtype=np.int64)
     outer[:, :128] = trans[:, alphabet.atom_of(np.arange(128))]
-    interval_atom = alphabet.interval_atom.tolist()
-    wide = sorted(set(interval_atom[int(np.searchsorted(alphabet.bounds, 0x80, side="right")) - 1 :]))
-    if not (trans[:, wide] >= 0).any():  # ASCII-only patterns (keywords, numbers): done
+    if not (trans[:, wide_atoms(alphabet)] >= 0).any():  # ASCII-only patterns (keywords, numbers): done
         return outer
+    interval_atom = alphabet.interval_atom.tolist()
     ex = _Expander(alphabet, n)
     first_interval = (np.searchsorted(alphabet.bounds, _LEAD_LO, side="right") - 1).tolist()
     end_interval = np.searchsorted(alphabet.bounds, _LEAD_HI, side="right").tolist()
@@ -194,6 +193,12 @@ def expand(trans: np.ndarray, alphabet: Alphabet) -> np.ndarray:
     if ex.rows:
         inner[:, 0x80:0xC0] = np.array(ex.rows, dtype=np.int64)
     return np.vstack([outer, inner])
+
+
+def wide_atoms(alphabet: Alphabet) -> list[int]:
+    """The atoms holding a code point past ASCII, ascending: a DFA that reads none of them reads ASCII alone."""
+    interval_atom = alphabet.interval_atom.tolist()
+    return sorted(set(interval_atom[int(np.searchsorted(alphabet.bounds, 0x80, side="right")) - 1 :]))
 
 
 def expand_bytes(trans: np.ndarray, alphabet: Alphabet) -> np.ndarray:
