@@ -51,7 +51,7 @@ def regex_path(pattern: str, flags: str = "") -> dfa_module.LexerDFA:
     """The pattern's DFA through the regex path (no union of terminals built before, no composition)."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(dfa_module, "_leaves", ByteLRU(dfa_module.LEAF_DFAS_MAX_BYTES))
-        m.setattr(dfa_module, "_known_union", lambda node, names, max_states: None)
+        m.setattr(dfa_module, "_known_union", lambda node, branches, names, max_states: None)
         m.setattr(dfa_module.compose, "worth_composing", lambda node: False)
         return compile_regex(pattern, flags)
 

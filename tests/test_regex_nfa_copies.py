@@ -62,7 +62,7 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(dfa, "NFA", Checked)
     monkeypatch.setattr(compose, "worth_composing", lambda node: False)
-    monkeypatch.setattr(dfa, "_known_union", lambda node, names, max_states: None)
+    monkeypatch.setattr(dfa, "_known_union", lambda node, branches, names, max_states: None)
     return seen
 
 

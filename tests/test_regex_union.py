@@ -38,7 +38,7 @@ def built(pattern: str, max_states: int = dfa_module.DEFAULT_MAX_DFA_STATES) -> 
 
 def through_the_nfa(pattern: str, monkeypatch: pytest.MonkeyPatch) -> LexerDFA:
     with monkeypatch.context() as m:
-        m.setattr(dfa_module, "_known_union", lambda node, names, max_states: None)
+        m.setattr(dfa_module, "_known_union", lambda node, branches, names, max_states: None)
         m.setattr(compose, "worth_composing", lambda node: False)
         return built(pattern)
 
@@ -92,3 +92,16 @@ def test_the_state_limit_holds_for_a_union() -> None:
     built(NUMBER, max_states=40)
     with pytest.raises(LimitExceeded, match="max_states=40"):
         built(rf'(?:"{JSON_CHAR}*"|{NUMBER}|"{JSON_CHAR}{{0,30}}")', max_states=40)
+
+
+@pytest.mark.parametrize("max_nodes", [1, 3, 5, 8, 4096])
+def test_an_alternations_key_from_its_branches_is_its_structure_key(max_nodes: int) -> None:
+    """`syntax.alternation_key` (what `_one_terminal` keys an alternation by) equals `structure_key` of the whole
+    alternation, at and around the node limit (None past it)."""
+    from pda.regex.syntax import Alt, alternation_key, structure_key, translate
+
+    for pattern in ["ab|c", "ab|c*|(?:d|e)f", "(?:x{2,5}|[a-c]|é)|q", rf'"{JSON_CHAR}*"|{NUMBER}|(?:)']:
+        node = translate(pattern)
+        assert isinstance(node, Alt) and len(node.items) > 1
+        branches = [structure_key(item, max_nodes) for item in node.items]
+        assert alternation_key(branches, max_nodes) == structure_key(node, max_nodes), (pattern, max_nodes)

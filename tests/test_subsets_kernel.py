@@ -51,7 +51,7 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(subsets, "determinise", both)
     monkeypatch.setattr(compose, "worth_composing", lambda node: False)
-    monkeypatch.setattr(dfa_module, "_known_union", lambda node, names, max_states: None)
+    monkeypatch.setattr(dfa_module, "_known_union", lambda node, branches, names, max_states: None)
     return seen
 
 

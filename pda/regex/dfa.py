@@ -39,7 +39,8 @@ from pda.kernels.partition import coaccessible, coarsest_partition, column_group
 from pda.kernels.trie import literal_tables
 from pda.regex.automaton import NFA, Graph, determinise
 from pda.lru import budget_cache, register_budget
-from pda.regex.syntax import BYTE_MODE, EMPTY, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, structure_key, translate
+from pda.regex.syntax import (BYTE_MODE, EMPTY, Alt, Chars, FirstMatch, Guard, Node, Repeat, Seq, alternation_key,
+                              structure_key, translate)
 
 # A lexer DFA this large costs ~1-2 s to build and ~1 MB per 1,000 states of
 # per-state token-index work later; callers serving many grammars pass less.
@@ -192,8 +193,13 @@ def _compile_nodes(
 def _one_terminal(node: Node | Graph, names: Sequence[str], max_states: int) -> LexerDFA:
     """The DFA of one UTF-8 terminal that is not lazy: an alternation of terminals built before by their union
     (`_known_union`), composed (`pda.regex.compose`), or through the NFA; remembered for later unions."""
-    key = structure_key(node, LEAF_KEY_MAX_NODES) if isinstance(node, Node) else None
-    found = _known_union(node, names, max_states) if isinstance(node, Alt) and len(node.items) > 1 else None
+    branches = ([structure_key(item, LEAF_KEY_MAX_NODES) for item in node.items]
+                if isinstance(node, Alt) and len(node.items) > 1 else None)
+    if branches is not None:  # (an alternation's key from its branches' keys, which `_known_union` looks up)
+        key = alternation_key(branches, LEAF_KEY_MAX_NODES)
+    else:
+        key = structure_key(node, LEAF_KEY_MAX_NODES) if isinstance(node, Node) else None
+    found = _known_union(node, branches, names, max_states) if branches is not None else None
     if found is None and compose.worth_composing(node):
         found = _composed(node, names, max_states)
     if found is None:
@@ -203,13 +209,14 @@ def _one_terminal(node: Node | Graph, names: Sequence[str], max_states: int) -> 
     return found
 
 
-def _known_union(node: Alt, names: Sequence[str], max_states: int) -> LexerDFA | None:
-    """The DFA of an alternation whose every branch is a terminal built before (`_one_terminal` remembers them)
-    or a set of ASCII strings, by the union of their DFAs (`compose.union`); None when a branch is neither, or
-    when every branch is ASCII strings (`literal_set_dfa` numbers their states as the NFA does)."""
+def _known_union(node: Alt, branches: Sequence[tuple | None], names: Sequence[str],
+                 max_states: int) -> LexerDFA | None:
+    """The DFA of an alternation whose every branch is a terminal built before (`_one_terminal` remembers them by
+    their structure keys, `branches`) or a set of ASCII strings, by the union of their DFAs (`compose.union`);
+    None when a branch is neither, or when every branch is ASCII strings (`literal_set_dfa` numbers their states
+    as the NFA does)."""
     known = []
-    for item in node.items:  # first the memo alone: most alternations are not of terminals built before
-        key = structure_key(item, LEAF_KEY_MAX_NODES)
+    for item, key in zip(node.items, branches):  # first the memo alone: most alternations are not of terminals built before
         known.append(_leaves.get(("terminal", key, max_states)) if key is not None else None)
         if known[-1] is None and not isinstance(item, (Chars, Seq, Alt)):  # never ASCII strings
             return None

@@ -36,8 +36,9 @@ backslashes. That equals what `re.match` returns (lazy, first match), not
 from __future__ import annotations
 
 import functools
+import itertools
 import re
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from re import _constants as C
 from re import _parser as sre_parse
@@ -115,6 +116,15 @@ def structure_key(node: Node, max_nodes: int) -> tuple | None:
             out.append(("Guard", item.negate))
             stack += [item.body, item.look]
     return tuple(out)
+
+def alternation_key(branch_keys: Sequence[tuple | None], max_nodes: int) -> tuple | None:
+    """`structure_key` of an `Alt` of two or more branches from its branches' keys (each taken with the same
+    `max_nodes`), without walking them again: a terminal's builder looks its branches up by their keys, and
+    keys the whole alternation as well."""
+    if any(key is None for key in branch_keys) or 1 + sum(map(len, branch_keys)) > max_nodes:
+        return None
+    return (("Alt", len(branch_keys)), *itertools.chain.from_iterable(branch_keys))
+
 
 # The `re` flags as plain ints: `int & re.IGNORECASE` runs enum's `__rand__` (~2 us a test;
 # one JSON Schema key set's pattern makes thousands, a fifth of its translation).
