@@ -31,7 +31,8 @@ EXTRA = [
     (r"(?!ab)[a-z]{2,4}", False),  # a look-ahead: a guarded sub-automaton
     (r'"(?:[^"\\]|\\.){0,40}"', False),
     # sets and targets wider than the kernel's insertion sort (`SORT_INSERTION_MAX`), met in no sorted order
-    ("(?:" + "|".join(f"{'ab'[i % 2]}{i}[x-z]?" for i in range(80)) + ")(?:" + "|".join(f"c{79 - i}" for i in range(60)) + ")?", False),
+    ("(?:" + "|".join(f"{'ab'[i % 2]}{i}[x-z]?" for i in range(80)) + ")(?:"
+     + "|".join(f"c{79 - i}" for i in range(60)) + ")?", False),
 ]
 
 

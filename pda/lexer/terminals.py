@@ -12,9 +12,9 @@ automaton (`TerminalDef.automaton`) always takes the NFA path, from its automato
 (its `pattern` only describes it). Results are cached in
 memory (a byte-bounded LRU shared by every grammar), by the pattern (or the
 automaton's digest), its flags and laziness (literals by their text alone), and on disk when building one took
-at least `DISK_MIN_SECONDS` (a JSON Schema has hundreds of key literals: each is built in a few µs, less than a
-disk-cache round trip, and writing them made up most of a cold compile's disk time; literals are never looked
-up there either).
+at least `DISK_MIN_SECONDS` of CPU time (a JSON Schema has hundreds of key literals: each is built in a few µs,
+less than a disk-cache round trip, and writing them made up most of a cold compile's disk time; literals are
+never looked up there either).
 
 A regex terminal with a repeat counted at least `LAZY_MIN_COUNT` times (a JSON Schema
 `maxLength`, `.{n}`), or whose eager DFA passes `max_states`, is built lazily instead
@@ -48,8 +48,10 @@ from pda.regex.syntax import translate
 TERMINAL_DFAS_MAX_BYTES = 256 << 20
 register_budget("terminal_dfas", TERMINAL_DFAS_MAX_BYTES)
 _memory = budget_cache("terminal_dfas")
-# A DFA that took at least this long to build is also written to the disk cache (reading
-# one back costs ~0.1-0.5 ms); a single literal's is never looked up there.
+# A DFA that took at least this much of the thread's CPU time to build is also written to the disk cache (reading
+# one back costs ~0.1-0.5 ms); a single literal's is never looked up there. CPU time, as the lexer's product
+# measures it: wall time counts waits for the GIL and the processor, and on a loaded machine small builds (an
+# integer range's, ~0.3 ms) passed 2 ms, each store another turn of the writer thread in the middle of a compile.
 DISK_MIN_SECONDS = 0.002
 # What the terminal memo counts a lazy DFA as (its states live in the `lazy_dfa_states` arena, budgeted there).
 LAZY_DFA_BYTES = 1 << 10
@@ -94,7 +96,7 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
     disk_key.update(flags=t.flags, lazy=t.lazy)
     dfa = cache.load("dfa", disk_key, _one_terminal_dfa)
     if dfa is None:
-        start = time.perf_counter()
+        start = time.thread_time()
         if automaton is not None:
             dfa = build_lexer_dfa([t], max_states=max_states)
         else:
@@ -109,7 +111,7 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
                 dfa = lazy_terminal(t, max_states=max_states)
                 _memory.put(lazy_key, dfa, LAZY_DFA_BYTES)
                 return dfa
-        if time.perf_counter() - start >= DISK_MIN_SECONDS:
+        if time.thread_time() - start >= DISK_MIN_SECONDS:
             cache.store("dfa", disk_key, *dfa.to_arrays())
     _memory.put(key, dfa, dfa.nbytes)
     return dfa

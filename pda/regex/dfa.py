@@ -216,7 +216,8 @@ def _known_union(node: Alt, branches: Sequence[tuple | None], names: Sequence[st
     None when a branch is neither, or when every branch is ASCII strings (`literal_set_dfa` numbers their states
     as the NFA does)."""
     known = []
-    for item, key in zip(node.items, branches):  # first the memo alone: most alternations are not of terminals built before
+    # first the memo alone: most alternations are not of terminals built before
+    for item, key in zip(node.items, branches):
         known.append(_leaves.get(("terminal", key, max_states)) if key is not None else None)
         if known[-1] is None and not isinstance(item, (Chars, Seq, Alt)):  # never ASCII strings
             return None
