@@ -160,15 +160,23 @@ def test_a_key_literal_answers_at_each_state_and_a_string_body_does_not(qwen2: p
 
 def test_a_root_walk_at_a_chain_state_takes_no_full_walk(qwen2: pda.Vocabulary,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """`_fresh_walk` at a key literal's state answers by the chain walk: the full walk is not asked."""
+    """`_root_walk` at a lexer state where one key literal is live alone answers by the chain walk: neither the
+    full walk nor the signature (the shared store's key) is asked, and the answer is the full walk's."""
     compiled = pda.CompiledGrammar(pda.Grammar.from_json_schema(json.dumps(SCHEMAS[0])), qwen2, warmup_seconds=0,
                                    disk_cache=False)
     index, lexer = compiled.index, compiled.lexer
     j = next(j for j, name in enumerate(lexer.names) if lexer.dfas[j].n_states > 6 and not name.startswith("STR"))
-    tables = index._terminal_tables(j)
-    want = full_walk(index, tables, 2, j)
+    tables = lexer.tables(1 << j)
+    q = tables.start
+    for _ in range(2):  # two bytes into the literal: every live byte class of the state leads on
+        q = next(int(tables.trans[q][c]) for c in range(tables.trans.shape[1]) if tables.live_at(int(tables.trans[q][c])))
+    own = index._own_state(tables.key(q), 1 << j)
+    assert own is not None and own[0] == j
+    s = own[1]
+    want = full_walk(index, index._terminal_tables(j), s, j)
     monkeypatch.setattr(index, "_walk", lambda *args, **kwargs: pytest.fail("the full walk was asked"))
-    got = index._fresh_walk(-1, 0, ((lexer.dfas[j].digest, lexer.priority[j], 2),), [j])
+    monkeypatch.setattr(index, "_signature", lambda *args, **kwargs: pytest.fail("the signature was asked"))
+    got = index._root_walk(q, 1 << j)
     assert_same_classification(got, want, lexer.names[j])
 
 

@@ -616,6 +616,25 @@ class TokenIndex:
         entries = sorted((rank(j), s, j) for j, s in key)
         return tuple((digest, priority, s) for (digest, priority), s, _ in entries), [e[2] for e in entries]
 
+    def _own_state(self, key: tuple, live_set: int) -> tuple[int, int] | None:
+        """(j, s) where the lexer state keyed `key` (`LexerTables.key`) has one terminal j live, not lazy, in state s
+        of its own DFA; else None (contextual mode)."""
+        if key and key[0] == "all":  # a view of the all-terminal DFA: its one live component's state
+            _, state, kept = key
+            if not kept or kept & (kept - 1) or self._lazy & kept:
+                return None
+            j = kept.bit_length() - 1
+            found = self._all_components
+            if found is None:
+                found = self._all_components = self.lexer.components(live_set)
+            ptr, terminals, states = found
+            lo, hi = ptr.item(state), ptr.item(state + 1)
+            i = bisect_left(terminals, j, lo, hi)
+            return (j, states.item(i)) if i < hi and terminals.item(i) == j else None
+        if len(key) != 1 or self._lazy >> key[0][0] & 1:
+            return None
+        return key[0]
+
     def _few_components(self, q: int, kept: int, live_set: int) -> tuple[tuple, list[int]]:
         """The signature at state q of the all-terminal DFA where the terminals `kept` are live, a few of them: their
         own states read off q's components (ascending ids; a state's live bits are its components'), sorted by
@@ -656,7 +675,21 @@ class TokenIndex:
 
     def _root_walk(self, q: int, live_set: int, state_key: tuple | None = None) -> Classification:
         """The walk from the trie's root at lexer state q, through the shared classifications (`state_key`:
-        q's `LexerTables.key`, when the caller has it)."""
+        q's `LexerTables.key`, when the caller has it); a literal's rest is walked here, before any of that.
+
+        Where one terminal is live alone, at a state of its own DFA from which its lexeme goes on one way only
+        (a key literal's next bytes), the chain walk answers in ~2 us (`_chain_walk`): the signature, the
+        shared store's lookup and entry, cost more than that walk (Github_hard o56025's first document: 252 of its
+        321 root walks), and a chain walk is not worth keeping across grammars."""
+        if self.lexer.mode == CONTEXTUAL:
+            if state_key is None:
+                state_key = self.lexer.tables(live_set).key(q)
+            own = self._own_state(state_key, live_set)
+            if own is not None:
+                j, s = own
+                walked = self._chain_walk(self._terminal_tables(j), s, 1 << j)
+                if walked is not None:
+                    return walked
         found = self._signature(q, live_set, state_key)
         if found is None:
             return self._basic_classify(self.first_nodes, b"", q, live_set)
@@ -692,14 +725,11 @@ class TokenIndex:
     def _fresh_walk(self, q: int, live_set: int, content: tuple, order: list[int]) -> Classification:
         """The walk from the trie's root at lexer state q, made here (its groups name this grammar's terminals):
         on the live terminal's own DFA where one is live alone (not lazy), else on the candidate set's; few
-        inside tokens as ids (`ROOT_SPARSE_SHARE`)."""
+        inside tokens as ids (`ROOT_SPARSE_SHARE`). A chain walk's state was asked before (`_root_walk`)."""
         if not order:  # nothing is live: every token dies at its first byte
             return Classification(None, ())
         if len(order) == 1 and not self._lazy >> order[0] & 1:
             tables = self._terminal_tables(order[0])
-            walked = self._chain_walk(tables, content[0][2], 1 << order[0])
-            if walked is not None:
-                return walked
             walked = self._walk(tables, self.first_nodes, content[0][2], sparse=True)
             for group in walked.groups:  # its own DFA's one set is position 0: here, terminal order[0]
                 group.terminals = 1 << order[0]
