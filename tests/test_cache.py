@@ -151,13 +151,14 @@ def reference() -> list[list[bytes]]:
 def clean_cache(tmp_path_factory: pytest.TempPathFactory, reference: list[list[bytes]]) -> Path:
     """A cache folder filled by one build (checked: the next build is served from it, with the same masks).
 
-    Every regex DFA and all-terminal product is written (`DISK_MIN_SECONDS` 0), so that every kind has
-    entries to damage."""
+    Every regex DFA and all-terminal product is written (`DISK_MIN_SECONDS`, `DISK_MIN_OWN_STATES` 0), so that
+    every kind has entries to damage."""
     root = tmp_path_factory.mktemp("clean-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PDA_CACHE_DIR", str(root))
         mp.setattr(terminals, "DISK_MIN_SECONDS", 0.0)
         mp.setattr(lexer_module, "DISK_MIN_SECONDS", 0.0)
+        mp.setattr(lexer_module, "DISK_MIN_OWN_STATES", 0)
         assert build() == reference
         with recorded_loads() as calls:
             assert build() == reference
@@ -173,6 +174,7 @@ def every_dfa_on_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     rewritten."""
     monkeypatch.setattr(terminals, "DISK_MIN_SECONDS", 0.0)
     monkeypatch.setattr(lexer_module, "DISK_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(lexer_module, "DISK_MIN_OWN_STATES", 0)
 
 
 @pytest.fixture
@@ -553,19 +555,27 @@ def test_cheap_terminal_dfas_stay_off_the_disk(tmp_path, monkeypatch):
 
 def test_cheap_products_stay_off_the_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An all-terminal product built faster than the lexer's `DISK_MIN_SECONDS` is not written (rebuilding it
-    costs about what reading it back does); a slow one is, and a fresh process reads it back."""
+    costs about what reading it back does), nor one of terminals with fewer than `DISK_MIN_OWN_STATES` states
+    however long it took, which is not looked up either; a slow large one is, and a fresh process reads it
+    back."""
     monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
     grammar = pda.Grammar.from_lark(GRAMMAR_2)
-    for threshold, written in ((10.0, 0), (0.0, 1)):  # nothing here takes 10 s; everything takes 0 s
-        monkeypatch.setattr(lexer_module, "DISK_MIN_SECONDS", threshold)
+    monkeypatch.setattr(lexer_module, "DISK_MIN_OWN_STATES", 10**9)  # nothing written while its states are counted
+    own = sum(d.n_states for d in Recognizer(grammar.ir).lexer.dfas)
+    # Nothing here takes 10 s; everything takes 0 s.
+    for seconds, own_min, written in ((10.0, 0, 0), (0.0, own + 1, 0), (0.0, own, 1)):
+        monkeypatch.setattr(lexer_module, "DISK_MIN_SECONDS", seconds)
+        monkeypatch.setattr(lexer_module, "DISK_MIN_OWN_STATES", own_min)
         monkeypatch.setattr(lexer_module, "_combined", ByteLRU(lexer_module.ALL_TERMINAL_DFAS_MAX_BYTES))
         built = Recognizer(grammar.ir).lexer
         cache.flush()
-        assert len(list((tmp_path / "lexer").glob("*" + cache.SUFFIX))) == written, threshold
-    monkeypatch.setattr(lexer_module, "_combined", ByteLRU(lexer_module.ALL_TERMINAL_DFAS_MAX_BYTES))
-    with recorded_loads() as calls:
-        again = Recognizer(grammar.ir).lexer
-    assert ("lexer", True) in calls
+        assert len(list((tmp_path / "lexer").glob("*" + cache.SUFFIX))) == written, (seconds, own_min)
+    for own_min, read in ((own + 1, False), (own, True)):
+        monkeypatch.setattr(lexer_module, "DISK_MIN_OWN_STATES", own_min)
+        monkeypatch.setattr(lexer_module, "_combined", ByteLRU(lexer_module.ALL_TERMINAL_DFAS_MAX_BYTES))
+        with recorded_loads() as calls:
+            again = Recognizer(grammar.ir).lexer
+        assert (("lexer", True) in calls) == read and ("lexer", False) not in calls, own_min
     everything = (1 << len(built.dfas)) - 1
     assert np.array_equal(again.tables(everything).trans, built.tables(everything).trans)
 

@@ -162,6 +162,38 @@ def test_dropped_nodes_leave_the_intern_table_and_probes_are_bounded() -> None:
     assert parser.core.stats()["nodes"] == 0
 
 
+def test_the_probe_memo_refills_after_clear_probes() -> None:
+    """A core hands its probe entries out as probes are first remembered; `clear_probes` returns them to a free
+    list. Past a clear, the table takes the freed entries, then the ones never used, then evicts the least
+    recently used, and every probe answers what `advance` does all along."""
+    tables = pda.Grammar.load("json").recognizer.tables
+    core = Core(**tables.kernel, max_items=10**6, max_work=10**8, max_seconds=10.0, recent_probes=8,
+                error=LimitExceeded)
+    frontier, expected = [core.root(tables.start_symbol)], {}
+    while len(expected) < 20 and frontier:  # (node, terminals) pairs and the node each leads to, held here
+        node = frontier.pop(0)
+        for t in iter_bits(node.allowed):
+            # A probe, not `advance`, which memoises on the node (a probe asks that memo first). A node built
+            # again after its probe was forgotten is interned by content: the very node held here.
+            nxt = expected[node, 1 << t] = node.probe(1 << t)
+            if nxt is not None:
+                frontier.append(nxt)
+    pairs = list(expected)
+    core.clear_probes()
+    for node, terminals in pairs[:3]:
+        assert node.probe(terminals) is expected[node, terminals]
+    assert core.stats()["probes"] == 3
+    core.clear_probes()
+    assert core.stats()["probes"] == 0
+    for round_ in range(2):  # the 3 freed entries, the 5 never used, then evictions; again from a full table
+        for i, pair in enumerate(pairs):
+            assert pair[0].probe(pair[1]) is expected[pair]
+            assert core.stats()["probes"] == (min(i + 1, 8) if round_ == 0 else 8)
+        for pair in pairs[-8:]:  # the 8 most recent are remembered: asked again, they answer the same
+            assert pair[0].probe(pair[1]) is expected[pair]
+        assert core.stats()["probes"] == 8
+
+
 def test_bad_tables_and_terminals_are_refused() -> None:
     arrays = pda.Grammar.load("json").recognizer.tables.kernel
     common = dict(max_items=10, max_work=10, max_seconds=1.0, recent_probes=4, error=LimitExceeded)

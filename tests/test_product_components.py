@@ -162,6 +162,7 @@ def test_a_damaged_entry_on_disk_is_a_miss_and_rebuilt(tmp_path, monkeypatch: py
     """An entry whose hash is right but whose components are not its terminals' states: rebuilt, not used."""
     monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(lexer_module, "_combined", ByteLRU(lexer_module.ALL_TERMINAL_DFAS_MAX_BYTES))
+    monkeypatch.setattr(lexer_module, "DISK_MIN_OWN_STATES", 0)  # a small product is looked up on disk too
     product, dfas = small_product()
     digest = lexer_module._dfas_digest(dfas)
     names = [f"T{i}" for i in range(len(dfas))]

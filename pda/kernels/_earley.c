@@ -158,6 +158,7 @@ typedef struct {
     ProbeEntry *probes;
     int32_t *probe_buckets;
     int32_t probe_cap, n_probes, probe_head, probe_tail, probe_free;
+    int32_t probe_made, probe_max; /* entries handed out so far (the rest never touched), and `recent_probes` */
     /* scratch for one step (see `busy`) */
     Item *items;
     int64_t cap_items;
@@ -1104,6 +1105,9 @@ static void probe_put(CoreObject *c, NodeObject *x, PyObject *terminals, PyObjec
         e = c->probe_free;
         c->probe_free = c->probes[e].chain;
         c->n_probes++;
+    } else if (c->probe_made < c->probe_max) { /* an entry never used: the table is touched as it fills */
+        e = c->probe_made++;
+        c->n_probes++;
     } else {
         ProbeEntry *p;
         e = c->probe_tail;
@@ -1558,10 +1562,12 @@ static PyObject *Core_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     memset(c->pred_slots, 0xff, sizeof(int32_t) * 64);
     memset(c->probe_buckets, 0xff, sizeof(int32_t) * (size_t)c->probe_cap);
-    /* all entries free, chained through `chain`; the table holds `recent` at most */
-    for (int32_t e = 0; e < recent; e++)
-        c->probes[e].chain = e + 1 < recent ? e + 1 : -1;
-    c->probe_free = 0;
+    /* The table holds `recent` entries at most, handed out in order as probes are first remembered (a core
+     * that probes little never touches the rest: a small grammar's compile wrote all 2,048, ~100 KiB), then
+     * through the free list `chain` as `clear_probes` returns them. */
+    c->probe_free = -1;
+    c->probe_made = 0;
+    c->probe_max = recent;
     return (PyObject *)c;
 }
 

@@ -67,6 +67,11 @@ ALL_TERMINALS_MIN_LIMIT = 5_000
 # An all-terminal product whose build took at least this much of its thread's CPU time is also written to the
 # disk cache (reading one back costs ~0.1-0.6 ms; see `_all_terminal_dfa`).
 DISK_MIN_SECONDS = 0.002
+# Nor is a product of terminals with fewer own states than this looked up or timed: it builds in well under
+# `DISK_MIN_SECONDS` (the JSON Schema sample's products below 1,000 own states: 8-250 us), and the lookup
+# (the folder's listing, its environment variables) and the CPU clocks cost ~50 us of a small schema's compile
+# in a bench-like process, several times the build.
+DISK_MIN_OWN_STATES = 1_000
 # Hex digits of the product's key that tag its disk entry (`cache.tags`: a miss decided from the folder's listing).
 PRODUCT_TAG_CHARS = 16
 
@@ -120,8 +125,8 @@ class LexerTables:
     of states and the byte loop meets a few: building every row up front cost more than
     the lexing (10 ms for 5,000 states of 20 classes), and numpy rows ~0.7 us a byte more.
     `accept[q]`/`live[q]` are bitmasks over the grammar's terminal indices;
-    `live_flags[q]` is `live[q] != 0` (what the byte loop tests; `UNKNOWN` in a view until
-    `live_flag(q)` works it out);
+    `live_flags[q]` is `live[q] != 0` (what the byte loop tests; `UNKNOWN` until `live_flag(q)`
+    works it out, but in the basic mode's tables);
     `extends[q]` says whether a lexeme may grow into q at all: where it does
     but q is not `live`, the text is refused rather than the lexeme ended
     (only in the basic mode, where it is a tuple of bools; contextually `extends` is `live_flags`).
@@ -171,9 +176,9 @@ class LexerTables:
         self.cls: tuple[int, ...] = tuple(self.byte_class.tolist())
         self._accept: tuple[int, ...] | None = None  # rows built on first read (`accept`, `live`)
         self._live_rows: tuple[int, ...] | None = None
-        # Tuples (of bools: untracked after one pass of the garbage collector), not lists, which
-        # every full collection would read: python.lark meets hundreds of candidate sets' views.
-        self._live_flags: tuple[bool, ...] | None = tuple(live_bits.any(axis=1).tolist())
+        # Worked out state by state as read (`live_flags`): the all-terminal tables are read through views
+        # (`restrict`), which keep their own; a pass over every state cost ~20 us of a small schema's compile.
+        self._live_flags: Sequence[int] | None = None
         self._extends: tuple | None = None  # None: `extends` is `live_flags`
         self._base: LexerTables | None = None
         self._live_bits, self._accept_bits = live_bits, accept_bits
@@ -241,7 +246,7 @@ class LexerTables:
         `live_flag` works them out (the byte loop meets a few states of each view: a pass over
         every state of the all-terminal DFA per view was 13% of a JSON Schema replay)."""
         flags = self._live_flags
-        if flags is None:  # a restricted view, read for the first time
+        if flags is None:  # read for the first time
             flags = self._live_flags = bytearray([UNKNOWN]) * self.n_states
         return flags
 
@@ -334,7 +339,7 @@ class LexerTables:
         view._live_bits = reach.view("<u8")
         view._accept_bits = typed_bits
         view._live_flags = tuple(reach.any(axis=1).tolist())
-        view._extends = self.live_flags
+        view._extends = tuple(self.live_array().tolist())
         return view
 
     def restrict(self, candidates: int) -> "LexerTables":
@@ -595,7 +600,8 @@ def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int, dfas_d
     """The product DFA of all terminals, or None above `limit` states.
 
     Cached in memory by the terminals' DFAs (`dfas_digest`): grammars are loaded many
-    times (tests, several start symbols). On disk only when building it took at least
+    times (tests, several start symbols). On disk only when its terminals have at least
+    `DISK_MIN_OWN_STATES` states and building it took at least
     `DISK_MIN_SECONDS` (a product of hundreds of terminals, PostgreSQL's, takes seconds):
     25 of the 30 products of the JSON Schema benchmark's sample take 0.3-1.6 ms, about
     what reading one back costs, and writing them woke the cache's writer thread in every
@@ -609,19 +615,21 @@ def _all_terminal_dfa(dfas: list[LexerDFA], names: list[str], limit: int, dfas_d
     if found is not None:
         return None if found == "too big" else found
     # On disk under its key's first hex digits as the entry's tag: a new grammar's product is never there, and
-    # the folder's listing says so without hashing the key (~25 us a compile).
+    # the folder's listing says so without hashing the key (~25 us a compile). Only products of at least
+    # `DISK_MIN_OWN_STATES` own states are looked up or written.
+    on_disk = sum(d.n_states for d in dfas) >= DISK_MIN_OWN_STATES
     disk_key, tag = {"all_terminals": key}, key[:PRODUCT_TAG_CHARS]
     found = (cache.load("lexer", disk_key, lambda meta, arrays: _combined_from_arrays(meta, arrays, dfas), tag)
-             if tag in cache.tags("lexer") else None)
+             if on_disk and tag in cache.tags("lexer") else None)
     if found is None:
-        start = time.thread_time()
+        start = time.thread_time() if on_disk else 0.0
         try:
             if max((d.n_states for d in dfas), default=0) > limit:
                 raise LimitExceeded(f"a terminal's DFA alone has more than {limit} states")
             found = combine(dfas, max_states=limit)
         except LimitExceeded:
             found = "too big"
-        if time.thread_time() - start >= DISK_MIN_SECONDS:
+        if on_disk and time.thread_time() - start >= DISK_MIN_SECONDS:
             cache.store("lexer", disk_key, *_combined_to_arrays(found), tag=tag)
     _combined.put(key, found, 0 if found == "too big" else found.nbytes)
     return None if found == "too big" else found
