@@ -690,10 +690,16 @@ class TokenIndex:
                 walked = self._chain_walk(self._terminal_tables(j), s, 1 << j)
                 if walked is not None:
                     return walked
+                digest, priority = self._rank(j)
+                return self._shared_walk(q, live_set, ((digest, priority, s),), [j])  # its signature, as made
         found = self._signature(q, live_set, state_key)
         if found is None:
             return self._basic_classify(self.first_nodes, b"", q, live_set)
-        content, order = found
+        return self._shared_walk(q, live_set, *found)
+
+    def _shared_walk(self, q: int, live_set: int, content: tuple, order: list[int]) -> Classification:
+        """The walk from the trie's root at lexer state q, whose signature is (content, order), through the shared
+        classifications: found there (in memory, or on disk), else made (`_fresh_walk`) and stored."""
         key = (self.mask_words, content)
         entry = self.shared.get(key)
         if entry is None:
