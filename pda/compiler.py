@@ -76,6 +76,25 @@ def vocabulary_trie(vocab: Vocabulary) -> TokenTrie:
         return trie
 
 
+# Per vocabulary and mask width, its EOS ids (int64, ascending) and their packed row, read-only: the same for every
+# grammar compiled for them (~10-20 us a compile to make again).
+_eos_rows: "weakref.WeakKeyDictionary[Vocabulary, dict[int, tuple[np.ndarray, np.ndarray]]]" = weakref.WeakKeyDictionary()
+
+
+def eos_rows(vocab: Vocabulary, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The EOS ids of `vocab` below `width` (int64, ascending) and their packed int32 row over `width` tokens,
+    both read-only and shared by every grammar compiled for them."""
+    with _lock:
+        found = _eos_rows.setdefault(vocab, {}).get(width)
+    if found is None:
+        ids = np.array(sorted(i for i in vocab.eos_ids if i < width), dtype=np.int64)
+        row = _packed_ids(ids.tolist(), (width + 31) // 32)
+        ids.flags.writeable = row.flags.writeable = False
+        with _lock:
+            found = _eos_rows.setdefault(vocab, {}).setdefault(width, (ids, row))
+    return found
+
+
 def _packed_ids(ids: list[int], words: int) -> np.ndarray:
     """A packed int32 mask of `words` words with the bits of `ids` set (bit i of byte i // 8, little-endian
     words), written byte by byte: a bool row over the vocabulary and `np.packbits` cost ~30 us a compile.
@@ -90,6 +109,8 @@ def _packed_ids(ids: list[int], words: int) -> np.ndarray:
 
 def _recognizer(grammar: Grammar, limits: Limits) -> Recognizer:
     """The grammar's recogniser under `limits`' parser and lexer budgets (built once per distinct budgets)."""
+    if limits is DEFAULT_LIMITS:  # the usual call: no copy of the limits to compare (`dataclasses.replace`)
+        return grammar.recognizer
     own = limits.recognizer_limits()
     if own == DEFAULT_LIMITS:
         return grammar.recognizer
@@ -160,12 +181,11 @@ class CompiledGrammar:
         self.recognizer = _recognizer(grammar, limits)
         self.lexer = self.recognizer.lexer
         self.scanner = self.recognizer.scanner
-        self.eos_ids = np.array(sorted(i for i in vocab.eos_ids if i < width), dtype=np.int64)
+        self.eos_ids, self.eos_mask = eos_rows(vocab, width)
         self.index = TokenIndex(self.lexer, vocabulary_trie(vocab), self.mask_words, vocab.content_hash)
         with collector.paused():
             self.finite_sets = FiniteSetLookup(self.index, self.recognizer.lexer_ir.terminals, vocab.content_hash)
         self.index.finite_sets = self.finite_sets
-        self.eos_mask = _packed_ids(self.eos_ids.tolist(), self.mask_words)
         self.masks = StepMasks(self.scanner, self.index, self.finite_sets, self.eos_mask)
         self._snapshot_key = (
             {"lexer": self.lexer.content_hash, "grammar": grammar.ir.content_hash, "vocab": vocab.content_hash,

@@ -53,6 +53,21 @@ def _literal_dfa_by_numpy(data: bytes) -> tuple[np.ndarray, ...]:
     return np.frombuffer(table, dtype=np.uint8).astype(np.int32), trans, accept, live
 
 
+def test_eos_rows_are_shared_per_vocabulary_and_width_and_read_only() -> None:
+    """Grammars compiled for one vocabulary and width share its EOS ids and row (read-only: a matcher or a mask
+    writing into them would change every grammar's); another width has its own."""
+    vocab = pda.Vocabulary.from_tokens([b"a", b"b", b"c", b"d"], eos_ids=[1, 3])
+    first = pda.compile(pda.Grammar.from_json_schema({"type": "boolean"}), vocab)
+    second = pda.compile(pda.Grammar.from_json_schema({"type": "integer"}), vocab)
+    wide = pda.compile(pda.Grammar.from_json_schema({"type": "integer"}), vocab, mask_width=70)
+    assert first.eos_mask is second.eos_mask and first.eos_ids is second.eos_ids
+    assert wide.eos_mask is not first.eos_mask and len(wide.eos_mask) == 3 and wide.eos_ids.tolist() == [1, 3]
+    for array in (first.eos_mask, first.eos_ids, wide.eos_mask):
+        assert not array.flags.writeable
+    with pytest.raises(ValueError):
+        first.eos_mask[0] = 0
+
+
 def test_literal_dfa_tables_are_the_numpy_ones() -> None:
     """`literal_dfa` writes its tables as C int arrays; they equal (values, dtypes) the numpy-built ones, for
     short, long, repetitive and all-256-byte literals, and its digest names the literal's bytes."""

@@ -194,6 +194,25 @@ def test_the_probe_memo_refills_after_clear_probes() -> None:
         assert core.stats()["probes"] == 8
 
 
+def test_a_core_reads_the_tables_bytes_as_their_arrays() -> None:
+    """`ParserTables.core_arrays` (the tables kernel's bytes, what a compile hands the core) and `kernel` (numpy
+    arrays) make cores whose nodes agree along a walk."""
+    tables = pda.Grammar.load("json").recognizer.tables
+    assert all(isinstance(v, bytes) for k, v in tables.core_arrays.items() if k not in ("n_terminals", "accept_pos"))
+    common = dict(max_items=10**6, max_work=10**8, max_seconds=10.0, recent_probes=64, error=LimitExceeded)
+    nodes = [Core(**arrays, **common).root(tables.start_symbol) for arrays in (tables.core_arrays, tables.kernel)]
+    rng = random.Random(5)
+    for _ in range(300):
+        assert nodes[0].allowed == nodes[1].allowed and nodes[0].accepting == nodes[1].accepting
+        if not nodes[0].allowed:
+            break
+        t = 1 << rng.choice(list(iter_bits(nodes[0].allowed)))
+        nodes = [node.advance(t) for node in nodes]
+        assert (nodes[0] is None) == (nodes[1] is None)
+        if nodes[0] is None:
+            break
+
+
 def test_bad_tables_and_terminals_are_refused() -> None:
     arrays = pda.Grammar.load("json").recognizer.tables.kernel
     common = dict(max_items=10, max_work=10, max_seconds=1.0, recent_probes=4, error=LimitExceeded)
@@ -202,6 +221,8 @@ def test_bad_tables_and_terminals_are_refused() -> None:
         Core(**broken, **common)
     with pytest.raises(ValueError):
         Core(**dict(arrays, lhs_of=arrays["lhs_of"][:-1]), **common)
+    with pytest.raises(ValueError, match="whole 4-byte entries"):  # bytes: the entries' raw bytes
+        Core(**dict(arrays, step_to=arrays["step_to"].tobytes()[:-1]), **common)
     with pytest.raises(TypeError):
         Core(**dict(common, error=int), **arrays)
     root = Core(**arrays, **common).root(arrays["n_terminals"])

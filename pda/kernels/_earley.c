@@ -1395,6 +1395,20 @@ static void *copy_buffer(PyObject *obj, const char *name, Py_ssize_t itemsize, P
 {
     Py_buffer view;
     void *copy;
+    if (PyBytes_CheckExact(obj)) { /* the entries' raw bytes, as pda.kernels.tables lays them out */
+        Py_ssize_t len = PyBytes_GET_SIZE(obj);
+        if (len % itemsize != 0) {
+            PyErr_Format(PyExc_ValueError, "%s must hold whole %zd-byte entries", name, itemsize);
+            return NULL;
+        }
+        if ((copy = malloc((size_t)(len ? len : 1))) == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        memcpy(copy, PyBytes_AS_STRING(obj), (size_t)len);
+        *n = len / itemsize;
+        return copy;
+    }
     if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
     if (view.itemsize != itemsize || view.ndim != 1) {

@@ -11,6 +11,8 @@ p (a rule and how much of it is read, flattened by `pda.parser.tables`):
 * per nonterminal a (symbol `n_terminals + a`): `closure` (CSR), the nonterminals
   predicted, transitively, when a is; `starts` (CSR), the positions its rules start at
   (after leading nullable symbols);
+* each array a 1-dimensional C-contiguous buffer of its entries (int32, or one byte for the bool ones), or a
+  `bytes` object of their native-order bytes, as `pda.kernels.tables.build` returns them (copied, not kept);
 * `accept_pos`, the position of the finished start rule; the budgets `max_items`,
   `max_work`, `max_seconds` and the exception class raised past one; `recent_probes`,
   the size of the probe memo.

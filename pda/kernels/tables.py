@@ -68,14 +68,14 @@ class Layout(NamedTuple):
     closure: np.ndarray
 
 
-_DTYPES = (np.int64, np.int64, np.int32, np.int32, bool, bool, np.int32, np.int32, np.int32, np.int32, np.int32,
-           np.int32)
+LAYOUT_DTYPES = tuple(np.dtype(d) for d in (np.int64, np.int64, np.int32, np.int32, bool, bool, np.int32, np.int32,
+                                             np.int32, np.int32, np.int32, np.int32))
 
 
 def layout(n_terminals: int, lhs: np.ndarray, flat: np.ndarray, lens: np.ndarray, n_symbols: int) -> Layout:
     """The per-position arrays of the rules (see `Layout`); nullable symbols are `fixpoint` from nothing."""
     found = _tables.layout(int(n_terminals), _int64(lhs), _int64(flat), _int64(lens), int(n_symbols))
-    return Layout(*(np.frombuffer(b, dtype=d) for b, d in zip(found, _DTYPES)))
+    return Layout(*(np.frombuffer(b, dtype=d) for b, d in zip(found, LAYOUT_DTYPES)))
 
 
 def _int64(a: np.ndarray) -> np.ndarray:
@@ -104,13 +104,35 @@ class EmptyLanguage(ValueError):
     """The start symbol has no rule whose symbols all derive finite strings."""
 
 
-def build(terminal_names: list[str], lhs: list[str], rhs: list[tuple[str, ...]], start: str) -> Built:
-    """The tables of rules `lhs[r] -> rhs[r]` given by name (see the module docstring)."""
+class RawBuilt(NamedTuple):
+    """`build`'s tables as the kernel returns them: the nonterminal names, and the native-order bytes of `lhs`
+    and `flat` (int64) and of each `Layout` array (in its order, of `LAYOUT_DTYPES`). A small grammar's
+    parser tables are read as arrays only by the reference parser and the tests; the compiled parser copies
+    the bytes (`pda.kernels.earley.Core`), so a compile makes no array of them (~15 numpy calls)."""
+
+    nonterminal_names: tuple[str, ...]
+    lhs: bytes
+    flat: bytes
+    layout: tuple[bytes, ...]
+
+    def arrays(self) -> Built:
+        """The same tables as numpy arrays (read-only views of the bytes)."""
+        return Built(self.nonterminal_names, np.frombuffer(self.lhs, dtype=np.int64),
+                     np.frombuffer(self.flat, dtype=np.int64),
+                     Layout(*(np.frombuffer(b, dtype=d) for b, d in zip(self.layout, LAYOUT_DTYPES))))
+
+
+def build_raw(terminal_names: list[str], lhs: list[str], rhs: list[tuple[str, ...]], start: str) -> RawBuilt:
+    """The tables of rules `lhs[r] -> rhs[r]` given by name (see the module docstring), as bytes."""
     kind, *found = _tables.build(terminal_names, lhs, rhs, start)
     if kind == 1:
         raise TerminalDefined(found[0])
     if kind == 2:
         raise EmptyLanguage(f"the start symbol {start!r} derives no finite sentence")
     names, lhs_ids, flat, laid = found
-    return Built(tuple(names), np.frombuffer(lhs_ids, dtype=np.int64), np.frombuffer(flat, dtype=np.int64),
-                 Layout(*(np.frombuffer(b, dtype=d) for b, d in zip(laid, _DTYPES))))
+    return RawBuilt(tuple(names), lhs_ids, flat, laid)
+
+
+def build(terminal_names: list[str], lhs: list[str], rhs: list[tuple[str, ...]], start: str) -> Built:
+    """The tables of rules `lhs[r] -> rhs[r]` given by name (see the module docstring), as arrays."""
+    return build_raw(terminal_names, lhs, rhs, start).arrays()

@@ -26,8 +26,8 @@ Invariants (see docs/design.md, "The parser"):
   is interned or memoised (the Leo memos it filled on older nodes stay valid),
   so a failed step can be retried or rolled back.
 
-The nodes and their step are `pda.kernels.earley` (C), which reads a grammar's
-`ParserTables.kernel` arrays. `pda.reference.ReferenceEarley` is the same
+The nodes and their step are `pda.kernels.earley` (C), which copies a grammar's
+`ParserTables.core_arrays`. `pda.reference.ReferenceEarley` is the same
 algorithm in Python, the oracle the tests compare the kernel to.
 """
 
@@ -53,7 +53,7 @@ class EarleyParser:
         self.tables = tables
         self.limits = limits
         self.core = Core(
-            **tables.kernel,
+            **tables.core_arrays,
             max_items=limits.max_node_items,
             max_work=limits.max_node_work,
             max_seconds=limits.max_node_seconds,

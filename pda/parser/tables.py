@@ -10,12 +10,14 @@ has tens of thousands of positions), is one call of the compiled `pda.kernels.ta
 as numpy rounds and Python sets the layout took ~3.4x as long over JSONSchemaBench's
 31-schema sample, and for a small schema the interning and some twenty numpy calls
 around it were most of the time (~0.3 ms cold). Here its failures become `GrammarError`s.
-The compiled parser reads those arrays (`ParserTables.kernel`), and the Python
-reference parser reads tuple views of them, made on first read.
+The compiled parser copies the kernel's bytes of those arrays (`ParserTables.core_arrays`: no numpy
+array is made in a compile), and the Python reference parser reads tuple views of them
+(`ParserTables.kernel` and the rest), made on first read.
 """
 
 from __future__ import annotations
 
+import sys
 from functools import cached_property
 from operator import itemgetter
 
@@ -23,7 +25,7 @@ import numpy as np
 
 from pda.errors import GrammarError
 from pda.grammar.ir import GrammarIR
-from pda.kernels.tables import EmptyLanguage, TerminalDefined, build
+from pda.kernels.tables import Built, EmptyLanguage, Layout, RawBuilt, TerminalDefined, build_raw
 
 
 class ParserTables:
@@ -35,19 +37,54 @@ class ParserTables:
     `p - rule_start[pos_rule[p]]`); `next_sym[p]` is the symbol after the dot (-1 at
     the end), `step[p]` the positions after moving over it and then over nullable
     symbols, `skip[r][d]` the positions reached from dot d by stepping over nullables.
-    `kernel` holds the same as the flat int32/bool arrays `pda.kernels.earley` takes.
+    `kernel` holds the same as the flat int32/bool arrays `pda.kernels.earley` takes;
+    `core_arrays` the same as the kernel's bytes, which the compiled parser reads (no array made).
     """
 
-    def __init__(self, terminal_names: tuple[str, ...], nonterminal_names: tuple[str, ...], lhs: np.ndarray,
-                 flat_rhs: np.ndarray, rule_start: np.ndarray, run_end: np.ndarray,
-                 kernel: dict[str, object]) -> None:
+    def __init__(self, terminal_names: tuple[str, ...], built: RawBuilt) -> None:
         self.terminal_names = terminal_names
-        self.nonterminal_names = nonterminal_names
-        self._lhs, self._flat_rhs, self._rule_start, self._run_end = lhs, flat_rhs, rule_start, run_end
-        self.kernel = kernel
-        self.start_rule = len(lhs) - 1
-        self.start_symbol = int(lhs[-1])  # `S'`, the start rule's left side: the parser's root predicts it
-        self.accept_pos: int = kernel["accept_pos"]
+        self.nonterminal_names = built.nonterminal_names
+        self._built = built
+        rules = len(built.lhs) // 8
+        self.start_rule = rules - 1
+        # `S'`, the start rule's left side (the parser's root predicts it), and the position after its one symbol.
+        self.start_symbol = int.from_bytes(built.lhs[-8:], sys.byteorder, signed=True)
+        self.accept_pos: int = int.from_bytes(built.layout[0][8 * (rules - 1) : 8 * rules], sys.byteorder,
+                                              signed=True) + 1
+
+    @cached_property
+    def _arrays(self) -> Built:
+        return self._built.arrays()
+
+    @property
+    def core_arrays(self) -> dict[str, object]:
+        """`kernel` as the kernel's bytes (what `pda.kernels.earley.Core` copies)."""
+        laid = dict(zip(Layout._fields, self._built.layout))
+        return {"n_terminals": len(self.terminal_names), **{name: laid[name] for name in _KERNEL_ARRAYS},
+                "accept_pos": self.accept_pos}
+
+    @cached_property
+    def kernel(self) -> dict[str, object]:
+        """The arrays `pda.kernels.earley.Core` takes, as numpy arrays, with `n_terminals` and `accept_pos`."""
+        laid = self._arrays.layout
+        return {"n_terminals": len(self.terminal_names), **{name: getattr(laid, name) for name in _KERNEL_ARRAYS},
+                "accept_pos": self.accept_pos}
+
+    @property
+    def _lhs(self) -> np.ndarray:
+        return self._arrays.lhs
+
+    @property
+    def _flat_rhs(self) -> np.ndarray:
+        return self._arrays.flat
+
+    @property
+    def _rule_start(self) -> np.ndarray:
+        return self._arrays.layout.rule_start
+
+    @property
+    def _run_end(self) -> np.ndarray:
+        return self._arrays.layout.run_end
 
     @property
     def n_terminals(self) -> int:
@@ -137,31 +174,19 @@ def _rows(ptr: np.ndarray, entries: np.ndarray) -> tuple[tuple[int, ...], ...]:
 
 
 _LHS, _RHS = itemgetter(0), itemgetter(1)
+# The `Layout` arrays the compiled parser reads (`ParserTables.kernel`), by their `Core` argument names.
+_KERNEL_ARRAYS = ("next_sym", "lhs_of", "is_end", "penultimate", "step_ptr", "step_to", "closure_ptr", "closure",
+                  "starts_ptr", "starts")
 
 
 def build_tables(ir: GrammarIR) -> ParserTables:
-    """Index symbols, prune unproductive rules, then lay out the positions (`pda.kernels.tables.build`)."""
-    terminal_names = [t.name for t in ir.terminals]
+    """Index symbols, prune unproductive rules, then lay out the positions (`pda.kernels.tables.build_raw`)."""
+    terminal_names = tuple(t.name for t in ir.terminals)
     try:
         rows = ir.rule_rows
-        nt_names, lhs, flat, at = build(terminal_names, list(map(_LHS, rows)), list(map(_RHS, rows)), ir.start)
+        built = build_raw(list(terminal_names), list(map(_LHS, rows)), list(map(_RHS, rows)), ir.start)
     except TerminalDefined as e:
         raise GrammarError(str(e), terminal=e.name) from None
     except EmptyLanguage:
         raise GrammarError(f"the start symbol {ir.start!r} derives no finite sentence: the language is empty") from None
-    t = len(terminal_names)
-    kernel = {
-        "n_terminals": t,
-        "next_sym": at.next_sym,
-        "lhs_of": at.lhs_of,
-        "is_end": at.is_end,
-        "penultimate": at.penultimate,
-        "step_ptr": at.step_ptr,
-        "step_to": at.step_to,
-        "closure_ptr": at.closure_ptr,
-        "closure": at.closure,
-        "starts_ptr": at.starts_ptr,
-        "starts": at.starts,
-        "accept_pos": int(at.rule_start[len(lhs) - 1]) + 1,
-    }
-    return ParserTables(tuple(terminal_names), nt_names, lhs, flat, at.rule_start, at.run_end, kernel)
+    return ParserTables(terminal_names, built)
