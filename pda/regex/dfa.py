@@ -281,7 +281,7 @@ def _byte_dfa(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The minimal atom DFA of `nodes` spelled in bytes: (trans [m, 256] with -1 for dead, accept [n <= m, t])."""
     alphabet = cs.Alphabet([c for node in nodes for c in _charsets(node, [])])
-    trans, accept = _atom_dfa(nodes, lazy, names, max_states, alphabet)
+    trans, accept = _minimise(*_determinised(nodes, lazy, names, max_states, alphabet))
     return (utf8.expand_bytes if byte_mode else utf8.expand)(trans, alphabet), accept
 
 
@@ -327,17 +327,6 @@ def _minimal(found: compose.Classed, names: Sequence[str], max_states: int) -> L
                     accept=_freeze(accept.reshape(n + 1, 1)), live=_freeze(live), names=tuple(names))
 
 
-def _atom_dfa(
-    nodes: Sequence[Node | Graph],
-    lazy: Sequence[bool],
-    names: Sequence[str],
-    max_states: int,
-    alphabet: cs.Alphabet,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The minimal, trimmed DFA over atoms: (trans [n, atoms] with -1 for dead, accept [n, t])."""
-    return _minimise(*_determinised(nodes, lazy, names, max_states, alphabet))
-
-
 def _determinised(
     nodes: Sequence[Node | Graph],
     lazy: Sequence[bool],
@@ -346,7 +335,7 @@ def _determinised(
     alphabet: cs.Alphabet,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The subset construction's DFA over atoms, every state reachable from the start 0: (trans [n, atoms] with
-    -1 for dead, accept [n, t])."""
+    -1 for dead, accept [n, t]); `_minimise` of it is the minimal, trimmed DFA over atoms."""
     nfa = NFA(alphabet, max_states=max(10 * max_states, 100_000))
     nfa.subdfa = lambda node: _subdfa(node, max_states, names, alphabet)
     start = nfa.state()
@@ -469,11 +458,11 @@ def _subdfa(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The atom DFA of a FirstMatch or Guard node, ready to splice into an NFA."""
     if isinstance(node, FirstMatch):
-        trans, accept = _atom_dfa([node.item], [True], names, max_states, alphabet)
+        trans, accept = _minimise(*_determinised([node.item], [True], names, max_states, alphabet))
         return trans, accept[:, 0]
     assert isinstance(node, Guard)
-    body, bacc = _atom_dfa([node.body], [False], names, max_states, alphabet)
-    look, lacc = _atom_dfa([node.look], [True], names, max_states, alphabet)
+    body, bacc = _minimise(*_determinised([node.body], [False], names, max_states, alphabet))
+    look, lacc = _minimise(*_determinised([node.look], [True], names, max_states, alphabet))
     try:
         return compose.guard_product((body, bacc[:, 0]), (look, lacc[:, 0]), node.negate, max_states)
     except LimitExceeded:
