@@ -21,6 +21,7 @@ unproductive symbol pruned, the kept nonterminals renumbered (start, the others 
 and laid out (see `Built`). A small JSON Schema's tables took ~0.3 ms of its cold compile as
 Python passes over the names and some twenty numpy calls (their dispatch, not their arithmetic);
 this is one call. A grammar it cannot lay out raises `TerminalDefined` or `EmptyLanguage`.
+`build_raw` is the same tables as the kernel's bytes (`RawBuilt`), which a compile hands the Earley core.
 
 `fixpoint` and `layout` check every index they read (ValueError) and run without the GIL, as does
 `build` but for reading the names (TypeError for a name that is no str). The numpy and Python
