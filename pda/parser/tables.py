@@ -59,15 +59,16 @@ class ParserTables:
     @property
     def core_arrays(self) -> dict[str, object]:
         """`kernel` as the kernel's bytes (what `pda.kernels.earley.Core` copies)."""
-        laid = dict(zip(Layout._fields, self._built.layout))
-        return {"n_terminals": len(self.terminal_names), **{name: laid[name] for name in _KERNEL_ARRAYS},
-                "accept_pos": self.accept_pos}
+        return self._core_arguments(dict(zip(Layout._fields, self._built.layout)))
 
     @cached_property
     def kernel(self) -> dict[str, object]:
         """The arrays `pda.kernels.earley.Core` takes, as numpy arrays, with `n_terminals` and `accept_pos`."""
-        laid = self._arrays.layout
-        return {"n_terminals": len(self.terminal_names), **{name: getattr(laid, name) for name in _KERNEL_ARRAYS},
+        return self._core_arguments(self._arrays.layout._asdict())
+
+    def _core_arguments(self, laid: dict[str, object]) -> dict[str, object]:
+        """`Core`'s arguments from the layout's arrays by name (`laid`: bytes or arrays)."""
+        return {"n_terminals": len(self.terminal_names), **{name: laid[name] for name in _KERNEL_ARRAYS},
                 "accept_pos": self.accept_pos}
 
     @property

@@ -117,6 +117,7 @@ def structure_key(node: Node, max_nodes: int) -> tuple | None:
             stack += [item.body, item.look]
     return tuple(out)
 
+
 def alternation_key(branch_keys: Sequence[tuple | None], max_nodes: int) -> tuple | None:
     """`structure_key` of an `Alt` of two or more branches from its branches' keys (each taken with the same
     `max_nodes`), without walking them again: a terminal's builder looks its branches up by their keys, and
