@@ -9,7 +9,8 @@
   `pda.kernels._trie` (pda/kernels/_trie.c, the trie of byte strings),
   `pda.kernels._compose` (pda/kernels/_compose.c, a mask's boundary groups) and
   `pda.kernels._indent` (pda/kernels/_indent.c, an indenter state's probe),
-  `pda.kernels._derive` (pda/kernels/_derive.c, lazy terminal DFAs by derivatives) and
+  `pda.kernels._derive` (pda/kernels/_derive.c, lazy terminal DFAs by derivatives),
+  `pda.kernels._repeat` (pda/kernels/_repeat.c, a counted repeat's copies) and
   `pda.kernels._scan` (pda/kernels/_scan.c, the scanner's byte loop) are required:
   without a C compiler and Python's headers the install fails, saying so.
 * `pda._rows` (pda/_rows.c, see pda/rows.py; POSIX threads for `fill_bitmasks(threads=N)`)
@@ -57,6 +58,7 @@ setup(
                   depends=[BUFFER_FORMAT, EXTENDED_MASK, SORT_IDS]),
         Extension("pda.kernels._indent", ["pda/kernels/_indent.c"]),
         Extension("pda.kernels._derive", ["pda/kernels/_derive.c"]),
+        Extension("pda.kernels._repeat", ["pda/kernels/_repeat.c"], depends=[BUFFER_FORMAT]),
         Extension("pda.kernels._scan", ["pda/kernels/_scan.c"], depends=[BUFFER_FORMAT, INT_WORDS]),
         Extension("pda._rows", ["pda/_rows.c"], depends=[BUFFER_FORMAT, EXTENDED_MASK],
                   extra_compile_args=["-pthread"], extra_link_args=["-pthread"], optional=True),

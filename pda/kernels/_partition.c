@@ -33,7 +33,7 @@
  *     hash, and one more row-major pass checks each column equals its group's first (on a
  *     hash collision the columns are compared one by one instead). O(m (k + c)), no GIL.
  *
- * minimal(trans, accept, classes) -> (n, n_classes, byte_class, table, accepting)
+ * minimal(trans, accept, classes, settled) -> (n, n_classes, byte_class, table, accepting)
  *     One terminal's partial DFA (trans as above, state 0 its start, every state reachable from it;
  *     accept: uint8 [m]; classes: int64 [256], the column of trans each byte reads) made minimal and
  *     complete in one call, exactly as `pda.regex.dfa._minimise` then `_finish` make it: trimmed to the
@@ -43,7 +43,9 @@
  *     lowest byte; the dead state n last, where every missing transition goes. Returns n (the states
  *     without dead), the number of byte classes and, as bytes, byte_class int32 [256], table int32
  *     [n + 1, n_classes] and accepting uint8 [n + 1] (dead: 0). Checks its inputs (ValueError),
- *     runs without the GIL.
+ *     runs without the GIL. settled (a bool): the caller knows the DFA to be trimmed and minimal
+ *     already (`pda.regex.compose.Classed.minimal_acyclic`), so each state is its own block, numbered
+ *     as it is: the trim and the partition, most of the work, are skipped.
  *
  * Method, for an acyclic DFA (a counted string, a bounded number: most DFAs minimised here): one
  * depth-first search over the outgoing edges finishes each state after all its successors, and
@@ -717,7 +719,7 @@ static PyObject *column_groups(PyObject *self, PyObject *const *args, Py_ssize_t
 /* `minimal`'s work on checked inputs (see the top of the file); -1 on memory failure. Fills *n_out,
  * *n_classes_out and the three outputs (malloc'd; the caller frees them). */
 static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsigned char *accept,
-                          const int64_t *classes, int64_t *n_out, int64_t *n_classes_out,
+                          const int64_t *classes, int settled, int64_t *n_out, int64_t *n_classes_out,
                           int32_t **byte_class_out, int32_t **table_out, unsigned char **accepting_out)
 {
     int64_t q, c, i, g, b, m2 = 0, n = 0, n_groups = 0, n_blocks;
@@ -737,10 +739,14 @@ static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsi
         failed = 1;
         goto done;
     }
-    memcpy(good, accept, (size_t)m);
-    if (mark_coaccessible(trans, m, k, good) < 0) {
-        failed = 1;
-        goto done;
+    if (settled)
+        memset(good, 1, (size_t)m);
+    else {
+        memcpy(good, accept, (size_t)m);
+        if (mark_coaccessible(trans, m, k, good) < 0) {
+            failed = 1;
+            goto done;
+        }
     }
     good[0] = 1; /* the start stays even if nothing is accepted */
     for (q = 0; q < m; q++)
@@ -770,7 +776,12 @@ static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsi
     for (q = 0; q < m; q++)
         if (good[q])
             blocks[renum[q]] = m2 > 1 ? (int64_t)(accept[q] != 0) : 0; /* ids below m2, as `refine` takes them */
-    n_blocks = acyclic_partition(trimmed, m2, k, blocks, block_of);
+    if (settled) {
+        for (q = 0; q < m2; q++)
+            block_of[q] = q;
+        n_blocks = m2;
+    } else
+        n_blocks = acyclic_partition(trimmed, m2, k, blocks, block_of);
     if (n_blocks == -1) {
         failed = 1;
         goto done;
@@ -870,10 +881,13 @@ static PyObject *minimal(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     int failed = 0;
     int32_t *byte_class = NULL, *table = NULL;
     unsigned char *accepting = NULL;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "minimal(trans, accept, classes) takes 3 arguments");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "minimal(trans, accept, classes, settled) takes 4 arguments");
         return NULL;
     }
+    int settled = PyObject_IsTrue(args[3]);
+    if (settled < 0)
+        return NULL;
     if (get_int64(args[0], &tv, PyBUF_ND, "trans") < 0)
         return NULL;
     if (tv.ndim != 2 || tv.shape[0] < 1) {
@@ -915,7 +929,8 @@ static PyObject *minimal(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         }
     if (!failed) {
         Py_BEGIN_ALLOW_THREADS
-        failed = minimal_tables(trans, m, k, av.buf, classes, &n, &n_classes, &byte_class, &table, &accepting) < 0
+        failed = minimal_tables(trans, m, k, av.buf, classes, settled, &n, &n_classes, &byte_class, &table,
+                                &accepting) < 0
                      ? 2 : 0;
         Py_END_ALLOW_THREADS
     }
@@ -946,7 +961,8 @@ static PyMethodDef partition_methods[] = {
     {"column_groups", (PyCFunction)(void (*)(void))column_groups, METH_FASTCALL,
      "column_groups(table, columns, group, first) -> number of groups: row_groups of the transposed table."},
     {"minimal", (PyCFunction)(void (*)(void))minimal, METH_FASTCALL,
-     "minimal(trans, accept, classes) -> (n, n_classes, byte_class, table, accepting): one terminal's minimal DFA."},
+     "minimal(trans, accept, classes, settled) -> (n, n_classes, byte_class, table, accepting): one terminal's "
+     "minimal DFA."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -23,7 +23,10 @@ without the GIL (`pda.reference.reference_coaccessible` is its oracle).
 complete in one call, exactly as `pda.regex.dfa._minimise` and then `_finish` make it (the trim, the
 partition, the blocks numbered by their first state, the byte classes numbered by their lowest byte, the
 dead state last): a composed terminal's table (a counted string: thousands of states) took a dozen numpy
-passes and four kernel calls, each converting it again.
+passes and four kernel calls, each converting it again. With `settled=True` the caller vouches that the
+DFA is trimmed and minimal already (`pda.regex.compose.Classed.minimal_acyclic`, a composition of
+minimal acyclic parts): only the tables are finished, the trim and the partition (~90% of a counted
+string's time here) skipped; tests/test_counted_repeat.py checks both give the same tables.
 
 `row_groups(table, rows)` finds a byte DFA's byte classes from its transposed table:
 the distinct rows among `table[rows[i]]`, numbered by first appearance, by one hashing
@@ -68,14 +71,16 @@ def coaccessible(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     return good
 
 
-def minimal_dfa(trans: np.ndarray, accept: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def minimal_dfa(trans: np.ndarray, accept: np.ndarray, classes: np.ndarray,
+                settled: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(byte_class int32 [256], table int32 [n + 1, classes], accepting bool [n + 1]) of the minimal complete DFA
     of a one-terminal partial DFA (`trans` [m, k], -1: none; state 0 the start, every state reachable from it;
-    `accept` [m]; `classes` [256]: each byte's column), its dead state n last (see the module docstring)."""
+    `accept` [m]; `classes` [256]: each byte's column), its dead state n last (see the module docstring).
+    `settled`: known trimmed and minimal already, so only finished."""
     trans = np.ascontiguousarray(trans, dtype=np.int64)
     accept = np.ascontiguousarray(accept, dtype=bool).reshape(-1)
     n, k, byte_class, table, accepting = _partition.minimal(trans, accept.view(np.uint8),
-                                                            np.ascontiguousarray(classes, dtype=np.int64))
+                                                            np.ascontiguousarray(classes, dtype=np.int64), settled)
     return (np.frombuffer(byte_class, dtype=np.int32), np.frombuffer(table, dtype=np.int32).reshape(n + 1, k),
             np.frombuffer(accepting, dtype=bool))
 

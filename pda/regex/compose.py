@@ -17,7 +17,10 @@ caller, so C is built once per process):
   X, each copy's accepting states taking the next copy's start edges; X{lo,} loops
   the last copy's accepting states back onto its own start edges. It needs X's
   start not to accept, and X's accepting states to read no byte that X's start
-  reads (a JSON string character, a digit: prefix codes).
+  reads (a JSON string character, a digit: prefix codes). A sequence writes a
+  repeat straight after what comes before it, A · X{lo,hi} in one compiled pass
+  (`pda.kernels.repeat.extended`: a JSON string of `maxLength` 64 is 64 copies of
+  the JSON string character's 25 states), never the chain and then its copy.
 * `guard_product(body, look, negate)`: a look-ahead `(?=look)body` (or `(?!look)body`) is
   body ∩ look·Σ* (or body minus it): the product of the two DFAs in which the look's
   accepting states absorb (a prefix matched) and so does its dead state (none can).
@@ -37,6 +40,20 @@ caller, so C is built once per process):
   terminal's DFA is one copy of it per state, each accepting state of label i leading on
   to the copy of edge i's target state. The NFA path copies every edge's fragment and
   determinises them all (o79409's 845-state automaton: ~100 ms of a 130 ms compile).
+
+Composition keeps minimality (`Classed.minimal_acyclic`): when A and B are minimal, acyclic
+and trimmed (every state reachable and reaching an accepting one), so is A·B. Its states
+of B keep their languages, all distinct; a state a of A has a longest word at least as long
+as B's longest (it reads on to an accepting state of A, then a word of B), longer than any
+state of B but B's start (merged away) has, so no state of A has a B state's language; and
+equal languages of two states of A are equal in A (a relation on A's states that relates
+states with equal languages in A·B is a bisimulation of A: both accept in A or neither, as
+an accepting state of A reads B's start edges, or accepts by B's empty word, where the
+other cannot; on a byte, both step within A, or both die, or both read the same B's start
+edge). A bounded X{lo,hi} is X · (X · ...) so, and the caller then only finishes the tables
+(`pda.kernels.partition.minimal_dfa(..., settled=True)`): the partition of a counted string
+cost as much as its composition. An unbounded repeat, a look-ahead, a union, a trie (not
+minimal: `ab|cb`) or a terminal automaton is not known minimal, and is minimised in full.
 
 Wherever a condition fails the composition gives None and the caller builds the
 pattern through the NFA as usual, so the language is always the pattern's own (the
@@ -61,8 +78,9 @@ import numpy as np
 
 from pda.errors import LimitExceeded
 from pda.kernels import product as product_kernel
-from pda.kernels.partition import coaccessible
+from pda.kernels.partition import coaccessible, minimal_dfa
 from pda.kernels.product import TerminalArrays, explore
+from pda.kernels.repeat import extended
 from pda.kernels.trie import string_trie
 from pda.regex.automaton import Graph
 from pda.regex.syntax import Alt, Chars, Guard, Node, Repeat, Seq
@@ -76,17 +94,22 @@ MAX_COMPOSED_DEPTH = 40
 MAX_TRIE_BYTES = 1 << 16
 # A terminal automaton is composed from its labels' DFAs when it has at least this many edges per distinct label.
 AUTOMATON_EDGES_PER_LABEL = 16
+# A part whose longest path is longer than this is not checked for `Classed.minimal_acyclic` (`settled`).
+SETTLED_MAX_DEPTH = 64
 
 Partial = tuple[np.ndarray, np.ndarray]
 
 
 class Classed(NamedTuple):
     """A partial DFA over byte classes: `trans` int32 [n, k] (-1 dead), `accept` bool [n], and
-    `classes` int32 [256], the column each byte reads (every column is read by some byte)."""
+    `classes` int32 [256], the column each byte reads (every column is read by some byte).
+    `minimal_acyclic`: known to be minimal, acyclic and trimmed, every state reachable and
+    reaching an accepting one (see the module docstring); False: not known."""
 
     trans: np.ndarray
     accept: np.ndarray
     classes: np.ndarray
+    minimal_acyclic: bool = False
 
     @classmethod
     def of_bytes(cls, trans: np.ndarray, accept: np.ndarray) -> "Classed":
@@ -95,19 +118,39 @@ class Classed(NamedTuple):
         return cls(np.ascontiguousarray(trans[:, first]), accept, inverse.astype(np.int32))
 
 
+def settled(part: Classed) -> Classed:
+    """`part` (a partial DFA every state of which is reachable from its start) marked `minimal_acyclic` when it
+    is: a part made elsewhere (by the NFA path: the JSON string character), checked once as it is memoised. A
+    path of over `SETTLED_MAX_DEPTH` states is taken for a cycle (the check peels sinks a level a pass)."""
+    trans, accept = part.trans, part.accept
+    if not accept.any():
+        return part._replace(minimal_acyclic=False)
+    alive = np.ones(len(trans), dtype=bool)
+    for _ in range(SETTLED_MAX_DEPTH):  # acyclic: peeling off the states that step to none alive empties it
+        sinks = ~np.where(trans >= 0, alive[np.maximum(trans, 0)], False).any(axis=1)
+        alive &= ~sinks
+        if not alive.any() or not sinks.any():
+            break
+    n = len(minimal_dfa(trans, accept, part.classes)[2]) - 1  # its minimal DFA's states but dead
+    return part._replace(minimal_acyclic=not alive.any() and n == len(trans))
+
+
 def _aligned(a: Classed, b: Classed) -> tuple[Classed, Classed]:
     """`a` and `b` over the same columns: their classes' common refinement (each byte's pair of columns)."""
     if a.classes is b.classes or np.array_equal(a.classes, b.classes):
         return a, b
+    # b's classes coarser (each of a's columns reads one of b's): a keeps its columns; or the other way round
+    picked = b.classes[_representatives(a.classes)]
+    if np.array_equal(picked[a.classes], b.classes):
+        return a, b._replace(trans=_columns(b.trans, picked), classes=a.classes)
+    picked = a.classes[_representatives(b.classes)]
+    if np.array_equal(picked[b.classes], a.classes):
+        return a._replace(trans=_columns(a.trans, picked), classes=b.classes), b
     pairs = a.classes.astype(np.int64) * b.trans.shape[1] + b.classes
     _, first, classes = np.unique(pairs, return_index=True, return_inverse=True)
     classes = classes.reshape(-1).astype(np.int32)
-    if len(first) == a.trans.shape[1]:  # b's classes are coarser: a keeps its columns
-        return a, Classed(_columns(b.trans, b.classes[_representatives(a.classes)]), b.accept, a.classes)
-    if len(first) == b.trans.shape[1]:
-        return Classed(_columns(a.trans, a.classes[_representatives(b.classes)]), a.accept, b.classes), b
-    return (Classed(_columns(a.trans, a.classes[first]), a.accept, classes),
-            Classed(_columns(b.trans, b.classes[first]), b.accept, classes))
+    return (a._replace(trans=_columns(a.trans, a.classes[first]), classes=classes),
+            b._replace(trans=_columns(b.trans, b.classes[first]), classes=classes))
 
 
 def _columns(trans: np.ndarray, picked: np.ndarray) -> np.ndarray:
@@ -117,9 +160,8 @@ def _columns(trans: np.ndarray, picked: np.ndarray) -> np.ndarray:
 
 def _representatives(classes: np.ndarray) -> np.ndarray:
     """One byte per column of `classes` (the lowest), in column order."""
-    found = np.full(int(classes.max()) + 1, 256, dtype=np.int64)
-    np.minimum.at(found, classes, np.arange(256))
-    return found
+    order = np.argsort(classes, kind="stable")  # bytes by column, ascending within one
+    return order[np.searchsorted(classes[order], np.arange(int(classes.max()) + 1))]
 
 
 def worth_composing(node: Node | Graph) -> bool:
@@ -171,24 +213,24 @@ def composed(node: Node | Graph, leaf: Callable[[Node], Classed], max_states: in
     if isinstance(node, Seq) and worth_composing(node):
         out: Classed | None = None
         for item in node.items:
-            part = composed(item, leaf, max_states)
-            if part is None:
+            if isinstance(item, Repeat) and worth_composing(item):  # written straight after `out`
+                joined = _repeated(out, item, leaf, max_states)
+            else:
+                part = composed(item, leaf, max_states)
+                if part is None:
+                    return None
+                if out is None:
+                    out = part
+                    continue
+                a, b = _aligned(out, part)
+                pair = concat(a[:2], b[:2])
+                joined = None if pair is None else Classed(*pair, a.classes, a.minimal_acyclic and b.minimal_acyclic)
+            if joined is None or len(joined.trans) > max_states:
                 return None
-            if out is None:
-                out = part
-                continue
-            a, b = _aligned(out, part)
-            joined = concat(a[:2], b[:2])
-            if joined is None or len(joined[0]) > max_states:
-                return None
-            out = Classed(*joined, a.classes)
+            out = joined
         return out
     if isinstance(node, Repeat) and worth_composing(node):
-        item = composed(node.item, leaf, max_states)
-        if item is None or len(item.trans) * max(node.lo, node.hi or 1) > 4 * max_states:
-            return None
-        repeated = repeat(item[:2], node.lo, node.hi)
-        return None if repeated is None else Classed(*repeated, item.classes)
+        return _repeated(None, node, leaf, max_states)
     if isinstance(node, Guard):
         body = composed(node.body, leaf, max_states)
         look = composed(node.look, leaf, max_states) if body is not None else None
@@ -202,10 +244,27 @@ def composed(node: Node | Graph, leaf: Callable[[Node], Classed], max_states: in
     return leaf(node)
 
 
+def _repeated(prefix: Classed | None, node: Repeat, leaf: Callable[[Node], Classed],
+              max_states: int) -> Classed | None:
+    """prefix · node (a counted repeat; no prefix: node alone) by `pda.kernels.repeat.extended`, or None where
+    it does not apply or its chain would pass four times `max_states` states."""
+    item = composed(node.item, leaf, max_states)
+    if item is None or len(item.trans) * max(node.lo, node.hi or 1) > 4 * max_states:
+        return None
+    if prefix is None:
+        found = repeat(item[:2], node.lo, node.hi)
+        return None if found is None else Classed(*found, item.classes, item.minimal_acyclic and node.hi is not None)
+    prefix, item = _aligned(prefix, item)
+    found = repeat(item[:2], node.lo, node.hi, prefix[:2])
+    if found is None:
+        return None
+    return Classed(*found, prefix.classes, prefix.minimal_acyclic and item.minimal_acyclic and node.hi is not None)
+
+
 def _label(part: Classed) -> TerminalArrays:
     """A label's DFA as the product kernel reads a one-terminal DFA: complete (its dead state last), over the
     byte classes of `part`, with accepting and live columns."""
-    t, acc, classes = part
+    t, acc, classes = part.trans, part.accept, part.classes
     m = len(t)
     trans = np.empty((m + 1, t.shape[1]), dtype=np.int32)
     _shifted(t, 0, trans[:m])
@@ -419,39 +478,12 @@ def concat(a: Partial, b: Partial) -> Partial | None:
     return trans, accept
 
 
-def repeat(x: Partial, lo: int, hi: int | None) -> Partial | None:
-    """X{lo,hi} (hi None: unbounded) as a chain of copies of X (see the module docstring), or None."""
-    t, acc = _fresh_start(x)
-    m = len(t)
-    finals = np.flatnonzero(acc)
-    opens = np.flatnonzero(t[0] >= 0)
-    if acc[0] or (t[finals][:, opens] >= 0).any():
-        return None
-    copies = hi if hi is not None else max(lo, 1)
-    if copies == 0:  # X{0}: the empty string
-        return np.full((1, t.shape[1]), -1, dtype=np.int32), np.ones(1, dtype=bool)
-    # Copy 0 keeps all m states; copy k >= 1 keeps states 1..m-1 (its start is merged away):
-    # state s of copy k is base[k] + s - 1 (s itself in copy 0; no edge enters state 0).
-    base = np.arange(copies, dtype=np.int64) * (m - 1) + 1
-    n = m + (copies - 1) * (m - 1)
-    trans = np.empty((n, t.shape[1]), dtype=np.int32)
-    trans[:m] = t
-    # Copies 1.. in place, in int32 (an int64 intermediate and its cast cost 5x as much: `maxLength`
-    # strings are chains of hundreds of copies).
-    later = trans[m:].reshape(copies - 1, m - 1, t.shape[1])
-    np.add(t[1:][None], (base[1:] - 1).astype(np.int32)[:, None, None], out=later)
-    later[:, t[1:] < 0] = -1
-    # Reading X once more from copy k's accepting states: copy k + 1's start edges, or (X{lo,}) the loop.
-    ends = finals[None, :] + base[:, None] - 1  # [copies, finals]
-    opened = t[0, opens].astype(np.int64)
-    follows = base[1:, None] + opened[None, :] - 1  # copy k + 1's start edges, for k < copies - 1
-    trans[ends[:-1].reshape(-1)[:, None], opens[None, :]] = np.repeat(follows, len(finals), axis=0)
-    if hi is None:
-        trans[ends[-1][:, None], opens[None, :]] = (base[-1] + opened - 1)[None, :]
-    accept = np.zeros(n, dtype=bool)
-    accept[0] = lo == 0
-    accept[ends.reshape(-1)] = np.repeat(np.arange(1, copies + 1) >= lo, len(finals))
-    return trans, accept
+def repeat(x: Partial, lo: int, hi: int | None, prefix: Partial | None = None) -> Partial | None:
+    """X{lo,hi} (hi None: unbounded) as a chain of copies of X (see the module docstring), written straight
+    after `prefix` (over the same columns) when given, or None."""
+    if prefix is None:  # the empty string: prefix · X{lo,hi} is X{lo,hi} itself
+        prefix = (np.full((1, x[0].shape[1]), -1, dtype=np.int32), np.ones(1, dtype=bool))
+    return extended(prefix, _fresh_start(x), lo, hi)
 
 
 def guard_product(body: Partial, look: Partial, negate: bool, max_states: int) -> Partial:
@@ -542,7 +574,7 @@ def ascii_dfa(node: Node) -> Classed | None:
         classes = np.zeros(256, dtype=np.int32)
         for lo, hi in node.chars:
             classes[lo : hi + 1] = 1
-        return Classed(np.array([[-1, 1], [-1, -1]], dtype=np.int32), np.array([False, True]), classes)
+        return Classed(np.array([[-1, 1], [-1, -1]], dtype=np.int32), np.array([False, True]), classes, True)
     strings = _ascii_strings(node)
     if strings is None:
         return None

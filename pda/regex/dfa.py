@@ -305,9 +305,10 @@ def _composed(node: Node | Graph, names: Sequence[str], max_states: int) -> Lexe
             byte_trans, accept = _byte_dfa([part], [False], names, max_states)
             byte_accept = np.zeros(len(byte_trans), dtype=bool)
             byte_accept[: len(accept)] = accept[:, 0]
-            found = compose.Classed(*(_freeze(a) for a in compose.Classed.of_bytes(byte_trans.astype(np.int32), byte_accept)))
+            trans, accept, classes = compose.Classed.of_bytes(byte_trans.astype(np.int32), byte_accept)[:3]
+            found = compose.settled(compose.Classed(_freeze(trans), _freeze(accept), _freeze(classes)))
             if key is not None:
-                _leaves.put((key, max_states), found, sum(a.nbytes for a in found))
+                _leaves.put((key, max_states), found, trans.nbytes + accept.nbytes + classes.nbytes)
         return found
 
     found = compose.composed(node, leaf, max_states)
@@ -316,9 +317,9 @@ def _composed(node: Node | Graph, names: Sequence[str], max_states: int) -> Lexe
 
 def _minimal(found: compose.Classed, names: Sequence[str], max_states: int) -> LexerDFA:
     """The minimal DFA of a composed partial DFA whose every state is reachable from its start: what `_minimise`
-    and then `_finish` make of it, in one kernel call (`minimal_dfa`)."""
+    and then `_finish` make of it, in one kernel call (`minimal_dfa`; only finished when known minimal)."""
     # Minimised over the composition's byte classes (a few dozen), never spelled out over 256 bytes.
-    byte_class, trans, accept = minimal_dfa(found.trans, found.accept, found.classes)
+    byte_class, trans, accept = minimal_dfa(found.trans, found.accept, found.classes, found.minimal_acyclic)
     n = len(trans) - 1  # the dead state is last
     _within_limit(trans[:n], names, max_states)
     # Trimmed: every state but the start reaches an accepting one, or none does (the empty language).
