@@ -28,7 +28,8 @@ LAYERS: list[tuple[str | tuple[str, ...], ...]] = [
      ("pda.kernels.product", "pda.kernels._product"), ("pda.kernels.subsets", "pda.kernels._subsets"),
      ("pda.kernels.earley", "pda.kernels._earley"), ("pda.kernels.tables", "pda.kernels._tables"),
      ("pda.kernels.indent", "pda.kernels._indent"), ("pda.kernels.trie", "pda.kernels._trie"),
-     ("pda.kernels.derive", "pda.kernels._derive"), ("pda.kernels.scan", "pda.kernels._scan")),
+     ("pda.kernels.derive", "pda.kernels._derive"), ("pda.kernels.scan", "pda.kernels._scan"),
+     ("pda.kernels.repeat", "pda.kernels._repeat")),
     # neutral helpers, with the automata's and the parser's kernels (minimisation's refinement, the product
     # search, the subset construction; Earley nodes and their step, the parser's static tables; an indenter
     # state's probe; the trie of byte strings; byte-regex terms and lazy DFAs by derivatives; the scanner's byte
