@@ -7,7 +7,8 @@ how fast the DFA is built, never its language: an alternation of at least
 a chain, fewer ASCII literals the regex path's DFA built directly (`literal_set_dfa`),
 an alternation of whole patterns (`(?:(?:P1)|(?:P2))`, `pda.grammar.alternatives`) the union of
 the parts' terminal DFAs (`union_dfa`: the parts are memoised here, most often built before, and the
-whole pattern is never parsed), anything else goes through regex → NFA → DFA. A terminal given as an
+whole pattern is never parsed), a free JSON key with exclusions (`"(?!(?:a|b)")(?:G)*"`) the free key's
+DFA with the names' trie laid over it (`excluding_dfa`), anything else goes through regex → NFA → DFA. A terminal given as an
 automaton (`TerminalDef.automaton`) always takes the NFA path, from its automaton
 (its `pattern` only describes it). Results are cached in
 memory (a byte-bounded LRU shared by every grammar), by the pattern (or the
@@ -38,9 +39,9 @@ from pda.grammar.ir import TerminalDef
 from pda.lru import budget_cache, register_budget
 from pda.regex.dfa import (DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, compile_regex, literal_dfa,
                            literal_set_dfa, union_dfa)
-from pda.regex.finite_set import FINITE_SET_MIN_CHOICES, finite_set_dfa
+from pda.regex.finite_set import FINITE_SET_MIN_CHOICES, excluding_dfa, finite_set_dfa
 from pda.regex.lazy import LazyDFA, has_count, lazy_terminal
-from pda.regex.literals import alternation_parts, literal_alternatives
+from pda.regex.literals import alternation_parts, excluded_alternatives, literal_alternatives
 from pda.regex.syntax import translate
 
 # Terminal DFAs by pattern, shared by every grammar that uses the pattern; bounded, as a
@@ -102,9 +103,9 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
         else:
             try:
                 # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
-                dfa = finite_set_dfa(t, max_states=max_states) or _union_of_parts(t, max_states) or compile_regex(
-                    t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
-                )
+                dfa = (finite_set_dfa(t, max_states=max_states) or _union_of_parts(t, max_states)
+                       or _excluding(t, max_states)
+                       or compile_regex(t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states))
             except LimitExceeded:
                 if not lazy:
                     raise
@@ -147,6 +148,25 @@ def _union_of_parts(t: TerminalDef, max_states: int) -> LexerDFA | None:
             return None
         dfas.append(dfa)
     return union_dfa(dfas, name=t.name, max_states=max_states)
+
+
+def _excluding(t: TerminalDef, max_states: int) -> LexerDFA | None:
+    """The DFA of a free key with exclusions, `"(?!(?:a|b)")(?:G)*"` (`excluded_alternatives`): the free
+    pattern's terminal DFA (`"(?:G)*"`, memoised here: one per process) with the names' trie laid over it
+    (`excluding_dfa`). None (the regex path decides) for any other pattern, a lazy terminal, a name that is
+    not valid UTF-8, or where the trie cannot simply be laid over the free pattern's DFA."""
+    found = None if t.lazy else excluded_alternatives(t.pattern, t.flags)
+    if found is None:
+        return None
+    strings, free_pattern = found
+    try:
+        names = [s.encode("utf-8") for s in strings]
+        free = terminal_dfa(replace(t, pattern=free_pattern, literal=False), max_states=max_states)
+    except (UnicodeEncodeError, RegexError, LimitExceeded):
+        return None
+    if not isinstance(free, LexerDFA):
+        return None
+    return excluding_dfa(free, names, name=t.name, max_states=max_states)
 
 
 def _one_terminal_dfa(meta: dict, arrays: dict) -> LexerDFA:
