@@ -41,7 +41,7 @@ from pda.regex.dfa import (DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, co
                            literal_set_dfa, union_dfa)
 from pda.regex.finite_set import FINITE_SET_MIN_CHOICES, excluding_dfa, finite_set_dfa
 from pda.regex.lazy import LazyDFA, has_count, lazy_terminal
-from pda.regex.literals import alternation_parts, excluded_alternatives, literal_alternatives
+from pda.regex.literals import alternation_parts, excluded_alternatives, literal_alternatives, single_literal
 from pda.regex.syntax import translate
 
 # Terminal DFAs by pattern, shared by every grammar that uses the pattern; bounded, as a
@@ -72,11 +72,14 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
     """One terminal's DFA, cached by (pattern or automaton, flags, lazy): minimal and whole, or (when `lazy`
     allows and the terminal has a large count or passes `max_states` eagerly) a `LazyDFA`."""
     # Literals (a JSON Schema's keys: most terminals) are never lazy, and are memoised by their text alone.
-    strings = None if t.automaton is not None else literal_alternatives(t.pattern, t.flags)
-    if strings is not None:
-        found = _literal_terminal(t, strings, max_states)
-        if found is not None:
-            return found
+    strings = None
+    if t.automaton is None:
+        only = single_literal(t.pattern, t.flags)  # most are one plain literal: no list, no memo of the scan
+        strings = [only] if only is not None else literal_alternatives(t.pattern, t.flags)
+        if strings is not None:
+            found = _one_literal(t, only) if only else _literal_terminal(t, strings, max_states)
+            if found is not None:
+                return found
     automaton = None if t.automaton is None else t.automaton.digest
     language = ("automaton", automaton) if automaton is not None else t.pattern
     key = hashlib.sha256(repr((language, t.flags, t.lazy)).encode()).hexdigest()[:32]
@@ -178,6 +181,20 @@ def _one_terminal_dfa(meta: dict, arrays: dict) -> LexerDFA:
     return dfa
 
 
+def _one_literal(t: TerminalDef, only: str) -> LexerDFA | None:
+    """The chain DFA of the non-empty string `only` (`literal_dfa`), memoised by its text; None when it is not
+    valid UTF-8 (a lone surrogate: the regex path decides)."""
+    key = ("literal", only)
+    found = _memory.get(key)
+    if found is None:
+        try:
+            found = literal_dfa(only.encode("utf-8"), name=t.name)
+        except UnicodeEncodeError:
+            return None
+        _memory.put(key, found, found.nbytes + len(only))
+    return found
+
+
 def _literal_terminal(t: TerminalDef, strings: list[str], max_states: int) -> LexerDFA | None:
     """The DFA of a terminal whose pattern is the alternation of `strings`, memoised by the strings (their DFA does
     not depend on the terminal's flags or laziness), or None when it takes the general path: not one plain
@@ -188,17 +205,7 @@ def _literal_terminal(t: TerminalDef, strings: list[str], max_states: int) -> Le
     distinct = set(strings)
     if len(distinct) == 1:
         (only,) = distinct
-        if not only:
-            return None
-        key = ("literal", only)
-        found = _memory.get(key)
-        if found is None:
-            try:
-                found = literal_dfa(only.encode("utf-8"), name=t.name)
-            except UnicodeEncodeError:
-                return None
-            _memory.put(key, found, found.nbytes + len(only))
-        return found
+        return _one_literal(t, only) if only else None
     if t.lazy or len(distinct) >= FINITE_SET_MIN_CHOICES or not all(s.isascii() for s in distinct):
         return None
     key = ("literals", *sorted(distinct))
