@@ -8,7 +8,8 @@ a chain, fewer ASCII literals the regex path's DFA built directly (`literal_set_
 an alternation of whole patterns (`(?:(?:P1)|(?:P2))`, `pda.grammar.alternatives`) the union of
 the parts' terminal DFAs (`union_dfa`: the parts are memoised here, most often built before, and the
 whole pattern is never parsed), a free JSON key with exclusions (`"(?!(?:a|b)")(?:G)*"`) the free key's
-DFA with the names' trie laid over it (`excluding_dfa`), anything else goes through regex → NFA → DFA. A terminal given as an
+DFA with the names' trie laid over it (`excluding_dfa`, before the disk cache is asked: it is built in less
+time than a lookup takes), anything else goes through regex → NFA → DFA. A terminal given as an
 automaton (`TerminalDef.automaton`) always takes the NFA path, from its automaton
 (its `pattern` only describes it). Results are cached in
 memory (a byte-bounded LRU shared by every grammar), by the pattern (or the
@@ -94,6 +95,11 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
     dfa = _memory.get(key)
     if dfa is not None:
         return dfa
+    # A free key with exclusions is built in less time than the disk lookup takes (it is never written there).
+    dfa = None if automaton is not None else _excluding(t, max_states)
+    if dfa is not None:
+        _memory.put(key, dfa, dfa.nbytes)
+        return dfa
     # The pattern by its hash: an enum's can be megabytes, and the key is in every file's header.
     disk_key = ({"automaton_sha256": automaton} if automaton is not None else
                 {"pattern_sha256": hashlib.sha256(t.pattern.encode("utf-8", "surrogatepass")).hexdigest()})
@@ -106,9 +112,9 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
         else:
             try:
                 # Issue 9: an alternation of literal strings is built directly as a minimal trie DFA.
-                dfa = (finite_set_dfa(t, max_states=max_states) or _union_of_parts(t, max_states)
-                       or _excluding(t, max_states)
-                       or compile_regex(t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states))
+                dfa = finite_set_dfa(t, max_states=max_states) or _union_of_parts(t, max_states) or compile_regex(
+                    t.pattern, t.flags, name=t.name, lazy=t.lazy, max_states=max_states
+                )
             except LimitExceeded:
                 if not lazy:
                     raise
@@ -157,7 +163,7 @@ def _excluding(t: TerminalDef, max_states: int) -> LexerDFA | None:
     """The DFA of a free key with exclusions, `"(?!(?:a|b)")(?:G)*"` (`excluded_alternatives`): the free
     pattern's terminal DFA (`"(?:G)*"`, memoised here: one per process) with the names' trie laid over it
     (`excluding_dfa`). None (the regex path decides) for any other pattern, a lazy terminal, a name that is
-    not valid UTF-8, or where the trie cannot simply be laid over the free pattern's DFA."""
+    not valid UTF-8, where the trie cannot simply be laid over the free pattern's DFA, or past `max_states`."""
     found = None if t.lazy else excluded_alternatives(t.pattern, t.flags)
     if found is None:
         return None
@@ -169,7 +175,10 @@ def _excluding(t: TerminalDef, max_states: int) -> LexerDFA | None:
         return None
     if not isinstance(free, LexerDFA):
         return None
-    return excluding_dfa(free, names, name=t.name, max_states=max_states)
+    try:
+        return excluding_dfa(free, names, name=t.name, max_states=max_states)
+    except LimitExceeded:
+        return None
 
 
 def _one_terminal_dfa(meta: dict, arrays: dict) -> LexerDFA:
