@@ -7,7 +7,9 @@ how fast the DFA is built, never its language: an alternation of at least
 a chain, fewer ASCII literals the regex path's DFA built directly (`literal_set_dfa`),
 an alternation of whole patterns (`(?:(?:P1)|(?:P2))`, `pda.grammar.alternatives`) the union of
 the parts' terminal DFAs (`union_dfa`: the parts are memoised here, most often built before, and the
-whole pattern is never parsed), anything else goes through regex → NFA → DFA. A terminal given as an
+whole pattern is never parsed), a free JSON key with exclusions (`"(?!(?:a|b)")(?:G)*"`) the free key's
+DFA with the names' trie laid over it (`excluding_dfa`, before the disk cache is asked: it is built in less
+time than a lookup takes), anything else goes through regex → NFA → DFA. A terminal given as an
 automaton (`TerminalDef.automaton`) always takes the NFA path, from its automaton
 (its `pattern` only describes it). Results are cached in
 memory (a byte-bounded LRU shared by every grammar), by the pattern (or the
@@ -38,9 +40,9 @@ from pda.grammar.ir import TerminalDef
 from pda.lru import budget_cache, register_budget
 from pda.regex.dfa import (DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, compile_regex, literal_dfa,
                            literal_set_dfa, union_dfa)
-from pda.regex.finite_set import FINITE_SET_MIN_CHOICES, finite_set_dfa
+from pda.regex.finite_set import FINITE_SET_MIN_CHOICES, excluding_dfa, finite_set_dfa
 from pda.regex.lazy import LazyDFA, has_count, lazy_terminal
-from pda.regex.literals import alternation_parts, literal_alternatives
+from pda.regex.literals import alternation_parts, excluded_alternatives, literal_alternatives, single_literal
 from pda.regex.syntax import translate
 
 # Terminal DFAs by pattern, shared by every grammar that uses the pattern; bounded, as a
@@ -71,11 +73,14 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
     """One terminal's DFA, cached by (pattern or automaton, flags, lazy): minimal and whole, or (when `lazy`
     allows and the terminal has a large count or passes `max_states` eagerly) a `LazyDFA`."""
     # Literals (a JSON Schema's keys: most terminals) are never lazy, and are memoised by their text alone.
-    strings = None if t.automaton is not None else literal_alternatives(t.pattern, t.flags)
-    if strings is not None:
-        found = _literal_terminal(t, strings, max_states)
-        if found is not None:
-            return found
+    strings = None
+    if t.automaton is None:
+        only = single_literal(t.pattern, t.flags)  # most are one plain literal: no list, no memo of the scan
+        strings = [only] if only is not None else literal_alternatives(t.pattern, t.flags)
+        if strings is not None:
+            found = _one_literal(t, only) if only else _literal_terminal(t, strings, max_states)
+            if found is not None:
+                return found
     automaton = None if t.automaton is None else t.automaton.digest
     language = ("automaton", automaton) if automaton is not None else t.pattern
     key = hashlib.sha256(repr((language, t.flags, t.lazy)).encode()).hexdigest()[:32]
@@ -89,6 +94,11 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
             return chosen
     dfa = _memory.get(key)
     if dfa is not None:
+        return dfa
+    # A free key with exclusions is built in less time than the disk lookup takes (it is never written there).
+    dfa = None if automaton is not None else _excluding(t, max_states)
+    if dfa is not None:
+        _memory.put(key, dfa, dfa.nbytes)
         return dfa
     # The pattern by its hash: an enum's can be megabytes, and the key is in every file's header.
     disk_key = ({"automaton_sha256": automaton} if automaton is not None else
@@ -149,6 +159,28 @@ def _union_of_parts(t: TerminalDef, max_states: int) -> LexerDFA | None:
     return union_dfa(dfas, name=t.name, max_states=max_states)
 
 
+def _excluding(t: TerminalDef, max_states: int) -> LexerDFA | None:
+    """The DFA of a free key with exclusions, `"(?!(?:a|b)")(?:G)*"` (`excluded_alternatives`): the free
+    pattern's terminal DFA (`"(?:G)*"`, memoised here: one per process) with the names' trie laid over it
+    (`excluding_dfa`). None (the regex path decides) for any other pattern, a lazy terminal, a name that is
+    not valid UTF-8, where the trie cannot simply be laid over the free pattern's DFA, or past `max_states`."""
+    found = None if t.lazy else excluded_alternatives(t.pattern, t.flags)
+    if found is None:
+        return None
+    strings, free_pattern = found
+    try:
+        names = [s.encode("utf-8") for s in strings]
+        free = terminal_dfa(replace(t, pattern=free_pattern, literal=False), max_states=max_states)
+    except (UnicodeEncodeError, RegexError, LimitExceeded):
+        return None
+    if not isinstance(free, LexerDFA):
+        return None
+    try:
+        return excluding_dfa(free, names, name=t.name, max_states=max_states)
+    except LimitExceeded:
+        return None
+
+
 def _one_terminal_dfa(meta: dict, arrays: dict) -> LexerDFA:
     """A terminal's DFA read back from the disk cache (`LexerDFA.from_arrays`), refused (`cache.Invalid`) unless it
     has the one accepting column every terminal's DFA has (the lexer reads `accept[start, 0]`)."""
@@ -156,6 +188,20 @@ def _one_terminal_dfa(meta: dict, arrays: dict) -> LexerDFA:
     if dfa.accept.shape[1] != 1:
         raise cache.Invalid("a terminal's DFA has one accepting column")
     return dfa
+
+
+def _one_literal(t: TerminalDef, only: str) -> LexerDFA | None:
+    """The chain DFA of the non-empty string `only` (`literal_dfa`), memoised by its text; None when it is not
+    valid UTF-8 (a lone surrogate: the regex path decides)."""
+    key = ("literal", only)
+    found = _memory.get(key)
+    if found is None:
+        try:
+            found = literal_dfa(only.encode("utf-8"), name=t.name)
+        except UnicodeEncodeError:
+            return None
+        _memory.put(key, found, found.nbytes + len(only))
+    return found
 
 
 def _literal_terminal(t: TerminalDef, strings: list[str], max_states: int) -> LexerDFA | None:
@@ -168,17 +214,7 @@ def _literal_terminal(t: TerminalDef, strings: list[str], max_states: int) -> Le
     distinct = set(strings)
     if len(distinct) == 1:
         (only,) = distinct
-        if not only:
-            return None
-        key = ("literal", only)
-        found = _memory.get(key)
-        if found is None:
-            try:
-                found = literal_dfa(only.encode("utf-8"), name=t.name)
-            except UnicodeEncodeError:
-                return None
-            _memory.put(key, found, found.nbytes + len(only))
-        return found
+        return _one_literal(t, only) if only else None
     if t.lazy or len(distinct) >= FINITE_SET_MIN_CHOICES or not all(s.isascii() for s in distinct):
         return None
     key = ("literals", *sorted(distinct))

@@ -17,6 +17,14 @@ a large one (100,000 values) one height level at a time, each level one
 hash-and-unique pass in numpy, node signatures hashed with two independent
 64-bit random linear hashes (a false merge needs both to collide).
 
+`excluding_dfa(free, strings)` is the other finite set a JSON Schema writes: the object keys its named
+properties leave free, a string pattern minus the names (`"(?!(?:a|b)")(?:G)*"`, read by
+`pda.regex.literals.excluded_alternatives`). The free pattern's DFA (`"(?:G)*"`, one per process) gets the
+names' trie laid over the state after its opening quote: a trie node reads a name's next byte to its child,
+the closing quote after a whole name to the dead state, and every other byte as that state does. The regex
+path composed the look-ahead's trie with the string body anew for every such key (~1.3 ms cold, the cost of a
+terminal ten times its size).
+
 Invariants of the result, shared with `pda.regex.dfa`: state 0 is the start (the
 trie root), the dead state is last and absorbs every class, `accept` and `live`
 have one column, and `live` is true on every state but the dead one (every trie
@@ -31,6 +39,8 @@ import numpy as np
 
 from pda.arrays import stable_order
 from pda.errors import LimitExceeded
+from pda.kernels.partition import minimal_dfa
+from pda.kernels.product import reachable
 from pda.kernels.trie import string_trie
 from pda.grammar.ir import TerminalDef
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA
@@ -205,3 +215,59 @@ def _group(first: np.ndarray, second: np.ndarray) -> np.ndarray:
         return inverse
     _, inverse = np.unique(np.stack([first, second], axis=1), axis=0, return_inverse=True)
     return inverse.reshape(-1)
+
+
+def excluding_dfa(free: LexerDFA, strings: Iterable[bytes], *, name: str = "<regex>", quote: int = 0x22,
+                  max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA | None:
+    """The minimal DFA of `free`'s language minus the strings that start with `quote` s `quote` for s in
+    `strings` (`"(?!(?:s1|s2)")` before the rest of `free`'s pattern), or None where the trie cannot simply be
+    laid over `free`: unless `free` reads `quote` first and only, and every byte of the strings is a whole
+    character that leads the state after it back to itself (a JSON string's printable ASCII but `"`, `\\`,
+    `/`, which no escape spells: the string is a name exactly while its bytes follow the trie). Same
+    language as the regex path's, states numbered otherwise (as `minimal_dfa` numbers this table's)."""
+    k = free.n_classes
+    after = int(free.trans[free.start, free.byte_class[quote]])
+    others = np.ones(k, dtype=bool)
+    others[free.byte_class[quote]] = False
+    if free.dead != free.n_states - 1 or after == free.dead or (free.trans[free.start, others] != free.dead).any():
+        return None
+    # The strings' trie (preorder, root 0), each node's edge from its parent.
+    trie = string_trie(list(strings))
+    reads = np.bincount(trie.byte[1:], minlength=256) > 0
+    if (free.trans[after, free.byte_class[reads]] != after).any():
+        return None
+    reads[quote] = True
+    used = np.flatnonzero(reads)
+    # Columns: `free`'s classes, then one of its own for each byte the trie reads and for the quote.
+    classes = free.byte_class.astype(np.int64)
+    classes[used] = np.arange(k, k + len(used))
+    m = len(trie.parent)
+    base = 1 + m  # state 0 the start, 1.. the trie's nodes (the root first), then `free`'s states; dead last
+    dead = base + free.n_states - 1
+    rows = np.take(free.trans, np.concatenate([np.arange(k), free.byte_class[used]]), axis=1).astype(np.int64)
+    rows = np.where(rows == free.dead, dead, rows + base)
+    table = np.empty((base + free.n_states, rows.shape[1]), dtype=np.int64)
+    table[base:] = rows
+    table[0] = rows[free.start]
+    table[0, classes[quote]] = 1
+    table[1:base] = rows[after]
+    table[trie.parent[1:] + 1, classes[trie.byte[1:]]] = np.arange(2, m + 1)
+    table[trie.end_node + 1, classes[quote]] = dead
+    accept = np.zeros(len(table), dtype=bool)
+    accept[base:] = free.accept[:, 0]
+    accept[0] = free.accept[free.start, 0]
+    accept[1:base] = free.accept[after, 0]
+    is_dead = np.zeros(len(table), dtype=bool)
+    is_dead[dead] = True
+    kept = reachable(table, is_dead, np.zeros(1, dtype=np.int64))  # ascending: the start first
+    renumber = np.full(len(table), -1, dtype=np.int64)
+    renumber[kept] = np.arange(len(kept))
+    byte_class, trans, accepting = minimal_dfa(renumber[table[kept]], accept[kept], classes)
+    n = len(trans) - 1  # the dead state is last
+    if n >= max_states:
+        raise LimitExceeded(f"lexer DFA for terminal {name} exceeds max_states={max_states} ({n} states)")
+    live = np.ones((n + 1, 1), dtype=bool)
+    live[n, 0] = False
+    live[0, 0] = n > 1 or bool(accepting[0])
+    return LexerDFA(n_states=n + 1, start=0, dead=n, byte_class=byte_class, trans=trans,
+                    accept=_frozen(accepting.reshape(n + 1, 1)), live=_frozen(live), names=(name,))
