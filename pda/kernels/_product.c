@@ -320,20 +320,25 @@ static int successors_of(Successors *sp, const Explorer *e, int64_t g, int32_t s
         sp->dst = dst;
         sp->cap = cap;
     }
+    /* The arrays in locals: the compiler reloaded each from its struct per entry, as the entries' stores might
+     * have changed them. */
+    int32_t *cls = sp->cls, *dst = sp->dst;
+    const uint8_t *dead = e->dead;
     if (e->rows != NULL) {
         const Rows *r = e->rows;
         int32_t j;
         const char *row = row_of(r, s, &j);
+        const int64_t *column = r->column + (int64_t)j * k;
         int64_t lo = r->offsets[j], size = r->offsets[j + 1] - lo;
         for (c = 0; c < k; c++) {
-            int32_t local = row_entry(r, row, j, c), t = (int32_t)(lo + local);
+            int32_t local = load_int32(row + column[c]), t = (int32_t)(lo + local);
             if ((uint32_t)local >= (uint64_t)size) {
                 sp->bad = local;
                 return 2;
             }
-            sp->cls[n] = (int32_t)c;
-            sp->dst[n] = t;
-            n += !e->dead[t];
+            cls[n] = (int32_t)c;
+            dst[n] = t;
+            n += !dead[t];
         }
     } else {
         const int32_t *row = e->table + (int64_t)s * k;
@@ -343,9 +348,9 @@ static int successors_of(Successors *sp, const Explorer *e, int64_t g, int32_t s
                 sp->bad = t;
                 return 2;
             }
-            sp->cls[n] = (int32_t)c;
-            sp->dst[n] = t;
-            n += !e->dead[t];
+            cls[n] = (int32_t)c;
+            dst[n] = t;
+            n += !dead[t];
         }
     }
     sp->lo[s] = sp->n;
@@ -420,15 +425,16 @@ static int run(Explorer *e, Successors *sp, int64_t g, const int32_t *start, int
             for (j = sp->lo[live[i]], n = sp->hi[live[i]]; j < n; j++)
                 bucket[offset[cls[j]]++] = dst[j];
         }
+        int32_t *out = e->trans + q * k; /* read again after interning, which may move the table */
         for (c = 0; c < k; c++) {
             n = count[c];
             const int32_t *successors = bucket + offset[c] - n; /* offset[c] now ends class c's list */
             if (n == 1) {
-                e->trans[q * k + c] = (int32_t)(-((int64_t)successors[0] + 1)); /* INT32_MIN at most */
+                out[c] = (int32_t)(-((int64_t)successors[0] + 1)); /* INT32_MIN at most */
                 continue;
             }
             if (same_as_previous(count, offset, bucket, c)) {
-                e->trans[q * k + c] = e->trans[q * k + c - 1];
+                out[c] = out[c - 1];
                 continue;
             }
             j = intern(e, successors, n, &added);
@@ -438,7 +444,8 @@ static int run(Explorer *e, Successors *sp, int64_t g, const int32_t *start, int
                 status = 1;
                 goto done;
             }
-            e->trans[q * k + c] = (int32_t)j;
+            out = e->trans + q * k;
+            out[c] = (int32_t)j;
         }
     }
     status = 0;
