@@ -162,8 +162,13 @@ def max_bytes() -> int:
         return DEFAULT_MAX_BYTES
 
 
+# `json.dumps` with these options made an encoder per call: ~11 us of a ~19 us lookup that misses.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
 def _canonical(key: Mapping[str, Any]) -> str:
-    return json.dumps(key, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    """The key as JSON text, keys sorted and no spaces: what an entry's name hashes and its header holds."""
+    return _CANONICAL.encode(key)
 
 
 def entry_path(kind: str, key: Mapping[str, Any], tag: str | None = None) -> Path:

@@ -76,18 +76,18 @@ def vocabulary_trie(vocab: Vocabulary) -> TokenTrie:
         return trie
 
 
-# Per vocabulary and mask width, its EOS ids (int64, ascending) and their packed row, read-only: the same for every
+# Per vocabulary and mask width, its EOS ids (int32, ascending) and their packed row, read-only: the same for every
 # grammar compiled for them (~10-20 us a compile to make again).
 _eos_rows: "weakref.WeakKeyDictionary[Vocabulary, dict[int, tuple[np.ndarray, np.ndarray]]]" = weakref.WeakKeyDictionary()
 
 
 def eos_rows(vocab: Vocabulary, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The EOS ids of `vocab` below `width` (int64, ascending) and their packed int32 row over `width` tokens,
-    both read-only and shared by every grammar compiled for them."""
+    """The EOS ids of `vocab` below `width` (int32, ascending: what `StepMasks` adds where the text can end) and
+    their packed int32 row over `width` tokens, both read-only and shared by every grammar compiled for them."""
     with _lock:
         found = _eos_rows.setdefault(vocab, {}).get(width)
     if found is None:
-        ids = np.array(sorted(i for i in vocab.eos_ids if i < width), dtype=np.int64)
+        ids = np.array(sorted(i for i in vocab.eos_ids if i < width), dtype=np.int32)
         row = _packed_ids(ids.tolist(), (width + 31) // 32)
         ids.flags.writeable = row.flags.writeable = False
         with _lock:
@@ -186,7 +186,7 @@ class CompiledGrammar:
         with collector.paused():
             self.finite_sets = FiniteSetLookup(self.index, self.recognizer.lexer_ir.terminals, vocab.content_hash)
         self.index.finite_sets = self.finite_sets
-        self.masks = StepMasks(self.scanner, self.index, self.finite_sets, self.eos_mask)
+        self.masks = StepMasks(self.scanner, self.index, self.finite_sets, self.eos_mask, self.eos_ids)
         self._snapshot_key = (
             {"lexer": self.lexer.content_hash, "grammar": grammar.ir.content_hash, "vocab": vocab.content_hash,
              "mask_words": self.mask_words}

@@ -54,7 +54,6 @@ from typing import Literal
 
 import numpy as np
 
-from pda.arrays import packed_ids
 from pda.index.token_index import TokenIndex
 from pda.kernels.compose import ExtendedMask, compose
 from pda.lru import budget_ring, register_budget
@@ -88,7 +87,10 @@ _memos = itertools.count(1)
 class StepMasks:
     """The masks one compiled grammar serves: composed on a miss, memoised on parser nodes, written into rows."""
 
-    def __init__(self, scanner: Scanner, index: TokenIndex, finite_sets: FiniteSetLookup, eos_mask: np.ndarray) -> None:
+    def __init__(self, scanner: Scanner, index: TokenIndex, finite_sets: FiniteSetLookup, eos_mask: np.ndarray,
+                 eos_ids: np.ndarray) -> None:
+        """`eos_ids` are the ids set in `eos_mask`, int32 ascending (`pda.compiler.eos_rows` makes both once per
+        vocabulary: unpacking the row again cost ~13 us warm a compile)."""
         self.scanner = scanner
         self.lexer = scanner.lexer
         self.index = index
@@ -97,7 +99,7 @@ class StepMasks:
         self._empty = np.zeros(index.mask_words, dtype=np.int32)
         self._sparse_max = index.mask_words // EXTENDED_MAX_SHARE
         # The EOS ids, added where the text can end (`_step`).
-        self._eos_ids = packed_ids(eos_mask)
+        self._eos_ids = eos_ids
         self._after_boundary = index.after_boundary  # bound once: `compose` calls it on a group's miss
         # Equal dense masks are stored once, under their fingerprint; each is freed with the last state that uses it.
         self._masks: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()

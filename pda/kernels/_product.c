@@ -153,7 +153,8 @@ typedef struct {
     int64_t n_ids, cap_ids;
     int64_t *ptr, n_states, cap_states;
     uint64_t *hash_of;
-    int64_t *trans; /* n_states * k, filled as states are expanded */
+    int32_t *trans; /* n_states * k, filled as states are expanded: a state id, or -(s + 1) for single s (int32:
+                     * half the memory a search writes, and global ids and state ids are below INT32_MAX) */
     /* open addressing: slots hold a state id or -1 */
     int64_t *slots, n_slots;
     /* a grower whose last grow failed midway (states interned without rows): it grows no more */
@@ -227,7 +228,7 @@ static int64_t append_state(Explorer *e, const int32_t *ids, int64_t n, uint64_t
             return -1;
         e->hash_of = hash_of;
         if (e->trans != NULL) { /* a grower writes its rows into the caller's table instead */
-            int64_t *trans = realloc(e->trans, (size_t)cap * (size_t)(e->k ? e->k : 1) * sizeof(int64_t));
+            int32_t *trans = realloc(e->trans, (size_t)cap * (size_t)(e->k ? e->k : 1) * sizeof(int32_t));
             if (!trans)
                 return -1;
             e->trans = trans;
@@ -319,20 +320,25 @@ static int successors_of(Successors *sp, const Explorer *e, int64_t g, int32_t s
         sp->dst = dst;
         sp->cap = cap;
     }
+    /* The arrays in locals: the compiler reloaded each from its struct per entry, as the entries' stores might
+     * have changed them. */
+    int32_t *cls = sp->cls, *dst = sp->dst;
+    const uint8_t *dead = e->dead;
     if (e->rows != NULL) {
         const Rows *r = e->rows;
         int32_t j;
         const char *row = row_of(r, s, &j);
+        const int64_t *column = r->column + (int64_t)j * k;
         int64_t lo = r->offsets[j], size = r->offsets[j + 1] - lo;
         for (c = 0; c < k; c++) {
-            int32_t local = row_entry(r, row, j, c), t = (int32_t)(lo + local);
+            int32_t local = load_int32(row + column[c]), t = (int32_t)(lo + local);
             if ((uint32_t)local >= (uint64_t)size) {
                 sp->bad = local;
                 return 2;
             }
-            sp->cls[n] = (int32_t)c;
-            sp->dst[n] = t;
-            n += !e->dead[t];
+            cls[n] = (int32_t)c;
+            dst[n] = t;
+            n += !dead[t];
         }
     } else {
         const int32_t *row = e->table + (int64_t)s * k;
@@ -342,9 +348,9 @@ static int successors_of(Successors *sp, const Explorer *e, int64_t g, int32_t s
                 sp->bad = t;
                 return 2;
             }
-            sp->cls[n] = (int32_t)c;
-            sp->dst[n] = t;
-            n += !e->dead[t];
+            cls[n] = (int32_t)c;
+            dst[n] = t;
+            n += !dead[t];
         }
     }
     sp->lo[s] = sp->n;
@@ -392,6 +398,8 @@ static int run(Explorer *e, Successors *sp, int64_t g, const int32_t *start, int
     int32_t *bucket = malloc((size_t)cap * sizeof(int32_t)), empty = 0;
     if (count == NULL || offset == NULL || bucket == NULL)
         goto done;
+    if (max_states > INT32_MAX - 1) /* state ids are int32 in e->trans */
+        max_states = INT32_MAX - 1;
     /* state 0, nothing live; state 1, the start, found by content only if no other state has its components */
     if (intern(e, &empty, 0, &added) != 0 || append_state(e, start, n_start, hash_ids(start, n_start)) != 1)
         goto done;
@@ -417,15 +425,16 @@ static int run(Explorer *e, Successors *sp, int64_t g, const int32_t *start, int
             for (j = sp->lo[live[i]], n = sp->hi[live[i]]; j < n; j++)
                 bucket[offset[cls[j]]++] = dst[j];
         }
+        int32_t *out = e->trans + q * k; /* read again after interning, which may move the table */
         for (c = 0; c < k; c++) {
             n = count[c];
             const int32_t *successors = bucket + offset[c] - n; /* offset[c] now ends class c's list */
             if (n == 1) {
-                e->trans[q * k + c] = -((int64_t)successors[0] + 1);
+                out[c] = (int32_t)(-((int64_t)successors[0] + 1)); /* INT32_MIN at most */
                 continue;
             }
             if (same_as_previous(count, offset, bucket, c)) {
-                e->trans[q * k + c] = e->trans[q * k + c - 1];
+                out[c] = out[c - 1];
                 continue;
             }
             j = intern(e, successors, n, &added);
@@ -435,7 +444,8 @@ static int run(Explorer *e, Successors *sp, int64_t g, const int32_t *start, int
                 status = 1;
                 goto done;
             }
-            e->trans[q * k + c] = j;
+            out = e->trans + q * k;
+            out[c] = (int32_t)j;
         }
     }
     status = 0;
@@ -461,7 +471,7 @@ static int explorer_init(Explorer *e, Successors *sp, const int32_t *table, cons
     e->n_slots = 128;
     e->ptr = calloc((size_t)e->cap_states + 1, sizeof(int64_t));
     e->hash_of = malloc((size_t)e->cap_states * sizeof(uint64_t));
-    e->trans = malloc((size_t)e->cap_states * (size_t)(k ? k : 1) * sizeof(int64_t));
+    e->trans = malloc((size_t)e->cap_states * (size_t)(k ? k : 1) * sizeof(int32_t));
     e->ids = malloc((size_t)e->cap_ids * sizeof(int32_t));
     e->slots = malloc((size_t)e->n_slots * sizeof(int64_t));
     if (!e->ptr || !e->hash_of || !e->trans || !e->ids || !e->slots || successors_init(sp, g, k) < 0)
@@ -564,10 +574,16 @@ static PyObject *explore(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         status = run(&e, &sp, g, start, n_start, max_states);
         Py_END_ALLOW_THREADS
     }
-    if (status == 0)
-        result = Py_BuildValue("(y#y#y#)", (const char *)e.trans, (Py_ssize_t)(e.n_states * k * 8),
-                               (const char *)e.ptr, (Py_ssize_t)((e.n_states + 1) * 8),
+    PyObject *wide = status == 0 ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(e.n_states * k * 8)) : NULL;
+    if (wide != NULL) { /* the interface's int64 entries */
+        int64_t *out = (int64_t *)PyBytes_AS_STRING(wide);
+        for (i = 0; i < e.n_states * k; i++)
+            out[i] = e.trans[i];
+        result = Py_BuildValue("(Oy#y#)", wide, (const char *)e.ptr, (Py_ssize_t)((e.n_states + 1) * 8),
                                (const char *)e.ids, (Py_ssize_t)(e.n_ids * 4));
+        Py_DECREF(wide);
+    } else if (status == 0)
+        ; /* the bytes' MemoryError is set */
     else if (status == 1) {
         Py_INCREF(Py_None);
         result = Py_None;
@@ -1677,11 +1693,11 @@ static int reach_singles(const Explorer *e, const Rows *rows, const uint8_t *dea
                          int32_t *bad)
 {
     int64_t *stack = malloc((size_t)(g ? g : 1) * sizeof(int64_t)), top = 0, k = e->k;
-    const int64_t *entry = e->trans + k, *end = e->trans + e->n_states * k; /* the explored states but state 0 */
+    const int32_t *entry = e->trans + k, *end = e->trans + e->n_states * k; /* the explored states but state 0 */
     if (stack == NULL)
         return -1;
     for (; entry < end; entry++) {
-        int64_t s = -*entry - 1;
+        int64_t s = -(int64_t)*entry - 1;
         if (*entry < 0 && !dead[s] && !reached[s]) {
             reached[s] = 1;
             stack[top++] = s;
@@ -1809,10 +1825,10 @@ static int lay_out(Combined *out, const Explorer *e, const Rows *rows, int64_t k
     int32_t *trans = (int32_t *)PyBytes_AS_STRING(out->trans);
     int64_t *ptr = (int64_t *)PyBytes_AS_STRING(out->ptr), kept = 0;
     for (q = 0; q < n_mixed; q++) { /* explored state q + 1 (the start is 1) is row q */
-        const int64_t *from = e->trans + (q + 1) * k;
+        const int32_t *from = e->trans + (q + 1) * k;
         for (c = 0; c < k; c++) {
-            int64_t t = from[c];
-            trans[q * k + c] = t > 0 ? (int32_t)(t - 1) : t == 0 ? last : number[-t - 1];
+            int32_t t = from[c];
+            trans[q * k + c] = t > 0 ? t - 1 : t == 0 ? last : number[-(int64_t)t - 1];
         }
     }
     for (i = 0; i < n_single; i++) { /* its row was checked when reached (`reach_singles`) */
