@@ -27,8 +27,8 @@
  *     With `slices`, the cut (pda/index/slices.py): `plain_body` is its automaton, the plain
  *     body's 8 states (u) and then one per letter slice. The walk carries u down each path
  *     (a refused byte restarts it at 0), and takes a node's whole subtree as inside when
- *     below (of its record) has bit u and the pair (u, next) is proven live rest bytes
- *     deep, or when its letter level L is not 0 and the pair (7 + L, next) is (a slice of
+ *     below (of its record) has bit u and the pair (u, next) is proven live rest characters
+ *     deep (rest: the most characters a path below it touches; see search), or when its letter level L is not 0 and the pair (7 + L, next) is (a slice of
  *     letters holds every byte below it). Proofs are memoised in `proof` (int16 [n_states,
  *     states of the automaton]: a DFA state's pairs side by side; zeroed when new, kept by the
  *     caller across walks; see proof_load()); a pair not yet proven deep enough is searched for only under a
@@ -231,7 +231,7 @@ static Vec vec_in(Py_ssize_t itemsize, void *fixed, size_t bytes)
 typedef struct {
     const int32_t *row; /* trans's row of `state`: every child reads its byte's column */
     int32_t state;
-    int16_t proven; /* bytes deep the pair is proven live, -1 for none */
+    int16_t proven; /* characters deep the pair is proven live, -1 for none */
     int8_t u;
     uint8_t kind;   /* kinds[state] */
 } Level;
@@ -521,10 +521,10 @@ static void free_kinds(uint8_t **pages, Py_ssize_t n_pages)
 
 /* Proof values, memoised per (u, state) in `proof` with relaxed atomics: another thread may
  * write the same cell, and every value written is sound, so any interleaving is.
- *   v >= 0   final: every plain-body path from the pair keeps the DFA live v bytes deep,
- *            and searching again would not prove more (or is not worth it);
+ *   v >= 0   final: every path of the cut's automaton from the pair keeps the DFA live v characters
+ *            deep (see search), and searching again would not prove more (or is not worth it);
  *   v == -1  unknown;
- *   v <= -2  provisional: proven -2 - v bytes deep, as a pair met by another pair's search;
+ *   v <= -2  provisional: proven -2 - v characters deep, as a pair met by another pair's search;
  *            a search from the pair itself may prove more.
  * A cell holds v + 1, so that a zeroed buffer is all unknown: a new one costs no pass, and
  * the pages of states no walk meets are never touched. */
@@ -674,17 +674,31 @@ static inline int meet(Scratch *sc, int32_t code, uint32_t mask)
     }
 }
 
-/* Breadth-first over (u, state) pairs from (u0, s0) along plain-body bytes: how many bytes deep
- * every plain-body path from the pair keeps the DFA live (at most `depth`). Stores the result as
- * final, and lower bounds for the pairs it met. -1 (unproven, nothing stored) once the walk's
- * search budget is spent; -2 on a corrupt table.
+/* Whether the cut automaton's state u is inside a character: the plain body's states 1..7 wait for continuation
+ * bytes (its state 0 is between characters; a letter slice's state reads a letter, a character, a byte). */
+static inline int inside_character(int u) { return u > 0 && u < U_STATES; }
+
+/* Breadth-first over (u, state) pairs from (u0, s0) along the cut automaton's bytes: how many characters deep every
+ * path of the automaton from the pair keeps the DFA live (at most `depth`). Stores the result as final, and lower
+ * bounds for the pairs it met. -1 (unproven, nothing stored) once the walk's search budget is spent; -2 on a
+ * corrupt table.
  *
- * Soundness: a pair first met at level k has every path of m bytes among the root's paths of
- * k + m bytes, so when the shortest path that kills the DFA from the root has K bytes (or every
- * path of up to `checked` bytes was seen live), the pair is proven K - 1 - k (`checked - k`)
- * bytes deep. When no new pair appears, nothing reachable kills: every pair met is proven to
- * any depth. Cost: at most MAX_PAIRS pairs, each with at most 256 moves; each pair is searched
- * from once per table (its result is final), and one walk spends at most WALK_SEARCH_BUDGET pairs. */
+ * Characters, not bytes: a counted string (maxLength) counts characters, and a path has up to four bytes a
+ * character, so a proof in bytes took no subtree of multi-byte characters deeper than the count left (a `maxLength:
+ * 20` string's walks visited 100-160k of Qwen2's 333k trie nodes). A path's measure is the characters it touches:
+ * its bytes that end a character (moves to a state not inside one), and one more where it ends inside one. "Proven
+ * d deep" is: every path of measure at most d keeps the DFA live; a node's `rest` is the most a path below it
+ * measures (pda/index/slices.py, `chars_below`). A pair's level is the characters ended on the way to it: a move
+ * into a state inside a character keeps its pair's level, and such a pair, met at the queue's end, is expanded in
+ * the same pass as the level's others, so every pair is met on its least level before the next level starts.
+ *
+ * Soundness: a pair met at level k has every path of measure m among the root's paths of measure k + m (a path to a
+ * pair inside a character leaves that character open, and whatever follows touches it), and a move from a level-k
+ * pair that kills the DFA makes a path of measure k + 1; so when the first kill is on level K (or every path of
+ * measure up to `checked` was seen live), the pair is proven K (`checked`) deep, a pair met at level k K - k.
+ * When no new pair appears, nothing reachable kills: every pair met is proven to any depth. Cost: at most
+ * MAX_PAIRS pairs, each with at most 256 moves; each pair is searched from once per table (its result is
+ * final), and one walk spends at most WALK_SEARCH_BUDGET pairs. */
 static NOINLINE int search(Walk *w, int u0, int32_t s0)
 {
     if (w->budget <= 0)
@@ -709,7 +723,11 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
             proven = depth;
             break;
         }
-        for (Py_ssize_t i = start; i < stop && proven < 0; i++) {
+        /* this level's pairs: those met on the level before, then (past `stop`) those inside a character met on
+         * this one; the next level's, met meanwhile, are skipped */
+        for (Py_ssize_t i = start; i < len && proven < 0; i++) {
+            if (level_of[i] != level)
+                continue;
             int v = (int)(queue[i] % rows);
             int32_t t = (int32_t)(queue[i] / rows);
             for (int32_t m = moves->first[v]; m < moves->first[v + 1]; m++) {
@@ -720,17 +738,18 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
                 if (k == 0) /* out of memory */
                     return -2;
                 if (!(k & LIVE)) {
-                    proven = level; /* a path of level + 1 bytes kills it */
+                    proven = level; /* a path of measure level + 1 kills it */
                     break;
                 }
-                int32_t code = (int32_t)(t2 * rows + moves->move_u[m]);
+                const int v2 = moves->move_u[m];
+                int32_t code = (int32_t)(t2 * rows + v2);
                 if (meet(sc, code, mask)) {
                     if (len == MAX_PAIRS) {
-                        proven = level; /* every path of `level` bytes was seen live */
+                        proven = level; /* every path of measure `level` was seen live */
                         break;
                     }
                     queue[len] = code;
-                    level_of[len] = (int16_t)(level + 1);
+                    level_of[len] = (int16_t)(inside_character(v2) ? level : level + 1);
                     len++;
                     if (2 * (uint32_t)len > mask && mask < SLOTS - 1) { /* half full: twice the slots, all again */
                         mask = 2 * mask + 1;
@@ -766,7 +785,7 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
     return proven;
 }
 
-/* How many bytes deep the pair (u, s) is proven live; when what is known is below `need`,
+/* How many characters deep the pair (u, s) is proven live; when what is known is below `need`,
  * searching if `may_search`. */
 static inline int proven_depth(Walk *w, int u, int32_t s, int need, int may_search)
 {
@@ -1007,7 +1026,9 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                  * path with what its pair is proven; a letter slice's pair is looked up. */
                 int8_t v = plain[parent->u * 256 + b];
                 u = v >= 0 ? v : 0;
-                proven = (v >= 0 && parent->proven > 0) ? (int16_t)(parent->proven - 1) : -1;
+                /* a byte that ends a character takes one off what is proven; one inside a character, none (the
+                 * parent's paths through it touch that character already: see search) */
+                proven = (v >= 0 && parent->proven >= 0) ? (int16_t)(parent->proven - !inside_character(v)) : -1;
                 const int need = (int16_t)(meta >> 16);
                 const int letters = (int)((uint32_t)at[3] >> 24);
                 if (need < 0 || letters > rows - U_STATES) {
