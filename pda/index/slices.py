@@ -175,6 +175,20 @@ def chars_below(trie: TokenTrie) -> np.ndarray:
     return rest
 
 
+def token_chars(trie: TokenTrie) -> np.ndarray:
+    """Per token position (`trie.token_ids`' order), the characters of its bytes: those that are not UTF-8
+    continuation bytes (0x80-0xBF), at most 255 (uint8: the walk kernel reads no count that may be clipped). What
+    the kernel filters a subtree's tokens by where a pair's proof is exact (pda/kernels/_walk.c, `exact_tokens`)."""
+    chars = np.zeros(trie.n_nodes, dtype=np.int32)
+    starts = ((trie.byte < 0x80) | (trie.byte >= 0xC0)).astype(np.int32)
+    order = stable_order(trie.depth)
+    bounds = np.searchsorted(trie.depth[order], np.arange(trie.max_depth + 2))
+    for d in range(1, trie.max_depth + 1):  # parents first: a node's count is its parent's and its byte's
+        nodes = order[bounds[d] : bounds[d + 1]]
+        chars[nodes] = chars[trie.parent[nodes]] + starts[nodes]
+    return np.minimum(chars[trie.token_end], 255).astype(np.uint8)
+
+
 class PlainBody:
     """The slices of one trie: `below[n]`, the automaton states from which every path below node n is plain body
     (`clean_below`), `rest[n]`, the most characters a token below n touches past it (`chars_below`), and

@@ -162,15 +162,18 @@ _INT32 = np.dtype(np.int32)
 
 
 class TrieArrays(NamedTuple):
-    """The trie as the kernel reads it: one int32 record per node (and a last one), and the token ids."""
+    """The trie as the kernel reads it: one int32 record per node (and a last one), the token ids, and per token
+    position its characters (its bytes that are not UTF-8 continuation bytes, at most 255; None: no exact cut)."""
 
     nodes: np.ndarray
     token_ids: np.ndarray
+    token_chars: np.ndarray | None = None
 
     @classmethod
-    def of(cls, trie: TokenTrie, cut: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> "TrieArrays":
+    def of(cls, trie: TokenTrie, cut: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+           token_chars: np.ndarray | None = None) -> "TrieArrays":
         """The records of `trie`, with the cut's per-node (`below` uint8, `rest` int16, letter `level` uint8) if
-        given (`pda.index.slices.PlainBody`)."""
+        given (`pda.index.slices.PlainBody`), and its tokens' characters (`pda.index.slices.token_chars`)."""
         n = trie.n_nodes
         if trie.max_depth >= MAX_TRIE_DEPTH:
             raise ValueError(f"the vocabulary has a token of {trie.max_depth} bytes, over {MAX_TRIE_DEPTH - 1}")
@@ -186,7 +189,7 @@ class TrieArrays(NamedTuple):
             deep = deep | np.asarray(level, dtype=np.int32) << 24
         nodes[:n, 2] = meta
         nodes[:n, 3] = deep
-        return cls(nodes, np.ascontiguousarray(trie.token_ids, dtype=np.int64))
+        return cls(nodes, np.ascontiguousarray(trie.token_ids, dtype=np.int64), token_chars)
 
 
 class TableArrays(NamedTuple):
@@ -218,6 +221,9 @@ MAPPED_PROOF_BYTES = 1 << 16
 
 # A node's depth takes the low 24 bits of its record's last word (its letter level the high 8).
 MAX_TRIE_DEPTH = 1 << 24
+# Proofs go at most this many characters deep (a cell's int16 holds the depth beside its exact flag): the cut's
+# depth is the trie's, capped at it (a deeper subtree is then walked, never cut unproven).
+MAX_PROOF_DEPTH = 16000
 
 # A pair is searched for only under a subtree of at least this many nodes (what is already
 # proven is used at any size): a search meets ~100-1,000 (u, state) pairs, more than walking a
@@ -279,10 +285,23 @@ def new_proof(n_states: int) -> np.ndarray:
     return np.frombuffer(mmap.mmap(-1, size), dtype=np.int16).reshape(n_states, PROOF_ROWS)
 
 
+# A proof cell's flag of an exact final value (pda/kernels/_walk.c, `proof_exact`).
+_EXACT = 0x4000
+
+
 def proven_depths(proof: np.ndarray) -> np.ndarray:
     """What a proof buffer says per (u, state) (indexed so, [PROOF_ROWS, n_states]): -1 unknown, d >= 0 proven
-    final d bytes deep, v <= -2 proven -2 - v bytes deep so far (a search from the pair may prove more)."""
-    return (proof.astype(np.int32) - 1).T
+    final d characters deep, v <= -2 proven -2 - v characters deep so far (a search from the pair may prove more)."""
+    raw = proof.astype(np.int32)
+    return (np.where(raw > 0, raw & (_EXACT - 1), raw) - 1).T
+
+
+def exact_proofs(proof: np.ndarray) -> np.ndarray:
+    """Per (u, state) ([PROOF_ROWS, n_states]), whether its final depth d is exact: every path of the cut's
+    automaton from u touching d + 1 characters kills the DFA from the state, and no state where one does ends a
+    lexeme."""
+    raw = proof.astype(np.int32)
+    return ((raw > 0) & (raw & _EXACT != 0)).T
 
 
 def walk(trie: TrieArrays | Opened, tables: TableArrays | PackedTableArrays | Opened, n_sets: int, roots: np.ndarray,
