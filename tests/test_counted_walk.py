@@ -212,3 +212,55 @@ def test_a_subtree_of_multibyte_characters_within_the_count_is_cut(monkeypatch: 
     want = reference_classification(index, index.first_nodes, q, live_set)
     assert_same_classification(got, want, "inside the string")
     assert got.inside is not None and sum(bin(x & 0xFFFFFFFF).count("1") for x in got.inside.tolist()) >= len(words)
+
+
+def test_exact_proofs_kill_every_sampled_path_one_character_deeper(synthetic: pda.Vocabulary,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Soundness of exactness: from a pair proven exactly d deep, a sampled path of the cut's automaton keeps the
+    lexeme live while it touches at most d characters, and its first byte touching one more kills it from a state
+    that ends no lexeme (so the walk may take the tokens of a subtree by their characters alone)."""
+    compiled = compiled_string(synthetic, 2, 9, False, monkeypatch)
+    index = compiled.index
+    j = next(j for j, name in enumerate(compiled.lexer.names) if "STR" in name)
+    tables = index._terminal_tables(j)
+    for s in np.flatnonzero(tables.live).tolist():
+        index._walk(tables, index.first_nodes, s)
+    proof = tables.proof(index.trie.max_depth)
+    depths, exact = kernel.proven_depths(proof), kernel.exact_proofs(proof)
+    pairs = list(zip(*np.nonzero(exact)))
+    assert len(pairs) > 20, "the counted string's walks should leave exact proofs"
+    automaton, rng = slices.CUT_AUTOMATON, random.Random(6)
+    for u, s in pairs:
+        d = int(depths[u, s])
+        assert d >= 0
+        for _ in range(30):
+            v, q, touched = int(u), int(s), 0
+            while True:
+                b = rng.choice(np.flatnonzero(automaton[v] >= 0).tolist())
+                v2 = int(automaton[v, b])
+                q2 = int(tables.trans[q, tables.byte_class[b]])
+                # the path with this byte touches one character more than the ended ones before it
+                if touched + 1 > d:
+                    assert not tables.live[q2] and tables.ends_as[q] < 0, f"pair {(u, s)}, exact {d}"
+                    break
+                assert tables.live[q2], f"pair {(u, s)} is proven {d} deep but a path of {touched + 1} kills it"
+                v, q = v2, q2
+                touched += not 0 < v2 < len(slices.PLAIN_BODY)
+
+
+def test_a_short_count_visits_few_nodes_at_every_count(qwen2: pda.Vocabulary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """maxLength 20 on Qwen2: with few characters left a walk used to visit every node on the way to a longer
+    token (up to 159k of the trie's 333k nodes, 129k with proofs in characters); exact proofs take such subtrees by
+    their tokens' characters: a few thousand nodes at every count, as inside an unbounded string."""
+    monkeypatch.setattr(kernel, "SEARCH_MIN_NODES", SEARCH_MIN_NODES)
+    compiled = compiled_string(qwen2, 0, 20, False, monkeypatch)
+    index, scanner = compiled.index, compiled.scanner
+    node, q = scanner.feed(*compiled.initial_state(), b'"')
+    for count in range(21):
+        live_set = node.allowed | compiled.lexer.ignore
+        before = index._walks.counts
+        index._classify(index.first_nodes, q, live_set)
+        visited = index._walks.counts[1] - before[1]
+        assert visited < 12_000, f"{visited} nodes visited with {20 - count} characters left"
+        if count < 20:
+            node, q = scanner.feed(node, q, "é".encode() if count % 2 else b"a")
