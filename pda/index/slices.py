@@ -24,7 +24,10 @@ Two facts, one per side, make a cut exact:
   trie instead of searching at every node: a counter such as `maxLength` is a
   chain of states, each proven as deep as its count allows. Characters, not
   bytes, because the counters count characters: a proof in bytes took no subtree
-  of multi-byte characters deeper than the count left.
+  of multi-byte characters deeper than the count left. Where a pair's proof is
+  exact (one character more kills every path, from a state that ends no lexeme:
+  a counter's last count), a subtree deeper than it is decided by its tokens'
+  characters (`token_chars`), not walked.
 
 When both hold at a node the walk reaches, its pair proven at least as deep as
 its subtree goes, every token of its subtree is inside (no byte below it can kill

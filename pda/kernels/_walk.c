@@ -18,7 +18,7 @@
  *     live[s] = any(live_bits[s] & candidates), stops[s] = !live[s], ends_as[s] =
  *     accept_row[s] where that row meets the candidates, else -1 (the caller maps rows
  *     to terminal sets); each worked out on a state's first visit (see Kinds).
- *     `trie` is (nodes, token_ids): one record of four int32 per node and a last one,
+ *     `trie` is (nodes, token_ids, token_chars): one record of four int32 per node and a last one,
  *     (end, first token, byte | below << 8 | rest << 16, depth | level << 24): the node's
  *     subtree is the id range [v, end), its tokens the sorted positions [first token of v,
  *     of v + 1) into `token_ids`, its parent the last node before it one level up (see run).
@@ -31,7 +31,9 @@
  *     deep (rest: the most characters a path below it touches; see search), or when its letter level L is not 0 and the pair (7 + L, next) is (a slice of
  *     letters holds every byte below it). Proofs are memoised in `proof` (int16 [n_states,
  *     states of the automaton]: a DFA state's pairs side by side; zeroed when new, kept by the
- *     caller across walks; see proof_load()); a pair not yet proven deep enough is searched for only under a
+ *     caller across walks; see proof_load(); an exact proof takes a subtree's tokens by their characters,
+ *     `token_chars` (uint8 per token position, or None), see exact_tokens()); a pair not yet proven deep enough
+ *     is searched for only under a
  *     subtree of at least `search_min_nodes` nodes (a search can cost more than walking
  *     a small subtree). Searches take their scratch from a pool (see Scratch) and their
  *     moves from the opened tables (see Moves).

@@ -16,7 +16,8 @@ every index it reads as it goes, so corrupt input raises ValueError, never crash
   record per node, `nodes` int32 [n + 1, 4]: (end, first token, byte | below << 8 |
   rest << 16, depth | level << 24). v's subtree is the node range [v, end); the tokens
   ending at v are at sorted positions [first token of v, first token of v + 1) of
-  `token_ids` (int64); `below`, `rest` and the letter `level` are the cut's (0 without
+  `token_ids` (int64), and `token_chars` (uint8 per token position, its non-continuation
+  bytes, or None); `below`, `rest` and the letter `level` are the cut's (0 without
   one), `depth` the node's (the root's 0). The last record closes the token positions. A
   visit reads one record, 16 bytes (never across two cache lines), where the seven
   arrays it replaced cost a cache miss each: small walks over cold memory (most walks
@@ -69,13 +70,19 @@ come out sorted; otherwise the kernel sorts them. The cut changes nothing in the
 only the nodes visited: it takes a node's whole subtree as inside when the plain-body
 automaton state `u` carried down the path (a refused byte restarts it at 0) has every
 path below the node in the plain body (`below[node] >> u & 1`) and the pair (u, DFA
-state) is proven live at least `rest[node]` bytes deep, or when the node's letter slice
-(`level`, the first of `slices.LETTER_SLICES` holding every byte below it) has its pair
-(that slice's state, DFA state) proven so; a node with nothing below it is taken as it
-is. Proofs are searched breadth-first over (u, state) pairs on demand, at most 8,192
-pairs a search and 65,536 a walk, and memoised in `proof` (a pair's own search is final;
-other threads may write it concurrently, and every value any of them writes is sound).
-The walk runs without the GIL.
+state) is proven live at least `rest[node]` characters deep (proofs and `rest` count the
+characters a path touches, as a counted string's `maxLength` does: `slices.chars_below`), or
+when the node's letter slice (`level`, the first of `slices.LETTER_SLICES` holding every byte
+below it) has its pair (that slice's state, DFA state) proven so; a node with nothing below
+it is taken as it is. Where the plain-body pair is proven *exactly* d deep (every path one
+character deeper kills the lexeme, from a state ending none: `exact_proofs`) but the subtree
+goes deeper, a walk from the trie's first level takes its tokens by their characters
+(`TrieArrays.token_chars`): those touching at most d past the node are inside, the others
+dead (a `maxLength: 20` string with a few characters left visited up to 159k of Qwen2's
+333k nodes; now at most ~6k). Proofs are searched breadth-first over (u, state) pairs on
+demand, at most 8,192 pairs a search and 65,536 a walk, and memoised in `proof` (a pair's
+own search is final; other threads may write it concurrently, and every value any of them
+writes is sound). The walk runs without the GIL.
 
 With `sparse_max`, a walk that finds at most that many tokens inside returns them as
 `tokens`, their int32 ids ascending, instead of a mask: a walk after a boundary finds a
