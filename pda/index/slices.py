@@ -12,16 +12,22 @@ Two facts, one per side, make a cut exact:
 
 * the trie knows, per node `n` and automaton state `u`, whether every path below
   `n` is a prefix of a string of `U` read from `u` (`clean_below`: bits per node)
-  and how many bytes the longest path below `n` has (`bytes_below`): `PlainBody`,
-  built once per trie and kept in the disk cache;
-* the walk knows, per pair (`u`, DFA state `s`), how many bytes deep every path
-  of `U` from `u` is proven to keep the lexeme live from `s`: the kernel searches
-  the product of the two automata on demand, up to the longest token's length,
-  and memoises the result per walk table (pda/kernels/_walk.c, `search`). Below a
-  pair proven d bytes deep, a node reached by a byte of `U` is proven d - 1 deep
+  and how many characters the longest path below `n` touches (`chars_below`):
+  `PlainBody`, built once per trie and kept in the disk cache;
+* the walk knows, per pair (`u`, DFA state `s`), how many characters deep every
+  path of `U` from `u` is proven to keep the lexeme live from `s`: the kernel
+  searches the product of the two automata on demand, up to the longest token's
+  length, and memoises the result per walk table (pda/kernels/_walk.c, `search`).
+  Below a pair proven d characters deep, a node reached by a byte of `U` that ends
+  a character is proven d - 1 deep, one reached by a byte inside a character d
   (its paths are the rest of the parent's), so the walk carries a proof down the
   trie instead of searching at every node: a counter such as `maxLength` is a
-  chain of states, each proven as deep as its count allows.
+  chain of states, each proven as deep as its count allows. Characters, not
+  bytes, because the counters count characters: a proof in bytes took no subtree
+  of multi-byte characters deeper than the count left. Where a pair's proof is
+  exact (one character more kills every path, from a state that ends no lexeme:
+  a counter's last count), a subtree deeper than it is decided by its tokens'
+  characters (`token_chars`), not walked.
 
 When both hold at a node the walk reaches, its pair proven at least as deep as
 its subtree goes, every token of its subtree is inside (no byte below it can kill
@@ -148,27 +154,52 @@ def letter_levels(trie: TokenTrie) -> np.ndarray:
     return first[clean]
 
 
-def bytes_below(trie: TokenTrie) -> np.ndarray:
-    """Per trie node: the most bytes a token in its subtree has past the node (0 where none goes deeper)."""
+def chars_below(trie: TokenTrie) -> np.ndarray:
+    """Per trie node: the most characters a token in its subtree touches past the node (0 where none goes deeper).
+
+    A path's characters are its bytes that are not UTF-8 continuation bytes (0x80-0xBF), and one more where it
+    starts with one (it goes on with a character the node's own bytes left open): on a path of the cut's automaton
+    that is the measure its proofs count (pda/kernels/_walk.c, `search`), and on a path of letters its bytes. Per
+    node, 1 + the most non-continuation bytes on a path below any child (each child's own byte touches a character,
+    its own or the open one).
+    """
+    opens = np.zeros(trie.n_nodes, dtype=np.int16)  # the most non-continuation bytes on a path below the node
     rest = np.zeros(trie.n_nodes, dtype=np.int16)
+    starts_char = ((trie.byte < 0x80) | (trie.byte >= 0xC0)).astype(np.int16)
     order = stable_order(trie.depth)  # ids ascending within a depth: parents ascending too (preorder)
     bounds = np.searchsorted(trie.depth[order], np.arange(trie.max_depth + 2))
     for d in range(trie.max_depth, 0, -1):
         nodes = order[bounds[d] : bounds[d + 1]]
         parents = trie.parent[nodes]
         starts = np.flatnonzero(np.diff(parents, prepend=-1))
-        rest[parents[starts]] = np.maximum.reduceat(rest[nodes] + 1, starts)
+        deepest = np.maximum.reduceat(opens[nodes], starts)
+        rest[parents[starts]] = deepest + 1
+        opens[parents[starts]] = np.maximum.reduceat(opens[nodes] + starts_char[nodes], starts)
     return rest
+
+
+def token_chars(trie: TokenTrie) -> np.ndarray:
+    """Per token position (`trie.token_ids`' order), the characters of its bytes: those that are not UTF-8
+    continuation bytes (0x80-0xBF), at most 255 (uint8: the walk kernel reads no count that may be clipped). What
+    the kernel filters a subtree's tokens by where a pair's proof is exact (pda/kernels/_walk.c, `exact_tokens`)."""
+    chars = np.zeros(trie.n_nodes, dtype=np.int32)
+    starts = ((trie.byte < 0x80) | (trie.byte >= 0xC0)).astype(np.int32)
+    order = stable_order(trie.depth)
+    bounds = np.searchsorted(trie.depth[order], np.arange(trie.max_depth + 2))
+    for d in range(1, trie.max_depth + 1):  # parents first: a node's count is its parent's and its byte's
+        nodes = order[bounds[d] : bounds[d + 1]]
+        chars[nodes] = chars[trie.parent[nodes]] + starts[nodes]
+    return np.minimum(chars[trie.token_end], 255).astype(np.uint8)
 
 
 class PlainBody:
     """The slices of one trie: `below[n]`, the automaton states from which every path below node n is plain body
-    (`clean_below`), `rest[n]`, the most bytes a token below n has past it, and `level[n]`, the first letter slice
-    holding every byte below n (`letter_levels`)."""
+    (`clean_below`), `rest[n]`, the most characters a token below n touches past it (`chars_below`), and
+    `level[n]`, the first letter slice holding every byte below n (`letter_levels`)."""
 
     def __init__(self, trie: TokenTrie) -> None:
         self.below = clean_below(trie)
-        self.rest = bytes_below(trie)
+        self.rest = chars_below(trie)
         self.level = letter_levels(trie)
 
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
@@ -193,7 +224,7 @@ def plain_body(trie: TokenTrie, vocab_key: str | None = None) -> PlainBody:
     """The trie's `PlainBody`: once per trie (~50 ms for Qwen2), from the disk cache given the vocabulary's key."""
     found = _plain.get(trie)
     if found is None:
-        key = {"vocab": vocab_key, "nodes": trie.n_nodes}
+        key = {"vocab": vocab_key, "nodes": trie.n_nodes, "rest": "characters"}
         if vocab_key:
             found = cache.load("slices", key, lambda meta, arrays: PlainBody.from_arrays(meta, arrays, trie))
         if found is None:

@@ -46,7 +46,7 @@ import numpy as np
 from pda import cache
 from pda.lru import budget_cache, register_budget
 from pda.grammar.ir import CONTEXTUAL
-from pda.index.slices import CUT_AUTOMATON, PlainBody, plain_body
+from pda.index.slices import CUT_AUTOMATON, PlainBody, plain_body, token_chars
 from pda.index.trie import TokenTrie
 from pda.kernels import walk as kernel
 from pda.kernels.compose import BoundaryGroup, Classification, fingerprint
@@ -350,7 +350,7 @@ class SharedClassifications:
         """The kernel records of this vocabulary's `trie` with the plain-body cut's bits, and them opened for the
         kernel's calls (`pda.kernels.walk.opened`; made on first use)."""
         if self._kernel_trie is None:
-            arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest, plain.level))
+            arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest, plain.level), token_chars(trie))
             self._kernel_trie = (arrays, kernel.opened(arrays))
         return self._kernel_trie
 
@@ -494,7 +494,8 @@ class TokenIndex:
         # The vocabulary's plain-string-body slice (`pda.index.slices`): built with the first index of a vocabulary;
         # its per-node bits go in the trie's kernel records, made once per trie.
         self._trie_arrays, self._kernel_trie = self.shared.kernel_trie(trie, plain_body(trie, vocab_key))
-        self._slices = kernel.SliceArrays(CUT_AUTOMATON, trie.max_depth, kernel.SEARCH_MIN_NODES)
+        self._slices = kernel.SliceArrays(CUT_AUTOMATON, min(trie.max_depth, kernel.MAX_PROOF_DEPTH),
+                                          kernel.SEARCH_MIN_NODES)
         # The trie's children as `_chain_walk` reads them; read-only views, so that its groups' nodes (slices) are.
         self._children = tuple(np.ascontiguousarray(a, dtype=np.int64).view() for a in (trie.child_ptr, trie.child_ids))
         for a in self._children:

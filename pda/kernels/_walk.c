@@ -18,7 +18,7 @@
  *     live[s] = any(live_bits[s] & candidates), stops[s] = !live[s], ends_as[s] =
  *     accept_row[s] where that row meets the candidates, else -1 (the caller maps rows
  *     to terminal sets); each worked out on a state's first visit (see Kinds).
- *     `trie` is (nodes, token_ids): one record of four int32 per node and a last one,
+ *     `trie` is (nodes, token_ids, token_chars): one record of four int32 per node and a last one,
  *     (end, first token, byte | below << 8 | rest << 16, depth | level << 24): the node's
  *     subtree is the id range [v, end), its tokens the sorted positions [first token of v,
  *     of v + 1) into `token_ids`, its parent the last node before it one level up (see run).
@@ -27,11 +27,13 @@
  *     With `slices`, the cut (pda/index/slices.py): `plain_body` is its automaton, the plain
  *     body's 8 states (u) and then one per letter slice. The walk carries u down each path
  *     (a refused byte restarts it at 0), and takes a node's whole subtree as inside when
- *     below (of its record) has bit u and the pair (u, next) is proven live rest bytes
- *     deep, or when its letter level L is not 0 and the pair (7 + L, next) is (a slice of
+ *     below (of its record) has bit u and the pair (u, next) is proven live rest characters
+ *     deep (rest: the most characters a path below it touches; see search), or when its letter level L is not 0 and the pair (7 + L, next) is (a slice of
  *     letters holds every byte below it). Proofs are memoised in `proof` (int16 [n_states,
  *     states of the automaton]: a DFA state's pairs side by side; zeroed when new, kept by the
- *     caller across walks; see proof_load()); a pair not yet proven deep enough is searched for only under a
+ *     caller across walks; see proof_load(); an exact proof takes a subtree's tokens by their characters,
+ *     `token_chars` (uint8 per token position, or None), see exact_tokens()); a pair not yet proven deep enough
+ *     is searched for only under a
  *     subtree of at least `search_min_nodes` nodes (a search can cost more than walking
  *     a small subtree). Searches take their scratch from a pool (see Scratch) and their
  *     moves from the opened tables (see Moves).
@@ -91,8 +93,8 @@
 /* The cut's automaton has the plain body's states, then one per letter slice (pda/index/slices.py), at most this
  * many in all: a proof buffer has a row per state. */
 #define CUT_ROWS_MAX 16
-/* Proofs are capped at this many bytes, so that a lower bound fits the int16 encoding. */
-#define MAX_DEPTH 30000
+/* Proofs are capped at this many characters, so that a lower bound fits the int16 encoding beside EXACT. */
+#define MAX_DEPTH 16000
 /* One proof search meets at most this many (u, state) pairs ... */
 #define MAX_PAIRS 8192
 /* ... and one walk's searches together at most this many; then unknown pairs stay unproven. */
@@ -231,9 +233,10 @@ static Vec vec_in(Py_ssize_t itemsize, void *fixed, size_t bytes)
 typedef struct {
     const int32_t *row; /* trans's row of `state`: every child reads its byte's column */
     int32_t state;
-    int16_t proven; /* bytes deep the pair is proven live, -1 for none */
+    int16_t proven; /* characters deep the pair is proven live, -1 for none */
     int8_t u;
     uint8_t kind;   /* kinds[state] */
+    int16_t chars;  /* the characters on the node's path from the trie's root (its non-continuation bytes) */
 } Level;
 
 /* Levels a walk keeps on the C stack; a deeper path (the trie deeper than this) moves them to the heap. */
@@ -333,6 +336,7 @@ typedef struct {
     /* trie: records (end, first token, byte | below << 8 | rest << 16) per node, and one past the last */
     const int32_t *rec;
     const int64_t *token_ids;
+    const uint8_t *token_chars; /* per token position its characters (see exact proofs), or NULL */
     Py_ssize_t n_nodes, n_tokens;
     /* walk tables: per-state flags (live, stops, ends_as), or packed (live_bits, candidates,
      * accept_row, row_bits), read through `kinds` (see Kinds) and `sets_of` (ends_as or accept_row) */
@@ -521,30 +525,49 @@ static void free_kinds(uint8_t **pages, Py_ssize_t n_pages)
 
 /* Proof values, memoised per (u, state) in `proof` with relaxed atomics: another thread may
  * write the same cell, and every value written is sound, so any interleaving is.
- *   v >= 0   final: every plain-body path from the pair keeps the DFA live v bytes deep,
- *            and searching again would not prove more (or is not worth it);
+ *   v >= 0   final: every path of the cut's automaton from the pair keeps the DFA live v characters
+ *            deep (see search), and searching again would not prove more (or is not worth it);
  *   v == -1  unknown;
- *   v <= -2  provisional: proven -2 - v bytes deep, as a pair met by another pair's search;
+ *   v <= -2  provisional: proven -2 - v characters deep, as a pair met by another pair's search;
  *            a search from the pair itself may prove more.
- * A cell holds v + 1, so that a zeroed buffer is all unknown: a new one costs no pass, and
+ * A final v may also be exact (EXACT set in the cell): every path of measure v + 1 kills the DFA, and no
+ * state where one does ends a lexeme, so a path's fate is its measure alone (see search and run).
+ * A cell holds v + 1 (| EXACT), so that a zeroed buffer is all unknown: a new one costs no pass, and
  * the pages of states no walk meets are never touched. */
-static inline int16_t proof_load(const int16_t *cell)
+#define EXACT 0x4000
+
+static inline int16_t proof_raw(const int16_t *cell)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    return (int16_t)(__atomic_load_n(cell, __ATOMIC_RELAXED) - 1);
+    return __atomic_load_n(cell, __ATOMIC_RELAXED);
 #else
-    return (int16_t)(*(volatile const int16_t *)cell - 1);
+    return *(volatile const int16_t *)cell;
 #endif
 }
 
-static inline void proof_store(int16_t *cell, int16_t value)
+static inline int16_t proof_load(const int16_t *cell)
+{
+    int16_t raw = proof_raw(cell);
+    return (int16_t)((raw > 0 ? raw & (EXACT - 1) : raw) - 1);
+}
+
+/* Whether the cell holds an exact final value. */
+static inline int proof_exact(const int16_t *cell)
+{
+    int16_t raw = proof_raw(cell);
+    return raw > 0 && (raw & EXACT);
+}
+
+static inline void proof_store_raw(int16_t *cell, int16_t raw)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    __atomic_store_n(cell, (int16_t)(value + 1), __ATOMIC_RELAXED);
+    __atomic_store_n(cell, raw, __ATOMIC_RELAXED);
 #else
-    *(volatile int16_t *)cell = (int16_t)(value + 1);
+    *(volatile int16_t *)cell = raw;
 #endif
 }
+
+static inline void proof_store(int16_t *cell, int16_t value) { proof_store_raw(cell, (int16_t)(value + 1)); }
 
 /* pda.kernels._product's filler of lazy singles (its capsule _LAZY_API), imported with the first tables that
  * have one (pda/kernels/product.py documents it). */
@@ -674,17 +697,31 @@ static inline int meet(Scratch *sc, int32_t code, uint32_t mask)
     }
 }
 
-/* Breadth-first over (u, state) pairs from (u0, s0) along plain-body bytes: how many bytes deep
- * every plain-body path from the pair keeps the DFA live (at most `depth`). Stores the result as
- * final, and lower bounds for the pairs it met. -1 (unproven, nothing stored) once the walk's
- * search budget is spent; -2 on a corrupt table.
+/* Whether the cut automaton's state u is inside a character: the plain body's states 1..7 wait for continuation
+ * bytes (its state 0 is between characters; a letter slice's state reads a letter, a character, a byte). */
+static inline int inside_character(int u) { return u > 0 && u < U_STATES; }
+
+/* Breadth-first over (u, state) pairs from (u0, s0) along the cut automaton's bytes: how many characters deep every
+ * path of the automaton from the pair keeps the DFA live (at most `depth`). Stores the result as final, and lower
+ * bounds for the pairs it met. -1 (unproven, nothing stored) once the walk's search budget is spent; -2 on a
+ * corrupt table.
  *
- * Soundness: a pair first met at level k has every path of m bytes among the root's paths of
- * k + m bytes, so when the shortest path that kills the DFA from the root has K bytes (or every
- * path of up to `checked` bytes was seen live), the pair is proven K - 1 - k (`checked - k`)
- * bytes deep. When no new pair appears, nothing reachable kills: every pair met is proven to
- * any depth. Cost: at most MAX_PAIRS pairs, each with at most 256 moves; each pair is searched
- * from once per table (its result is final), and one walk spends at most WALK_SEARCH_BUDGET pairs. */
+ * Characters, not bytes: a counted string (maxLength) counts characters, and a path has up to four bytes a
+ * character, so a proof in bytes took no subtree of multi-byte characters deeper than the count left (a `maxLength:
+ * 20` string's walks visited 100-160k of Qwen2's 333k trie nodes). A path's measure is the characters it touches:
+ * its bytes that end a character (moves to a state not inside one), and one more where it ends inside one. "Proven
+ * d deep" is: every path of measure at most d keeps the DFA live; a node's `rest` is the most a path below it
+ * measures (pda/index/slices.py, `chars_below`). A pair's level is the characters ended on the way to it: a move
+ * into a state inside a character keeps its pair's level, and such a pair, met at the queue's end, is expanded in
+ * the same pass as the level's others, so every pair is met on its least level before the next level starts.
+ *
+ * Soundness: a pair met at level k has every path of measure m among the root's paths of measure k + m (a path to a
+ * pair inside a character leaves that character open, and whatever follows touches it), and a move from a level-k
+ * pair that kills the DFA makes a path of measure k + 1; so when the first kill is on level K (or every path of
+ * measure up to `checked` was seen live), the pair is proven K (`checked`) deep, a pair met at level k K - k.
+ * When no new pair appears, nothing reachable kills: every pair met is proven to any depth. Cost: at most
+ * MAX_PAIRS pairs, each with at most 256 moves; each pair is searched from once per table (its result is
+ * final), and one walk spends at most WALK_SEARCH_BUDGET pairs. */
 static NOINLINE int search(Walk *w, int u0, int32_t s0)
 {
     if (w->budget <= 0)
@@ -703,13 +740,17 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
     queue[0] = (int32_t)(s0 * rows + u0);
     level_of[0] = 0;
     meet(sc, queue[0], mask);
-    int proven = -1, closed = 0;
+    int proven = -1, closed = 0, killed = 0;
     for (int level = 0; proven < 0; level++) {
         if (level >= depth) {
             proven = depth;
             break;
         }
-        for (Py_ssize_t i = start; i < stop && proven < 0; i++) {
+        /* this level's pairs: those met on the level before, then (past `stop`) those inside a character met on
+         * this one; the next level's, met meanwhile, are skipped */
+        for (Py_ssize_t i = start; i < len && proven < 0; i++) {
+            if (level_of[i] != level)
+                continue;
             int v = (int)(queue[i] % rows);
             int32_t t = (int32_t)(queue[i] / rows);
             for (int32_t m = moves->first[v]; m < moves->first[v + 1]; m++) {
@@ -720,17 +761,19 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
                 if (k == 0) /* out of memory */
                     return -2;
                 if (!(k & LIVE)) {
-                    proven = level; /* a path of level + 1 bytes kills it */
+                    proven = level; /* a path of measure level + 1 kills it */
+                    killed = 1;
                     break;
                 }
-                int32_t code = (int32_t)(t2 * rows + moves->move_u[m]);
+                const int v2 = moves->move_u[m];
+                int32_t code = (int32_t)(t2 * rows + v2);
                 if (meet(sc, code, mask)) {
                     if (len == MAX_PAIRS) {
-                        proven = level; /* every path of `level` bytes was seen live */
+                        proven = level; /* every path of measure `level` was seen live */
                         break;
                     }
                     queue[len] = code;
-                    level_of[len] = (int16_t)(level + 1);
+                    level_of[len] = (int16_t)(inside_character(v2) ? level : level + 1);
                     len++;
                     if (2 * (uint32_t)len > mask && mask < SLOTS - 1) { /* half full: twice the slots, all again */
                         mask = 2 * mask + 1;
@@ -745,11 +788,46 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
             closed = 1;
             proven = depth;
         }
-        start = stop;
-        stop = len;
+        if (proven < 0) {
+            start = stop;
+            stop = len;
+        }
     }
     w->budget -= (long)len;
     w->searched += len;
+    if (killed) { /* the level that kills: exact when every move from every pair on it kills, none ending a lexeme */
+        int exact = 1;
+        for (Py_ssize_t i = start; exact && i < len; i++) {
+            if (level_of[i] != proven)
+                continue;
+            int v = (int)(queue[i] % rows);
+            int32_t t = (int32_t)(queue[i] / rows);
+            const uint8_t k = kind_of(w, t);
+            if (k == 0)
+                return -2;
+            if (inside_character(v) || (k & (ENDS | BAD))) { /* a live path of measure level + 1, or an end */
+                exact = 0;
+                break;
+            }
+            for (int32_t m = moves->first[v]; m < moves->first[v + 1]; m++) {
+                int32_t t2;
+                if (next_state(w, t, moves->move_c[m], &t2) < 0)
+                    return -2;
+                const uint8_t k2 = kind_of(w, t2);
+                if (k2 == 0)
+                    return -2;
+                if (k2 & LIVE) {
+                    exact = 0;
+                    break;
+                }
+            }
+        }
+        if (exact) { /* every pair met is exact too, at what is left of the root's measure (see Soundness) */
+            for (Py_ssize_t i = 0; i < len; i++)
+                proof_store_raw(&w->proof[queue[i]], (int16_t)((proven - level_of[i] + 1) | EXACT));
+            return proven;
+        }
+    }
     proof_store(&w->proof[queue[0]], (int16_t)proven);
     for (Py_ssize_t i = 1; i < len; i++) {
         int16_t *cell = &w->proof[queue[i]];
@@ -766,7 +844,7 @@ static NOINLINE int search(Walk *w, int u0, int32_t s0)
     return proven;
 }
 
-/* How many bytes deep the pair (u, s) is proven live; when what is known is below `need`,
+/* How many characters deep the pair (u, s) is proven live; when what is known is below `need`,
  * searching if `may_search`. */
 static inline int proven_depth(Walk *w, int u, int32_t s, int need, int may_search)
 {
@@ -863,6 +941,31 @@ static int fill_mask(Walk *w, uint32_t *mask, int zeroed)
     return status;
 }
 
+/* A node whose pair is exactly proven (see proof_exact): its own tokens inside (it is live), and below it those
+ * of at most `within` characters from the trie's root (`token_chars`), the others dead: a path of the pair's
+ * automaton from the node measures a token's characters less the node's, one more where the node is inside a
+ * character, and keeps the lexeme live exactly while that is at most the pair's depth. 0, or -1 with the failure
+ * recorded. */
+static int exact_tokens(Walk *w, const int32_t *at, int64_t end, int64_t node, int within)
+{
+    const int64_t lo = at[1], own = at[RECORD + 1], hi = w->rec[RECORD * end + 1];
+    if (lo < 0 || lo > own || own > hi || hi > w->n_tokens)
+        return fail(w, "a node's token range is outside the tokens", node);
+    if (mark_tokens(w, lo, own, node) < 0)
+        return -1;
+    const uint8_t *chars = w->token_chars;
+    for (int64_t p = own; p < hi;) {
+        while (p < hi && chars[p] > within)
+            p++;
+        const int64_t from = p;
+        while (p < hi && chars[p] <= within)
+            p++;
+        if (p > from && mark_tokens(w, from, p, node) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* A node found not live after `parent`'s state (the kinds of its own state `k`): a boundary of the parent's set when
  * the lexeme may stop there and the parent's state ends one (kept with the parent's state instead under
  * keep_states), else dead. 0, or -1 with the failure recorded. */
@@ -928,7 +1031,7 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
     const uint8_t root_kind = kind_of(w, root_state);
     if (root_kind == 0)
         goto done;
-    levels[0] = (Level){trans + (Py_ssize_t)root_state * n_classes, root_state, root_proven, 0, root_kind};
+    levels[0] = (Level){trans + (Py_ssize_t)root_state * n_classes, root_state, root_proven, 0, root_kind, 0};
     int64_t past = 0; /* past the subtrees of the roots walked so far */
     for (Py_ssize_t r = 0; r < n_roots; r++) {
         int64_t node = roots[r];
@@ -1002,12 +1105,15 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
             }
             int8_t u = 0;
             int16_t proven = -1;
+            const int16_t chars = (int16_t)(parent->chars + (b < 0x80 || b >= 0xC0));
             if (plain != NULL) {
                 /* The cut: see the header and pda/index/slices.py. The plain body's state is carried down the
                  * path with what its pair is proven; a letter slice's pair is looked up. */
                 int8_t v = plain[parent->u * 256 + b];
                 u = v >= 0 ? v : 0;
-                proven = (v >= 0 && parent->proven > 0) ? (int16_t)(parent->proven - 1) : -1;
+                /* a byte that ends a character takes one off what is proven; one inside a character, none (the
+                 * parent's paths through it touch that character already: see search) */
+                proven = (v >= 0 && parent->proven >= 0) ? (int16_t)(parent->proven - !inside_character(v)) : -1;
                 const int need = (int16_t)(meta >> 16);
                 const int letters = (int)((uint32_t)at[3] >> 24);
                 if (need < 0 || letters > rows - U_STATES) {
@@ -1043,6 +1149,18 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                     node = end;
                     continue;
                 }
+                /* Exact: the subtree's paths are the automaton's from u, and the pair's fate of a path is its measure,
+                 * so its tokens are decided by their characters (see exact_tokens). From the trie's root only, where
+                 * `chars` counts from there, and while no count below is clipped. */
+                if (need > 0 && ((meta >> (8 + u)) & 1) && w->token_chars != NULL && w->root_records != NULL &&
+                    chars + need <= 255 && proof_exact(&w->proof[(Py_ssize_t)next * rows + u])) {
+                    const int within = proof_load(&w->proof[(Py_ssize_t)next * rows + u]) + chars - (u != 0);
+                    if (exact_tokens(w, at, end, node, within) < 0)
+                        goto done;
+                    cut++;
+                    node = end;
+                    continue;
+                }
             }
             const int64_t lo = at[1], hi = at[RECORD + 1]; /* its tokens: from its first position to the next node's */
             if (keep) {
@@ -1069,7 +1187,7 @@ static int run(Walk *w, const int64_t *roots, Py_ssize_t n_roots, int32_t root_s
                 levels = grown;
                 cap *= 2;
             }
-            levels[d] = (Level){trans + (Py_ssize_t)next * n_classes, next, proven, u, k};
+            levels[d] = (Level){trans + (Py_ssize_t)next * n_classes, next, proven, u, k, chars};
             top = d;
             node++;
         }
@@ -1089,8 +1207,8 @@ done:
 /* ------------------------------------------------------------------------------------------ */
 /* Arguments and results                                                                      */
 
-/* The trie's node records and token ids (see the header). */
-static int open_records(Walk *w, Buffers *b, PyObject *nodes, PyObject *token_ids)
+/* The trie's node records, token ids and tokens' characters (None, or uint8 per position; see the header). */
+static int open_records(Walk *w, Buffers *b, PyObject *nodes, PyObject *token_ids, PyObject *token_chars)
 {
     Py_ssize_t s[2];
     Py_buffer *v;
@@ -1106,15 +1224,25 @@ static int open_records(Walk *w, Buffers *b, PyObject *nodes, PyObject *token_id
         return -1;
     w->token_ids = v->buf;
     w->n_tokens = s[0];
+    w->token_chars = NULL;
+    if (token_chars != Py_None) {
+        if (!(v = get_array(b, token_chars, "token_chars", KIND_UINT, 1, 1, 0, s)))
+            return -1;
+        if (s[0] != w->n_tokens) {
+            PyErr_SetString(PyExc_ValueError, "token_chars must be uint8 [tokens]");
+            return -1;
+        }
+        w->token_chars = v->buf;
+    }
     return 0;
 }
 
-/* The trie tuple (nodes, token_ids). */
+/* The trie tuple (nodes, token_ids, token_chars). */
 static int open_trie(Walk *w, Buffers *b, PyObject *trie)
 {
-    if (check_tuple(trie, 2, "trie") < 0)
+    if (check_tuple(trie, 3, "trie") < 0)
         return -1;
-    return open_records(w, b, PyTuple_GET_ITEM(trie, 0), PyTuple_GET_ITEM(trie, 1));
+    return open_records(w, b, PyTuple_GET_ITEM(trie, 0), PyTuple_GET_ITEM(trie, 1), PyTuple_GET_ITEM(trie, 2));
 }
 
 /* The tables tuple: (trans, byte_class, live, stops, ends_as), or packed
@@ -1252,6 +1380,7 @@ static int trie_arg(Walk *w, Buffers *b, PyObject *arg)
         const Walk *o = &((Opened *)arg)->w;
         w->rec = o->rec;
         w->token_ids = o->token_ids;
+        w->token_chars = o->token_chars;
         w->n_nodes = o->n_nodes;
         w->n_tokens = o->n_tokens;
         w->all_tokens = o->all_tokens;
@@ -1407,7 +1536,7 @@ PyDoc_STRVAR(opened_doc,
 
 static PyObject *opened(PyObject *self, PyObject *arg)
 {
-    int tables = PyTuple_Check(arg) && PyTuple_GET_SIZE(arg) != 2;
+    int tables = PyTuple_Check(arg) && PyTuple_GET_SIZE(arg) != 3; /* a trie is (nodes, token_ids, token_chars) */
     Opened *found = PyObject_New(Opened, &OpenedType);
     if (found == NULL)
         return NULL;

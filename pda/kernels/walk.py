@@ -16,7 +16,8 @@ every index it reads as it goes, so corrupt input raises ValueError, never crash
   record per node, `nodes` int32 [n + 1, 4]: (end, first token, byte | below << 8 |
   rest << 16, depth | level << 24). v's subtree is the node range [v, end); the tokens
   ending at v are at sorted positions [first token of v, first token of v + 1) of
-  `token_ids` (int64); `below`, `rest` and the letter `level` are the cut's (0 without
+  `token_ids` (int64), and `token_chars` (uint8 per token position, its non-continuation
+  bytes, or None); `below`, `rest` and the letter `level` are the cut's (0 without
   one), `depth` the node's (the root's 0). The last record closes the token positions. A
   visit reads one record, 16 bytes (never across two cache lines), where the seven
   arrays it replaced cost a cache miss each: small walks over cold memory (most walks
@@ -69,13 +70,19 @@ come out sorted; otherwise the kernel sorts them. The cut changes nothing in the
 only the nodes visited: it takes a node's whole subtree as inside when the plain-body
 automaton state `u` carried down the path (a refused byte restarts it at 0) has every
 path below the node in the plain body (`below[node] >> u & 1`) and the pair (u, DFA
-state) is proven live at least `rest[node]` bytes deep, or when the node's letter slice
-(`level`, the first of `slices.LETTER_SLICES` holding every byte below it) has its pair
-(that slice's state, DFA state) proven so; a node with nothing below it is taken as it
-is. Proofs are searched breadth-first over (u, state) pairs on demand, at most 8,192
-pairs a search and 65,536 a walk, and memoised in `proof` (a pair's own search is final;
-other threads may write it concurrently, and every value any of them writes is sound).
-The walk runs without the GIL.
+state) is proven live at least `rest[node]` characters deep (proofs and `rest` count the
+characters a path touches, as a counted string's `maxLength` does: `slices.chars_below`), or
+when the node's letter slice (`level`, the first of `slices.LETTER_SLICES` holding every byte
+below it) has its pair (that slice's state, DFA state) proven so; a node with nothing below
+it is taken as it is. Where the plain-body pair is proven *exactly* d deep (every path one
+character deeper kills the lexeme, from a state ending none: `exact_proofs`) but the subtree
+goes deeper, a walk from the trie's first level takes its tokens by their characters
+(`TrieArrays.token_chars`): those touching at most d past the node are inside, the others
+dead (a `maxLength: 20` string with a few characters left visited up to 159k of Qwen2's
+333k nodes; now at most ~6k). Proofs are searched breadth-first over (u, state) pairs on
+demand, at most 8,192 pairs a search and 65,536 a walk, and memoised in `proof` (a pair's
+own search is final; other threads may write it concurrently, and every value any of them
+writes is sound). The walk runs without the GIL.
 
 With `sparse_max`, a walk that finds at most that many tokens inside returns them as
 `tokens`, their int32 ids ascending, instead of a mask: a walk after a boundary finds a
@@ -162,15 +169,18 @@ _INT32 = np.dtype(np.int32)
 
 
 class TrieArrays(NamedTuple):
-    """The trie as the kernel reads it: one int32 record per node (and a last one), and the token ids."""
+    """The trie as the kernel reads it: one int32 record per node (and a last one), the token ids, and per token
+    position its characters (its bytes that are not UTF-8 continuation bytes, at most 255; None: no exact cut)."""
 
     nodes: np.ndarray
     token_ids: np.ndarray
+    token_chars: np.ndarray | None = None
 
     @classmethod
-    def of(cls, trie: TokenTrie, cut: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> "TrieArrays":
+    def of(cls, trie: TokenTrie, cut: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+           token_chars: np.ndarray | None = None) -> "TrieArrays":
         """The records of `trie`, with the cut's per-node (`below` uint8, `rest` int16, letter `level` uint8) if
-        given (`pda.index.slices.PlainBody`)."""
+        given (`pda.index.slices.PlainBody`), and its tokens' characters (`pda.index.slices.token_chars`)."""
         n = trie.n_nodes
         if trie.max_depth >= MAX_TRIE_DEPTH:
             raise ValueError(f"the vocabulary has a token of {trie.max_depth} bytes, over {MAX_TRIE_DEPTH - 1}")
@@ -186,7 +196,7 @@ class TrieArrays(NamedTuple):
             deep = deep | np.asarray(level, dtype=np.int32) << 24
         nodes[:n, 2] = meta
         nodes[:n, 3] = deep
-        return cls(nodes, np.ascontiguousarray(trie.token_ids, dtype=np.int64))
+        return cls(nodes, np.ascontiguousarray(trie.token_ids, dtype=np.int64), token_chars)
 
 
 class TableArrays(NamedTuple):
@@ -218,6 +228,9 @@ MAPPED_PROOF_BYTES = 1 << 16
 
 # A node's depth takes the low 24 bits of its record's last word (its letter level the high 8).
 MAX_TRIE_DEPTH = 1 << 24
+# Proofs go at most this many characters deep (a cell's int16 holds the depth beside its exact flag): the cut's
+# depth is the trie's, capped at it (a deeper subtree is then walked, never cut unproven).
+MAX_PROOF_DEPTH = 16000
 
 # A pair is searched for only under a subtree of at least this many nodes (what is already
 # proven is used at any size): a search meets ~100-1,000 (u, state) pairs, more than walking a
@@ -279,10 +292,23 @@ def new_proof(n_states: int) -> np.ndarray:
     return np.frombuffer(mmap.mmap(-1, size), dtype=np.int16).reshape(n_states, PROOF_ROWS)
 
 
+# A proof cell's flag of an exact final value (pda/kernels/_walk.c, `proof_exact`).
+_EXACT = 0x4000
+
+
 def proven_depths(proof: np.ndarray) -> np.ndarray:
     """What a proof buffer says per (u, state) (indexed so, [PROOF_ROWS, n_states]): -1 unknown, d >= 0 proven
-    final d bytes deep, v <= -2 proven -2 - v bytes deep so far (a search from the pair may prove more)."""
-    return (proof.astype(np.int32) - 1).T
+    final d characters deep, v <= -2 proven -2 - v characters deep so far (a search from the pair may prove more)."""
+    raw = proof.astype(np.int32)
+    return (np.where(raw > 0, raw & (_EXACT - 1), raw) - 1).T
+
+
+def exact_proofs(proof: np.ndarray) -> np.ndarray:
+    """Per (u, state) ([PROOF_ROWS, n_states]), whether its final depth d is exact: every path of the cut's
+    automaton from u touching d + 1 characters kills the DFA from the state, and no state where one does ends a
+    lexeme."""
+    raw = proof.astype(np.int32)
+    return ((raw > 0) & (raw & _EXACT != 0)).T
 
 
 def walk(trie: TrieArrays | Opened, tables: TableArrays | PackedTableArrays | Opened, n_sets: int, roots: np.ndarray,
