@@ -127,7 +127,7 @@ def settled(part: Classed) -> Classed:
         return part._replace(minimal_acyclic=False)
     alive = np.ones(len(trans), dtype=bool)
     for _ in range(SETTLED_MAX_DEPTH):  # acyclic: peeling off the states that step to none alive empties it
-        sinks = ~np.where(trans >= 0, alive[np.maximum(trans, 0)], False).any(axis=1)
+        sinks = alive & ~np.where(trans >= 0, alive[np.maximum(trans, 0)], False).any(axis=1)
         alive &= ~sinks
         if not alive.any() or not sinks.any():
             break
