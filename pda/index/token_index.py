@@ -46,7 +46,7 @@ import numpy as np
 from pda import cache
 from pda.lru import budget_cache, register_budget
 from pda.grammar.ir import CONTEXTUAL
-from pda.index.slices import CUT_AUTOMATON, PlainBody, plain_body, token_chars
+from pda.index.slices import CUT_AUTOMATON, PlainBody, plain_body
 from pda.index.trie import TokenTrie
 from pda.kernels import walk as kernel
 from pda.kernels.compose import BoundaryGroup, Classification, fingerprint
@@ -350,7 +350,7 @@ class SharedClassifications:
         """The kernel records of this vocabulary's `trie` with the plain-body cut's bits, and them opened for the
         kernel's calls (`pda.kernels.walk.opened`; made on first use)."""
         if self._kernel_trie is None:
-            arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest, plain.level), token_chars(trie))
+            arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest, plain.level), plain.chars)
             self._kernel_trie = (arrays, kernel.opened(arrays))
         return self._kernel_trie
 
