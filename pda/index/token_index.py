@@ -282,8 +282,9 @@ class _WalkTables:
         view shares: a proof reads only rows' liveness, any(live bits & candidates), and a row reachable from
         a view's start has its live bits within the view's candidates (its live terminals are among the
         start's, and a step never adds one), so that liveness is the row's own, the same in every view that
-        walks it (the byte loop's `live_flags` are shared so too). Every value any view writes is then sound
-        for all. A new depth's buffer is set once (`setdefault`): threads that make one at once keep the same.
+        walks it (the byte loop's `live_flags` are shared so too); an exact proof also reads whether a row ends a
+        lexeme, and a row's accepted terminals are among its live ones, so within every such view's candidates
+        too. Every value any view writes is then sound for all. A new depth's buffer is set once (`setdefault`): threads that make one at once keep the same.
         """
         found = self._proof
         if found is None or found[0] != depth:
