@@ -142,7 +142,7 @@ def test_plain_body_is_read_back_from_the_disk_cache(tmp_path: Path, monkeypatch
     monkeypatch.setattr(slices, "_plain", weakref.WeakKeyDictionary())
     loaded = slices.plain_body(trie, "k" * 40)
     assert loaded is not built
-    for name in ("below", "rest", "level"):
+    for name in ("below", "rest", "level", "chars"):
         assert np.array_equal(getattr(loaded, name), getattr(built, name))
 
 

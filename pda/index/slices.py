@@ -194,17 +194,19 @@ def token_chars(trie: TokenTrie) -> np.ndarray:
 
 class PlainBody:
     """The slices of one trie: `below[n]`, the automaton states from which every path below node n is plain body
-    (`clean_below`), `rest[n]`, the most characters a token below n touches past it (`chars_below`), and
-    `level[n]`, the first letter slice holding every byte below n (`letter_levels`)."""
+    (`clean_below`), `rest[n]`, the most characters a token below n touches past it (`chars_below`), `level[n]`,
+    the first letter slice holding every byte below n (`letter_levels`), and `chars[p]`, the characters of the
+    token at position p (`token_chars`)."""
 
     def __init__(self, trie: TokenTrie) -> None:
         self.below = clean_below(trie)
         self.rest = chars_below(trie)
         self.level = letter_levels(trie)
+        self.chars = token_chars(trie)
 
     def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
         """(meta, arrays) for the disk cache."""
-        return {}, {"below": self.below, "rest": self.rest, "level": self.level}
+        return {}, {"below": self.below, "rest": self.rest, "level": self.level, "chars": self.chars}
 
     @classmethod
     def from_arrays(cls, meta: dict, arrays: dict[str, np.ndarray], trie: TokenTrie) -> "PlainBody":
@@ -214,6 +216,7 @@ class PlainBody:
         self.below = cache.take(arrays, "below", np.uint8, (n,))
         self.rest = cache.take(arrays, "rest", np.int16, (n,), (0, trie.max_depth + 1))
         self.level = cache.take(arrays, "level", np.uint8, (n,), (0, len(LETTER_SLICES) + 1))
+        self.chars = cache.take(arrays, "chars", np.uint8, (len(trie.token_ids),))
         return self
 
 

@@ -46,7 +46,7 @@ import numpy as np
 from pda import cache
 from pda.lru import budget_cache, register_budget
 from pda.grammar.ir import CONTEXTUAL
-from pda.index.slices import CUT_AUTOMATON, PlainBody, plain_body, token_chars
+from pda.index.slices import CUT_AUTOMATON, PlainBody, plain_body
 from pda.index.trie import TokenTrie
 from pda.kernels import walk as kernel
 from pda.kernels.compose import BoundaryGroup, Classification, fingerprint
@@ -282,8 +282,9 @@ class _WalkTables:
         view shares: a proof reads only rows' liveness, any(live bits & candidates), and a row reachable from
         a view's start has its live bits within the view's candidates (its live terminals are among the
         start's, and a step never adds one), so that liveness is the row's own, the same in every view that
-        walks it (the byte loop's `live_flags` are shared so too). Every value any view writes is then sound
-        for all. A new depth's buffer is set once (`setdefault`): threads that make one at once keep the same.
+        walks it (the byte loop's `live_flags` are shared so too); an exact proof also reads whether a row ends a
+        lexeme, and a row's accepted terminals are among its live ones, so within every such view's candidates
+        too. Every value any view writes is then sound for all. A new depth's buffer is set once (`setdefault`): threads that make one at once keep the same.
         """
         found = self._proof
         if found is None or found[0] != depth:
@@ -350,7 +351,7 @@ class SharedClassifications:
         """The kernel records of this vocabulary's `trie` with the plain-body cut's bits, and them opened for the
         kernel's calls (`pda.kernels.walk.opened`; made on first use)."""
         if self._kernel_trie is None:
-            arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest, plain.level), token_chars(trie))
+            arrays = kernel.TrieArrays.of(trie, (plain.below, plain.rest, plain.level), plain.chars)
             self._kernel_trie = (arrays, kernel.opened(arrays))
         return self._kernel_trie
 
