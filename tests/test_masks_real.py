@@ -54,18 +54,6 @@ def cl100k() -> pda.Vocabulary:
     return pda.Vocabulary.from_tiktoken(encoding)
 
 
-@pytest.fixture(scope="module")
-def sentencepiece(tmp_path_factory) -> pda.Vocabulary:
-    """A SentencePiece BPE model with byte fallback, trained here, read through transformers."""
-    from transformers import LlamaTokenizer
-
-    from tests.vocabularies import train_sentencepiece
-
-    folder = tmp_path_factory.mktemp("spm_masks")
-    train_sentencepiece(folder, "bpe", "tokenizer.model")
-    return pda.Vocabulary.from_hf(LlamaTokenizer.from_pretrained(str(folder)))
-
-
 GRAMMAR_TEXTS = {
     "json": (GRAMMARS / "json.lark").read_text(),
     "keywords": KEYWORDS,

