@@ -140,23 +140,18 @@ def random_bounds(rng: random.Random, n: int, most: int) -> list[tuple[int, int]
 
 
 @pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
-@pytest.mark.parametrize("seed", [1, 2])
-def test_counted_walks_equal_full_walks_synthetic(seed: int, lazy: bool, synthetic: pda.Vocabulary,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("vocabulary", "seed", "most", "extra"), [
+    ("synthetic", 1, 90, [(0, 3), (2, 7)]),
+    ("synthetic", 2, 90, [(0, 3), (2, 7)]),
+    ("sentencepiece", 3, 80, []),
+])
+def test_counted_walks_equal_full_walks(vocabulary: str, seed: int, most: int, extra: list[tuple[int, int]],
+                                        lazy: bool, request: pytest.FixtureRequest,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    vocab = request.getfixturevalue(vocabulary)
     rng = random.Random(seed)
-    for low, high in random_bounds(rng, 3, 90) + [(0, 3), (2, 7)]:
-        compiled = compiled_string(synthetic, low, high, lazy, monkeypatch)
-        assert check_driven(compiled, rng, reference=not lazy) >= min(high, 30)
-        if not lazy:
-            assert check_own_states(compiled) > high
-
-
-@pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
-def test_counted_walks_equal_full_walks_sentencepiece(lazy: bool, sentencepiece: pda.Vocabulary,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = random.Random(3)
-    for low, high in random_bounds(rng, 3, 80):
-        compiled = compiled_string(sentencepiece, low, high, lazy, monkeypatch)
+    for low, high in random_bounds(rng, 3, most) + extra:
+        compiled = compiled_string(vocab, low, high, lazy, monkeypatch)
         assert check_driven(compiled, rng, reference=not lazy) >= min(high, 30)
         if not lazy:
             assert check_own_states(compiled) > high
