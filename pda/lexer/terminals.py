@@ -42,6 +42,7 @@ from pda.regex.dfa import (DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, co
                            literal_set_dfa, union_dfa)
 from pda.regex.finite_set import FINITE_SET_MIN_CHOICES, excluding_dfa, finite_set_dfa
 from pda.regex.lazy import LazyDFA, has_count, lazy_terminal
+from pda.regex.ranges import range_dfa, remembered
 from pda.regex.literals import alternation_parts, excluded_alternatives, literal_alternatives, single_literal
 from pda.regex.syntax import translate
 
@@ -95,8 +96,9 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
     dfa = _memory.get(key)
     if dfa is not None:
         return dfa
-    # A free key with exclusions is built in less time than the disk lookup takes (it is never written there).
-    dfa = None if automaton is not None else _excluding(t, max_states)
+    # A free key with exclusions, or a numeric range, is built in less time than the disk lookup takes (neither
+    # is written there).
+    dfa = None if automaton is not None else _excluding(t, max_states) or _numeric_range(t, max_states)
     if dfa is not None:
         _memory.put(key, dfa, dfa.nbytes)
         return dfa
@@ -177,6 +179,19 @@ def _excluding(t: TerminalDef, max_states: int) -> LexerDFA | None:
         return None
     try:
         return excluding_dfa(free, names, name=t.name, max_states=max_states)
+    except LimitExceeded:
+        return None
+
+
+def _numeric_range(t: TerminalDef, max_states: int) -> LexerDFA | None:
+    """The DFA of a numeric range terminal the front end described (`pda.regex.ranges.remembered`), built digit
+    by digit (`range_dfa`: the regex path's automaton); None (the regex path decides) for any other pattern, flags
+    or a lazy terminal."""
+    described = None if t.lazy or t.flags else remembered(t.pattern)
+    if described is None:
+        return None
+    try:
+        return range_dfa(described, name=t.name, max_states=max_states)
     except LimitExceeded:
         return None
 

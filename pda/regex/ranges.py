@@ -1,0 +1,213 @@
+"""Numeric range terminals built digit by digit: the DFA of the plain decimals whose value lies in an interval.
+
+A JSON Schema `minimum`/`maximum` becomes a terminal whose pattern is a decimal-range alternation
+(`pda.grammar.json_schema.numbers`); through regex, NFA and subset construction one costs 0.4-1 ms.
+The front end hands the same language over as a `DecimalRange` (`remember`: by the pattern it wrote),
+and `range_dfa` builds it directly: each side of zero is compared with its magnitude bounds digit by
+digit (the integer part by length and first difference, the fraction digit by digit against the bound's
+fraction), states numbered breadth first by byte from the start, as the subset construction numbers
+ASCII states, and minimised and finished by the same kernel (`classed_dfa`), so the DFA equals the
+regex path's byte for byte (`tests/test_range_terminals.py` compares digests). Invariant: a pattern is
+remembered only with the range whose language it spells (the front end writes both from one description).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from decimal import Decimal
+
+import numpy as np
+
+from pda.regex import compose
+from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, classed_dfa
+
+# Patterns remembered with their ranges; bounded (a server sees ever new schemas): one forgotten only takes
+# the regex path again, to the same DFA.
+REMEMBERED_MAX = 4096
+_remembered: OrderedDict[str, "DecimalRange"] = OrderedDict()
+
+_MINUS, _DOT, _ZERO = 0, 1, 2  # columns: '-', '.', the digits '0'..'9' (2..11); any other byte reads 12
+_CLASSES = np.full(256, 12, dtype=np.int32)
+_CLASSES[ord("-")], _CLASSES[ord(".")] = _MINUS, _DOT
+_CLASSES[ord("0"):ord("9") + 1] = np.arange(_ZERO, _ZERO + 10)
+
+
+@dataclass(frozen=True)
+class DecimalRange:
+    """Plain decimals `-?I(.F)?` (I without leading zeros, F at least one digit) whose value lies between `lo`
+    and `hi` (None: unbounded; strict where `*_exclusive`). `integer`: only integer values, F all zeros and
+    only where `zero_fraction`; `negative_zero`: "-0" (and "-0.0") is a spelling of zero (a number's always are)."""
+
+    lo: Decimal | None
+    lo_exclusive: bool
+    hi: Decimal | None
+    hi_exclusive: bool
+    integer: bool = False
+    zero_fraction: bool = True
+    negative_zero: bool = True
+
+
+def remember(pattern: str, described: DecimalRange) -> None:
+    """Note that `pattern` spells `described`'s language (its terminal's DFA is then built by `range_dfa`)."""
+    _remembered[pattern] = described
+    _remembered.move_to_end(pattern)
+    while len(_remembered) > REMEMBERED_MAX:
+        _remembered.popitem(last=False)
+
+
+def remembered(pattern: str) -> DecimalRange | None:
+    """The range `pattern` was remembered with, if it still is."""
+    return _remembered.get(pattern)
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """A magnitude bound: integer digits, fraction digits (no trailing zeros), strict."""
+
+    whole: str
+    frac: str
+    strict: bool
+
+
+def _bound(d: Decimal, strict: bool) -> _Bound:
+    i = int(d)
+    f = format(d - i, "f")
+    return _Bound(str(i), f.split(".", 1)[1].rstrip("0") if "." in f else "", strict)
+
+
+def _before(a: _Bound, b: _Bound | None) -> bool:
+    """Whether some value lies between the bounds."""
+    if b is None:
+        return True
+    va, vb = Decimal(f"{a.whole}.{a.frac or 0}"), Decimal(f"{b.whole}.{b.frac or 0}")
+    return va < vb or (va == vb and not a.strict and not b.strict)
+
+
+def _sides(r: DecimalRange) -> list[tuple[_Bound, _Bound | None] | None]:
+    """The magnitude bounds of the non-negative side and of the negative side (None: empty)."""
+    zero = Decimal(0)
+    pos_lo = _bound(zero, False) if r.lo is None or r.lo < 0 else _bound(r.lo, r.lo_exclusive)
+    pos = None if r.hi is not None and r.hi < 0 else (pos_lo, None if r.hi is None else _bound(r.hi, r.hi_exclusive))
+    neg_lo = _bound(zero, False) if r.hi is None or r.hi > 0 else _bound(-r.hi, r.hi_exclusive)
+    if not r.negative_zero and neg_lo.whole == "0":
+        neg_lo = _Bound("1", "", False) if r.integer else _Bound("0", "", True)
+    neg = None if r.lo is not None and r.lo > 0 else (neg_lo, None if r.lo is None else _bound(-r.lo, r.lo_exclusive))
+    return [side if side is not None and _before(*side) else None for side in (pos, neg)]
+
+
+def _cmp(a: str, b: str) -> int:
+    return (a > b) - (a < b)
+
+
+def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
+    """The minimal DFA of `r`'s spellings, as the regex path numbers it."""
+    sides = _sides(r)
+    digits = [str(d) for d in range(10)]
+
+    def end_ok(side: int, lo_st: int | None, hi_st: int | None) -> bool:
+        lo, hi = sides[side]
+        lo_ok = lo_st is None or (lo_st == len(lo.frac) and not lo.strict)
+        hi_ok = hi_st is None or hi_st < len(hi.frac) or not hi.strict
+        return lo_ok and hi_ok
+
+    def int_status(side: int, k: int, ta: int, tb: int) -> tuple[int | None, int | None] | None:
+        """The fraction states an integer part ends in ((None: the bound is met whatever follows), or None."""
+        lo, hi = sides[side]
+        a = 1 if ta == 2 or k > len(lo.whole) else -1 if k < len(lo.whole) else ta
+        if a < 0:
+            return None
+        b = -1 if hi is None or k < len(hi.whole) else 1 if k > len(hi.whole) else tb
+        if b > 0:
+            return None
+        return (0 if a == 0 else None), (0 if b == 0 else None)
+
+    def step(key: tuple, col: int) -> tuple | None:
+        kind = key[0]
+        if kind == "S":
+            if col == _MINUS:
+                return ("-",) if sides[1] is not None else None
+            if col == _DOT or sides[0] is None:
+                return None
+            return first_digit(0, digits[col - _ZERO])
+        if kind == "-":
+            return None if col < _ZERO else first_digit(1, digits[col - _ZERO])
+        if kind == "I":
+            _, side, k, ta, tb, zero = key
+            if col == _MINUS:
+                return None
+            if col == _DOT:
+                if r.integer and not r.zero_fraction:
+                    return None
+                st = int_status(side, k, ta, tb)
+                return None if st is None else ("F", side, st[0], st[1], False)
+            if zero:
+                return None
+            lo, hi = sides[side]
+            d = digits[col - _ZERO]
+            k += 1
+            if hi is not None and k > len(hi.whole):
+                return None
+            if ta != 2:
+                ta = 2 if k > len(lo.whole) else ta if ta else _cmp(d, lo.whole[k - 1])
+            if hi is not None:
+                tb = tb if tb else _cmp(d, hi.whole[k - 1])
+            if ta == 2 and hi is None:
+                return ("I", side, -1, 2, 0, False)  # past the lower bound's length, no upper: any digits
+            return ("I", side, k, ta, tb, False)
+        _, side, ls, us, _seen = key
+        if col < _ZERO or (r.integer and col != _ZERO):
+            return None
+        lo, hi = sides[side]
+        d = digits[col - _ZERO]
+        if ls is not None:
+            t = lo.frac[ls] if ls < len(lo.frac) else "0"
+            if d < t:
+                return None
+            ls = None if d > t else min(ls + 1, len(lo.frac))
+        if us is not None:
+            t = hi.frac[us] if us < len(hi.frac) else "0"
+            if d > t:
+                return None
+            us = None if d < t else min(us + 1, len(hi.frac))
+        return ("F", side, ls, us, True)
+
+    def first_digit(side: int, d: str) -> tuple:
+        lo, hi = sides[side]
+        ta = 2 if len(lo.whole) < 1 else _cmp(d, lo.whole[0])
+        tb = 0 if hi is None else _cmp(d, hi.whole[0])
+        return ("I", side, 1, 2 if 1 > len(lo.whole) else ta, tb, d == "0")
+
+    def accepting(key: tuple) -> bool:
+        if key[0] == "I":
+            _, side, k, ta, tb, _zero = key
+            if k < 0:
+                return True
+            st = int_status(side, k, ta, tb)
+            return st is not None and end_ok(side, *st)
+        if key[0] == "F":
+            return key[4] and end_ok(key[1], key[2], key[3])
+        return False
+
+    start = ("S",)
+    states = [start]
+    number = {start: 0}
+    rows: list[list[int]] = []
+    queue = deque([start])
+    while queue:  # breadth first, columns in byte order
+        key = queue.popleft()
+        row = [-1] * 13
+        for col in range(12):
+            target = step(key, col)
+            if target is None:
+                continue
+            found = number.get(target)
+            if found is None:
+                found = number[target] = len(states)
+                states.append(target)
+                queue.append(target)
+            row[col] = found
+        rows.append(row)
+    trans = np.array(rows, dtype=np.int32)
+    accept = np.array([accepting(k) for k in states], dtype=bool)
+    return classed_dfa(compose.Classed(trans, accept, _CLASSES), name=name, max_states=max_states)
