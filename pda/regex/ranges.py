@@ -63,11 +63,13 @@ def remembered(pattern: str) -> DecimalRange | None:
 
 @dataclass(frozen=True)
 class _Bound:
-    """A magnitude bound: integer digits, fraction digits (no trailing zeros), strict."""
+    """A magnitude bound: integer digits, fraction digits (no trailing zeros), strict; `free`: a value whose
+    integer part equals `whole` is within the bound whatever its fraction."""
 
     whole: str
     frac: str
     strict: bool
+    free: bool = False
 
 
 def _bound(d: Decimal, strict: bool) -> _Bound:
@@ -93,7 +95,19 @@ def _sides(r: DecimalRange) -> list[tuple[_Bound, _Bound | None] | None]:
     if not r.negative_zero and neg_lo.whole == "0":
         neg_lo = _Bound("1", "", False) if r.integer else _Bound("0", "", True)
     neg = None if r.lo is not None and r.lo > 0 else (neg_lo, None if r.lo is None else _bound(-r.lo, r.lo_exclusive))
-    return [side if side is not None and _before(*side) else None for side in (pos, neg)]
+    return [None if side is None or not _before(*side) else _loosened(r, *side) for side in (pos, neg)]
+
+
+def _loosened(r: DecimalRange, lo: _Bound, hi: _Bound | None) -> tuple[_Bound, _Bound | None]:
+    """The side's bounds with `free` set where it holds: a lower bound without fraction that is not strict, an
+    upper one of an integer range, and a strict upper integer b, taken as b - 1 (value < b: integer part <= b - 1).
+    Equivalent states then have one key (fewer states to make before minimising)."""
+    lo = _Bound(lo.whole, lo.frac, lo.strict, not lo.frac and not lo.strict)
+    if hi is not None and r.integer:
+        hi = _Bound(hi.whole, hi.frac, hi.strict, True)
+    elif hi is not None and hi.strict and not hi.frac:
+        hi = _Bound(str(int(hi.whole) - 1), "", False, True)  # not "0": a magnitude below 0 is an empty side
+    return lo, hi
 
 
 def _cmp(a: str, b: str) -> int:
@@ -103,6 +117,11 @@ def _cmp(a: str, b: str) -> int:
 def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
     """The minimal DFA of `r`'s spellings, as the regex path numbers it."""
     sides = _sides(r)
+    # zero_tail[side][k]: the lower bound's integer digits from k on are all zeros; nine_tail: the upper's nines
+    zero_tail = [None if b is None else [set(b[0].whole[k:]) <= {"0"} for k in range(len(b[0].whole) + 1)]
+                 for b in sides]
+    nine_tail = [None if b is None or b[1] is None else [set(b[1].whole[k:]) <= {"9"}
+                                                         for k in range(len(b[1].whole) + 1)] for b in sides]
     digits = [str(d) for d in range(10)]
 
     def end_ok(side: int, lo_st: int | None, hi_st: int | None) -> bool:
@@ -120,7 +139,7 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
         b = -1 if hi is None or k < len(hi.whole) else 1 if k > len(hi.whole) else tb
         if b > 0:
             return None
-        return (0 if a == 0 else None), (0 if b == 0 else None)
+        return (0 if a == 0 and not lo.free else None), (0 if b == 0 and not hi.free else None)
 
     def step(key: tuple, col: int) -> tuple | None:
         kind = key[0]
@@ -150,8 +169,11 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
                 return None
             if ta != 2:
                 ta = 2 if k > len(lo.whole) else ta if ta else _cmp(d, lo.whole[k - 1])
+                ta = _settled_lower(side, k, ta)
             if hi is not None:
-                tb = tb if tb else _cmp(d, hi.whole[k - 1])
+                tb = _settled_upper(side, k, tb if tb else _cmp(d, hi.whole[k - 1]))
+                if tb > 0 and k == len(hi.whole):
+                    return None  # above the upper bound and as long: nothing more reads
             if ta == 2 and hi is None:
                 return ("I", side, -1, 2, 0, False)  # past the lower bound's length, no upper: any digits
             return ("I", side, k, ta, tb, False)
@@ -174,9 +196,53 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
 
     def first_digit(side: int, d: str) -> tuple:
         lo, hi = sides[side]
-        ta = 2 if len(lo.whole) < 1 else _cmp(d, lo.whole[0])
-        tb = 0 if hi is None else _cmp(d, hi.whole[0])
-        return ("I", side, 1, 2 if 1 > len(lo.whole) else ta, tb, d == "0")
+        tb = 0 if hi is None else _settled_upper(side, 1, _cmp(d, hi.whole[0]))
+        return ("I", side, 1, _settled_lower(side, 1, _cmp(d, lo.whole[0])), tb, d == "0")
+
+    def _settled_lower(side: int, k: int, ta: int) -> int:
+        """`ta` after k digits, equal to the lower bound's prefix taken as above it where every tail is (the rest
+        of a free bound is zeros), above it taken as past it from its length on."""
+        lo = sides[side][0]
+        if ta == 0 and lo.free and zero_tail[side][k]:
+            ta = 1
+        return 2 if ta == 1 and k >= len(lo.whole) else ta
+
+    def _settled_upper(side: int, k: int, tb: int) -> int:
+        """`tb` after k digits, equal to the upper bound's prefix taken as below it where every tail is (the rest
+        of a free bound is nines)."""
+        hi = sides[side][1]
+        return -1 if tb == 0 and hi.free and nine_tail[side][k] else tb
+
+    def digit_cuts(key: tuple) -> list[int]:
+        """The digits where `key`'s digit moves may change (a bound's next digit, zero's own move), 10 last: the
+        digits from one cut up to the next all move alike, so one of each is stepped."""
+        kind = key[0]
+        marks = {0, 10}
+        if kind == "S" or kind == "-":
+            side = 0 if kind == "S" else 1
+            if sides[side] is None:
+                return [0, 10]
+            lo, hi = sides[side]
+            marks.update((int(lo.whole[0]), int(lo.whole[0]) + 1, 1))
+            if hi is not None:
+                marks.update((int(hi.whole[0]), int(hi.whole[0]) + 1))
+        elif kind == "I":
+            _, side, k, ta, tb, _zero = key
+            lo, hi = sides[side]
+            if ta == 0 and k < len(lo.whole):
+                marks.update((int(lo.whole[k]), int(lo.whole[k]) + 1))
+            if hi is not None and tb == 0 and k < len(hi.whole):
+                marks.update((int(hi.whole[k]), int(hi.whole[k]) + 1))
+        else:
+            _, side, ls, us, _seen = key
+            lo, hi = sides[side]
+            for st, frac in ((ls, lo.frac), (us, "" if hi is None else hi.frac)):
+                if st is not None:
+                    t = int(frac[st]) if st < len(frac) else 0
+                    marks.update((t, t + 1))
+            if r.integer:
+                marks.add(1)
+        return sorted(marks)
 
     def accepting(key: tuple) -> bool:
         if key[0] == "I":
@@ -197,8 +263,11 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
     while queue:  # breadth first, columns in byte order
         key = queue.popleft()
         row = [-1] * 13
-        for col in range(12):
-            target = step(key, col)
+        cuts = digit_cuts(key)
+        moves = [(_MINUS, _MINUS + 1), (_DOT, _DOT + 1)]
+        moves += [(_ZERO + a, _ZERO + b) for a, b in zip(cuts, cuts[1:])]
+        for first, end in moves:
+            target = step(key, first)
             if target is None:
                 continue
             found = number.get(target)
@@ -206,7 +275,7 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
                 found = number[target] = len(states)
                 states.append(target)
                 queue.append(target)
-            row[col] = found
+            row[first:end] = [found] * (end - first)
         rows.append(row)
     trans = np.array(rows, dtype=np.int32)
     accept = np.array([accepting(k) for k in states], dtype=bool)
