@@ -125,6 +125,8 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
     digits = [str(d) for d in range(10)]
 
     def end_ok(side: int, lo_st: int | None, hi_st: int | None) -> bool:
+        if lo_st is None and hi_st is None:
+            return True
         lo, hi = sides[side]
         lo_ok = lo_st is None or (lo_st == len(lo.frac) and not lo.strict)
         hi_ok = hi_st is None or hi_st < len(hi.frac) or not hi.strict
@@ -151,6 +153,12 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
             return first_digit(0, digits[col - _ZERO])
         if kind == "-":
             return None if col < _ZERO else first_digit(1, digits[col - _ZERO])
+        if kind == "L":
+            if col == _MINUS or col == _DOT and r.integer and not r.zero_fraction:
+                return None
+            m = key[1]
+            return ("F", -1, None, None, False) if col == _DOT else ("L", None) if m is None else (
+                None if m == 0 else ("L", m - 1))
         if kind == "I":
             _, side, k, ta, tb, zero = key
             if col == _MINUS:
@@ -159,7 +167,7 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
                 if r.integer and not r.zero_fraction:
                     return None
                 st = int_status(side, k, ta, tb)
-                return None if st is None else ("F", side, st[0], st[1], False)
+                return None if st is None else ("F", -1 if st == (None, None) else side, st[0], st[1], False)
             if zero:
                 return None
             lo, hi = sides[side]
@@ -172,15 +180,11 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
                 ta = _settled_lower(side, k, ta)
             if hi is not None:
                 tb = _settled_upper(side, k, tb if tb else _cmp(d, hi.whole[k - 1]))
-                if tb > 0 and k == len(hi.whole):
-                    return None  # above the upper bound and as long: nothing more reads
-            if ta == 2 and hi is None:
-                return ("I", side, -1, 2, 0, False)  # past the lower bound's length, no upper: any digits
-            return ("I", side, k, ta, tb, False)
+            return int_key(side, k, ta, tb, False)
         _, side, ls, us, _seen = key
         if col < _ZERO or (r.integer and col != _ZERO):
             return None
-        lo, hi = sides[side]
+        lo, hi = sides[side] if side >= 0 else (None, None)
         d = digits[col - _ZERO]
         if ls is not None:
             t = lo.frac[ls] if ls < len(lo.frac) else "0"
@@ -192,12 +196,26 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
             if d > t:
                 return None
             us = None if d < t else min(us + 1, len(hi.frac))
-        return ("F", side, ls, us, True)
+        return ("F", -1 if ls is None and us is None else side, ls, us, True)
 
-    def first_digit(side: int, d: str) -> tuple:
+    def int_key(side: int, k: int, ta: int, tb: int, zero: bool) -> tuple | None:
+        """The key of an integer part of k digits (`ta`, `tb`: compared with the bounds' prefixes), None when above
+        the upper bound and as long. Past the lower bound and decided against the upper one, only how many more
+        digits may follow counts: ("L", m), m None unbounded; the same on both sides of zero."""
+        hi = sides[side][1]
+        if hi is not None and tb > 0 and k == len(hi.whole):
+            return None
+        if not zero and ta == 2:
+            if hi is None:
+                return ("L", None)
+            if tb != 0:
+                return ("L", len(hi.whole) - k - (1 if tb > 0 else 0))
+        return ("I", side, k, ta, tb, zero)
+
+    def first_digit(side: int, d: str) -> tuple | None:
         lo, hi = sides[side]
         tb = 0 if hi is None else _settled_upper(side, 1, _cmp(d, hi.whole[0]))
-        return ("I", side, 1, _settled_lower(side, 1, _cmp(d, lo.whole[0])), tb, d == "0")
+        return int_key(side, 1, _settled_lower(side, 1, _cmp(d, lo.whole[0])), tb, d == "0")
 
     def _settled_lower(side: int, k: int, ta: int) -> int:
         """`ta` after k digits, equal to the lower bound's prefix taken as above it where every tail is (the rest
@@ -233,11 +251,11 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
                 marks.update((int(lo.whole[k]), int(lo.whole[k]) + 1))
             if hi is not None and tb == 0 and k < len(hi.whole):
                 marks.update((int(hi.whole[k]), int(hi.whole[k]) + 1))
-        else:
+        elif kind == "F":
             _, side, ls, us, _seen = key
-            lo, hi = sides[side]
-            for st, frac in ((ls, lo.frac), (us, "" if hi is None else hi.frac)):
+            for st, bound in ((ls, 0), (us, 1)):
                 if st is not None:
+                    frac = sides[side][bound].frac
                     t = int(frac[st]) if st < len(frac) else 0
                     marks.update((t, t + 1))
             if r.integer:
@@ -245,10 +263,10 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
         return sorted(marks)
 
     def accepting(key: tuple) -> bool:
+        if key[0] == "L":
+            return True
         if key[0] == "I":
             _, side, k, ta, tb, _zero = key
-            if k < 0:
-                return True
             st = int_status(side, k, ta, tb)
             return st is not None and end_ok(side, *st)
         if key[0] == "F":
