@@ -5,10 +5,11 @@ A JSON Schema `minimum`/`maximum` becomes a terminal whose pattern is a decimal-
 The front end hands the same language over as a `DecimalRange` (`remember`: by the pattern it wrote),
 and `range_dfa` builds it directly: each side of zero is compared with its magnitude bounds digit by
 digit (the integer part by length and first difference, the fraction digit by digit against the bound's
-fraction), states numbered breadth first by byte from the start, as the subset construction numbers
-ASCII states, and minimised and finished by the same kernel (`classed_dfa`), so the DFA equals the
-regex path's byte for byte (`tests/test_range_terminals.py` compares digests). Invariant: a pattern is
-remembered only with the range whose language it spells (the front end writes both from one description).
+fraction), states numbered breadth first by byte from the start and minimised and finished by the kernel
+the regex path's ASCII DFAs go through (`classed_dfa`): the regex path's automaton, numbered as a fresh process's
+regex path most often numbers it (that numbering depends on what was built before; `tests/test_range_terminals.py`
+compares the automata state by state). Invariant: a pattern is remembered only with the range whose language it
+spells (the front end writes both from one description).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ _CLASSES[ord("0"):ord("9") + 1] = np.arange(_ZERO, _ZERO + 10)
 class DecimalRange:
     """Plain decimals `-?I(.F)?` (I without leading zeros, F at least one digit) whose value lies between `lo`
     and `hi` (None: unbounded; strict where `*_exclusive`). `integer`: only integer values, F all zeros and
-    only where `zero_fraction`; `negative_zero`: "-0" (and "-0.0") is a spelling of zero (a number's always are)."""
+    only where `zero_fraction`, and `negative_zero`: "-0" is a spelling of zero (a number's always is)."""
 
     lo: Decimal | None
     lo_exclusive: bool
@@ -92,8 +93,8 @@ def _sides(r: DecimalRange) -> list[tuple[_Bound, _Bound | None] | None]:
     pos_lo = _bound(zero, False) if r.lo is None or r.lo < 0 else _bound(r.lo, r.lo_exclusive)
     pos = None if r.hi is not None and r.hi < 0 else (pos_lo, None if r.hi is None else _bound(r.hi, r.hi_exclusive))
     neg_lo = _bound(zero, False) if r.hi is None or r.hi > 0 else _bound(-r.hi, r.hi_exclusive)
-    if not r.negative_zero and neg_lo.whole == "0":
-        neg_lo = _Bound("1", "", False) if r.integer else _Bound("0", "", True)
+    if r.integer and not r.negative_zero and neg_lo.whole == "0":
+        neg_lo = _Bound("1", "", False)
     neg = None if r.lo is not None and r.lo > 0 else (neg_lo, None if r.lo is None else _bound(-r.lo, r.lo_exclusive))
     return [None if side is None or not _before(*side) else _loosened(r, *side) for side in (pos, neg)]
 
@@ -115,7 +116,7 @@ def _cmp(a: str, b: str) -> int:
 
 
 def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
-    """The minimal DFA of `r`'s spellings, as the regex path numbers it."""
+    """The minimal DFA of `r`'s spellings (states numbered breadth first by byte)."""
     sides = _sides(r)
     # zero_tail[side][k]: the lower bound's integer digits from k on are all zeros; nine_tail: the upper's nines
     zero_tail = [None if b is None else [set(b[0].whole[k:]) <= {"0"} for k in range(len(b[0].whole) + 1)]
@@ -177,9 +178,9 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
                 return None
             if ta != 2:
                 ta = 2 if k > len(lo.whole) else ta if ta else _cmp(d, lo.whole[k - 1])
-                ta = _settled_lower(side, k, ta)
+                ta = settled_lower(side, k, ta)
             if hi is not None:
-                tb = _settled_upper(side, k, tb if tb else _cmp(d, hi.whole[k - 1]))
+                tb = settled_upper(side, k, tb if tb else _cmp(d, hi.whole[k - 1]))
             return int_key(side, k, ta, tb, False)
         _, side, ls, us, _seen = key
         if col < _ZERO or (r.integer and col != _ZERO):
@@ -214,10 +215,10 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
 
     def first_digit(side: int, d: str) -> tuple | None:
         lo, hi = sides[side]
-        tb = 0 if hi is None else _settled_upper(side, 1, _cmp(d, hi.whole[0]))
-        return int_key(side, 1, _settled_lower(side, 1, _cmp(d, lo.whole[0])), tb, d == "0")
+        tb = 0 if hi is None else settled_upper(side, 1, _cmp(d, hi.whole[0]))
+        return int_key(side, 1, settled_lower(side, 1, _cmp(d, lo.whole[0])), tb, d == "0")
 
-    def _settled_lower(side: int, k: int, ta: int) -> int:
+    def settled_lower(side: int, k: int, ta: int) -> int:
         """`ta` after k digits, equal to the lower bound's prefix taken as above it where every tail is (the rest
         of a free bound is zeros), above it taken as past it from its length on."""
         lo = sides[side][0]
@@ -225,7 +226,7 @@ def range_dfa(r: DecimalRange, *, name: str = "<regex>", max_states: int = DEFAU
             ta = 1
         return 2 if ta == 1 and k >= len(lo.whole) else ta
 
-    def _settled_upper(side: int, k: int, tb: int) -> int:
+    def settled_upper(side: int, k: int, tb: int) -> int:
         """`tb` after k digits, equal to the upper bound's prefix taken as below it where every tail is (the rest
         of a free bound is nines)."""
         hi = sides[side][1]
