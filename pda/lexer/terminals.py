@@ -9,7 +9,8 @@ an alternation of whole patterns (`(?:(?:P1)|(?:P2))`, `pda.grammar.alternatives
 the parts' terminal DFAs (`union_dfa`: the parts are memoised here, most often built before, and the
 whole pattern is never parsed), a free JSON key with exclusions (`"(?!(?:a|b)")(?:G)*"`) the free key's
 DFA with the names' trie laid over it (`excluding_dfa`, before the disk cache is asked: it is built in less
-time than a lookup takes), anything else goes through regex → NFA → DFA. A terminal given as an
+time than a lookup takes), a numeric range the front end described (`pda.regex.ranges.remembered`) built digit by
+digit (`range_dfa`, also before the disk cache), anything else goes through regex → NFA → DFA. A terminal given as an
 automaton (`TerminalDef.automaton`) always takes the NFA path, from its automaton
 (its `pattern` only describes it). Results are cached in
 memory (a byte-bounded LRU shared by every grammar), by the pattern (or the
