@@ -9,7 +9,8 @@ an alternation of whole patterns (`(?:(?:P1)|(?:P2))`, `pda.grammar.alternatives
 the parts' terminal DFAs (`union_dfa`: the parts are memoised here, most often built before, and the
 whole pattern is never parsed), a free JSON key with exclusions (`"(?!(?:a|b)")(?:G)*"`) the free key's
 DFA with the names' trie laid over it (`excluding_dfa`, before the disk cache is asked: it is built in less
-time than a lookup takes), anything else goes through regex → NFA → DFA. A terminal given as an
+time than a lookup takes), a numeric range the front end described (`pda.regex.ranges.remembered`) built digit by
+digit (`range_dfa`, also before the disk cache), anything else goes through regex → NFA → DFA. A terminal given as an
 automaton (`TerminalDef.automaton`) always takes the NFA path, from its automaton
 (its `pattern` only describes it). Results are cached in
 memory (a byte-bounded LRU shared by every grammar), by the pattern (or the
@@ -42,6 +43,7 @@ from pda.regex.dfa import (DEFAULT_MAX_DFA_STATES, LexerDFA, build_lexer_dfa, co
                            literal_set_dfa, union_dfa)
 from pda.regex.finite_set import FINITE_SET_MIN_CHOICES, excluding_dfa, finite_set_dfa
 from pda.regex.lazy import LazyDFA, has_count, lazy_terminal
+from pda.regex.ranges import range_dfa, remembered
 from pda.regex.literals import alternation_parts, excluded_alternatives, literal_alternatives, single_literal
 from pda.regex.syntax import translate
 
@@ -95,8 +97,9 @@ def terminal_dfa(t: TerminalDef, *, max_states: int = DEFAULT_MAX_DFA_STATES,
     dfa = _memory.get(key)
     if dfa is not None:
         return dfa
-    # A free key with exclusions is built in less time than the disk lookup takes (it is never written there).
-    dfa = None if automaton is not None else _excluding(t, max_states)
+    # A free key with exclusions, or a numeric range, is built in less time than the disk lookup takes (neither
+    # is written there).
+    dfa = None if automaton is not None else _excluding(t, max_states) or _numeric_range(t, max_states)
     if dfa is not None:
         _memory.put(key, dfa, dfa.nbytes)
         return dfa
@@ -177,6 +180,19 @@ def _excluding(t: TerminalDef, max_states: int) -> LexerDFA | None:
         return None
     try:
         return excluding_dfa(free, names, name=t.name, max_states=max_states)
+    except LimitExceeded:
+        return None
+
+
+def _numeric_range(t: TerminalDef, max_states: int) -> LexerDFA | None:
+    """The DFA of a numeric range terminal the front end described (`pda.regex.ranges.remembered`), built digit
+    by digit (`range_dfa`: the regex path's automaton); None (the regex path decides) for any other pattern, flags
+    or a lazy terminal."""
+    described = None if t.lazy or t.flags else remembered(t.pattern)
+    if described is None:
+        return None
+    try:
+        return range_dfa(described, name=t.name, max_states=max_states)
     except LimitExceeded:
         return None
 

@@ -328,6 +328,13 @@ def _minimal(found: compose.Classed, names: Sequence[str], max_states: int) -> L
                     accept=_freeze(accept.reshape(n + 1, 1)), live=_freeze(live), names=tuple(names))
 
 
+def classed_dfa(part: compose.Classed, *, name: str = "<regex>",
+                max_states: int = DEFAULT_MAX_DFA_STATES) -> LexerDFA:
+    """The minimal DFA of a partial DFA over byte classes, every state reachable from its start 0 (`_minimal`;
+    `pda.regex.ranges` builds numeric range terminals so)."""
+    return _minimal(part, (name,), max_states)
+
+
 def _determinised(
     nodes: Sequence[Node | Graph],
     lazy: Sequence[bool],

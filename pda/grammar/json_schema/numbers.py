@@ -23,6 +23,7 @@ from pda.grammar.json_schema import limits
 from pda.grammar.json_schema.context import Context
 from pda.grammar.json_schema.typed import NumberSchema
 from pda.grammar.multiples import MultiplesTooLarge, multiples_automaton
+from pda.regex import ranges
 
 _JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 # The look-ahead a `multipleOf` of an integer type starts with (generation default): no fraction, no "-0".
@@ -95,7 +96,11 @@ def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tupl
         if ilo is None and ihi is None:
             return ctx.builder.terminal(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?(?:[eE]\+?[0-9]+)?" if ctx.exact
                                         else r"(?:0|-?[1-9][0-9]*)", "INT")
-        return ctx.builder.terminal(int_regex(ilo, ihi, every_spelling), "INT")
+        regex = int_regex(ilo, ihi, every_spelling)
+        ranges.remember(regex, ranges.DecimalRange(None if ilo is None else Decimal(ilo), False,
+                                                   None if ihi is None else Decimal(ihi), False, integer=True,
+                                                   zero_fraction=every_spelling, negative_zero=every_spelling))
+        return ctx.builder.terminal(regex, "INT")
     if lo is None and hi is None:
         return ctx.builder.terminal(any_number_regex(ctx.exact), "NUM")
     if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_ex or hi_ex))):
@@ -103,6 +108,8 @@ def lower_number(ctx: Context, schema: dict[str, Any], integer: bool, path: tupl
     if lo is not None and lo == hi and not non_integer:
         return ctx.builder.terminal(number_literal_regex(lo, ctx.exact), "NUM")
     regex = number_regex(ctx, lo, lo_ex, hi, hi_ex, path)
+    if regex is not None and not non_integer and not _widened(lo, lo_ex, hi, hi_ex):
+        ranges.remember(regex, ranges.DecimalRange(lo, lo_ex, hi, hi_ex))  # its DFA built digit by digit
     if regex is not None and non_integer:
         # Plain decimals (no exponent) with a non-zero fraction digit: `(?=look)body` is
         # body ∩ look·Σ*, and a numeral with such a digit never loses it when extended.
@@ -167,6 +174,21 @@ def magnitude(ctx: Context, a: Decimal, a_ex: bool, b: Decimal | None, b_ex: boo
         alts.append(str(ib) + _frac_le(fb, b_ex))
     alts = [x for x in alts if x is not None and "(?!)" not in x]
     return "(?:" + "|".join(alts) + ")"
+
+def _widened(lo: Decimal | None, lo_ex: bool, hi: Decimal | None, hi_ex: bool) -> bool:
+    """Whether `number_regex` widens a side (`magnitude`: bounds with fractions inside one integer), so that its
+    language is not the interval's plain decimals."""
+    sides = []
+    if hi is None or hi >= 0:
+        sides.append(((Decimal(0), False) if lo is None or lo < 0 else (lo, lo_ex), hi))
+    if lo is None or lo <= 0:
+        sides.append(((Decimal(0), False) if hi is None or hi > 0 else (-hi, hi_ex), None if lo is None else -lo))
+    for (a, a_ex), b in sides:
+        if b is not None:
+            (ia, fa), (ib, fb) = _split(a), _split(b)
+            if ia == ib and (fa and fb or a_ex and fb):
+                return True
+    return False
 
 # --------------------------------------------------------------- strings
 
