@@ -8,7 +8,7 @@ import pda
 from pda import lru
 
 NAMES = {"terminal_dfas", "leaf_dfas", "regex_translations", "all_terminal_dfas", "token_walks", "basic_walks", "compiled_grammars", "recent_masks",
-         "schema_patterns", "lazy_dfa_states"}
+         "schema_patterns", "lazy_dfa_states", "numeric_ranges"}
 
 
 def test_every_cache_shared_across_grammars_has_a_named_budget() -> None:

@@ -14,19 +14,23 @@ spells (the front end writes both from one description).
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass
 from decimal import Decimal
 
 import numpy as np
 
+from pda.lru import budget_cache, register_budget
 from pda.regex import compose
 from pda.regex.dfa import DEFAULT_MAX_DFA_STATES, LexerDFA, classed_dfa
 
-# Patterns remembered with their ranges; bounded (a server sees ever new schemas): one forgotten only takes
-# the regex path again, to the same DFA.
-REMEMBERED_MAX = 4096
-_remembered: OrderedDict[str, "DecimalRange"] = OrderedDict()
+# Patterns remembered with their ranges, under a byte budget (a server sees ever new schemas; docs/limits.md): one
+# forgotten only takes the regex path again, to the same language. An entry weighs its pattern's characters and
+# `RANGE_ENTRY_BYTES` for the range and the memo's own record.
+REMEMBERED_MAX_BYTES = 1 << 20
+RANGE_ENTRY_BYTES = 400
+register_budget("numeric_ranges", REMEMBERED_MAX_BYTES)
+_remembered = budget_cache("numeric_ranges")
 
 _MINUS, _DOT, _ZERO = 0, 1, 2  # columns: '-', '.', the digits '0'..'9' (2..11); any other byte reads 12
 _CLASSES = np.full(256, 12, dtype=np.int32)
@@ -51,10 +55,7 @@ class DecimalRange:
 
 def remember(pattern: str, described: DecimalRange) -> None:
     """Note that `pattern` spells `described`'s language (its terminal's DFA is then built by `range_dfa`)."""
-    _remembered[pattern] = described
-    _remembered.move_to_end(pattern)
-    while len(_remembered) > REMEMBERED_MAX:
-        _remembered.popitem(last=False)
+    _remembered.put(pattern, described, len(pattern) + RANGE_ENTRY_BYTES)
 
 
 def remembered(pattern: str) -> DecimalRange | None:
