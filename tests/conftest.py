@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+import json
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 import pda
 from pda import cache
+from pda.errors import PdaError
+from pda.grammar.ir import GrammarIR
 from pda.lexer import terminals
 
 REPO = Path(__file__).resolve().parent.parent
@@ -53,6 +58,24 @@ def corpus_path(*parts: str) -> Path:
         pytest.skip(f"test corpus not available: {path} (it ships beside the repo in ../shared/corpus)")
     return path
 
+
+
+def corpus_schema_irs(categories: Sequence[str] | None = None, per_file: int | None = None) -> Iterator[GrammarIR]:
+    """The IR (flexible whitespace, warnings silenced) of each JSONSchemaBench schema of `categories` (None: every
+    file, in name order), at most `per_file` rows a file; schemas the front end refuses are passed over. Skips the
+    test when the corpus is absent."""
+    folder = corpus_path("jsonschemabench", "schemas")
+    paths = sorted(folder.glob("*.jsonl")) if categories is None else [folder / f"{c}.jsonl" for c in categories]
+    for path in paths:
+        with path.open(encoding="utf-8") as rows:
+            for row, _ in zip(rows, range(per_file) if per_file is not None else itertools.count()):
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        ir = pda.Grammar.from_json_schema(json.loads(row)["schema"], whitespace="flexible").ir
+                except (PdaError, RecursionError):
+                    continue
+                yield ir
 
 @pytest.fixture(scope="module")
 def qwen2() -> pda.Vocabulary:

@@ -10,24 +10,21 @@ counted pattern the JSON Schema corpus's front end makes, and the formats'.
 
 from __future__ import annotations
 
-import glob
-import json
 import random
 import re
-import warnings
 
 import numpy as np
 import pytest
 
 import pda
-from pda.errors import LimitExceeded, PdaError
+from pda.errors import LimitExceeded
 from pda.grammar.ir import TerminalDef
 from pda.grammar.json_schema.formats import FORMATS
 from pda.kernels import partition
 from pda.kernels.repeat import extended
 from pda.lru import ByteLRU
 from pda.regex import build_lexer_dfa, compose, dfa
-from tests.conftest import corpus_path
+from tests.conftest import corpus_schema_irs
 
 JSON_CHAR = r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))'
 
@@ -195,19 +192,10 @@ def test_format_patterns_are_the_reference_dfas(name: str, monkeypatch: pytest.M
 
 def _corpus_counted_patterns() -> list[tuple[str, str]]:
     """Every distinct counted pattern the front end makes of the JSON Schema corpus."""
-    corpus_path("jsonschemabench", "schemas")
     found: set[tuple[str, str]] = set()
-    for path in sorted(glob.glob(str(corpus_path("jsonschemabench", "schemas") / "*.jsonl"))):
-        with open(path) as rows:
-            for row in rows:
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        ir = pda.Grammar.from_json_schema(json.loads(row)["schema"], whitespace="flexible").ir
-                except (PdaError, RecursionError):
-                    continue
-                found.update((t.pattern, t.flags) for t in ir.terminals
-                             if t.automaton is None and re.search(r"\{\d+(?:,\d*)?\}", t.pattern))
+    for ir in corpus_schema_irs():
+        found.update((t.pattern, t.flags) for t in ir.terminals
+                     if t.automaton is None and re.search(r"\{\d+(?:,\d*)?\}", t.pattern))
     return sorted(found)
 
 

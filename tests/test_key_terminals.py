@@ -9,21 +9,17 @@ prefixes of each other, the empty name, no names) and on every such key of the J
 
 from __future__ import annotations
 
-import json
 import random
-import warnings
 
 import pytest
 
-import pda
-from pda.errors import PdaError
 from pda.grammar.ir import TerminalDef
 from pda.grammar.json_schema.strings import not_in_set
 from pda.lexer.terminals import terminal_dfa
 from pda.regex.dfa import LexerDFA, compile_regex
 from pda.regex.finite_set import excluding_dfa
 from pda.regex.literals import excluded_alternatives
-from tests.conftest import corpus_path
+from tests.conftest import corpus_schema_irs
 
 # Characters of random names: single-spelling ASCII (the direct construction's), then characters that a JSON
 # string may also spell with an escape or in several bytes (the regex path's).
@@ -139,19 +135,10 @@ def test_direct_construction_is_deterministic() -> None:
 
 def _corpus_key_terminals() -> list[TerminalDef]:
     found: dict[tuple[str, str], TerminalDef] = {}
-    for category in ("Snowplow", "JsonSchemaStore", "Github_medium", "Github_hard", "Kubernetes"):
-        path = corpus_path("jsonschemabench", "schemas", f"{category}.jsonl")
-        with path.open() as f:
-            for line, _ in zip(f, range(120)):
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        ir = pda.Grammar.from_json_schema(json.loads(line)["schema"], whitespace="flexible").ir
-                except (PdaError, RecursionError):
-                    continue
-                for t in ir.terminals:
-                    if t.automaton is None and t.pattern.startswith('"(?!'):
-                        found.setdefault((t.pattern, t.flags), t)
+    for ir in corpus_schema_irs(("Snowplow", "JsonSchemaStore", "Github_medium", "Github_hard", "Kubernetes"), 120):
+        for t in ir.terminals:
+            if t.automaton is None and t.pattern.startswith('"(?!'):
+                found.setdefault((t.pattern, t.flags), t)
     return list(found.values())
 
 
