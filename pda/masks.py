@@ -101,6 +101,9 @@ class StepMasks:
         # The EOS ids, added where the text can end (`_step`).
         self._eos_ids = eos_ids
         self._after_boundary = index.after_boundary  # bound once: `compose` calls it on a group's miss
+        # Bound once, read on every miss (`_compute_mask`); a lexer's ignore set is fixed when it is built.
+        self._at_state = index.at_state
+        self._ignore = self.lexer.ignore
         # Equal dense masks are stored once, under their fingerprint; each is freed with the last state that uses it.
         self._masks: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
         # Buffers a composition that found its mask in `_masks` left: at most one per thread composing at once.
@@ -228,8 +231,8 @@ class StepMasks:
         Half a first document's misses are at the node of the one before (a lexeme read token by
         token misses at each of its states): the node is put in `_recent` when it changes, weighing
         its masks and those computed since the last put, so the ring's bytes still add up."""
-        ignore = self.lexer.ignore
-        root = self.index.at_state(q, node.allowed | ignore)  # from the trie's root: `inside` or a few `tokens`
+        ignore = self._ignore
+        root = self._at_state(q, node.allowed | ignore)  # from the trie's root: `inside` or a few `tokens`
         tokens = root.tokens
         if not root.groups and tokens is None:  # nothing depends on the stack: the index's own mask, shared
             mask = root.inside if root.inside is not None else self._empty
