@@ -223,20 +223,7 @@ class Matcher:
         data = vocab.tokens[token_id] if token_id < vocab.size else None
         if data is None:
             raise TokenRejected(f"token {vocab.describe(token_id) if token_id < vocab.size else token_id} is a special or unused id, never part of the text")
-        # `_advance`'s body, one frame fewer on every token (hot path: every step of a sequence)
-        if self._terminated or self.error is not None or not data:
-            return False
-        node, q = self._history[-1]
-        try:
-            nxt = compiled.scanner.feed(node, q, data)
-        except LimitExceeded as exc:
-            self.error = exc
-            return False
-        if nxt is None:
-            return False
-        self._history.append(nxt)
-        self._steps.append(token_id)
-        return True
+        return self._advance(data, token_id)  # a step's one hook (`pda.reasoning` extends it)
 
     def accept_tokens(self, token_ids: Iterable[int]) -> bool:
         """Advance by several tokens, all or none (a serving engine's accepted draft).
