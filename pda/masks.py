@@ -1,7 +1,7 @@
 """Serve-time masks: a step's allowed-token mask, composed from the token index and memoised on the parser node.
 
-Hot path: `row_source` runs on every row a step fills (`write_row` on every
-`Matcher.fill_bitmask`, `pda.fill_bitmasks` for each of its rows), `step_mask` on every
+Hot path: `row_source` runs on every row a step fills (`Matcher.fill_bitmask` copies it
+into the row itself, `pda.fill_bitmasks` for each of its rows), `step_mask` on every
 other mask read, and `_compute_mask` on every cache miss of a step. Compile-time
 work (the index's walks, the warm-up, the disk snapshot) is in `pda.compiler`.
 
@@ -119,7 +119,7 @@ class StepMasks:
         self._texts = next(_memos) << STATE_BITS
 
     def write_row(self, bitmask: np.ndarray, row: int, node: Node, q: int) -> None:
-        """Write the step mask at (node, q) into row `row` of `bitmask` (hot path: every `fill_bitmask`).
+        """Write the step mask at (node, q) into row `row` of `bitmask` (`Matcher.fill_bitmask` does the same inline).
 
         Writes `row_source(node, q)`; raises what `pda.rows` raises for a layout or row it does not take.
         """
