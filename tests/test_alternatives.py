@@ -83,3 +83,17 @@ def test_an_enum_of_numbers_is_one_terminal_and_its_masks_are_exact() -> None:
     for _ in range(30):
         for node, q, _ in random_walk_states(compiled, rng, max_steps=6):
             assert mask_mismatches(compiled, node, q) == []
+
+
+def test_only_the_alternatives_used_nowhere_else_merge() -> None:
+    """Uses are counted for the candidates alone: "ab" is used in `x` too and stays its own terminal, while
+    "cd" and "ef" (each used once) merge; the rule `x` keeps "ab"."""
+    ir = pda.Grammar.from_lark('start: "ab" | "cd" | "ef" | x\nx: "ab" "zz"').ir
+    merged = merge_alternative_terminals(ir)
+    assert len(merged.terminals) == len(ir.terminals) - 1
+    by_pattern = {t.pattern: t.name for t in ir.terminals}
+    kept = {t.name for t in merged.terminals}
+    assert by_pattern["ab"] in kept and by_pattern["zz"] in kept
+    assert by_pattern["cd"] not in kept and by_pattern["ef"] not in kept
+    assert pda.Grammar(merged).accepts("cd") and pda.Grammar(merged).accepts("abzz")
+    assert not pda.Grammar(merged).accepts("zz")

@@ -199,3 +199,15 @@ def test_a_terminal_dfa_on_disk_with_other_than_one_accepting_column_is_a_miss(
     assert cache.load("dfa", key, lambda m, a: a)["accept"].shape[1] == 2  # the entry is there and readable
     dfa = terminals.terminal_dfa(TerminalDef("T", pattern=pattern))
     assert dfa.accept.shape[1] == 1 and dfa.accepts(b"abx") and not dfa.accepts(b"y")
+
+
+def test_limits_equal_to_the_defaults_use_the_grammars_own_recognizer() -> None:
+    """`pda.Limits()` made per request equals the defaults: the compile uses `Grammar.recognizer` (no copy of the
+    limits compared); limits that change a parser or lexer budget get a recognizer of their own, and limits
+    that change only what the recognizer does not read share the grammar's."""
+    vocab = pda.Vocabulary.from_tokens(["{", "}", '"a"', ":", "1", None], eos_ids=[5])
+    grammar = pda.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
+    assert pda.compile(grammar, vocab, limits=pda.Limits()).recognizer is grammar.recognizer
+    assert pda.compile(grammar, vocab, limits=pda.Limits(warmup_nodes=3)).recognizer is grammar.recognizer
+    own = pda.compile(grammar, vocab, limits=pda.Limits(max_lexer_states=5_000)).recognizer
+    assert own is not grammar.recognizer and own.limits.max_lexer_states == 5_000

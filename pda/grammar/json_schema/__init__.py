@@ -32,8 +32,8 @@ The package, in the order its modules import each other:
 
 References → normalisation → typed views → lowering by type. Normalisation works on
 JSON dicts: merging two schemas (`allOf`, `$ref` siblings, negations conjoined) goes
-keyword by keyword, and a schema's canonical JSON keys the memos, so a subschema met
-twice is lowered once. What it must say that JSON Schema has no keyword for it writes
+keyword by keyword, and a schema's content (`keywords.schema_key`) keys the memos, so a subschema
+met twice is lowered once. What it must say that JSON Schema has no keyword for it writes
 as internal `x-pda-*` keywords (`keywords`), which merge, negate and key memos like
 any other: a negated integer type, a negated string enum, patterns a string must and
 must not match, an object built to stay open, and anyOf lists pending one at a time

@@ -10,13 +10,14 @@ the memos handle them alike. The type lowerings read them only through their
 typed views (`typed`), as fields that say what they mean; `checks` decides a
 constant against them keyword by keyword, and the lowering's union step takes
 the pending anyOf lists (`MORE_ANY_OF`). Also here: the few helpers every part
-uses on schema values (`canon`, the memo key of a schema; `json_type`;
-`pointer`, a path as a JSON pointer for messages).
+uses on schema values (`canon`, a value's canonical JSON; `schema_key`, the memo key of a
+schema; `json_type`; `pointer`, a path as a JSON pointer for messages).
 """
 
 from __future__ import annotations
 
 import json
+from marshal import dumps as _marshal
 from decimal import Decimal
 from typing import Any
 
@@ -78,13 +79,30 @@ def canon(value: Any) -> str:
     return "".join(_CANON_CHUNKS(value, 0))
 
 
-def schema_key(schema: Any) -> str:
-    """The key of every memo over schemas: `canon` of the schema without its own annotations, which
-    no instance depends on (a root's `$defs` can be most of the document, and every subschema
-    lowered is keyed again: dropping them shortens the texts encoded, never merges two languages)."""
-    if isinstance(schema, dict) and not ANNOTATIONS.isdisjoint(schema):
-        schema = {k: v for k, v in schema.items() if k not in ANNOTATIONS}
-    return "".join(_CANON_CHUNKS(schema, 0))
+def schema_key(schema: Any) -> bytes | str:
+    """The key of every memo over schemas: what the schema says, as bytes.
+
+    A schema dict's items without its own annotations (which no instance depends on: a root's
+    `$defs` can be most of the document), sorted by keyword, written by `marshal` (format 0: no
+    back-references and no interning flags, so the bytes depend on the values, their types and the
+    order of the keys inside them alone). Equal bytes are equal schemas, so a memo never merges two
+    languages. The keywords are sorted (their order means nothing); the values are written as they
+    are: a `properties` map keeps its order, which is the members' order when objects are bound to
+    schema order (`property_order="schema"`, or past `MAX_ANY_ORDER_PROPERTIES`), so two objects
+    that declare the same members in another order are two languages and get two keys (sorted JSON,
+    the key before, merged them). Other equal values written in another order only cost a second
+    lowering of the same language. Twice as cheap as sorted JSON over the common schemas (every
+    subschema lowered is keyed, re-encoding its subtree). A schema holding a value `marshal` does
+    not take (a `dict` subclass inside it) and one that is not a dict are keyed by `canon`, a `str`,
+    never equal to bytes."""
+    if isinstance(schema, dict):
+        items = sorted(schema.items() if ANNOTATIONS.isdisjoint(schema)
+                       else [kv for kv in schema.items() if kv[0] not in ANNOTATIONS])
+        try:
+            return _marshal(items, 0)
+        except ValueError:
+            pass
+    return canon(schema)
 
 
 def json_type(v: Any) -> str:

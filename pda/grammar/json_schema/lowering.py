@@ -1,6 +1,6 @@
 """The lowering itself: a schema's instances as rules, by type, through the parts of this package.
 
-`Lowering.value` is the recursion: a subschema (memoised by its canonical JSON,
+`Lowering.value` is the recursion: a subschema (memoised by its content, `schema_key`;
 its rule reserved first so recursive schemas terminate) is normalised
 (`Normaliser.flatten`), split over `anyOf`/`oneOf` into branches, and each branch
 dispatched by type to `numbers`, `strings` or `containers` (`typed`); `enum` and
@@ -43,9 +43,9 @@ from pda.grammar.json_schema.refs import References
 from pda.grammar.json_schema.strings import define_long_strings, lower_string, string_set
 from pda.grammar.json_schema.validate import validate
 
-# Per schema (canonical JSON): the exact grammar that decides values against it, and whether
+# Per schema (`schema_key`): the exact grammar that decides values against it, and whether
 # that grammar holds an object bound to schema order; None when it cannot decide.
-Checkers = dict[str, "tuple[Any, bool] | None"]
+Checkers = dict["bytes | str", "tuple[Any, bool] | None"]
 # The keywords `typed` never reads: the unions `_value` takes apart, and what `flatten` left of negations.
 _NOT_BASE = frozenset({"anyOf", "oneOf", "not", "if", "then", "else"})
 _EMPTY = "\x00empty"  # `exactly_one`'s answer for a oneOf that no instance satisfies
@@ -60,7 +60,7 @@ class Lowering:
         self.builder = self.ctx.builder
         self.normal = Normaliser(self.ctx, refs, self.values_verdicts)
         self.containers = Containers(self.ctx, self.normal, self.value)
-        self.memo: dict[str, str | None] = {}  # subschema (canonical JSON) -> its rule
+        self.memo: dict[bytes | str, str | None] = {}  # subschema (`schema_key`) -> its rule
         self.used: set[str] = set()  # rules used while still being lowered (recursion)
         # Exact lowerings of subschemas that enum values are checked against, by schema.
         self.checkers: Checkers = {} if checkers is None else checkers
@@ -354,9 +354,10 @@ class Lowering:
         if top is None:
             raise GrammarError("the schema accepts no JSON value")
         define_long_strings(self.ctx, top)
-        for name, alts in self.builder.rules.items():
-            if not alts:
-                raise GrammarError(f"internal: rule {name} has no alternatives")
+        if not all(self.builder.rules.values()):  # every rule has alternatives (in C; the loop names the culprit)
+            for name, alts in self.builder.rules.items():
+                if not alts:
+                    raise GrammarError(f"internal: rule {name} has no alternatives")
         self.unlink()
 
     def unlink(self) -> None:
