@@ -145,7 +145,7 @@ STAGES: list[tuple[str, str, list[str]]] = [
     ("warm-up", "warm-up driver (BFS, lexeme states)",
      ["pda.compiler:CompiledGrammar._warm_node", "pda.compiler:CompiledGrammar._lexeme_states"]),
     ("compile", "compile driver (rest of CompiledGrammar.__init__)", ["pda.compiler:CompiledGrammar.__init__"]),
-    ("per step", "row writing (copy_row)", ["pda.masks:StepMasks.write_row", "pda.masks:copy_row"]),
+    ("per step", "row writing (copy_row)", ["pda.matcher:copy_row", "pda.masks:copy_row"]),
     ("per step", "fill_bitmask (dispatch)", ["pda.matcher:Matcher.fill_bitmask"]),
     ("per step", "lexer byte steps (Lexer.scan)", ["pda.scanner:Scanner.scan"]),
     ("per step", "accept_token (dispatch)", ["pda.matcher:Matcher.accept_token", "pda.matcher:Matcher._advance"]),

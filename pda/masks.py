@@ -118,15 +118,8 @@ class StepMasks:
         self._steps = next(_memos) << STATE_BITS
         self._texts = next(_memos) << STATE_BITS
 
-    def write_row(self, bitmask: np.ndarray, row: int, node: Node, q: int) -> None:
-        """Write the step mask at (node, q) into row `row` of `bitmask` (`Matcher.fill_bitmask` does the same inline).
-
-        Writes `row_source(node, q)`; raises what `pda.rows` raises for a layout or row it does not take.
-        """
-        copy_row(bitmask, row, self.row_source(node, q))
-
     def row_source(self, node: Node, q: int) -> RowSource:
-        """What `write_row` writes at (node, q), for `pda.rows` (hot path: every row a step fills).
+        """The step mask at (node, q) as `pda.rows` copies it into a row (hot path: every row a step fills).
 
         A plain finite-set state's row is its `plain_rows` words, scattered into a zero
         row (nothing computed, allocated or memoised per state); any other state's is
@@ -193,7 +186,7 @@ class StepMasks:
         return mask
 
     def _dense(self, mask: np.ndarray | ExtendedMask) -> np.ndarray:
-        """A memoised mask as a packed array: itself, or a new one written as `write_row` writes it."""
+        """A memoised mask as a packed array: itself, or a new one written as `Matcher.fill_bitmask` writes it."""
         if type(mask) is not ExtendedMask:
             return mask
         out = np.empty((1, len(self._empty)), dtype=np.int32)
@@ -211,7 +204,7 @@ class StepMasks:
     def plain_rows(self, allowed: int) -> PlainRows | Literal[False]:
         """The finite-set lookup's plain rows for parser nodes allowing `allowed` (False: none); memoised.
 
-        `write_row` writes a plain state's row from them (zero, then scatter): nothing is
+        `Matcher.fill_bitmask` writes a plain state's row from them (zero, then scatter): nothing is
         computed, allocated or memoised per state, so a first visit costs what a repeat
         does, and no 19 KB mask per enum state is allocated or kept.
         """

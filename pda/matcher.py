@@ -335,7 +335,7 @@ class Matcher:
                 copy_row(bitmask, row, self._eos_mask)
                 return
             node, q = self._history[-1]
-            if self._stop is None:  # `StepMasks.write_row`, one frame fewer
+            if self._stop is None:
                 copy_row(bitmask, row, self.compiled.masks.row_source(node, q))
                 return
             masks = self.compiled.masks

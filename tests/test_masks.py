@@ -20,6 +20,7 @@ import pda.masks
 from pda.compiler import CompiledGrammar
 from pda.index import token_index
 from pda.kernels.compose import ExtendedMask
+from pda.rows import copy_row
 from pda.reference import mask_mismatches, random_walk_states, reference_allowed
 from tests.conftest import GRAMMARS
 from tests.grammar_cases import ARITH, KEYWORDS, LAZY_COMMENTS
@@ -82,7 +83,7 @@ def test_fast_mask_equals_reference_with_every_or_no_mask_extended(
     name: str, share: int, vocab: pda.Vocabulary, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The threshold of extended masks (`EXTENDED_MAX_SHARE`) at its extremes: every composed mask an
-    `ExtendedMask` (up to a dense mask's bits in ids) or none; each state's mask, and the row `write_row` writes
+    `ExtendedMask` (up to a dense mask's bits in ids) or none; each state's mask, and the row `Matcher.fill_bitmask` copies
     from the memo, equal the reference."""
     monkeypatch.setattr(pda.masks, "EXTENDED_MAX_SHARE", share)
     compiled = CompiledGrammar(pda.Grammar.from_lark(GRAMMAR_TEXTS[name]), vocab)  # not the compile memo's
@@ -94,7 +95,7 @@ def test_fast_mask_equals_reference_with_every_or_no_mask_extended(
     while states < 200:
         for node, q, _ in random_walk_states(compiled, rng, max_steps=40):
             assert mask_mismatches(compiled, node, q) == [], (name, states)
-            compiled.masks.write_row(row, 0, node, q)
+            copy_row(row, 0, compiled.masks.row_source(node, q))
             assert np.array_equal(row[0], compiled.step_mask(node, q)), (name, states)
             kinds[type(compiled.masks._text(node, q)).__name__] += 1  # (EOS is added as ids either way)
             states += 1
@@ -108,7 +109,7 @@ def test_fast_mask_equals_reference_with_root_walks_as_ids_or_masks(
 ) -> None:
     """Root walks' inside tokens as ids at their threshold's extremes (`ROOT_SPARSE_SHARE`: up to a whole mask's
     words of ids, or never), with nothing found in the shared or disk store: each state's mask, and the row
-    `write_row` writes from the memo, equal the reference."""
+    `Matcher.fill_bitmask` copies from the memo, equal the reference."""
     monkeypatch.setenv("PDA_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(token_index, "_shared", weakref.WeakKeyDictionary())
     monkeypatch.setattr(token_index, "ROOT_SPARSE_SHARE", share)
@@ -119,7 +120,7 @@ def test_fast_mask_equals_reference_with_root_walks_as_ids_or_masks(
     while states < 200:
         for node, q, _ in random_walk_states(compiled, rng, max_steps=40):
             assert mask_mismatches(compiled, node, q) == [], (name, states)
-            compiled.masks.write_row(row, 0, node, q)
+            copy_row(row, 0, compiled.masks.row_source(node, q))
             assert np.array_equal(row[0], compiled.step_mask(node, q)), (name, states)
             as_ids += compiled.index.at_state(q, node.allowed | compiled.lexer.ignore).tokens is not None
             states += 1
