@@ -12,6 +12,7 @@ Whole masks against the reference path are tests/test_masks*.py.
 
 from __future__ import annotations
 
+import array
 import gc
 import random
 import sys
@@ -193,6 +194,7 @@ def test_errors_name_what_is_wrong_and_leak_nothing() -> None:
     root = Classification(np.zeros(WORDS, dtype=np.int32), (group,))
     group.after[1] = sub
     acc = np.zeros(WORDS, dtype=np.int32)
+    compose.compose(acc, root, node, 0, lambda g, live: sub, 0)  # each classification keeps the array it read
     before = [sys.getrefcount(x) for x in (node, group, sub, sub.inside, root, root.inside)]
     for sparse_max in (0, 4, 1000):
         for _ in range(50):
@@ -229,6 +231,51 @@ def test_errors_name_what_is_wrong_and_leak_nothing() -> None:
         compose.compose(acc, root, node, 0, failing, 0)
     group.after[1] = sub
     assert [sys.getrefcount(x) for x in (node, group, sub, sub.inside, root, root.inside)] == before
+
+
+def test_a_classification_reads_its_array_once_and_again_when_it_changes() -> None:
+    """A classification keeps the numpy array compose read (one reference, until the field holds another or the
+    classification dies): a field set anew is read anew, and an exporter with a buffer to release (array.array)
+    is read per composition, holding nothing."""
+
+    def no_miss(g: BoundaryGroup, live: int) -> Classification:
+        raise AssertionError("every group here has its memo")
+
+    node, group = Node(allowed=0), BoundaryGroup(1)
+    first, second = np.array([3, 40], dtype=np.int32), np.array([7, 41], dtype=np.int32)
+    sub = Classification(None, (), first)
+    group.after[0] = sub
+    root = Classification(None, (group,))
+    acc = np.zeros(WORDS, dtype=np.int32)
+
+    def ids() -> list[int]:
+        return np.frombuffer(compose.compose(acc, root, node, 0, no_miss, 32).ids, dtype=np.int32).tolist()
+
+    held = sys.getrefcount(first)
+    assert ids() == [3, 40]
+    assert sys.getrefcount(first) == held + 1
+    assert ids() == [3, 40]
+    assert sys.getrefcount(first) == held + 1  # read once
+    sub.tokens = second
+    assert ids() == [7, 41]
+    assert sys.getrefcount(first) == held - 1 and sys.getrefcount(second) == held + 1
+    sub.tokens = None
+    sub.inside = np.full(WORDS, 0b10, dtype=np.int32)  # a mask now: ORed in, past sparse_max 0 a dense result
+    assert compose.compose(acc, root, node, 0, no_miss, 0) == compose.fingerprint(sub.inside)
+    assert sys.getrefcount(second) == held - 1
+    released = array.array("i", [9, 5])
+    sub.inside, sub.tokens = None, released
+    assert ids() == [5, 9]
+    assert sys.getrefcount(released) == held  # its name's and the field's
+    released.append(12)  # nothing holds its buffer: it may grow
+    assert ids() == [5, 9, 12]
+    base = np.zeros(WORDS, dtype=np.int32)
+    unheld = sys.getrefcount(base)
+    own = Classification(base, ())
+    assert compose.compose(acc, own, node, 0, no_miss, 32) is base
+    assert sys.getrefcount(base) == unheld + 2
+    del own  # its field's reference and its read's go with it
+    assert sys.getrefcount(base) == unheld
 
 
 def test_the_root_is_copied_then_ored_into() -> None:
