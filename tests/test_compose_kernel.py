@@ -148,11 +148,11 @@ def test_every_form_of_the_result_is_met() -> None:
     assert forms == {"own", "ExtendedMask", "int"}
 
 
-@pytest.mark.parametrize("groups", [2, 5, 40])
+@pytest.mark.parametrize("groups", [2, 5, 40, 90])
 def test_ids_from_interleaved_groups_come_sorted_and_distinct(groups: int) -> None:
     """Ids from several groups (each ascending, overlapping each other and the root's mask) come out ascending,
-    distinct and only those the root's mask lacks: a few (insertion sort), some (merge sort) and many (radix sort,
-    pda/kernels/sort_ids.h)."""
+    distinct and only those the root's mask lacks: a few runs or many merged (the kernel's sort_noted), more than
+    it merges (90) sorted by radix (pda/kernels/sort_ids.h)."""
     rng = random.Random(groups)
     words = 40
     node, base = Node(allowed=0), np.frombuffer(rng.getrandbits(32 * words).to_bytes(4 * words, "little"), np.int32)
@@ -170,6 +170,11 @@ def test_ids_from_interleaved_groups_come_sorted_and_distinct(groups: int) -> No
     assert type(found) is ExtendedMask and np.frombuffer(found.ids, dtype=np.int32).tolist() == added
     assert groups != 5 or 32 < len(added) <= 256
     assert groups < 40 or len(added) > 256
+    # the runs seen: each group's ids ascending (those the root lacks), a new run wherever one starts lower
+    noted = [t for g in tops for t in g.after[0].tokens.tolist() if not base.view(np.uint32)[t >> 5] >> (t & 31) & 1]
+    runs = 1 + sum(b < a for a, b in zip(noted, noted[1:]))
+    assert groups != 40 or runs <= 64
+    assert groups != 90 or runs > 64
 
 
 def test_a_memo_hit_calls_nothing_and_a_refused_probe_drops_the_group() -> None:
@@ -217,6 +222,10 @@ def test_errors_name_what_is_wrong_and_leak_nothing() -> None:
     group.after[1] = Classification(None, (), np.array([32 * WORDS], dtype=np.int32))
     with pytest.raises(ValueError, match="outside the mask"):
         compose.compose(acc, root, node, 0, lambda g, live: sub, 0)
+    for sparse_max in (1, 1000):  # after the words are made (past sparse_max), and before
+        group.after[1] = Classification(None, (), np.array([1, 2, 3, -1], dtype=np.int32))
+        with pytest.raises(ValueError, match="token -1 is outside the mask"):
+            compose.compose(acc, root, node, 0, lambda g, live: sub, sparse_max)
     group.after[1] = Classification(None, (), np.array([1], dtype=np.int64))
     with pytest.raises(ValueError, match="int32 ids"):
         compose.compose(acc, root, node, 0, lambda g, live: sub, 0)
