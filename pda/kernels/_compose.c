@@ -601,7 +601,8 @@ static PyObject *node_after(PyObject *at, PyObject *allowed, PyObject *terminals
 }
 
 /* One group from `at` (whose terminals are `allowed`): OR its suffixes' inside tokens into acc and push what they
- * cross next. */
+ * cross next. `ignore` is NULL when it is 0 (every grammar without ignored terminals: the JSON Schemas'): the live
+ * set is then the node's own int, not a new one. */
 static int compose_group(Acc *acc, PyObject *at, PyObject *at_allowed, PyObject *item, PyObject *ignore,
                          PyObject *after_boundary, Stack *stack)
 {
@@ -623,7 +624,8 @@ static int compose_group(Acc *acc, PyObject *at, PyObject *at_allowed, PyObject 
         rc = 0;
         goto done;
     }
-    if ((allowed = PyObject_GetAttr(after, s_allowed)) == NULL || (live = PyNumber_Or(allowed, ignore)) == NULL)
+    if ((allowed = PyObject_GetAttr(after, s_allowed)) == NULL
+        || (live = ignore == NULL ? Py_NewRef(allowed) : PyNumber_Or(allowed, ignore)) == NULL)
         goto done;
     found = PyDict_GetItemWithError(group->after, live); /* borrowed */
     if (found != NULL)
@@ -822,6 +824,8 @@ static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t sparse_max = PyLong_AsSsize_t(args[5]);
     if (sparse_max == -1 && PyErr_Occurred())
         return NULL;
+    if (!PyObject_IsTrue(ignore))
+        ignore = NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
