@@ -376,7 +376,7 @@ typedef struct {
 } Span;
 
 /* The items of `array`, the field `owner` holds as its inside or tokens, into *span: 1 (no error set) when it is
- * not a C-contiguous int32 buffer, -1 on an error. Read from the owner's `read` when it was read from this array
+ * not a C-contiguous int32 buffer, -1 on an error (span_release is then a no-op). Read from the owner's `read` when it was read from this array
  * (one buffer request per classification, not per composition: a numpy array's request builds and compares its
  * format each time); kept there when its exporter has nothing to release (see the invariants), else taken for
  * this composition only (span_release gives it back). */
@@ -524,30 +524,36 @@ static int set_tokens(Acc *acc, const int32_t *ids, Py_ssize_t n)
     return 0;
 }
 
-/* A classification's inside tokens into acc: its `tokens` set, else its `inside` ORed in (`whose` names it in an
- * error). */
-static int add_inside(Acc *acc, ClassificationObject *c, const char *whose)
+/* The ids of `tokens`, the field c holds, set in acc. */
+static int add_tokens(Acc *acc, ClassificationObject *c, PyObject *tokens)
 {
-    PyObject *array = c->tokens != NULL && c->tokens != Py_None ? c->tokens : c->inside;
-    if (array == NULL || array == Py_None)
+    Span span;
+    int rc = read_ints(c, tokens, &span);
+    if (rc == 1)
+        PyErr_SetString(PyExc_ValueError, "a classification's tokens are not int32 ids");
+    else if (rc == 0)
+        rc = set_tokens(acc, span.items, span.n);
+    span_release(&span);
+    return rc == 0 ? 0 : -1;
+}
+
+/* A classification's inside tokens into acc: its `tokens` set, else its `inside` ORed in. */
+static int add_inside(Acc *acc, ClassificationObject *c)
+{
+    if (c->tokens != NULL && c->tokens != Py_None)
+        return add_tokens(acc, c, c->tokens);
+    if (c->inside == NULL || c->inside == Py_None)
         return 0;
     Span span;
-    int rc = read_ints(c, array, &span);
-    if (rc < 0)
-        return -1;
-    if (array == c->tokens) {
-        if (rc == 1)
-            PyErr_Format(PyExc_ValueError, "%s tokens are not int32 ids", whose);
-        else
-            rc = set_tokens(acc, span.items, span.n);
-    } else if (rc == 1 || span.n != acc->n) {
-        PyErr_Format(PyExc_ValueError, "%s inside mask is not %zd int32 words", whose, acc->n);
+    int rc = read_ints(c, c->inside, &span);
+    if (rc == 1 || (rc == 0 && span.n != acc->n)) {
+        PyErr_Format(PyExc_ValueError, "a classification's inside mask is not %zd int32 words", acc->n);
         rc = -1;
-    } else {
+    } else if (rc == 0) {
         or_into(acc, span.items);
     }
     span_release(&span);
-    return rc == 0 ? 0 : -1;
+    return rc;
 }
 
 /* A growable stack of (node, groups) pairs, each holding a reference. */
@@ -638,7 +644,7 @@ static int compose_group(Acc *acc, PyObject *at, PyObject *at_allowed, PyObject 
         goto done;
     }
     ClassificationObject *sub = (ClassificationObject *)found;
-    if (add_inside(acc, sub, "a classification's") < 0)
+    if (add_inside(acc, sub) < 0)
         goto done;
     if (sub->groups == NULL || !PyTuple_Check(sub->groups)) {
         PyErr_SetString(PyExc_TypeError, "a classification's `groups` is not a tuple");
@@ -824,7 +830,7 @@ static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t sparse_max = PyLong_AsSsize_t(args[5]);
     if (sparse_max == -1 && PyErr_Occurred())
         return NULL;
-    if (!PyObject_IsTrue(ignore))
+    if (PyObject_IsTrue(ignore) == 0) /* an int: never -1 */
         ignore = NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
@@ -858,16 +864,7 @@ static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         }
         acc.base = (const uint32_t *)base_span.items; /* the words are made when first needed (see Acc) */
     }
-    int failed = 0;
-    if (root->tokens != NULL && root->tokens != Py_None) {
-        Span span;
-        int rc = read_ints(root, root->tokens, &span);
-        if (rc == 1)
-            PyErr_SetString(PyExc_ValueError, "a classification's tokens are not int32 ids");
-        failed = rc != 0 || set_tokens(&acc, span.items, span.n) < 0;
-        if (rc >= 0)
-            span_release(&span);
-    }
+    int failed = root->tokens != NULL && root->tokens != Py_None && add_tokens(&acc, root, root->tokens) < 0;
     Stack stack = {NULL, 0, 0};
     failed = failed || push(&stack, node, groups) < 0;
     while (!failed && stack.n) {
