@@ -12,6 +12,7 @@ Whole masks against the reference path are tests/test_masks*.py.
 
 from __future__ import annotations
 
+import array
 import gc
 import random
 import sys
@@ -147,11 +148,11 @@ def test_every_form_of_the_result_is_met() -> None:
     assert forms == {"own", "ExtendedMask", "int"}
 
 
-@pytest.mark.parametrize("groups", [2, 5, 40])
+@pytest.mark.parametrize("groups", [2, 5, 40, 90])
 def test_ids_from_interleaved_groups_come_sorted_and_distinct(groups: int) -> None:
     """Ids from several groups (each ascending, overlapping each other and the root's mask) come out ascending,
-    distinct and only those the root's mask lacks: a few (insertion sort), some (merge sort) and many (radix sort,
-    pda/kernels/sort_ids.h)."""
+    distinct and only those the root's mask lacks: a few runs or many merged (the kernel's sort_noted), more than
+    it merges (90) sorted by radix (pda/kernels/sort_ids.h)."""
     rng = random.Random(groups)
     words = 40
     node, base = Node(allowed=0), np.frombuffer(rng.getrandbits(32 * words).to_bytes(4 * words, "little"), np.int32)
@@ -169,6 +170,11 @@ def test_ids_from_interleaved_groups_come_sorted_and_distinct(groups: int) -> No
     assert type(found) is ExtendedMask and np.frombuffer(found.ids, dtype=np.int32).tolist() == added
     assert groups != 5 or 32 < len(added) <= 256
     assert groups < 40 or len(added) > 256
+    # the runs seen: each group's ids ascending (those the root lacks), a new run wherever one starts lower
+    noted = [t for g in tops for t in g.after[0].tokens.tolist() if not base.view(np.uint32)[t >> 5] >> (t & 31) & 1]
+    runs = 1 + sum(b < a for a, b in zip(noted, noted[1:]))
+    assert groups != 40 or runs <= 64
+    assert groups != 90 or runs > 64
 
 
 def test_a_memo_hit_calls_nothing_and_a_refused_probe_drops_the_group() -> None:
@@ -193,6 +199,7 @@ def test_errors_name_what_is_wrong_and_leak_nothing() -> None:
     root = Classification(np.zeros(WORDS, dtype=np.int32), (group,))
     group.after[1] = sub
     acc = np.zeros(WORDS, dtype=np.int32)
+    compose.compose(acc, root, node, 0, lambda g, live: sub, 0)  # each classification keeps the array it read
     before = [sys.getrefcount(x) for x in (node, group, sub, sub.inside, root, root.inside)]
     for sparse_max in (0, 4, 1000):
         for _ in range(50):
@@ -215,6 +222,10 @@ def test_errors_name_what_is_wrong_and_leak_nothing() -> None:
     group.after[1] = Classification(None, (), np.array([32 * WORDS], dtype=np.int32))
     with pytest.raises(ValueError, match="outside the mask"):
         compose.compose(acc, root, node, 0, lambda g, live: sub, 0)
+    for sparse_max in (1, 1000):  # after the words are made (past sparse_max), and before
+        group.after[1] = Classification(None, (), np.array([1, 2, 3, -1], dtype=np.int32))
+        with pytest.raises(ValueError, match="token -1 is outside the mask"):
+            compose.compose(acc, root, node, 0, lambda g, live: sub, sparse_max)
     group.after[1] = Classification(None, (), np.array([1], dtype=np.int64))
     with pytest.raises(ValueError, match="int32 ids"):
         compose.compose(acc, root, node, 0, lambda g, live: sub, 0)
@@ -229,6 +240,51 @@ def test_errors_name_what_is_wrong_and_leak_nothing() -> None:
         compose.compose(acc, root, node, 0, failing, 0)
     group.after[1] = sub
     assert [sys.getrefcount(x) for x in (node, group, sub, sub.inside, root, root.inside)] == before
+
+
+def test_a_classification_reads_its_array_once_and_again_when_it_changes() -> None:
+    """A classification keeps the numpy array compose read (one reference, until the field holds another or the
+    classification dies): a field set anew is read anew, and an exporter with a buffer to release (array.array)
+    is read per composition, holding nothing."""
+
+    def no_miss(g: BoundaryGroup, live: int) -> Classification:
+        raise AssertionError("every group here has its memo")
+
+    node, group = Node(allowed=0), BoundaryGroup(1)
+    first, second = np.array([3, 40], dtype=np.int32), np.array([7, 41], dtype=np.int32)
+    sub = Classification(None, (), first)
+    group.after[0] = sub
+    root = Classification(None, (group,))
+    acc = np.zeros(WORDS, dtype=np.int32)
+
+    def ids() -> list[int]:
+        return np.frombuffer(compose.compose(acc, root, node, 0, no_miss, 32).ids, dtype=np.int32).tolist()
+
+    held = sys.getrefcount(first)
+    assert ids() == [3, 40]
+    assert sys.getrefcount(first) == held + 1
+    assert ids() == [3, 40]
+    assert sys.getrefcount(first) == held + 1  # read once
+    sub.tokens = second
+    assert ids() == [7, 41]
+    assert sys.getrefcount(first) == held - 1 and sys.getrefcount(second) == held + 1
+    sub.tokens = None
+    sub.inside = np.full(WORDS, 0b10, dtype=np.int32)  # a mask now: ORed in, past sparse_max 0 a dense result
+    assert compose.compose(acc, root, node, 0, no_miss, 0) == compose.fingerprint(sub.inside)
+    assert sys.getrefcount(second) == held - 1
+    released = array.array("i", [9, 5])
+    sub.inside, sub.tokens = None, released
+    assert ids() == [5, 9]
+    assert sys.getrefcount(released) == held  # its name's and the field's
+    released.append(12)  # nothing holds its buffer: it may grow
+    assert ids() == [5, 9, 12]
+    base = np.zeros(WORDS, dtype=np.int32)
+    unheld = sys.getrefcount(base)
+    own = Classification(base, ())
+    assert compose.compose(acc, own, node, 0, no_miss, 32) is base
+    assert sys.getrefcount(base) == unheld + 2
+    del own  # its field's reference and its read's go with it
+    assert sys.getrefcount(base) == unheld
 
 
 def test_the_root_is_copied_then_ored_into() -> None:

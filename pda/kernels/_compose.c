@@ -39,6 +39,14 @@
  *   need not see them: none is tracked, nor then are their groups' tuples and `after` dicts. A first
  *   document of a JSON Schema makes tens of thousands, which every collection of the old generations
  *   read when they were tracked. A cycle made by hand through them is never freed (nothing crashes).
+ * - A classification keeps the array compose last read from it (its inside or its tokens: `read`, a reference to
+ *   the array with its items' address and count), so one read again (most are: a root at each node at its state,
+ *   a suffix at each node after its boundary) asks for its buffer once, not per composition: a numpy array's
+ *   request builds and compares its format each time, a quarter of compose's own time on the 31 schemas' first
+ *   documents. `read` answers for a field only while the field holds that same array (the reference keeps it
+ *   alive, so no other object can take its address), and is kept only for an exporter with nothing to release
+ *   (no bf_releasebuffer: numpy arrays, bytes), for which that reference is all a held export would be; any other
+ *   (array.array, memoryview) is asked per composition. An array a field let go of lives on until the next read.
  * - Every object read is checked (a missing field, a wrong type or a buffer of another format
  *   raises, naming it) and every reference taken is released on every path. compose calls back
  *   into Python (probes, misses), so it holds the GIL throughout.
@@ -54,9 +62,18 @@
 #include "extended_mask.h"
 #include "sort_ids.h"
 
+/* A classification's int32 array as compose last read it (see the invariants): `of` is the array (a reference),
+ * `items` and `n` its int32 items. */
+typedef struct {
+    PyObject *of;
+    const int32_t *items;
+    Py_ssize_t n;
+} Ints;
+
 typedef struct {
     PyObject_HEAD
     PyObject *inside, *tokens, *groups;
+    Ints read; /* compose's: the array of inside or tokens it last read, made by read_ints */
 } ClassificationObject;
 
 typedef struct {
@@ -93,6 +110,7 @@ static void Classification_dealloc(ClassificationObject *self)
     Py_XDECREF(self->inside);
     Py_XDECREF(self->tokens);
     Py_XDECREF(self->groups);
+    Py_XDECREF(self->read.of);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -349,6 +367,55 @@ static PyTypeObject ExtendedMaskType = {
 
 /* ---------------------------------------------------------------- compose */
 
+/* A classification's int32 array (its inside mask or its tokens) as compose reads it: `items`, `n` of them, and
+ * `view`, the buffer to release when read_ints had to take one (view.obj not NULL). */
+typedef struct {
+    const int32_t *items;
+    Py_ssize_t n;
+    Py_buffer view;
+} Span;
+
+/* The items of `array`, the field `owner` holds as its inside or tokens, into *span: 1 (no error set) when it is
+ * not a C-contiguous int32 buffer, -1 on an error (span_release is then a no-op). Read from the owner's `read` when it was read from this array
+ * (one buffer request per classification, not per composition: a numpy array's request builds and compares its
+ * format each time); kept there when its exporter has nothing to release (see the invariants), else taken for
+ * this composition only (span_release gives it back). */
+static int read_ints(ClassificationObject *owner, PyObject *array, Span *span)
+{
+    span->view.obj = NULL;
+    if (owner->read.of == array) {
+        span->items = owner->read.items;
+        span->n = owner->read.n;
+        return 0;
+    }
+    if (PyObject_GetBuffer(array, &span->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        span->view.obj = NULL;
+        return -1;
+    }
+    if (!is_int32_format(span->view.format, span->view.itemsize)) {
+        PyBuffer_Release(&span->view);
+        span->view.obj = NULL;
+        return 1;
+    }
+    span->items = (const int32_t *)span->view.buf;
+    span->n = span->view.len / 4;
+    PyObject *exporter = span->view.obj;
+    if (exporter == array && Py_TYPE(array)->tp_as_buffer->bf_releasebuffer == NULL) {
+        Py_XSETREF(owner->read.of, Py_NewRef(array));
+        owner->read.items = span->items;
+        owner->read.n = span->n;
+        PyBuffer_Release(&span->view); /* only a reference to drop: `read` holds one */
+        span->view.obj = NULL;
+    }
+    return 0;
+}
+
+static void span_release(Span *span)
+{
+    if (span->view.obj != NULL)
+        PyBuffer_Release(&span->view);
+}
+
 /* The mask being composed: its words, and the token ids set in it that its root's inside did not have, in the
  * order set, while they are at most `max` and only ids were set (a suffix's inside mask ORed in makes `ored`:
  * then what was added is read off the words at the end).
@@ -356,12 +423,15 @@ static PyTypeObject ExtendedMaskType = {
  * noted, the ids not in the root's inside (`base`, NULL: none) are noted in `added` as they come, repeats
  * included, and the words are never written: most compositions add a few ids (an ExtendedMask), and copying
  * the root's 19 KB inside for each was most of a miss's memory traffic. make_ready then writes the words and
- * notes those ids again as set_tokens would have. */
+ * notes those ids again as set_tokens would have.
+ * `added` has room for `max` ids, `tmp` (a sort's scratch) as many: no more are ever noted (a repeat past `max`
+ * makes the words, which drop it; past `max` distinct ones the mask is dense and its ids are not kept), and
+ * `max` is at most the mask's tokens, which any result of more than those has too. */
 typedef struct {
     int32_t *words;
     Py_ssize_t n;
-    int32_t *added;
-    Py_ssize_t n_added, cap, max;
+    int32_t *added, *tmp;
+    Py_ssize_t n_added, max;
     int ored, overflow;
     const uint32_t *base;
     int ready;
@@ -392,79 +462,98 @@ static void make_ready(Acc *acc)
     }
 }
 
-/* acc |= mask (an int32 buffer of acc's length; `what` names it in the error). */
-static int or_into(Acc *acc, PyObject *mask, const char *what)
+/* acc |= a mask of acc's length. */
+static void or_into(Acc *acc, const int32_t *src)
 {
-    Py_buffer view;
-    if (PyObject_GetBuffer(mask, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return -1;
-    if (!is_int32_format(view.format, view.itemsize) || view.len != acc->n * 4) {
-        PyErr_Format(PyExc_ValueError, "%s is not %zd int32 words", what, acc->n);
-        PyBuffer_Release(&view);
-        return -1;
-    }
-    const int32_t *src = (const int32_t *)view.buf;
     if (!acc->ready)
         make_ready(acc);
     for (Py_ssize_t i = 0; i < acc->n; i++)
         acc->words[i] |= src[i];
     acc->ored = 1;
-    PyBuffer_Release(&view);
+}
+
+/* acc's bits of the n int32 token ids `ids`, the new ones noted in `added`; -1 (ValueError) if one is outside the
+ * mask. Two loops, before the words are made and after, each on locals (a store to the words or the ids could
+ * otherwise be an int of acc's, reread for every id). */
+static int set_tokens(Acc *acc, const int32_t *ids, Py_ssize_t n)
+{
+    const uint64_t limit = (uint64_t)acc->n * 32;
+    int32_t *added = acc->added;
+    Py_ssize_t i = 0, noted = acc->n_added, max = acc->max;
+    if (!acc->ready) {
+        const uint32_t *base = acc->base;
+        for (; i < n; i++) {
+            int32_t t = ids[i];
+            if ((uint64_t)(uint32_t)t >= limit)
+                break;
+            if (base != NULL && base[t >> 5] >> (t & 31) & 1u)
+                continue;
+            if (noted == max) /* repeats may make these fewer: counted exactly on the words */
+                break;
+            added[noted++] = t;
+        }
+        acc->n_added = noted;
+        if (i < n && (uint64_t)(uint32_t)ids[i] < limit) { /* past `max`; an id outside stops the loop below */
+            make_ready(acc);
+            noted = acc->n_added;
+        }
+    }
+    int32_t *words = acc->words;
+    int counting = !acc->ored && !acc->overflow;
+    for (; i < n; i++) {
+        int32_t t = ids[i];
+        if ((uint64_t)(uint32_t)t >= limit) {
+            PyErr_Format(PyExc_ValueError, "a classification's token %d is outside the mask", t);
+            acc->n_added = noted;
+            return -1;
+        }
+        int32_t bit = (int32_t)(1u << (t & 31));
+        if (words[t >> 5] & bit)
+            continue;
+        words[t >> 5] |= bit;
+        if (!counting)
+            continue;
+        if (noted == max) { /* past `max`: the mask will be dense, its ids are not needed */
+            acc->overflow = 1;
+            counting = 0;
+            continue;
+        }
+        added[noted++] = t;
+    }
+    acc->n_added = noted;
     return 0;
 }
 
-/* acc's bits of the int32 token ids in `tokens` (each below n * 32), the new ones noted in `added`. */
-static int set_tokens(Acc *acc, PyObject *tokens)
+/* The ids of `tokens`, the field c holds, set in acc. */
+static int add_tokens(Acc *acc, ClassificationObject *c, PyObject *tokens)
 {
-    Py_buffer view;
-    if (PyObject_GetBuffer(tokens, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return -1;
-    if (!is_int32_format(view.format, view.itemsize)) {
+    Span span;
+    int rc = read_ints(c, tokens, &span);
+    if (rc == 1)
         PyErr_SetString(PyExc_ValueError, "a classification's tokens are not int32 ids");
-        PyBuffer_Release(&view);
-        return -1;
+    else if (rc == 0)
+        rc = set_tokens(acc, span.items, span.n);
+    span_release(&span);
+    return rc == 0 ? 0 : -1;
+}
+
+/* A classification's inside tokens into acc: its `tokens` set, else its `inside` ORed in. */
+static int add_inside(Acc *acc, ClassificationObject *c)
+{
+    if (c->tokens != NULL && c->tokens != Py_None)
+        return add_tokens(acc, c, c->tokens);
+    if (c->inside == NULL || c->inside == Py_None)
+        return 0;
+    Span span;
+    int rc = read_ints(c, c->inside, &span);
+    if (rc == 1 || (rc == 0 && span.n != acc->n)) {
+        PyErr_Format(PyExc_ValueError, "a classification's inside mask is not %zd int32 words", acc->n);
+        rc = -1;
+    } else if (rc == 0) {
+        or_into(acc, span.items);
     }
-    const int32_t *ids = (const int32_t *)view.buf;
-    for (Py_ssize_t i = 0; i < view.len / 4; i++) {
-        int32_t t = ids[i];
-        if (t < 0 || t >= acc->n * 32) {
-            PyErr_Format(PyExc_ValueError, "a classification's token %d is outside the mask", t);
-            PyBuffer_Release(&view);
-            return -1;
-        }
-        if (!acc->ready) {
-            if (acc->base != NULL && acc->base[t >> 5] >> (t & 31) & 1u)
-                continue;
-            if (acc->n_added == acc->max) /* repeats may make these fewer: counted exactly on the words */
-                make_ready(acc);
-        }
-        if (acc->ready) {
-            int32_t bit = (int32_t)(1u << (t & 31));
-            if (acc->words[t >> 5] & bit)
-                continue;
-            acc->words[t >> 5] |= bit;
-            if (acc->ored || acc->overflow)
-                continue;
-            if (acc->n_added == acc->max) { /* past `max`: the mask will be dense, its ids are not needed */
-                acc->overflow = 1;
-                continue;
-            }
-        }
-        if (acc->n_added == acc->cap) {
-            Py_ssize_t cap = acc->cap ? 2 * acc->cap : 64;
-            int32_t *added = PyMem_Realloc(acc->added, (size_t)cap * sizeof(int32_t));
-            if (added == NULL) {
-                PyBuffer_Release(&view);
-                PyErr_NoMemory();
-                return -1;
-            }
-            acc->added = added;
-            acc->cap = cap;
-        }
-        acc->added[acc->n_added++] = t;
-    }
-    PyBuffer_Release(&view);
-    return 0;
+    span_release(&span);
+    return rc;
 }
 
 /* A growable stack of (node, groups) pairs, each holding a reference. */
@@ -499,14 +588,11 @@ static void clear(Stack *s)
     PyMem_Free(s->items);
 }
 
-/* The node after group's terminals from `at` (a new reference), Py_None's when it cannot take them, NULL on error. */
-static PyObject *node_after(PyObject *at, PyObject *terminals)
+/* The node after group's terminals from `at`, whose terminals are `allowed` (a new reference), Py_None's when it
+ * cannot take them, NULL on error. */
+static PyObject *node_after(PyObject *at, PyObject *allowed, PyObject *terminals)
 {
-    PyObject *allowed = PyObject_GetAttr(at, s_allowed);
-    if (allowed == NULL)
-        return NULL;
     PyObject *both = PyNumber_And(terminals, allowed);
-    Py_DECREF(allowed);
     if (both == NULL)
         return NULL;
     int meets = PyObject_IsTrue(both);
@@ -520,9 +606,11 @@ static PyObject *node_after(PyObject *at, PyObject *terminals)
     return PyObject_CallMethodOneArg(at, s_probe, terminals);
 }
 
-/* One group from `at`: OR its suffixes' inside tokens into acc and push what they cross next. */
-static int compose_group(Acc *acc, PyObject *at, PyObject *item, PyObject *ignore, PyObject *after_boundary,
-                         Stack *stack)
+/* One group from `at` (whose terminals are `allowed`): OR its suffixes' inside tokens into acc and push what they
+ * cross next. `ignore` is NULL when it is 0 (every grammar without ignored terminals: the JSON Schemas'): the live
+ * set is then the node's own int, not a new one. */
+static int compose_group(Acc *acc, PyObject *at, PyObject *at_allowed, PyObject *item, PyObject *ignore,
+                         PyObject *after_boundary, Stack *stack)
 {
     if (!Py_IS_TYPE(item, &BoundaryGroupType)) {
         PyErr_Format(PyExc_TypeError, "a classification's groups hold a %.100s, not a BoundaryGroup",
@@ -536,13 +624,14 @@ static int compose_group(Acc *acc, PyObject *at, PyObject *item, PyObject *ignor
     }
     int rc = -1;
     PyObject *after = NULL, *allowed = NULL, *live = NULL, *found = NULL;
-    if ((after = node_after(at, group->terminals)) == NULL)
+    if ((after = node_after(at, at_allowed, group->terminals)) == NULL)
         goto done;
     if (after == Py_None) {
         rc = 0;
         goto done;
     }
-    if ((allowed = PyObject_GetAttr(after, s_allowed)) == NULL || (live = PyNumber_Or(allowed, ignore)) == NULL)
+    if ((allowed = PyObject_GetAttr(after, s_allowed)) == NULL
+        || (live = ignore == NULL ? Py_NewRef(allowed) : PyNumber_Or(allowed, ignore)) == NULL)
         goto done;
     found = PyDict_GetItemWithError(group->after, live); /* borrowed */
     if (found != NULL)
@@ -555,13 +644,8 @@ static int compose_group(Acc *acc, PyObject *at, PyObject *item, PyObject *ignor
         goto done;
     }
     ClassificationObject *sub = (ClassificationObject *)found;
-    if (sub->tokens != NULL && sub->tokens != Py_None) {
-        if (set_tokens(acc, sub->tokens) < 0)
-            goto done;
-    } else if (sub->inside != NULL && sub->inside != Py_None
-               && or_into(acc, sub->inside, "a classification's inside mask") < 0) {
+    if (add_inside(acc, sub) < 0)
         goto done;
-    }
     if (sub->groups == NULL || !PyTuple_Check(sub->groups)) {
         PyErr_SetString(PyExc_TypeError, "a classification's `groups` is not a tuple");
         goto done;
@@ -615,9 +699,55 @@ static inline int popcount32(uint32_t x)
     return (int)((((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
 }
 
+/* Up to this many ascending runs of noted ids are merged (sort_noted); more are sorted as any ids are. */
+#define MERGE_RUNS_MAX 64
+
+/* Sorts the n noted ids ascending through `tmp` (room for n; `limit` one past the largest id, for sort_ids). They
+ * come in ascending runs, one per classification's tokens (a walk gives them ascending) less those the root had:
+ * merged pairwise, ceil(log2(runs)) passes over them (3.7 classifications a composition on the 31 schemas), where
+ * sort_ids (pda/kernels/sort_ids.h) takes 8 merge passes or 3 radix passes over ~100-300 ids, ~10% of compose's
+ * own time. */
+static void sort_noted(uint32_t *ids, Py_ssize_t n, uint32_t *tmp, int64_t limit)
+{
+    Py_ssize_t starts[MERGE_RUNS_MAX + 1];
+    int runs = 1;
+    starts[0] = 0;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (ids[i] >= ids[i - 1])
+            continue;
+        if (runs == MERGE_RUNS_MAX) {
+            sort_ids(ids, n, tmp, limit);
+            return;
+        }
+        starts[runs++] = i;
+    }
+    uint32_t *from = ids, *to = tmp;
+    while (runs > 1) {
+        starts[runs] = n;
+        int merged = 0;
+        for (int r = 0; r < runs; r += 2) {
+            Py_ssize_t lo = starts[r], mid = starts[r + 1], hi = r + 2 <= runs ? starts[r + 2] : n;
+            Py_ssize_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                to[k++] = from[i] <= from[j] ? from[i++] : from[j++];
+            while (i < mid)
+                to[k++] = from[i++];
+            while (j < hi)
+                to[k++] = from[j++];
+            starts[merged++] = lo;
+        }
+        runs = merged;
+        uint32_t *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != ids)
+        memcpy(ids, from, (size_t)n * sizeof(uint32_t));
+}
+
 /* The token ids `acc` has that `base` (NULL: zeros) has not, ascending, into acc->added: at most acc->max of
  * them, else acc->overflow. Words that are equal (most) are passed over a block at a time. */
-static int added_from_words(Acc *acc, const uint32_t *base)
+static void added_from_words(Acc *acc, const uint32_t *base)
 {
     const uint32_t *words = (const uint32_t *)acc->words;
     static const uint32_t zeros[64];
@@ -632,23 +762,12 @@ static int added_from_words(Acc *acc, const uint32_t *base)
                 continue;
             if (acc->n_added + popcount32(bits) > acc->max) {
                 acc->overflow = 1;
-                return 0;
-            }
-            if (acc->n_added + 32 > acc->cap) {
-                Py_ssize_t cap = 2 * acc->cap + 64;
-                int32_t *added = PyMem_Realloc(acc->added, (size_t)cap * sizeof(int32_t));
-                if (added == NULL) {
-                    PyErr_NoMemory();
-                    return -1;
-                }
-                acc->added = added;
-                acc->cap = cap;
+                return;
             }
             for (; bits; bits &= bits - 1)
                 acc->added[acc->n_added++] = (int32_t)(i * 32 + __builtin_ctz(bits));
         }
     }
-    return 0;
 }
 
 /* The composed mask by what it adds to `base` (NULL: zeros; base_obj is the object or None), as compose returns
@@ -658,8 +777,7 @@ static PyObject *result_of(Acc *acc, const uint32_t *base, PyObject *base_obj)
     if (!acc->ready) { /* only ids, none in base, at most max with repeats: sorted, repeats dropped */
         if (acc->n_added == 0)
             return Py_NewRef(base_obj);
-        if (sort_in_place(acc->added, acc->n_added, (int64_t)acc->n * 32) < 0)
-            return NULL;
+        sort_noted((uint32_t *)acc->added, acc->n_added, (uint32_t *)acc->tmp, (int64_t)acc->n * 32);
         Py_ssize_t kept = 0;
         for (Py_ssize_t i = 0; i < acc->n_added; i++)
             if (kept == 0 || acc->added[kept - 1] != acc->added[i])
@@ -669,8 +787,8 @@ static PyObject *result_of(Acc *acc, const uint32_t *base, PyObject *base_obj)
             memcpy(mask->ids, acc->added, (size_t)kept * sizeof(int32_t));
         return (PyObject *)mask;
     }
-    if (acc->ored && !acc->overflow && added_from_words(acc, base) < 0)
-        return NULL;
+    if (acc->ored && !acc->overflow)
+        added_from_words(acc, base);
     if (acc->overflow)
         return PyLong_FromUnsignedLongLong(hash_words((const uint32_t *)acc->words, acc->n));
     if (acc->n_added == 0)
@@ -680,9 +798,13 @@ static PyObject *result_of(Acc *acc, const uint32_t *base, PyObject *base_obj)
         return NULL;
     memcpy(mask->ids, acc->added, (size_t)acc->n_added * sizeof(int32_t));
     if (!acc->ored) /* noted in the order set: groups' ids interleave */
-        sort_ids((uint32_t *)mask->ids, acc->n_added, (uint32_t *)acc->added, (int64_t)acc->n * 32);
+        sort_noted((uint32_t *)mask->ids, acc->n_added, (uint32_t *)acc->tmp, (int64_t)acc->n * 32);
     return (PyObject *)mask;
 }
+
+/* Up to this many ids (a mask's sparse bound; Qwen2's is 296) are noted on the C stack, more in memory made per
+ * call. */
+#define STACK_IDS 1024
 
 static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -696,7 +818,7 @@ static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     }
     ClassificationObject *root = (ClassificationObject *)args[1];
-    PyObject *base_obj = root->inside == NULL ? Py_None : root->inside, *groups = root->groups;
+    PyObject *groups = root->groups;
     if (groups == NULL || !PyTuple_Check(groups)) {
         PyErr_SetString(PyExc_TypeError, "the root's `groups` is not a tuple");
         return NULL;
@@ -708,50 +830,61 @@ static PyObject *compose(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t sparse_max = PyLong_AsSsize_t(args[5]);
     if (sparse_max == -1 && PyErr_Occurred())
         return NULL;
-    Py_buffer view, base_view = {0};
+    if (PyObject_IsTrue(ignore) == 0) /* an int: never -1 */
+        ignore = NULL;
+    Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
-    Acc acc = {(int32_t *)view.buf, view.len / 4, NULL, 0, 0, sparse_max < 0 ? 0 : sparse_max, 0, 0, NULL, 0};
-    Py_ssize_t n = acc.n;
-    const uint32_t *base = NULL;
+    /* Held to the end: a callback that changed the root's field leaves its words (`base`) alive. */
+    PyObject *base_obj = Py_NewRef(root->inside == NULL ? Py_None : root->inside);
+    Py_ssize_t n = view.len / 4, max = sparse_max < 0 ? 0 : sparse_max < n * 32 ? sparse_max : n * 32;
+    int32_t stack_ids[2 * STACK_IDS], *ids = max <= STACK_IDS ? stack_ids : PyMem_Malloc((size_t)(2 * max) * 4);
+    Acc acc = {(int32_t *)view.buf, n, ids, ids + max, 0, max, 0, 0, NULL, 0};
+    Span base_span = {NULL, 0, {0}};
     PyObject *result = NULL;
+    if (ids == NULL) {
+        PyErr_NoMemory();
+        goto release;
+    }
     if (!is_int32_format(view.format, view.itemsize)) {
         PyErr_SetString(PyExc_ValueError, "acc must be an int32 buffer");
         goto release;
     }
     if (base_obj != Py_None) {
-        if (PyObject_GetBuffer(base_obj, &base_view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-            base_view.obj = NULL;
+        int rc = read_ints(root, base_obj, &base_span);
+        if (rc < 0)
             goto release;
-        }
-        if (!is_int32_format(base_view.format, base_view.itemsize) || base_view.len != n * 4) {
+        if (rc == 1 || base_span.n != n) {
             PyErr_Format(PyExc_ValueError, "the root's inside mask is not %zd int32 words", n);
             goto release;
         }
-        if (base_view.buf == view.buf) {
+        if ((const void *)base_span.items == view.buf) {
             PyErr_SetString(PyExc_ValueError, "acc must not be the root's inside mask");
             goto release;
         }
-        base = (const uint32_t *)base_view.buf;
+        acc.base = (const uint32_t *)base_span.items; /* the words are made when first needed (see Acc) */
     }
-    acc.base = base; /* the words are made when first needed (see Acc) */
+    int failed = root->tokens != NULL && root->tokens != Py_None && add_tokens(&acc, root, root->tokens) < 0;
     Stack stack = {NULL, 0, 0};
-    int failed = root->tokens != NULL && root->tokens != Py_None && set_tokens(&acc, root->tokens) < 0;
     failed = failed || push(&stack, node, groups) < 0;
     while (!failed && stack.n) {
         PyObject *gs = stack.items[--stack.n], *at = stack.items[--stack.n]; /* references moved here */
+        PyObject *allowed = PyObject_GetAttr(at, s_allowed);
+        failed = allowed == NULL;
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(gs) && !failed; i++)
-            failed = compose_group(&acc, at, PyTuple_GET_ITEM(gs, i), ignore, after_boundary, &stack) < 0;
+            failed = compose_group(&acc, at, allowed, PyTuple_GET_ITEM(gs, i), ignore, after_boundary, &stack) < 0;
+        Py_XDECREF(allowed);
         Py_DECREF(at);
         Py_DECREF(gs);
     }
     clear(&stack);
     if (!failed)
-        result = result_of(&acc, base, base_obj);
+        result = result_of(&acc, acc.base, base_obj);
 release:
-    PyMem_Free(acc.added);
-    if (base_view.obj != NULL)
-        PyBuffer_Release(&base_view);
+    if (ids != stack_ids)
+        PyMem_Free(ids);
+    span_release(&base_span);
+    Py_DECREF(base_obj);
     PyBuffer_Release(&view);
     return result;
 }

@@ -7,6 +7,9 @@ Types (compiled; none is tracked by the garbage collector):
   lexer state, `inside` (a packed int32 mask) or `tokens` (int32 ids ascending, a sparse
   walk's few) or neither (both None), and `groups`, a tuple of `BoundaryGroup`s;
   `nbytes()` is the bytes of its arrays (the allowed tokens and the groups' nodes).
+  `compose` keeps a reference to the numpy array it last read from one (with its address:
+  asking a numpy array for its buffer was a quarter of compose's own time), read again only
+  once the field holds another array (see the invariants in pda/kernels/_compose.c).
 * `BoundaryGroup(terminals=None, nodes=None, key=None)`: tokens whose lexeme ended as the
   terminal set `terminals` (an int) at the trie nodes `nodes` (int64); `key` is their bytes
   (`nodes.tobytes()` when not given), `after` a new dict, the group's suffix classification
