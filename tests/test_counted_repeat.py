@@ -60,12 +60,17 @@ def reference_repeat(x: compose.Partial, lo: int, hi: int | None) -> compose.Par
 
 
 def reference_prefixed(x: compose.Partial, lo: int, hi: int | None,
-                       prefix: compose.Partial | None = None) -> compose.Partial | None:
-    """What `compose.repeat` built before the kernel: the chain, then (with a prefix) its concatenation."""
+                       prefix: compose.Partial | None = None, room: int = 0) -> compose.Partial | None:
+    """What `compose.repeat` built before the kernel: the chain, then (with a prefix) its concatenation; with
+    `room` more rows (unset) at the end, as `compose.repeat` leaves them."""
     chain = reference_repeat(x, lo, hi)
-    if chain is None or prefix is None:
+    if chain is not None and prefix is not None:
+        chain = compose.concat(prefix, chain)
+    if chain is None or not room:
         return chain
-    return compose.concat(prefix, chain)
+    trans, accept = chain
+    return (np.concatenate([trans, np.zeros((room, trans.shape[1]), dtype=trans.dtype)]),
+            np.concatenate([accept, np.zeros(room, dtype=bool)]))
 
 
 def random_partial(rng: random.Random, m: int, k: int, density: float) -> compose.Partial:

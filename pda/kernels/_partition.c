@@ -34,7 +34,7 @@
  *     hash collision the columns are compared one by one instead). O(m (k + c)), no GIL.
  *
  * minimal(trans, accept, classes, settled) -> (n, n_classes, byte_class, table, accepting)
- *     One terminal's partial DFA (trans as above, state 0 its start, every state reachable from it;
+ *     One terminal's partial DFA (trans as above, int64 or int32 [m, k], state 0 its start, every state reachable from it;
  *     accept: uint8 [m]; classes: int64 [256], the column of trans each byte reads) made minimal and
  *     complete in one call, exactly as `pda.regex.dfa._minimise` then `_finish` make it: trimmed to the
  *     start and the states that reach an accepting one; partitioned (as `refine`, from the accepting
@@ -529,21 +529,31 @@ static PyObject *coaccessible(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_RETURN_NONE;
 }
 
-/* Row-major tables, read either by row (`row_groups`) or by column (`column_groups`). */
+/* Row-major tables, read either by row (`row_groups`) or by column (`column_groups`): int64 entries, or int32
+ * ones where `narrow` is set (`minimal`'s settled table, read where the caller made it). */
 typedef struct {
     const int64_t *table;
+    const int32_t *narrow;
     int64_t n_rows, n_cols;
 } Table;
 
+/* Entry i (row-major) of t. */
+static inline int64_t cell(const Table *t, int64_t i)
+{
+    return t->narrow ? t->narrow[i] : t->table[i];
+}
+
 static int same_rows(const Table *t, int64_t a, int64_t b)
 {
+    if (t->narrow)
+        return memcmp(t->narrow + a * t->n_cols, t->narrow + b * t->n_cols, (size_t)t->n_cols * sizeof(int32_t)) == 0;
     return memcmp(t->table + a * t->n_cols, t->table + b * t->n_cols, (size_t)t->n_cols * sizeof(int64_t)) == 0;
 }
 
 static int same_columns(const Table *t, int64_t a, int64_t b)
 {
     for (int64_t r = 0; r < t->n_rows; r++)
-        if (t->table[r * t->n_cols + a] != t->table[r * t->n_cols + b])
+        if (cell(t, r * t->n_cols + a) != cell(t, r * t->n_cols + b))
             return 0;
     return 1;
 }
@@ -608,13 +618,13 @@ static int64_t group_lines(const Table *t, int by_column, const int64_t *keys, i
         hashes[j] = HASH_SEED;
     /* one row-major pass either way: a column's hash is built a row at a time */
     for (r = 0; r < t->n_rows; r++) {
-        const int64_t *row = t->table + r * t->n_cols;
+        int64_t at = r * t->n_cols;
         if (by_column)
             for (j = 0; j < t->n_cols; j++)
-                hashes[j] = hash_step(hashes[j], row[j]);
+                hashes[j] = hash_step(hashes[j], cell(t, at + j));
         else
             for (j = 0; j < t->n_cols; j++)
-                hashes[r] = hash_step(hashes[r], row[j]);
+                hashes[r] = hash_step(hashes[r], cell(t, at + j));
     }
     if (!by_column) {
         n = group_keys(t, same_rows, hashes, n_keys, keys, c, group, first);
@@ -640,9 +650,9 @@ static int64_t group_lines(const Table *t, int by_column, const int64_t *keys, i
                 pair[n_keys + n_pairs++] = keys[j];
         }
     for (r = 0; n >= 0 && n_pairs && r < t->n_rows; r++) {
-        const int64_t *row = t->table + r * t->n_cols;
+        int64_t at = r * t->n_cols;
         for (p = 0; p < n_pairs; p++)
-            if (row[pair[n_keys + p]] != row[pair[pair[n_keys + p]]])
+            if (cell(t, at + pair[n_keys + p]) != cell(t, at + pair[pair[n_keys + p]]))
                 break;
         if (p < n_pairs) {
             n = group_keys(t, same_columns, hashes, n_keys, keys, c, group, first);
@@ -684,7 +694,7 @@ static PyObject *grouped(PyObject *const *args, Py_ssize_t nargs, int by_column)
                      what);
         failed = 1;
     }
-    Table t = {tv.buf, tv.ndim == 2 ? tv.shape[0] : 0, tv.ndim == 2 ? tv.shape[1] : 0};
+    Table t = {tv.buf, NULL, tv.ndim == 2 ? tv.shape[0] : 0, tv.ndim == 2 ? tv.shape[1] : 0};
     n_keys = by_column ? t.n_cols : t.n_rows;
     const int64_t *keys = cv.buf;
     for (i = 0; !failed && i < c; i++)
@@ -716,11 +726,14 @@ static PyObject *column_groups(PyObject *self, PyObject *const *args, Py_ssize_t
     return grouped(args, nargs, 1);
 }
 
-/* `minimal`'s work on checked inputs (see the top of the file); -1 on memory failure. Fills *n_out,
- * *n_classes_out and the three outputs (malloc'd; the caller frees them). */
-static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsigned char *accept,
-                          const int64_t *classes, int settled, int64_t *n_out, int64_t *n_classes_out,
-                          int32_t **byte_class_out, int32_t **table_out, unsigned char **accepting_out)
+/* `minimal`'s work on checked inputs (see the top of the file); -1 on memory failure. The transitions are
+ * `trans` (int64), or `narrow` (int32, trans NULL): a settled table is read where it is, any other is widened
+ * first. Fills *n_out, *n_classes_out, `table` (room for (m + 1) k entries, the caller's) and two outputs
+ * (malloc'd; the caller frees them). */
+static int minimal_tables(const int64_t *trans, const int32_t *narrow, int64_t m, int64_t k,
+                          const unsigned char *accept, const int64_t *classes, int settled, int64_t *n_out,
+                          int64_t *n_classes_out, int32_t **byte_class_out, int32_t *table,
+                          unsigned char **accepting_out)
 {
     int64_t q, c, i, g, b, m2 = 0, n = 0, n_groups = 0, n_blocks;
     int failed = 0;
@@ -729,9 +742,10 @@ static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsi
     unsigned char *good = malloc((size_t)m);
     int64_t *renum = malloc((size_t)m * sizeof(int64_t));
     int64_t *own_trimmed = NULL, *blocks = NULL, *block_of = NULL, *number = NULL, *rep = NULL, *own_small = NULL;
-    const int64_t *trimmed = trans, *small;
+    int64_t *own_wide = NULL;
+    const int64_t *trimmed, *small;
     int64_t *group_col = NULL;
-    int32_t *byte_class = NULL, *table = NULL;
+    int32_t *byte_class = NULL;
     unsigned char *accepting = NULL;
     Refiner r;
     memset(&r, 0, sizeof r);
@@ -739,6 +753,18 @@ static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsi
         failed = 1;
         goto done;
     }
+    if (narrow != NULL && !settled) { /* the trim and the partition read int64 */
+        own_wide = malloc((size_t)(m * k > 0 ? m * k : 1) * sizeof(int64_t));
+        if (!own_wide) {
+            failed = 1;
+            goto done;
+        }
+        for (i = 0; i < m * k; i++)
+            own_wide[i] = narrow[i];
+        trans = own_wide;
+        narrow = NULL;
+    }
+    trimmed = trans; /* NULL for a settled narrow table, which is never trimmed or partitioned */
     if (settled)
         memset(good, 1, (size_t)m);
     else {
@@ -832,7 +858,7 @@ static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsi
     /* byte classes: the distinct columns of `small` the bytes read, numbered by their lowest byte
      * (`column_groups`' work: the groups of the columns the 256 bytes pick, by first appearance) */
     int64_t group[256];
-    Table small_table = {small, n, k};
+    Table small_table = {small, small == NULL ? narrow : NULL, n, k};
     group_col = malloc(256 * sizeof(int64_t));
     byte_class = malloc(256 * sizeof(int32_t));
     if (!group_col || !byte_class) {
@@ -846,14 +872,9 @@ static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsi
     }
     for (b = 0; b < 256; b++)
         byte_class[b] = (int32_t)group[b];
-    table = malloc((size_t)(n + 1) * (size_t)n_groups * sizeof(int32_t));
-    if (!table) {
-        failed = 1;
-        goto done;
-    }
     for (i = 0; i < n; i++)
         for (g = 0; g < n_groups; g++) {
-            int64_t t = small[i * k + group_col[g]];
+            int64_t t = cell(&small_table, i * k + group_col[g]);
             table[i * n_groups + g] = (int32_t)(t >= 0 ? t : n);
         }
     for (g = 0; g < n_groups; g++)
@@ -861,15 +882,14 @@ static int minimal_tables(const int64_t *trans, int64_t m, int64_t k, const unsi
 done:
     free_refiner(&r);
     free(good); free(renum); free(own_trimmed); free(blocks); free(block_of); free(number); free(rep);
-    free(own_small); free(group_col);
+    free(own_small); free(group_col); free(own_wide);
     if (failed) {
-        free(byte_class); free(table); free(accepting);
+        free(byte_class); free(accepting);
         return -1;
     }
     *n_out = n;
     *n_classes_out = n_groups;
     *byte_class_out = byte_class;
-    *table_out = table;
     *accepting_out = accepting;
     return 0;
 }
@@ -879,8 +899,9 @@ static PyObject *minimal(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_buffer tv, av, cv;
     int64_t m, k, i, n = 0, n_classes = 0;
     int failed = 0;
-    int32_t *byte_class = NULL, *table = NULL;
+    int32_t *byte_class = NULL;
     unsigned char *accepting = NULL;
+    PyObject *table = NULL;
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "minimal(trans, accept, classes, settled) takes 4 arguments");
         return NULL;
@@ -888,8 +909,18 @@ static PyObject *minimal(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     int settled = PyObject_IsTrue(args[3]);
     if (settled < 0)
         return NULL;
-    if (get_int64(args[0], &tv, PyBUF_ND, "trans") < 0)
+    if (PyObject_GetBuffer(args[0], &tv, PyBUF_ND | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
+    /* int32 (what composition makes, read in place) or int64 */
+    const char *code = tv.format == NULL ? "" : tv.format;
+    if (*code == '<' || *code == '=' || *code == '@')
+        code++;
+    int wide = tv.itemsize == 8 && (strcmp(code, "q") == 0 || strcmp(code, "l") == 0);
+    if (!wide && !(tv.itemsize == 4 && (strcmp(code, "i") == 0 || strcmp(code, "l") == 0))) {
+        PyBuffer_Release(&tv);
+        PyErr_SetString(PyExc_ValueError, "trans must be an int32 or int64 array");
+        return NULL;
+    }
     if (tv.ndim != 2 || tv.shape[0] < 1) {
         PyBuffer_Release(&tv);
         PyErr_SetString(PyExc_ValueError, "trans must be 2-dimensional with a start state");
@@ -906,7 +937,8 @@ static PyObject *minimal(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyBuffer_Release(&av);
         return NULL;
     }
-    const int64_t *trans = tv.buf, *classes = cv.buf;
+    const int64_t *trans = wide ? tv.buf : NULL, *classes = cv.buf;
+    const int32_t *narrow = wide ? NULL : tv.buf;
     if (av.itemsize != 1 || av.len != m) {
         PyErr_SetString(PyExc_ValueError, "accept must be a one-byte array with one entry per state");
         failed = 1;
@@ -917,19 +949,28 @@ static PyObject *minimal(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_ValueError, "trans must have fewer than 2^31 entries");
         failed = 1;
     }
-    for (i = 0; !failed && i < m * k; i++)
-        if (trans[i] < -1 || trans[i] >= m) {
-            PyErr_Format(PyExc_ValueError, "trans holds %lld, not a state or -1", (long long)trans[i]);
+    for (i = 0; !failed && i < m * k; i++) {
+        int64_t t = wide ? trans[i] : narrow[i];
+        if (t < -1 || t >= m) {
+            PyErr_Format(PyExc_ValueError, "trans holds %lld, not a state or -1", (long long)t);
             failed = 1;
         }
+    }
     for (i = 0; !failed && i < 256; i++)
         if (classes[i] < 0 || classes[i] >= k) {
             PyErr_Format(PyExc_ValueError, "classes holds %lld, not a column of trans", (long long)classes[i]);
             failed = 1;
         }
+    /* The table is written where it is returned, in room for the most it can hold ((m + 1) k: no more states,
+     * no more classes), then cut to its size: no copy of it, and no fresh memory but its own (a counted
+     * string's table is hundreds of KiB, each page of fresh memory a fault on first touch). */
+    if (!failed && (table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((m + 1) * k * (int64_t)sizeof(int32_t))))
+                       == NULL)
+        failed = 1;
     if (!failed) {
+        int32_t *room = (int32_t *)PyBytes_AS_STRING(table);
         Py_BEGIN_ALLOW_THREADS
-        failed = minimal_tables(trans, m, k, av.buf, classes, settled, &n, &n_classes, &byte_class, &table,
+        failed = minimal_tables(trans, narrow, m, k, av.buf, classes, settled, &n, &n_classes, &byte_class, room,
                                 &accepting) < 0
                      ? 2 : 0;
         Py_END_ALLOW_THREADS
@@ -937,16 +978,19 @@ static PyObject *minimal(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     PyBuffer_Release(&tv);
     PyBuffer_Release(&av);
     PyBuffer_Release(&cv);
-    if (failed == 2)
-        return PyErr_NoMemory();
-    if (failed)
-        return NULL;
-    PyObject *out = Py_BuildValue("(LLy#y#y#)", (long long)n, (long long)n_classes,
-                                  (const char *)byte_class, (Py_ssize_t)(256 * sizeof(int32_t)),
-                                  (const char *)table, (Py_ssize_t)((n + 1) * n_classes * (int64_t)sizeof(int32_t)),
+    Py_ssize_t size = (Py_ssize_t)((n + 1) * n_classes * (int64_t)sizeof(int32_t));
+    if (!failed && size < PyBytes_GET_SIZE(table) && _PyBytes_Resize(&table, size) < 0)
+        failed = 1; /* table is NULL: freed, with the error set */
+    if (failed) {
+        Py_XDECREF(table);
+        free(byte_class);
+        free(accepting);
+        return failed == 2 ? PyErr_NoMemory() : NULL;
+    }
+    PyObject *out = Py_BuildValue("(LLy#Ny#)", (long long)n, (long long)n_classes,
+                                  (const char *)byte_class, (Py_ssize_t)(256 * sizeof(int32_t)), table,
                                   (const char *)accepting, (Py_ssize_t)(n + 1));
     free(byte_class);
-    free(table);
     free(accepting);
     return out;
 }

@@ -76,8 +76,10 @@ def minimal_dfa(trans: np.ndarray, accept: np.ndarray, classes: np.ndarray,
     """(byte_class int32 [256], table int32 [n + 1, classes], accepting bool [n + 1]) of the minimal complete DFA
     of a one-terminal partial DFA (`trans` [m, k], -1: none; state 0 the start, every state reachable from it;
     `accept` [m]; `classes` [256]: each byte's column), its dead state n last (see the module docstring).
-    `settled`: known trimmed and minimal already, so only finished."""
-    trans = np.ascontiguousarray(trans, dtype=np.int64)
+    `settled`: known trimmed and minimal already, so only finished. An int32 `trans` (composition's) is read
+    where it is, not widened: a counted string's table is hundreds of KiB, and fresh memory costs a page fault
+    per 4 KiB on first touch."""
+    trans = np.ascontiguousarray(trans, dtype=np.int32 if trans.dtype == np.int32 else np.int64)
     accept = np.ascontiguousarray(accept, dtype=bool).reshape(-1)
     n, k, byte_class, table, accepting = _partition.minimal(trans, accept.view(np.uint8),
                                                             np.ascontiguousarray(classes, dtype=np.int64), settled)

@@ -22,20 +22,22 @@ from pda.kernels import _repeat
 Partial = tuple[np.ndarray, np.ndarray]
 
 
-def extended(prefix: Partial, body: Partial, lo: int, hi: int | None) -> Partial | None:
+def extended(prefix: Partial, body: Partial, lo: int, hi: int | None, room: int = 0) -> Partial | None:
     """prefix · body{lo,hi} over the same columns (see the module docstring): (trans int32 [n, k] with -1 for
     none, accept bool [n]), or None. Partial DFAs (trans, accept) start at 0; the body's start is never entered
-    again (`pda.regex.compose` splits off a start that is)."""
+    again (`pda.regex.compose` splits off a start that is). `room`: both arrays have as many more rows at their
+    end, left unset, where the caller writes what follows the repeat (a counted string's closing quote) instead
+    of copying the whole table to append it."""
     pt, pa = prefix
     bt, ba = body
     pt = np.ascontiguousarray(pt, dtype=np.int32)
     bt = np.ascontiguousarray(bt, dtype=np.int32)
     copies = hi if hi is not None else max(lo, 1)
     n = len(pt) + copies * (len(bt) - 1)
-    trans = np.empty((n, bt.shape[1]), dtype=np.int32)
-    accept = np.empty(n, dtype=bool)
+    trans = np.empty((n + room, bt.shape[1]), dtype=np.int32)
+    accept = np.empty(n + room, dtype=bool)
     if not _repeat.extend(pt, np.ascontiguousarray(pa, dtype=bool).view(np.uint8), bt,
                           np.ascontiguousarray(ba, dtype=bool).view(np.uint8), lo, -1 if hi is None else hi,
-                          trans, accept.view(np.uint8)):
+                          trans[:n], accept[:n].view(np.uint8)):
         return None
     return trans, accept

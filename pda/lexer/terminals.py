@@ -30,6 +30,7 @@ reached, which differs between processes).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import time
@@ -135,9 +136,19 @@ def _counted(t: TerminalDef) -> bool:
     read first: only one with a large enough `{n}`/`{n,m}` is parsed (wp_124 has hundreds of terminals)."""
     if LAZY_MIN_COUNT <= 0:
         return True
+    # A count of LAZY_MIN_COUNT or more is written with at least as many digits (a C-speed search first: a JSON
+    # string's pattern has a few `{n}` per character class, each read and converted below).
+    if not _long_count(len(str(LAZY_MIN_COUNT))).search(t.pattern):
+        return False
     counts = (int(n) for m in _COUNTS.finditer(t.pattern) for n in m.groups() if n)
     return any(n >= LAZY_MIN_COUNT for n in counts) and has_count(translate(t.pattern, t.flags, name=t.name),
                                                                     LAZY_MIN_COUNT)
+
+
+@functools.lru_cache(maxsize=4)
+def _long_count(digits: int) -> re.Pattern:
+    """What finds a repeat count of at least `digits` digits (`{n`, `{n,m` or `,m}`) in a pattern's text."""
+    return re.compile(r"[{,]\d{%d}" % digits)
 
 
 def _union_of_parts(t: TerminalDef, max_states: int) -> LexerDFA | None:

@@ -20,7 +20,9 @@ caller, so C is built once per process):
   reads (a JSON string character, a digit: prefix codes). A sequence writes a
   repeat straight after what comes before it, A · X{lo,hi} in one compiled pass
   (`pda.kernels.repeat.extended`: a JSON string of `maxLength` 64 is 64 copies of
-  the JSON string character's 25 states), never the chain and then its copy.
+  the JSON string character's 25 states), never the chain and then its copy; and the
+  part after the repeat (the closing quote) into rows that pass leaves free after it,
+  never the whole table copied to append it (`_concat_into`).
 * `guard_product(body, look, negate)`: a look-ahead `(?=look)body` (or `(?!look)body`) is
   body ∩ look·Σ* (or body minus it): the product of the two DFAs in which the look's
   accepting states absorb (a prefix matched) and so does its dead state (none can).
@@ -212,9 +214,19 @@ def composed(node: Node | Graph, leaf: Callable[[Node], Classed], max_states: in
         return direct
     if isinstance(node, Seq) and worth_composing(node):
         out: Classed | None = None
-        for item in node.items:
+        items, i = node.items, 0
+        while i < len(items):
+            item = items[i]
+            i += 1
             if isinstance(item, Repeat) and worth_composing(item):  # written straight after `out`
-                joined = _repeated(out, item, leaf, max_states)
+                # and the part after it (a counted string's closing quote) straight after that
+                suffix = None
+                if i < len(items) and not (isinstance(items[i], Repeat) and worth_composing(items[i])):
+                    suffix = composed(items[i], leaf, max_states)
+                    if suffix is None:
+                        return None
+                    i += 1
+                joined = _repeated(out, item, leaf, max_states, suffix)
             else:
                 part = composed(item, leaf, max_states)
                 if part is None:
@@ -244,21 +256,38 @@ def composed(node: Node | Graph, leaf: Callable[[Node], Classed], max_states: in
     return leaf(node)
 
 
-def _repeated(prefix: Classed | None, node: Repeat, leaf: Callable[[Node], Classed],
-              max_states: int) -> Classed | None:
-    """prefix · node (a counted repeat; no prefix: node alone) by `pda.kernels.repeat.extended`, or None where
-    it does not apply or its chain would pass four times `max_states` states."""
+def _repeated(prefix: Classed | None, node: Repeat, leaf: Callable[[Node], Classed], max_states: int,
+              suffix: Classed | None = None) -> Classed | None:
+    """prefix · node · suffix (a counted repeat; no prefix, no suffix: the empty string) by
+    `pda.kernels.repeat.extended`, or None where it does not apply or its chain would pass four times
+    `max_states` states. A suffix over the repeat's columns or coarser ones is written in the rows the repeat
+    leaves free after itself (`_concat_into`), any other concatenated after (`concat`): the same table."""
     item = composed(node.item, leaf, max_states)
     if item is None or len(item.trans) * max(node.lo, node.hi or 1) > 4 * max_states:
         return None
-    if prefix is None:
-        found = repeat(item[:2], node.lo, node.hi)
-        return None if found is None else Classed(*found, item.classes, item.minimal_acyclic and node.hi is not None)
-    prefix, item = _aligned(prefix, item)
-    found = repeat(item[:2], node.lo, node.hi, prefix[:2])
+    if prefix is not None:
+        prefix, item = _aligned(prefix, item)
+    minimal = (prefix is None or prefix.minimal_acyclic) and item.minimal_acyclic and node.hi is not None
+    after = None
+    if suffix is not None:
+        kept, aligned = _aligned(item, suffix)
+        if kept is item:  # the suffix's columns laid over the repeat's: its rows go in the room left for them
+            after = _fresh_start(aligned[:2])
+            suffix = None
+    room = 0 if after is None else len(after[0]) - 1
+    found = repeat(item[:2], node.lo, node.hi, None if prefix is None else prefix[:2], room)
     if found is None:
         return None
-    return Classed(*found, prefix.classes, prefix.minimal_acyclic and item.minimal_acyclic and node.hi is not None)
+    if after is not None:
+        if not _concat_into(*found, len(found[0]) - room, after):
+            return None
+        minimal = minimal and aligned.minimal_acyclic
+    out = Classed(*found, item.classes, minimal)
+    if suffix is None:
+        return out
+    a, b = _aligned(out, suffix)
+    pair = concat(a[:2], b[:2])
+    return None if pair is None else Classed(*pair, a.classes, a.minimal_acyclic and b.minimal_acyclic)
 
 
 def _label(part: Classed) -> TerminalArrays:
@@ -462,28 +491,39 @@ def _fresh_start(x: Partial) -> Partial:
 def concat(a: Partial, b: Partial) -> Partial | None:
     """A·B (see the module docstring), or None when a byte could be read two ways."""
     ta, aa = a
-    tb, ab = _fresh_start(b)
-    finals = np.flatnonzero(aa)
-    opens = tb[0] >= 0
-    if (ta[finals][:, opens] >= 0).any():
-        return None
+    b = _fresh_start(b)
     n = len(ta)
-    # B's state s >= 1 becomes n + s - 1 (no edge enters B's start)
-    trans = np.empty((n + len(tb) - 1, ta.shape[1]), dtype=np.result_type(ta.dtype, np.int32))
+    trans = np.empty((n + len(b[0]) - 1, ta.shape[1]), dtype=np.result_type(ta.dtype, np.int32))
     trans[:n] = ta
+    accept = np.empty(len(trans), dtype=bool)
+    accept[:n] = aa
+    return (trans, accept) if _concat_into(trans, accept, n, b) else None
+
+
+def _concat_into(trans: np.ndarray, accept: np.ndarray, n: int, b: Partial) -> bool:
+    """A·B written in place: A is rows [0, n) of `trans` and `accept`, B (over the same columns, its start never
+    re-entered: `_fresh_start`) goes in the rows after them, len(B) - 1 of them; False (the tables half written)
+    when a byte could be read two ways."""
+    tb, ab = b
+    finals = np.flatnonzero(accept[:n])
+    opens = tb[0] >= 0
+    if (trans[finals][:, opens] >= 0).any():
+        return False
+    # B's state s >= 1 becomes n + s - 1 (no edge enters B's start)
     _shifted(tb[1:], n - 1, trans[n:])
     trans[finals[:, None], np.flatnonzero(opens)[None, :]] = (tb[0, opens].astype(np.int64) + n - 1)[None, :]
-    accept = np.concatenate([np.zeros(n, dtype=bool), ab[1:]])
+    accept[n:] = ab[1:]
     accept[finals] = ab[0]
-    return trans, accept
+    return True
 
 
-def repeat(x: Partial, lo: int, hi: int | None, prefix: Partial | None = None) -> Partial | None:
+def repeat(x: Partial, lo: int, hi: int | None, prefix: Partial | None = None, room: int = 0) -> Partial | None:
     """X{lo,hi} (hi None: unbounded) as a chain of copies of X (see the module docstring), written straight
-    after `prefix` (over the same columns) when given, or None."""
+    after `prefix` (over the same columns) when given, or None; `room` more rows left unset at the end
+    (`pda.kernels.repeat.extended`)."""
     if prefix is None:  # the empty string: prefix · X{lo,hi} is X{lo,hi} itself
         prefix = (np.full((1, x[0].shape[1]), -1, dtype=np.int32), np.ones(1, dtype=bool))
-    return extended(prefix, _fresh_start(x), lo, hi)
+    return extended(prefix, _fresh_start(x), lo, hi, room)
 
 
 def guard_product(body: Partial, look: Partial, negate: bool, max_states: int) -> Partial:
