@@ -727,13 +727,7 @@ static void sort_noted(uint32_t *ids, Py_ssize_t n, uint32_t *tmp, int64_t limit
         int merged = 0;
         for (int r = 0; r < runs; r += 2) {
             Py_ssize_t lo = starts[r], mid = starts[r + 1], hi = r + 2 <= runs ? starts[r + 2] : n;
-            Py_ssize_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                to[k++] = from[i] <= from[j] ? from[i++] : from[j++];
-            while (i < mid)
-                to[k++] = from[i++];
-            while (j < hi)
-                to[k++] = from[j++];
+            merge_ids(from, to, lo, mid, hi);
             starts[merged++] = lo;
         }
         runs = merged;

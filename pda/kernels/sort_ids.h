@@ -13,6 +13,18 @@
  * three times), the radix sort above (3 passes against log2(n)); a mask's sparse bound is 250 there. */
 #define SORT_IDS_MERGE_MAX 256
 
+/* Merges the ascending runs from[lo:mid] and from[mid:hi] into to[lo:hi]. */
+static inline void merge_ids(const uint32_t *from, uint32_t *to, Py_ssize_t lo, Py_ssize_t mid, Py_ssize_t hi)
+{
+    Py_ssize_t i = lo, j = mid, k = lo;
+    while (i < mid && j < hi)
+        to[k++] = from[i] <= from[j] ? from[i++] : from[j++];
+    while (i < mid)
+        to[k++] = from[i++];
+    while (j < hi)
+        to[k++] = from[j++];
+}
+
 /* Sorts the n ids ascending in place through `tmp` (room for n); `limit` is one past the largest id (the radix
  * sort passes over the bytes it needs). qsort's call per comparison cost more than the comparisons. */
 static void sort_ids(uint32_t *ids, Py_ssize_t n, uint32_t *tmp, int64_t limit)
@@ -32,13 +44,7 @@ static void sort_ids(uint32_t *ids, Py_ssize_t n, uint32_t *tmp, int64_t limit)
         for (Py_ssize_t width = 1; width < n; width *= 2) {
             for (Py_ssize_t lo = 0; lo < n; lo += 2 * width) {
                 Py_ssize_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
-                Py_ssize_t i = lo, j = mid, k = lo;
-                while (i < mid && j < hi)
-                    to[k++] = from[i] <= from[j] ? from[i++] : from[j++];
-                while (i < mid)
-                    to[k++] = from[i++];
-                while (j < hi)
-                    to[k++] = from[j++];
+                merge_ids(from, to, lo, mid, hi);
             }
             uint32_t *swap = from;
             from = to;
